@@ -1,0 +1,25 @@
+//! The command line: clap types only. Each verb's arguments live beside its code in `commands/`.
+
+use clap::{Parser, Subcommand};
+
+use crate::commands::{demo, schema, slices, validate};
+
+/// Backfills of Delta Lake tables as a reviewed, rehearsed and reversible change.
+///
+/// A plan file names the window, the table, the reason and where the corrected rows come from.
+/// bf checks it offline, shows the slices it makes, rehearses it on a shallow clone, applies it one
+/// atomic commit per slice and keeps the version to roll back to.
+#[derive(Debug, Parser)]
+#[command(name = "bf", version, propagate_version = true, max_term_width = 100)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    Validate(validate::Args),
+    Slices(slices::Args),
+    Schema(schema::Args),
+    Demo(demo::Args),
+}

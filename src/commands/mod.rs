@@ -1,0 +1,20 @@
+//! One file per verb: its arguments, and the glue from them to the library and back to the terminal.
+//! Results go to stdout, problems to stderr; a verb returns the exit code it earned.
+
+pub mod demo;
+pub mod schema;
+pub mod slices;
+pub mod validate;
+
+use std::process::ExitCode;
+
+use crate::cli::Command;
+
+pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Validate(args) => validate::run(args),
+        Command::Slices(args) => slices::run(args),
+        Command::Schema(args) => schema::run(args),
+        Command::Demo(args) => demo::run(args).await,
+    }
+}

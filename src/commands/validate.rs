@@ -1,0 +1,49 @@
+//! `bf validate`: check plan files offline, the way a pull request's CI would.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bf::plan_file;
+
+/// Check plan files without touching any table: syntax, keys, window, slices, read-only SQL.
+///
+/// Every problem is reported with its file, line and column; all of a file's problems are listed,
+/// not only the first. Exits 1 when any file is invalid.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Plan files to check, e.g. `plans/*.toml`.
+    #[arg(required = true, value_name = "PLAN")]
+    plans: Vec<PathBuf>,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    let mut invalid = 0;
+    for path in &args.plans {
+        match plan_file::load(path) {
+            Ok(document) => {
+                let plan = &document.plan;
+                let count = plan.slices().len();
+                writeln!(
+                    out,
+                    "ok {}: {count} slice{} of `{}` over {}, into {}",
+                    path.display(),
+                    if count == 1 { "" } else { "s" },
+                    plan.slicing.every,
+                    plan.window(),
+                    document.resolve(&plan.target.table),
+                )?;
+            }
+            Err(error) => {
+                invalid += 1;
+                eprintln!("{error}\n");
+            }
+        }
+    }
+    if invalid == 0 {
+        return Ok(ExitCode::SUCCESS);
+    }
+    eprintln!("{invalid} of {} plan file{} invalid", args.plans.len(), if args.plans.len() == 1 { " is" } else { "s are" });
+    Ok(ExitCode::FAILURE)
+}

@@ -1,0 +1,227 @@
+//! Reading a plan file and turning everything wrong with it into diagnostics that point at a line.
+
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use annotate_snippets::{Level, Renderer, Snippet};
+
+use super::spans::SpanIndex;
+use super::{Location, PlanFile, quoted};
+
+/// A plan is a few dozen lines; anything much bigger is not a plan, and refusing it early keeps a
+/// mistaken path (a CSV, a log) from being parsed at length.
+const MAX_PLAN_BYTES: u64 = 1024 * 1024;
+
+/// A plan file that parsed and passed validation, with the text it came from (the saved plan records
+/// the text so that `bf apply` can show what changed since it was planned).
+#[derive(Debug, Clone)]
+pub struct PlanDocument {
+    pub path: PathBuf,
+    pub text: String,
+    pub plan: PlanFile,
+}
+
+impl PlanDocument {
+    /// The folder plan paths are relative to.
+    pub fn dir(&self) -> &Path {
+        self.path.parent().unwrap_or(Path::new("."))
+    }
+
+    pub fn resolve(&self, written: &str) -> Location {
+        Location::resolve(self.dir(), written)
+    }
+}
+
+/// Why a plan file cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanFileError {
+    #[error("cannot read plan file {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{}", render(path, text, diagnostics))]
+    Invalid { path: PathBuf, text: String, diagnostics: Vec<Diagnostic> },
+}
+
+/// One thing wrong with a plan file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diagnostic {
+    /// The key it is about, as written in TOML (`window.end`, `metrics[1].name`), when known.
+    pub key: Option<String>,
+    pub message: String,
+    pub help: Option<String>,
+    /// Byte range in the file to underline.
+    pub span: Option<Range<usize>>,
+}
+
+impl PlanFileError {
+    pub fn diagnostics(&self) -> &[Diagnostic] {
+        match self {
+            PlanFileError::Read { .. } => &[],
+            PlanFileError::Invalid { diagnostics, .. } => diagnostics,
+        }
+    }
+}
+
+/// Reads and checks the plan file at `path`.
+pub fn load(path: &Path) -> Result<PlanDocument, PlanFileError> {
+    let read_error = |source| PlanFileError::Read { path: path.to_owned(), source };
+    let size = std::fs::metadata(path).map_err(read_error)?.len();
+    if size > MAX_PLAN_BYTES {
+        return Err(read_error(std::io::Error::other(format!(
+            "the file is {size} bytes; a plan file is at most {MAX_PLAN_BYTES}"
+        ))));
+    }
+    let text = std::fs::read_to_string(path).map_err(read_error)?;
+    parse(path, text)
+}
+
+/// Parses and checks a plan's text; `path` names it in messages and anchors its relative paths.
+pub fn parse(path: &Path, text: String) -> Result<PlanDocument, PlanFileError> {
+    let index = SpanIndex::new(&text);
+    let invalid = |diagnostics| PlanFileError::Invalid { path: path.to_owned(), text: text.clone(), diagnostics };
+    let plan: PlanFile = match toml::from_str(&text) {
+        Ok(plan) => plan,
+        Err(error) => return Err(invalid(vec![from_toml_error(&error, &index)])),
+    };
+    let issues = plan.validate();
+    if !issues.is_empty() {
+        let diagnostics = issues
+            .into_iter()
+            .map(|issue| Diagnostic {
+                span: index.locate(&issue.key),
+                key: Some(issue.key),
+                message: issue.message,
+                help: issue.help,
+            })
+            .collect();
+        return Err(invalid(diagnostics));
+    }
+    Ok(PlanDocument { path: path.to_owned(), text, plan })
+}
+
+/// serde's messages are worded for programmers ("unknown field"); plan authors write keys, and a
+/// misspelt key deserves the key it was meant to be.
+fn from_toml_error(error: &toml::de::Error, index: &SpanIndex) -> Diagnostic {
+    let message = error.message().trim_end().to_owned();
+    let span = error.span();
+    let key = span.as_ref().and_then(|s| index.key_at(s)).map(str::to_owned);
+    let ticked = backticked(&message);
+    if let (true, Some((unknown, expected))) = (message.starts_with("unknown field"), ticked.split_first()) {
+        let table = key.as_deref().and_then(|k| k.rfind('.').map(|cut| &k[..cut]));
+        let place = table.map(|t| format!(" in [{t}]")).unwrap_or_default();
+        let message = match did_you_mean(unknown, expected) {
+            Some(meant) => format!("unknown key `{unknown}`{place} — did you mean `{meant}`?"),
+            None => format!("unknown key `{unknown}`{place}"),
+        };
+        let help = (!expected.is_empty()).then(|| format!("the keys here are {}", quoted(expected)));
+        return Diagnostic { key, message, help, span };
+    }
+    if let (true, Some((unknown, expected))) = (message.starts_with("unknown variant"), ticked.split_first()) {
+        let suggestion = did_you_mean(unknown, expected).map(|m| format!(" — did you mean `{m}`?")).unwrap_or_default();
+        let message = format!("`{unknown}` is not allowed here{suggestion}");
+        let help = Some(format!("write one of {}", quoted(expected)));
+        return Diagnostic { key, message, help, span };
+    }
+    if let (true, Some(missing)) = (message.starts_with("missing field"), ticked.first()) {
+        let within = key.as_deref().map(|k| format!(" in [{k}]")).unwrap_or_default();
+        return Diagnostic { key, message: format!("missing key `{missing}`{within}"), help: None, span };
+    }
+    let message = plain_words(&message);
+    let message = match &key {
+        Some(key) => format!("`{key}`: {message}"),
+        None => message,
+    };
+    Diagnostic { key, message, help: None, span }
+}
+
+/// serde names Rust types in its messages; plan authors write TOML.
+fn plain_words(message: &str) -> String {
+    [
+        (" as i128,", ","),
+        ("expected u32", "expected a whole number from 0 to 4294967295"),
+        ("expected f64", "expected a number"),
+        ("expected a sequence", "expected an array"),
+        ("expected a map", "expected a table"),
+    ]
+    .iter()
+    .fold(message.to_owned(), |text, (rust, toml)| text.replace(rust, toml))
+}
+
+fn backticked(message: &str) -> Vec<&str> {
+    message.split('`').skip(1).step_by(2).collect()
+}
+
+/// The expected word closest to what was typed, if it is close enough to be a typo (the same measure
+/// and threshold clap uses for misspelt flags).
+fn did_you_mean<'a>(typed: &str, expected: &[&'a str]) -> Option<&'a str> {
+    expected
+        .iter()
+        .map(|candidate| (strsim::jaro(typed, candidate), *candidate))
+        .filter(|(score, _)| *score > 0.7)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, candidate)| candidate)
+}
+
+/// Renders diagnostics the way rustc does: message, `--> file:line:column`, the line, a caret.
+fn render(path: &Path, text: &str, diagnostics: &[Diagnostic]) -> String {
+    let origin = path.display().to_string();
+    let renderer = Renderer::plain();
+    let mut out = Vec::new();
+    for diagnostic in diagnostics {
+        let mut message = Level::Error.title(&diagnostic.message);
+        let label = diagnostic.key.as_deref().unwrap_or("");
+        match &diagnostic.span {
+            Some(span) => {
+                let span = clamp(span, text);
+                message = message.snippet(
+                    Snippet::source(text)
+                        .origin(&origin)
+                        .fold(true)
+                        .annotation(Level::Error.span(span).label(label)),
+                );
+            }
+            None => message = message.footer(Level::Note.title(&origin)),
+        }
+        if let Some(help) = &diagnostic.help {
+            message = message.footer(Level::Help.title(help));
+        }
+        out.push(renderer.render(message).to_string());
+    }
+    let count = diagnostics.len();
+    out.push(format!(
+        "{origin}: {count} problem{} found",
+        if count == 1 { "" } else { "s" }
+    ));
+    out.join("\n\n")
+}
+
+/// An empty span or one at the very end of the file has nothing to underline; widen it to a character.
+fn clamp(span: &Range<usize>, text: &str) -> Range<usize> {
+    let end = text.len();
+    let start = span.start.min(end);
+    let stop = span.end.clamp(start, end);
+    if start < stop {
+        return start..stop;
+    }
+    match text[..start].char_indices().next_back() {
+        Some((i, _)) if start == end => i..start,
+        _ => start..(start + text[start..].chars().next().map_or(0, char::len_utf8)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_the_nearest_key() {
+        assert_eq!(did_you_mean("windw", &["reason", "target", "window"]), Some("window"));
+        assert_eq!(did_you_mean("zzz", &["reason", "target", "window"]), None);
+    }
+
+    #[test]
+    fn clamps_spans_inside_the_text() {
+        assert_eq!(clamp(&(3..3), "abc"), 2..3);
+        assert_eq!(clamp(&(0..0), "abc"), 0..1);
+        assert_eq!(clamp(&(1..9), "abc"), 1..3);
+    }
+}

@@ -1,0 +1,351 @@
+//! The plan file: the backfill a team reviews in a pull request, before anything runs.
+//!
+//! These types are the contract. serde reads a plan with them and schemars turns the same types, doc
+//! comments included, into `schema/plan.schema.json`, so the file an editor checks against and the file
+//! bf reads cannot drift apart.
+//!
+//! Reading a plan goes in two steps, like a compiler:
+//! 1. [`load`] parses the TOML into these types. A syntax error, a wrong type or an unknown key stops
+//!    here, with the file, line and column (and a "did you mean" for misspelt keys).
+//! 2. [`validate`](PlanFile::validate) checks every rule that needs the whole plan — window order, slice
+//!    count against the guard, read-only SQL, metric names, … — and collects *all* the issues, each
+//!    tied to the key it is about so the loader can point at its line.
+//!
+//! Nothing here touches a table: a plan can be checked offline, in CI, on a laptop without credentials.
+
+mod load;
+mod schema;
+mod spans;
+mod validate;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use chrono::NaiveDate;
+use path_clean::PathClean;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::window::{Cadence, Order, RunOffset, Slice, Window};
+
+pub use load::{PlanDocument, PlanFileError, load, parse};
+pub use schema::json_schema;
+pub use validate::Issue;
+
+/// A backfill: which part of which Delta table is rewritten, why, from what, and how it is checked.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+#[schemars(title = "bf plan file")]
+pub struct PlanFile {
+    /// Why the past is being rewritten, in one or two sentences (1 to 4000 characters). It is recorded
+    /// in every commit bf makes and becomes the table's comment, so the person asking in June why March
+    /// changed finds the answer in the table itself.
+    #[schemars(length(min = 1, max = 4000))]
+    pub reason: String,
+    /// The Delta table to backfill.
+    pub target: Target,
+    /// The days the backfill may rewrite. Nothing outside them is written.
+    pub window: WindowSpec,
+    /// How the window is cut into slices: one slice is one run and one commit.
+    pub slicing: Slicing,
+    /// Where the corrected rows come from.
+    pub source: Source,
+    /// How each slice is written to the table.
+    #[serde(default)]
+    pub write: Write,
+    /// Numbers compared before vs after for every slice. The row count is always compared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub metrics: Vec<Metric>,
+    /// Rules the rehearsed slices must satisfy before the plan can be applied.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub checks: Vec<Check>,
+    /// Limits that stop a plan which is bigger or moves numbers more than expected.
+    #[serde(default)]
+    pub guards: Guards,
+    /// Where `bf plan` rehearses the backfill.
+    #[serde(default)]
+    pub rehearsal: Rehearsal,
+}
+
+/// The Delta table to backfill.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Target {
+    /// The table's location: a folder path (relative to this plan file) or a URI such as
+    /// `file:///data/orders_silver` or `s3://bucket/orders_silver`.
+    #[schemars(length(min = 1))]
+    pub table: String,
+    /// The column holding the business-event date (not the load time) that the window and the slices
+    /// filter on, e.g. `order_date`. Its type in the table must be DATE.
+    #[schemars(length(min = 1))]
+    pub date_column: String,
+    /// Columns that identify a row, e.g. `["order_id"]`. Enables the row-level diff (added, removed,
+    /// changed rows) and is required by `write.mode = "merge"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub key: Option<Vec<String>>,
+}
+
+/// An inclusive range of days, written as TOML dates (`2026-03-01`, no quotes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WindowSpec {
+    /// First day of the window, inclusive.
+    pub start: PlanDate,
+    /// Last day of the window, inclusive.
+    pub end: PlanDate,
+}
+
+/// How the window is cut into slices.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Slicing {
+    /// The length of one slice: `"day"`, `"week"` (ISO weeks, Monday to Sunday), `"month"`,
+    /// `"quarter"`, `"year"` or `"<N> days"`. Calendar units follow the calendar; the first and last
+    /// slices are clipped to the window.
+    pub every: Cadence,
+    /// Each slice's run date is its first day plus this offset, e.g. `"1 day"` for a daily job that
+    /// runs the day after the day it loads. Shown in `bf slices` and available to inputs as
+    /// `{run_date}`. Default `"0 days"`.
+    #[serde(default)]
+    pub run_offset: RunOffset,
+    /// The order slices run in: `"forward"` (oldest first, the default) or `"backward"`.
+    #[serde(default)]
+    pub order: Order,
+    /// How many slices `bf apply` writes at once (default 1). More than 1 needs a target partitioned
+    /// by `target.date_column`, so that each slice replaces its own partitions; otherwise concurrent
+    /// replaceWhere commits conflict.
+    #[serde(default = "one")]
+    #[schemars(range(min = 1))]
+    pub parallel: u32,
+}
+
+/// Where the corrected rows come from: named inputs, and one read-only SQL query over them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// Files or tables registered under their name as tables for `query`, e.g.
+    /// `inputs.orders = { path = "../landing/orders.csv", format = "csv" }`.
+    pub inputs: BTreeMap<String, Input>,
+    /// One read-only `SELECT` (DataFusion SQL) producing the table's columns for a slice. It may use the
+    /// slice's bounds as typed DATE parameters `$start`, `$end` and `$run_date`, never as pasted text.
+    /// Rows it returns outside the slice are not written (and are reported).
+    #[schemars(length(min = 1))]
+    pub query: String,
+}
+
+/// One named input of the source query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// A file, folder or table, relative to this plan file unless it is a URI. May contain `{start}`,
+    /// `{end}` and `{run_date}` (the slice's first day, last day and run date, as `YYYY-MM-DD`), and
+    /// `{date}` when slices are one day long, so that each slice reads its own files.
+    #[schemars(length(min = 1))]
+    pub path: String,
+    /// The input's format.
+    pub format: Format,
+}
+
+/// File formats an input can be read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Comma-separated values with a header row.
+    Csv,
+    /// Apache Parquet.
+    Parquet,
+    /// Newline-delimited JSON.
+    Json,
+    /// A Delta table (read at its latest version).
+    Delta,
+}
+
+/// How each slice is written.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Write {
+    /// `"replace"` (default): each slice is one replaceWhere commit that swaps all the table's rows of
+    /// those days for the source's. `"merge"`: each slice is one MERGE on `target.key`, restricted to
+    /// the slice (update matched rows, insert new ones).
+    #[serde(default)]
+    pub mode: WriteMode,
+}
+
+/// See [`Write::mode`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteMode {
+    /// Replace the slice's days (Delta replaceWhere).
+    #[default]
+    Replace,
+    /// Merge on `target.key` within the slice's days.
+    Merge,
+}
+
+/// A number compared before vs after, per slice and in total.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Metric {
+    /// A short name for reports and guards, e.g. `"revenue"`. `rows` is taken by the row count.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// A SQL aggregate over the table's columns, e.g. `"SUM(amount)"`.
+    #[schemars(length(min = 1))]
+    pub sql: String,
+}
+
+/// A rule every rehearsed slice must satisfy. Give exactly one of `unique`, `not_null` or `sql`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    /// What the check protects, shown in reports, e.g. `"one row per order"`.
+    #[schemars(length(min = 1))]
+    pub name: String,
+    /// These columns together identify at most one row of the slice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub unique: Option<Vec<String>>,
+    /// None of these columns is NULL in the slice.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1))]
+    pub not_null: Option<Vec<String>>,
+    /// A read-only query over the table `slice` that returns the offending rows; no rows means pass.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sql: Option<String>,
+}
+
+/// Limits that stop a plan before it is applied.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Guards {
+    /// The most slices this plan may have (default 100, like Databricks' backfill limit). A plan
+    /// that needs more must say so here, so a typo in the window cannot start thousands of runs.
+    #[serde(default = "default_max_slices")]
+    #[schemars(range(min = 1))]
+    pub max_slices: u32,
+    /// Largest allowed change, in percent, per metric across the window (`rows` is the row count),
+    /// e.g. `{ rows = 10, revenue = 5 }`. A bigger change fails the plan.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub max_change_pct: BTreeMap<String, f64>,
+}
+
+/// Where the rehearsal runs.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Rehearsal {
+    /// The shallow clone `bf plan` rehearses on. Default: beside the target, named
+    /// `<table>__rehearsal`. It is replaced by every `bf plan`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table: Option<String>,
+}
+
+/// A calendar day in a plan. TOML dates (`2026-03-01`) are the way to write it; a quoted
+/// `"2026-03-01"` is accepted too, since editors and generators often produce one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PlanDate(pub NaiveDate);
+
+const fn one() -> u32 {
+    1
+}
+
+const fn default_max_slices() -> u32 {
+    100
+}
+
+impl Default for Guards {
+    fn default() -> Self {
+        Guards { max_slices: default_max_slices(), max_change_pct: BTreeMap::new() }
+    }
+}
+
+impl PlanFile {
+    pub fn window(&self) -> Window {
+        Window { start: self.window.start.0, end: self.window.end.0 }
+    }
+
+    /// The plan's slices in execution order.
+    pub fn slices(&self) -> Vec<Slice> {
+        let slices = self.window().slices(self.slicing.every, self.slicing.run_offset).collect();
+        self.slicing.order.arrange(slices)
+    }
+}
+
+impl fmt::Display for PlanDate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// "an integer", "a string": TOML type names with their article.
+fn article(noun: &str) -> String {
+    let vowel = noun.starts_with(['a', 'e', 'i', 'o', 'u']);
+    format!("{} {noun}", if vowel { "an" } else { "a" })
+}
+
+/// `a`, `b`, `c`: how messages list names a user can write.
+fn quoted(words: &[&str]) -> String {
+    words.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")
+}
+
+/// Where a path written in a plan points: plan paths are relative to the plan file's folder, so a
+/// plan means the same thing whichever directory bf is run from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Path(PathBuf),
+    Uri(url::Url),
+}
+
+impl Location {
+    pub fn resolve(plan_dir: &Path, written: &str) -> Location {
+        match url::Url::parse(written) {
+            // A one-letter scheme is a Windows drive (`C:\data`), not a URI.
+            Ok(url) if url.scheme().len() > 1 => Location::Uri(url),
+            // Lexically cleaned (`plans/../warehouse` → `warehouse`) so messages show the path a person
+            // would type; the folder may not exist yet, so it cannot be canonicalized.
+            _ => Location::Path(plan_dir.join(written).clean()),
+        }
+    }
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Path(path) => path.display().fmt(f),
+            Location::Uri(url) => url.fmt(f),
+        }
+    }
+}
+
+impl Serialize for PlanDate {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for PlanDate {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        let example = "write a date like 2026-03-01";
+        match toml::Value::deserialize(deserializer)? {
+            toml::Value::Datetime(value) => match (value.date, value.time, value.offset) {
+                (Some(date), None, None) => NaiveDate::from_ymd_opt(
+                    i32::from(date.year),
+                    u32::from(date.month),
+                    u32::from(date.day),
+                )
+                .map(PlanDate)
+                .ok_or_else(|| D::Error::custom(format!("{value} is not a day in the calendar"))),
+                _ => Err(D::Error::custom(format!(
+                    "`{value}` has a time of day, but windows are whole days: {example}"
+                ))),
+            },
+            toml::Value::String(text) => text
+                .parse::<NaiveDate>()
+                .map(PlanDate)
+                .map_err(|_| D::Error::custom(format!("\"{text}\" is not a date: {example}"))),
+            other => Err(D::Error::custom(format!("expected a date, found {}: {example}", article(other.type_str())))),
+        }
+    }
+}

@@ -1,0 +1,116 @@
+//! Where each key of a plan file is written, so that an issue found after parsing (window ends before
+//! it starts, a metric named twice, …) can still point at its line.
+//!
+//! serde gives spans only for the errors it raises itself. Validation works on the typed plan, so it
+//! names the key it is about (`window.end`, `metrics[1].name`) and this index, built from toml's
+//! spanned document, turns that name back into a byte range of the file. The reverse lookup names the
+//! key under a span, for serde errors whose message does not say which key they are about.
+
+use std::ops::Range;
+
+use toml::Spanned;
+use toml::de::{DeTable, DeValue};
+
+/// Every key of a plan file with the byte ranges of the key and of its value.
+#[derive(Debug, Default)]
+pub(crate) struct SpanIndex {
+    entries: Vec<Entry>,
+}
+
+#[derive(Debug)]
+struct Entry {
+    path: String,
+    key: Range<usize>,
+    value: Range<usize>,
+}
+
+impl SpanIndex {
+    /// Indexes `text`. A text with syntax errors is indexed as far as the parser recovers, so the
+    /// error can still name the key it is in.
+    pub(crate) fn new(text: &str) -> SpanIndex {
+        let mut index = SpanIndex::default();
+        let (root, _errors) = DeTable::parse_recoverable(text);
+        index.add_table("", root.get_ref());
+        index
+    }
+
+    fn add_table(&mut self, prefix: &str, table: &DeTable<'_>) {
+        for (key, value) in table.iter() {
+            let path = join(prefix, &key_segment(key.get_ref()));
+            self.add_value(path, key.span(), value);
+        }
+    }
+
+    fn add_value(&mut self, path: String, key: Range<usize>, value: &Spanned<DeValue<'_>>) {
+        match value.get_ref() {
+            DeValue::Table(table) => self.add_table(&path, table),
+            DeValue::Array(items) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    self.add_value(format!("{path}[{i}]"), item.span(), item);
+                }
+            }
+            _ => {}
+        }
+        self.entries.push(Entry { path, key, value: value.span() });
+    }
+
+    /// The span to underline for an issue about `path`: the value where it has one in the file, else the
+    /// nearest enclosing key that is written (a missing key is reported at its table).
+    pub(crate) fn locate(&self, path: &str) -> Option<Range<usize>> {
+        let mut path = path;
+        loop {
+            if let Some(entry) = self.entries.iter().find(|e| e.path == path) {
+                return Some(if entry.value.is_empty() { entry.key.clone() } else { entry.value.clone() });
+            }
+            path = parent(path)?;
+        }
+    }
+
+    /// The innermost key whose key or value contains `span`.
+    pub(crate) fn key_at(&self, span: &Range<usize>) -> Option<&str> {
+        let contains = |r: &Range<usize>| r.start <= span.start && span.end <= r.end && !r.is_empty();
+        self.entries
+            .iter()
+            .filter(|e| contains(&e.key) || contains(&e.value))
+            .max_by_key(|e| e.path.len())
+            .map(|e| e.path.as_str())
+    }
+}
+
+/// Keys are written the way a user would write them in TOML: bare when they can be, quoted otherwise.
+fn key_segment(key: &str) -> String {
+    let bare = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+    if bare { key.to_owned() } else { format!("{key:?}") }
+}
+
+fn join(prefix: &str, segment: &str) -> String {
+    if prefix.is_empty() { segment.to_owned() } else { format!("{prefix}.{segment}") }
+}
+
+fn parent(path: &str) -> Option<&str> {
+    let cut = path.rfind(['.', '['])?;
+    Some(&path[..cut])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TEXT: &str = "reason = \"x\"\n[window]\nstart = 2026-03-01\n[[metrics]]\nname = \"a\"\n[[metrics]]\nname = \"b\"\n";
+
+    #[test]
+    fn locates_keys_by_path() {
+        let index = SpanIndex::new(TEXT);
+        assert_eq!(&TEXT[index.locate("window.start").unwrap()], "2026-03-01");
+        assert_eq!(&TEXT[index.locate("metrics[1].name").unwrap()], "\"b\"");
+        // A key that is not written is reported where its table is.
+        assert!(TEXT[index.locate("window.end").unwrap()].contains("window"));
+    }
+
+    #[test]
+    fn names_the_key_under_a_span() {
+        let index = SpanIndex::new(TEXT);
+        let at = TEXT.find("\"b\"").unwrap();
+        assert_eq!(index.key_at(&(at..at + 3)), Some("metrics[1].name"));
+    }
+}

@@ -1,0 +1,264 @@
+//! The rules a parsed plan must follow. All of them run, so a review sees every problem at once.
+
+use std::collections::BTreeSet;
+
+use super::{Check, PlanFile, WriteMode, quoted};
+use crate::source::{self, Placeholder, read_only};
+use crate::window::Cadence;
+
+/// The longest reason bf accepts: Delta table comments hold at most 4000 characters.
+pub const MAX_REASON_CHARS: usize = 4000;
+
+/// One rule a plan breaks, tied to the key it is about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Issue {
+    /// The key as written in TOML: `window.end`, `metrics[1].name`, `source.inputs.orders.path`.
+    pub key: String,
+    pub message: String,
+    pub help: Option<String>,
+}
+
+/// Collects issues; a small type so each rule reads as one line.
+#[derive(Default)]
+struct Issues(Vec<Issue>);
+
+impl Issues {
+    fn add(&mut self, key: impl Into<String>, message: impl Into<String>) {
+        self.0.push(Issue { key: key.into(), message: message.into(), help: None });
+    }
+
+    fn add_with_help(&mut self, key: impl Into<String>, message: impl Into<String>, help: impl Into<String>) {
+        self.0.push(Issue { key: key.into(), message: message.into(), help: Some(help.into()) });
+    }
+}
+
+impl PlanFile {
+    /// Every rule this plan breaks; empty when it is valid.
+    pub fn validate(&self) -> Vec<Issue> {
+        let mut issues = Issues::default();
+        self.check_reason(&mut issues);
+        self.check_target(&mut issues);
+        self.check_window_and_slicing(&mut issues);
+        self.check_source(&mut issues);
+        self.check_metrics_and_guards(&mut issues);
+        self.check_checks(&mut issues);
+        issues.0
+    }
+
+    fn check_reason(&self, issues: &mut Issues) {
+        let chars = self.reason.chars().count();
+        if self.reason.trim().is_empty() {
+            issues.add_with_help(
+                "reason",
+                "`reason` is empty",
+                "say in a sentence why the past is being rewritten; it becomes the table's comment",
+            );
+        } else if chars > MAX_REASON_CHARS {
+            issues.add(
+                "reason",
+                format!("`reason` is {chars} characters; a Delta table comment holds at most {MAX_REASON_CHARS}"),
+            );
+        }
+    }
+
+    fn check_target(&self, issues: &mut Issues) {
+        let target = &self.target;
+        if target.table.trim().is_empty() {
+            issues.add("target.table", "`target.table` is empty: name the Delta table to backfill");
+        }
+        if target.date_column.trim().is_empty() {
+            issues.add("target.date_column", "`target.date_column` is empty: name the column the window filters on");
+        }
+        if let Some(key) = &target.key {
+            check_columns("target.key", key, issues);
+        }
+        if self.write.mode == WriteMode::Merge && target.key.is_none() {
+            issues.add_with_help(
+                "write.mode",
+                "`write.mode = \"merge\"` needs `target.key`: a merge matches rows on it",
+                "add e.g. `key = [\"order_id\"]` under [target], or use mode = \"replace\"",
+            );
+        }
+        if let Some(rehearsal) = &self.rehearsal.table {
+            if rehearsal.trim_end_matches('/') == target.table.trim_end_matches('/') {
+                issues.add("rehearsal.table", "the rehearsal table is the target table: a rehearsal must never write the real table");
+            }
+        }
+    }
+
+    fn check_window_and_slicing(&self, issues: &mut Issues) {
+        let window = self.window();
+        if window.start > window.end {
+            issues.add(
+                "window.end",
+                format!("the window ends ({}) before it starts ({})", window.end, window.start),
+            );
+            return;
+        }
+        if self.slicing.parallel == 0 {
+            issues.add("slicing.parallel", "`slicing.parallel` must be at least 1");
+        }
+        let max = self.guards.max_slices;
+        if max == 0 {
+            issues.add("guards.max_slices", "`guards.max_slices` must be at least 1");
+        }
+        // Count lazily: a window of a million days must not allocate a million slices to say so.
+        let cap = usize::try_from(max).unwrap_or(usize::MAX);
+        let counted = window.slices(self.slicing.every, self.slicing.run_offset).take(cap.saturating_add(1)).count();
+        if max > 0 && counted > cap {
+            let total = window.slices(self.slicing.every, self.slicing.run_offset).count();
+            issues.add_with_help(
+                "window",
+                format!(
+                    "the window {window} makes {total} slices of `{}`, more than `guards.max_slices = {max}`",
+                    self.slicing.every
+                ),
+                format!(
+                    "if that many runs are meant, set `max_slices = {total}` under [guards]; otherwise check the window or use a longer `slicing.every`"
+                ),
+            );
+        }
+    }
+
+    fn check_source(&self, issues: &mut Issues) {
+        let source = &self.source;
+        let one_day = self.slicing.every == Cadence::Days(1);
+        for (name, input) in &source.inputs {
+            let key = format!("source.inputs.{name}");
+            if !is_lowercase_identifier(name) {
+                issues.add(
+                    key.clone(),
+                    format!("input name `{name}` is not a lowercase SQL identifier (letters, digits, _): the query reads it as a table"),
+                );
+            }
+            if name == "slice" {
+                issues.add(key.clone(), "`slice` is reserved: checks read the rehearsed slice under that name");
+            }
+            match source::placeholders(&input.path) {
+                Err(error) => issues.add(format!("{key}.path"), error.to_string()),
+                Ok(found) if found.contains(&Placeholder::Date) && !one_day => issues.add_with_help(
+                    format!("{key}.path"),
+                    format!("`{{date}}` names one day, but slices are `{}` long", self.slicing.every),
+                    "use {start} and {end}, or slice by \"day\"",
+                ),
+                Ok(_) => {}
+            }
+            if input.path.trim().is_empty() {
+                issues.add(format!("{key}.path"), "the input's path is empty");
+            }
+        }
+        match read_only::check_query(&source.query) {
+            Err(error) => issues.add("source.query", error.to_string()),
+            Ok(query) => {
+                for table in &query.tables {
+                    if !source.inputs.contains_key(table) {
+                        let known: Vec<&str> = source.inputs.keys().map(String::as_str).collect();
+                        issues.add_with_help(
+                            "source.query",
+                            format!("the query reads `{table}`, which is not an input"),
+                            if known.is_empty() {
+                                "declare it under [source.inputs]".to_owned()
+                            } else {
+                                format!("the inputs are {}; declare `{table}` under [source.inputs]", quoted(&known))
+                            },
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn check_metrics_and_guards(&self, issues: &mut Issues) {
+        let mut names = BTreeSet::new();
+        for (i, metric) in self.metrics.iter().enumerate() {
+            let key = format!("metrics[{i}]");
+            if metric.name == "rows" {
+                issues.add(format!("{key}.name"), "`rows` is the row count, which is always compared: pick another name");
+            } else if !is_lowercase_identifier(&metric.name) {
+                issues.add(
+                    format!("{key}.name"),
+                    format!("metric name `{}` is not a lowercase identifier (letters, digits, _)", metric.name),
+                );
+            } else if !names.insert(metric.name.as_str()) {
+                issues.add(format!("{key}.name"), format!("metric `{}` is declared twice", metric.name));
+            }
+            if let Err(error) = read_only::check_expression(&metric.sql) {
+                issues.add(format!("{key}.sql"), error.to_string());
+            }
+        }
+        for (name, pct) in &self.guards.max_change_pct {
+            let key = format!("guards.max_change_pct.{name}");
+            if name != "rows" && !names.contains(name.as_str()) {
+                let mut known = vec!["rows"];
+                known.extend(names.iter());
+                issues.add_with_help(key.clone(), format!("no metric is named `{name}`"), format!("the metrics are {}", quoted(&known)));
+            }
+            if !pct.is_finite() || *pct < 0.0 {
+                issues.add(key, format!("a change limit is a percentage of 0 or more, not {pct}"));
+            }
+        }
+    }
+
+    fn check_checks(&self, issues: &mut Issues) {
+        let mut names = BTreeSet::new();
+        for (i, check) in self.checks.iter().enumerate() {
+            let key = format!("checks[{i}]");
+            if check.name.trim().is_empty() {
+                issues.add(format!("{key}.name"), "a check needs a name for reports");
+            } else if !names.insert(check.name.as_str()) {
+                issues.add(format!("{key}.name"), format!("check `{}` is declared twice", check.name));
+            }
+            let Check { unique, not_null, sql, .. } = check;
+            let kinds = [unique.is_some(), not_null.is_some(), sql.is_some()].iter().filter(|k| **k).count();
+            if kinds != 1 {
+                issues.add_with_help(
+                    key.clone(),
+                    format!("check `{}` has {kinds} kinds; give exactly one", check.name),
+                    "a check is one of `unique = [columns]`, `not_null = [columns]` or `sql = \"SELECT … FROM slice …\"`",
+                );
+            }
+            if let Some(columns) = unique {
+                check_columns(&format!("{key}.unique"), columns, issues);
+            }
+            if let Some(columns) = not_null {
+                check_columns(&format!("{key}.not_null"), columns, issues);
+            }
+            if let Some(sql) = sql {
+                match read_only::check_query(sql) {
+                    Err(error) => issues.add(format!("{key}.sql"), error.to_string()),
+                    Ok(query) => {
+                        if !query.parameters.is_empty() {
+                            issues.add(format!("{key}.sql"), "a check reads the table `slice` and takes no parameters");
+                        }
+                        for table in query.tables.iter().filter(|t| *t != "slice" && !self.source.inputs.contains_key(*t)) {
+                            issues.add(
+                                format!("{key}.sql"),
+                                format!("the check reads `{table}`; a check reads `slice` (the rehearsed slice) and the inputs"),
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn check_columns(key: &str, columns: &[String], issues: &mut Issues) {
+    if columns.is_empty() {
+        issues.add(key, format!("`{key}` is empty: name at least one column"));
+    }
+    let mut seen = BTreeSet::new();
+    for column in columns {
+        if column.trim().is_empty() {
+            issues.add(key, format!("`{key}` holds an empty column name"));
+        } else if !seen.insert(column) {
+            issues.add(key, format!("`{key}` names `{column}` twice"));
+        }
+    }
+}
+
+fn is_lowercase_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some('a'..='z' | '_'))
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}

@@ -1,0 +1,43 @@
+//! The predicate a slice's replaceWhere commit uses.
+//!
+//! Built as a DataFusion expression from typed DATE literals, never by pasting dates into SQL text:
+//! the same value serves the write, the before/after metrics and the text shown to reviewers, which is
+//! rendered by deltalake's own formatter so `bf slices` prints exactly what the table's history will
+//! record.
+
+use deltalake::arrow::datatypes::Date32Type;
+use deltalake::datafusion::common::{Column, ScalarValue};
+use deltalake::datafusion::logical_expr::{Expr, lit};
+use deltalake::delta_datafusion::expr::fmt_expr_to_sql;
+
+use crate::window::Slice;
+
+/// `date_column >= first AND date_column <= last`, inclusive on both ends like the slice.
+pub fn slice_predicate(date_column: &str, slice: &Slice) -> Expr {
+    // An unqualified column: a name with a dot or capitals must not be parsed as `table.column`.
+    let column = Expr::Column(Column::new_unqualified(date_column));
+    let day = |d| lit(ScalarValue::Date32(Some(Date32Type::from_naive_date(d))));
+    column.clone().gt_eq(day(slice.first)).and(column.lt_eq(day(slice.last)))
+}
+
+/// The predicate as SQL text, for people: reports, `bf slices`, commit metadata.
+pub fn slice_predicate_sql(date_column: &str, slice: &Slice) -> String {
+    let expr = slice_predicate(date_column, slice);
+    fmt_expr_to_sql(&expr).unwrap_or_else(|_| format!("{expr}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_typed_dates_and_quotes_odd_columns() {
+        let day = |t: &str| t.parse().unwrap();
+        let slice = Slice { index: 1, first: day("2026-03-01"), last: day("2026-03-31"), run_date: day("2026-03-01") };
+        assert_eq!(
+            slice_predicate_sql("order_date", &slice),
+            "order_date >= '2026-03-01'::date AND order_date <= '2026-03-31'::date"
+        );
+        assert!(slice_predicate_sql("Order Date", &slice).starts_with("\"Order Date\" >= "));
+    }
+}

@@ -1,0 +1,189 @@
+//! Plan SQL is read-only.
+//!
+//! A plan is reviewed as a description of a backfill; a query that could also create, drop, copy or
+//! change anything would make the review a lie. So every piece of SQL in a plan is parsed with
+//! DataFusion's own parser before anything runs, and refused unless it is:
+//! - for the source query and `sql` checks: exactly one `SELECT` (set operations, CTEs and subqueries
+//!   allowed), with no data-modifying statement nested in it and no `SELECT … INTO`;
+//! - for metrics: exactly one expression, without subqueries.
+//!
+//! Slice bounds are typed parameters (`$start`, `$end`, `$run_date`), bound as DATE values at run
+//! time, so no date is ever pasted into SQL text. (Execution adds DataFusion's own `SQLOptions` guard
+//! as a second layer; this one runs offline, in `bf validate`.)
+
+use std::collections::BTreeSet;
+use std::ops::ControlFlow;
+
+use deltalake::datafusion::sql::parser::{DFParser, Statement as DfStatement};
+use deltalake::datafusion::sql::resolve::resolve_table_references;
+use deltalake::datafusion::sql::sqlparser::ast::{Expr, Query, SetExpr, Statement, Value, Visit, Visitor};
+
+/// The parameters a query may use; each is bound to the slice's DATE.
+pub const PARAMETERS: [&str; 3] = ["$start", "$end", "$run_date"];
+
+/// What a read-only query reads: the tables it names (CTEs excluded) and the parameters it uses.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct ReadOnlyQuery {
+    pub tables: BTreeSet<String>,
+    pub parameters: BTreeSet<String>,
+}
+
+/// Why a piece of plan SQL was refused; the text is shown to the user as is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct SqlError(pub String);
+
+/// Checks that `sql` is exactly one read-only query.
+pub fn check_query(sql: &str) -> Result<ReadOnlyQuery, SqlError> {
+    let mut statements = DFParser::parse_sql(sql).map_err(|e| SqlError(format!("SQL does not parse: {e}")))?;
+    let statement = match statements.len() {
+        0 => return Err(SqlError("the query is empty".into())),
+        1 => statements.pop_front().expect("one statement"),
+        n => {
+            return Err(SqlError(format!(
+                "found {n} statements; plan SQL is exactly one SELECT (a `;` ends a statement, also after a comment)"
+            )));
+        }
+    };
+    let sql_statement = match &statement {
+        DfStatement::Statement(inner) => inner.as_ref(),
+        DfStatement::CreateExternalTable(_) => return Err(refused("CREATE EXTERNAL TABLE", "DDL")),
+        DfStatement::CopyTo(_) => return Err(refused("COPY", "it writes files")),
+        DfStatement::Explain(_) => return Err(refused("EXPLAIN", "it returns a plan, not rows")),
+        DfStatement::Reset(_) => return Err(refused("RESET", "it changes session settings")),
+    };
+    let mut guard = Guard::default();
+    if let ControlFlow::Break(error) = sql_statement.visit(&mut guard) {
+        return Err(error);
+    }
+    let (tables, _ctes) = resolve_table_references(&statement, true)
+        .map_err(|e| SqlError(format!("cannot resolve the tables the query reads: {e}")))?;
+    Ok(ReadOnlyQuery {
+        tables: tables.iter().map(|t| t.to_string()).collect(),
+        parameters: guard.parameters,
+    })
+}
+
+/// Checks that `sql` is one expression without subqueries, as a metric is.
+pub fn check_expression(sql: &str) -> Result<(), SqlError> {
+    let parsed = DFParser::parse_sql_into_expr(sql).map_err(|e| SqlError(format!("SQL does not parse: {e}")))?;
+    let mut guard = Guard { forbid_queries: true, ..Guard::default() };
+    match parsed.expr.visit(&mut guard) {
+        ControlFlow::Break(error) => Err(error),
+        ControlFlow::Continue(()) if !guard.parameters.is_empty() => Err(SqlError(
+            "a metric is computed over the table's rows and takes no parameters".into(),
+        )),
+        ControlFlow::Continue(()) => Ok(()),
+    }
+}
+
+fn refused(what: &str, why: &str) -> SqlError {
+    SqlError(format!("{what} is not allowed in a plan ({why}); plan SQL is exactly one read-only SELECT"))
+}
+
+/// Walks a parsed statement and stops at the first thing a read-only query must not hold.
+#[derive(Default)]
+struct Guard {
+    parameters: BTreeSet<String>,
+    forbid_queries: bool,
+}
+
+impl Visitor for Guard {
+    type Break = SqlError;
+
+    fn pre_visit_statement(&mut self, statement: &Statement) -> ControlFlow<SqlError> {
+        if matches!(statement, Statement::Query(_)) {
+            return ControlFlow::Continue(());
+        }
+        let text = statement.to_string();
+        let keyword = text.split_whitespace().next().unwrap_or("").to_ascii_uppercase();
+        let why = match keyword.as_str() {
+            "INSERT" | "UPDATE" | "DELETE" | "MERGE" | "REPLACE" | "UPSERT" => "DML changes data",
+            "CREATE" | "DROP" | "ALTER" | "TRUNCATE" | "RENAME" | "COMMENT" | "GRANT" | "REVOKE" => "DDL",
+            "COPY" | "UNLOAD" | "EXPORT" => "it writes files",
+            "SET" | "RESET" | "USE" => "it changes session settings",
+            _ => "only SELECT is",
+        };
+        ControlFlow::Break(refused(&keyword, why))
+    }
+
+    fn pre_visit_query(&mut self, query: &Query) -> ControlFlow<SqlError> {
+        if self.forbid_queries {
+            return ControlFlow::Break(SqlError(
+                "a metric is one expression over the table's columns, without subqueries".into(),
+            ));
+        }
+        if let SetExpr::Select(select) = query.body.as_ref() {
+            if select.into.is_some() {
+                return ControlFlow::Break(refused("SELECT … INTO", "it creates a table"));
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<SqlError> {
+        if let Expr::Value(value) = expr {
+            if let Value::Placeholder(name) = &value.value {
+                if !PARAMETERS.contains(&name.as_str()) {
+                    return ControlFlow::Break(SqlError(format!(
+                        "unknown parameter `{name}`: a query can use {}",
+                        PARAMETERS.join(", ")
+                    )));
+                }
+                self.parameters.insert(name.clone());
+            }
+        }
+        ControlFlow::Continue(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn refused_with(sql: &str, fragment: &str) {
+        match check_query(sql) {
+            Err(SqlError(message)) => assert!(message.contains(fragment), "{sql:?}: {message}"),
+            Ok(query) => panic!("{sql:?} was accepted: {query:?}"),
+        }
+    }
+
+    #[test]
+    fn accepts_one_select_and_names_its_tables() {
+        let query = check_query(
+            "WITH fx AS (SELECT * FROM rates) SELECT o.*, fx.rate FROM orders o JOIN fx USING (currency) \
+             WHERE o.day BETWEEN $start AND $end",
+        )
+        .unwrap();
+        assert_eq!(query.tables, BTreeSet::from(["orders".to_owned(), "rates".to_owned()]));
+        assert_eq!(query.parameters, BTreeSet::from(["$end".to_owned(), "$start".to_owned()]));
+    }
+
+    #[test]
+    fn refuses_everything_that_writes_or_hides_a_second_statement() {
+        refused_with("DROP TABLE orders", "DDL");
+        refused_with("CREATE TABLE t AS SELECT 1", "DDL");
+        refused_with("CREATE EXTERNAL TABLE t STORED AS CSV LOCATION 'x.csv'", "DDL");
+        refused_with("INSERT INTO orders VALUES (1)", "DML");
+        refused_with("DELETE FROM orders", "DML");
+        refused_with("UPDATE orders SET amount = 0", "DML");
+        refused_with("COPY orders TO 'out.csv'", "writes files");
+        refused_with("SET datafusion.execution.batch_size = 1", "session settings");
+        refused_with("SELECT 1; SELECT 2", "2 statements");
+        refused_with("SELECT 1 /* harmless */; DROP TABLE orders", "2 statements");
+        refused_with("SELECT 1 -- done\n; DELETE FROM orders", "2 statements");
+        refused_with("SELECT * INTO copy FROM orders", "INTO");
+        refused_with("SELECT $1", "unknown parameter");
+        refused_with("", "empty");
+        refused_with("SELEC 1", "does not parse");
+    }
+
+    #[test]
+    fn metrics_are_single_expressions() {
+        assert!(check_expression("SUM(amount)").is_ok());
+        assert!(check_expression("SUM(amount) FILTER (WHERE currency = 'EUR')").is_ok());
+        assert!(check_expression("SUM(amount); DROP TABLE orders").is_err());
+        assert!(check_expression("(SELECT SUM(amount) FROM other)").is_err());
+        assert!(check_expression("SUM(amount) WHERE").is_err());
+    }
+}
