@@ -33,7 +33,12 @@ mod tests {
     #[test]
     fn renders_typed_dates_and_quotes_odd_columns() {
         let day = |t: &str| t.parse().unwrap();
-        let slice = Slice { index: 1, first: day("2026-03-01"), last: day("2026-03-31"), run_date: day("2026-03-01") };
+        let slice = Slice {
+            index: 1,
+            first: day("2026-03-01"),
+            last: day("2026-03-31"),
+            run_date: day("2026-03-01"),
+        };
         assert_eq!(
             slice_predicate_sql("order_date", &slice),
             "order_date >= '2026-03-01'::date AND order_date <= '2026-03-31'::date"

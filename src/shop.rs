@@ -133,16 +133,21 @@ impl Shop {
     async fn write_orders_silver(&self) -> Result<u64, ShopError> {
         let path = self.orders_silver();
         let delta = |source| ShopError::Delta { table: path.display().to_string(), source };
-        let mut table = create_table(&path, &silver_columns(), "Silver orders: one row per order, amounts in EUR.")
-            .await
-            .map_err(delta)?;
+        let mut table =
+            create_table(&path, &silver_columns(), "Silver orders: one row per order, amounts in EUR.")
+                .await
+                .map_err(delta)?;
         let rows = silver_rows();
         let (monthly_loads, rerun) = rows.split_at(rows.len() - MARCH_DUPLICATES);
         for month in 1..=4 {
             let batch = silver_batch(monthly_loads.iter().filter(|(_, day)| day.month() == month));
             table = table.write(vec![batch]).with_save_mode(SaveMode::Append).await.map_err(delta)?;
         }
-        table = table.write(vec![silver_batch(rerun.iter())]).with_save_mode(SaveMode::Append).await.map_err(delta)?;
+        table = table
+            .write(vec![silver_batch(rerun.iter())])
+            .with_save_mode(SaveMode::Append)
+            .await
+            .map_err(delta)?;
         Ok(table.version().unwrap_or(0))
     }
 
@@ -161,7 +166,11 @@ impl Shop {
     }
 }
 
-async fn create_table(path: &Path, columns: &[StructField], comment: &str) -> Result<DeltaTable, DeltaTableError> {
+async fn create_table(
+    path: &Path,
+    columns: &[StructField],
+    comment: &str,
+) -> Result<DeltaTable, DeltaTableError> {
     std::fs::create_dir_all(path).map_err(|e| DeltaTableError::InvalidTableLocation(e.to_string()))?;
     let url = url::Url::from_directory_path(std::fs::canonicalize(path)?)
         .map_err(|()| DeltaTableError::InvalidTableLocation(path.display().to_string()))?;
@@ -188,7 +197,8 @@ fn silver_columns() -> Vec<StructField> {
 /// An order id's deterministic attributes: who, how much, which currency, at what time of day.
 fn order(id: i64, day: NaiveDate) -> Order {
     let minutes = 9 * 60 + (id * 37).rem_euclid(720);
-    let time = NaiveTime::from_hms_opt((minutes / 60) as u32, (minutes % 60) as u32, 0).expect("a time of day");
+    let time =
+        NaiveTime::from_hms_opt((minutes / 60) as u32, (minutes % 60) as u32, 0).expect("a time of day");
     Order {
         id,
         customer: format!("C{:02}", (id * 7).rem_euclid(40) + 1),
@@ -228,7 +238,7 @@ fn orders_jan_to_apr() -> Vec<Order> {
     let mut orders = Vec::new();
     let mut day = NaiveDate::from_ymd_opt(2026, 1, 1).expect("a date");
     while day.month() <= 4 {
-        let count = if day.day() % 5 == 0 { 14 } else { 13 };
+        let count = if day.day().is_multiple_of(5) { 14 } else { 13 };
         orders.extend((next_id..next_id + count).map(|id| order(id, day)));
         next_id += count;
         day = day.succ_opt().expect("a next day");

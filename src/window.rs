@@ -122,12 +122,7 @@ impl Iterator for SliceIter {
         };
         self.next_first = if last < self.end { last.succ_opt() } else { None };
         self.index += 1;
-        Some(Slice {
-            index: self.index,
-            first,
-            last,
-            run_date: self.offset.apply(first),
-        })
+        Some(Slice { index: self.index, first, last, run_date: self.offset.apply(first) })
     }
 }
 
@@ -164,11 +159,7 @@ impl RunOffset {
     /// panicking: a run date is informative, it never selects data.
     pub fn apply(self, first: NaiveDate) -> NaiveDate {
         let days = Days::new(self.0.unsigned_abs());
-        let moved = if self.0 >= 0 {
-            first.checked_add_days(days)
-        } else {
-            first.checked_sub_days(days)
-        };
+        let moved = if self.0 >= 0 { first.checked_add_days(days) } else { first.checked_sub_days(days) };
         moved.unwrap_or(first)
     }
 }
@@ -192,9 +183,9 @@ impl FromStr for Cadence {
             [n, "day" | "days"] => match n.parse::<u32>() {
                 Ok(0) => Err(ParseError("a slice must span at least 1 day".into())),
                 Ok(n) => Ok(Cadence::Days(n)),
-                Err(_) => Err(ParseError(format!(
-                    "`{n}` is not a whole number of days (write e.g. \"7 days\")"
-                ))),
+                Err(_) => {
+                    Err(ParseError(format!("`{n}` is not a whole number of days (write e.g. \"7 days\")")))
+                }
             },
             _ => Err(ParseError(format!(
                 "`{text}` is not a slicing: use \"day\", \"week\", \"month\", \"quarter\", \"year\" or \"<N> days\""
@@ -231,9 +222,7 @@ impl FromStr for RunOffset {
                 let days: i64 = n.parse().map_err(|_| bad())?;
                 // Beyond ~100 years an offset is a typo, and it keeps date arithmetic far from overflow.
                 if days.abs() > 36_600 {
-                    return Err(ParseError(format!(
-                        "a run offset of {days} days is more than 100 years"
-                    )));
+                    return Err(ParseError(format!("a run offset of {days} days is more than 100 years")));
                 }
                 Ok(RunOffset(days))
             }
@@ -381,7 +370,7 @@ mod tests {
     #[test]
     fn the_last_date_of_the_calendar_ends_the_last_slice() {
         let window = Window { start: d("+262142-12-01"), end: NaiveDate::MAX };
-        let slices: Vec<Slice> = window.slices(Cadence::Year, RunOffset(5)).collect();
+        let slices: Vec<Slice> = window.slices(Cadence::Year, RunOffset(40)).collect();
         assert_eq!(slices.len(), 1);
         assert_eq!(slices[0].last, NaiveDate::MAX);
         assert_eq!(slices[0].run_date, slices[0].first, "an offset past the calendar saturates");

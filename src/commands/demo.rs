@@ -19,7 +19,8 @@ pub struct Args {
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let shop = Shop::at(&args.dir);
-    let summary = shop.build().await.with_context(|| format!("building the example shop in {}", args.dir.display()))?;
+    let summary =
+        shop.build().await.with_context(|| format!("building the example shop in {}", args.dir.display()))?;
     let mut out = std::io::stdout().lock();
     let dir = args.dir.display();
     writeln!(out, "Built the example shop in {dir}:")?;
@@ -28,7 +29,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         "  landing/orders/2026-09-DD.csv  {} files, {} orders (2001-2130) for September 2026",
         summary.september_files, summary.september_orders
     )?;
-    writeln!(out, "  landing/orders_march.csv      {} corrected March orders", summary.march_corrected_orders)?;
+    writeln!(
+        out,
+        "  landing/orders_march.csv      {} corrected March orders",
+        summary.march_corrected_orders
+    )?;
     writeln!(out, "  landing/fx_rates.csv          exchange rates to EUR")?;
     writeln!(
         out,

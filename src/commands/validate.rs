@@ -44,6 +44,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     if invalid == 0 {
         return Ok(ExitCode::SUCCESS);
     }
-    eprintln!("{invalid} of {} plan file{} invalid", args.plans.len(), if args.plans.len() == 1 { " is" } else { "s are" });
+    eprintln!(
+        "{invalid} of {} plan file{} invalid",
+        args.plans.len(),
+        if args.plans.len() == 1 { " is" } else { "s are" }
+    );
     Ok(ExitCode::FAILURE)
 }

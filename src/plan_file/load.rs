@@ -77,7 +77,8 @@ pub fn load(path: &Path) -> Result<PlanDocument, PlanFileError> {
 /// Parses and checks a plan's text; `path` names it in messages and anchors its relative paths.
 pub fn parse(path: &Path, text: String) -> Result<PlanDocument, PlanFileError> {
     let index = SpanIndex::new(&text);
-    let invalid = |diagnostics| PlanFileError::Invalid { path: path.to_owned(), text: text.clone(), diagnostics };
+    let invalid =
+        |diagnostics| PlanFileError::Invalid { path: path.to_owned(), text: text.clone(), diagnostics };
     let plan: PlanFile = match toml::from_str(&text) {
         Ok(plan) => plan,
         Err(error) => return Err(invalid(vec![from_toml_error(&error, &index)])),
@@ -115,8 +116,10 @@ fn from_toml_error(error: &toml::de::Error, index: &SpanIndex) -> Diagnostic {
         let help = (!expected.is_empty()).then(|| format!("the keys here are {}", quoted(expected)));
         return Diagnostic { key, message, help, span };
     }
-    if let (true, Some((unknown, expected))) = (message.starts_with("unknown variant"), ticked.split_first()) {
-        let suggestion = did_you_mean(unknown, expected).map(|m| format!(" — did you mean `{m}`?")).unwrap_or_default();
+    if let (true, Some((unknown, expected))) = (message.starts_with("unknown variant"), ticked.split_first())
+    {
+        let suggestion =
+            did_you_mean(unknown, expected).map(|m| format!(" — did you mean `{m}`?")).unwrap_or_default();
         let message = format!("`{unknown}` is not allowed here{suggestion}");
         let help = Some(format!("write one of {}", quoted(expected)));
         return Diagnostic { key, message, help, span };
@@ -187,10 +190,7 @@ fn render(path: &Path, text: &str, diagnostics: &[Diagnostic]) -> String {
         out.push(renderer.render(message).to_string());
     }
     let count = diagnostics.len();
-    out.push(format!(
-        "{origin}: {count} problem{} found",
-        if count == 1 { "" } else { "s" }
-    ));
+    out.push(format!("{origin}: {count} problem{} found", if count == 1 { "" } else { "s" }));
     out.join("\n\n")
 }
 

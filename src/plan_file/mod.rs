@@ -330,13 +330,11 @@ impl<'de> Deserialize<'de> for PlanDate {
         let example = "write a date like 2026-03-01";
         match toml::Value::deserialize(deserializer)? {
             toml::Value::Datetime(value) => match (value.date, value.time, value.offset) {
-                (Some(date), None, None) => NaiveDate::from_ymd_opt(
-                    i32::from(date.year),
-                    u32::from(date.month),
-                    u32::from(date.day),
-                )
-                .map(PlanDate)
-                .ok_or_else(|| D::Error::custom(format!("{value} is not a day in the calendar"))),
+                (Some(date), None, None) => {
+                    NaiveDate::from_ymd_opt(i32::from(date.year), u32::from(date.month), u32::from(date.day))
+                        .map(PlanDate)
+                        .ok_or_else(|| D::Error::custom(format!("{value} is not a day in the calendar")))
+                }
                 _ => Err(D::Error::custom(format!(
                     "`{value}` has a time of day, but windows are whole days: {example}"
                 ))),
@@ -345,7 +343,10 @@ impl<'de> Deserialize<'de> for PlanDate {
                 .parse::<NaiveDate>()
                 .map(PlanDate)
                 .map_err(|_| D::Error::custom(format!("\"{text}\" is not a date: {example}"))),
-            other => Err(D::Error::custom(format!("expected a date, found {}: {example}", article(other.type_str())))),
+            other => Err(D::Error::custom(format!(
+                "expected a date, found {}: {example}",
+                article(other.type_str())
+            ))),
         }
     }
 }

@@ -56,7 +56,9 @@ impl PlanFile {
         } else if chars > MAX_REASON_CHARS {
             issues.add(
                 "reason",
-                format!("`reason` is {chars} characters; a Delta table comment holds at most {MAX_REASON_CHARS}"),
+                format!(
+                    "`reason` is {chars} characters; a Delta table comment holds at most {MAX_REASON_CHARS}"
+                ),
             );
         }
     }
@@ -67,7 +69,10 @@ impl PlanFile {
             issues.add("target.table", "`target.table` is empty: name the Delta table to backfill");
         }
         if target.date_column.trim().is_empty() {
-            issues.add("target.date_column", "`target.date_column` is empty: name the column the window filters on");
+            issues.add(
+                "target.date_column",
+                "`target.date_column` is empty: name the column the window filters on",
+            );
         }
         if let Some(key) = &target.key {
             check_columns("target.key", key, issues);
@@ -79,10 +84,13 @@ impl PlanFile {
                 "add e.g. `key = [\"order_id\"]` under [target], or use mode = \"replace\"",
             );
         }
-        if let Some(rehearsal) = &self.rehearsal.table {
-            if rehearsal.trim_end_matches('/') == target.table.trim_end_matches('/') {
-                issues.add("rehearsal.table", "the rehearsal table is the target table: a rehearsal must never write the real table");
-            }
+        if let Some(rehearsal) = &self.rehearsal.table
+            && rehearsal.trim_end_matches('/') == target.table.trim_end_matches('/')
+        {
+            issues.add(
+                "rehearsal.table",
+                "the rehearsal table is the target table: a rehearsal must never write the real table",
+            );
         }
     }
 
@@ -104,7 +112,8 @@ impl PlanFile {
         }
         // Count lazily: a window of a million days must not allocate a million slices to say so.
         let cap = usize::try_from(max).unwrap_or(usize::MAX);
-        let counted = window.slices(self.slicing.every, self.slicing.run_offset).take(cap.saturating_add(1)).count();
+        let counted =
+            window.slices(self.slicing.every, self.slicing.run_offset).take(cap.saturating_add(1)).count();
         if max > 0 && counted > cap {
             let total = window.slices(self.slicing.every, self.slicing.run_offset).count();
             issues.add_with_help(
@@ -132,7 +141,8 @@ impl PlanFile {
                 );
             }
             if name == "slice" {
-                issues.add(key.clone(), "`slice` is reserved: checks read the rehearsed slice under that name");
+                issues
+                    .add(key.clone(), "`slice` is reserved: checks read the rehearsed slice under that name");
             }
             match source::placeholders(&input.path) {
                 Err(error) => issues.add(format!("{key}.path"), error.to_string()),
@@ -159,7 +169,10 @@ impl PlanFile {
                             if known.is_empty() {
                                 "declare it under [source.inputs]".to_owned()
                             } else {
-                                format!("the inputs are {}; declare `{table}` under [source.inputs]", quoted(&known))
+                                format!(
+                                    "the inputs are {}; declare `{table}` under [source.inputs]",
+                                    quoted(&known)
+                                )
                             },
                         );
                     }
@@ -173,11 +186,17 @@ impl PlanFile {
         for (i, metric) in self.metrics.iter().enumerate() {
             let key = format!("metrics[{i}]");
             if metric.name == "rows" {
-                issues.add(format!("{key}.name"), "`rows` is the row count, which is always compared: pick another name");
+                issues.add(
+                    format!("{key}.name"),
+                    "`rows` is the row count, which is always compared: pick another name",
+                );
             } else if !is_lowercase_identifier(&metric.name) {
                 issues.add(
                     format!("{key}.name"),
-                    format!("metric name `{}` is not a lowercase identifier (letters, digits, _)", metric.name),
+                    format!(
+                        "metric name `{}` is not a lowercase identifier (letters, digits, _)",
+                        metric.name
+                    ),
                 );
             } else if !names.insert(metric.name.as_str()) {
                 issues.add(format!("{key}.name"), format!("metric `{}` is declared twice", metric.name));
@@ -191,7 +210,11 @@ impl PlanFile {
             if name != "rows" && !names.contains(name.as_str()) {
                 let mut known = vec!["rows"];
                 known.extend(names.iter());
-                issues.add_with_help(key.clone(), format!("no metric is named `{name}`"), format!("the metrics are {}", quoted(&known)));
+                issues.add_with_help(
+                    key.clone(),
+                    format!("no metric is named `{name}`"),
+                    format!("the metrics are {}", quoted(&known)),
+                );
             }
             if !pct.is_finite() || *pct < 0.0 {
                 issues.add(key, format!("a change limit is a percentage of 0 or more, not {pct}"));
@@ -228,9 +251,16 @@ impl PlanFile {
                     Err(error) => issues.add(format!("{key}.sql"), error.to_string()),
                     Ok(query) => {
                         if !query.parameters.is_empty() {
-                            issues.add(format!("{key}.sql"), "a check reads the table `slice` and takes no parameters");
+                            issues.add(
+                                format!("{key}.sql"),
+                                "a check reads the table `slice` and takes no parameters",
+                            );
                         }
-                        for table in query.tables.iter().filter(|t| *t != "slice" && !self.source.inputs.contains_key(*t)) {
+                        for table in query
+                            .tables
+                            .iter()
+                            .filter(|t| *t != "slice" && !self.source.inputs.contains_key(*t))
+                        {
                             issues.add(
                                 format!("{key}.sql"),
                                 format!("the check reads `{table}`; a check reads `slice` (the rehearsed slice) and the inputs"),

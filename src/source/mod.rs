@@ -34,9 +34,8 @@ pub fn placeholders(path: &str) -> Result<Vec<Placeholder>, TemplateError> {
             return Err(TemplateError(format!("`}}` without `{{` in \"{path}\"")));
         }
         let after = &rest[open + 1..];
-        let close = after
-            .find('}')
-            .ok_or_else(|| TemplateError(format!("`{{` without `}}` in \"{path}\"")))?;
+        let close =
+            after.find('}').ok_or_else(|| TemplateError(format!("`{{` without `}}` in \"{path}\"")))?;
         found.push(match &after[..close] {
             "start" => Placeholder::Start,
             "end" => Placeholder::End,

@@ -35,7 +35,8 @@ pub struct SqlError(pub String);
 
 /// Checks that `sql` is exactly one read-only query.
 pub fn check_query(sql: &str) -> Result<ReadOnlyQuery, SqlError> {
-    let mut statements = DFParser::parse_sql(sql).map_err(|e| SqlError(format!("SQL does not parse: {e}")))?;
+    let mut statements =
+        DFParser::parse_sql(sql).map_err(|e| SqlError(format!("SQL does not parse: {e}")))?;
     let statement = match statements.len() {
         0 => return Err(SqlError("the query is empty".into())),
         1 => statements.pop_front().expect("one statement"),
@@ -58,21 +59,19 @@ pub fn check_query(sql: &str) -> Result<ReadOnlyQuery, SqlError> {
     }
     let (tables, _ctes) = resolve_table_references(&statement, true)
         .map_err(|e| SqlError(format!("cannot resolve the tables the query reads: {e}")))?;
-    Ok(ReadOnlyQuery {
-        tables: tables.iter().map(|t| t.to_string()).collect(),
-        parameters: guard.parameters,
-    })
+    Ok(ReadOnlyQuery { tables: tables.iter().map(|t| t.to_string()).collect(), parameters: guard.parameters })
 }
 
 /// Checks that `sql` is one expression without subqueries, as a metric is.
 pub fn check_expression(sql: &str) -> Result<(), SqlError> {
-    let parsed = DFParser::parse_sql_into_expr(sql).map_err(|e| SqlError(format!("SQL does not parse: {e}")))?;
+    let parsed =
+        DFParser::parse_sql_into_expr(sql).map_err(|e| SqlError(format!("SQL does not parse: {e}")))?;
     let mut guard = Guard { forbid_queries: true, ..Guard::default() };
     match parsed.expr.visit(&mut guard) {
         ControlFlow::Break(error) => Err(error),
-        ControlFlow::Continue(()) if !guard.parameters.is_empty() => Err(SqlError(
-            "a metric is computed over the table's rows and takes no parameters".into(),
-        )),
+        ControlFlow::Continue(()) if !guard.parameters.is_empty() => {
+            Err(SqlError("a metric is computed over the table's rows and takes no parameters".into()))
+        }
         ControlFlow::Continue(()) => Ok(()),
     }
 }
@@ -113,26 +112,24 @@ impl Visitor for Guard {
                 "a metric is one expression over the table's columns, without subqueries".into(),
             ));
         }
-        if let SetExpr::Select(select) = query.body.as_ref() {
-            if select.into.is_some() {
-                return ControlFlow::Break(refused("SELECT … INTO", "it creates a table"));
-            }
+        if let SetExpr::Select(select) = query.body.as_ref()
+            && select.into.is_some()
+        {
+            return ControlFlow::Break(refused("SELECT … INTO", "it creates a table"));
         }
         ControlFlow::Continue(())
     }
 
     fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<SqlError> {
-        if let Expr::Value(value) = expr {
-            if let Value::Placeholder(name) = &value.value {
-                if !PARAMETERS.contains(&name.as_str()) {
-                    return ControlFlow::Break(SqlError(format!(
-                        "unknown parameter `{name}`: a query can use {}",
-                        PARAMETERS.join(", ")
-                    )));
-                }
-                self.parameters.insert(name.clone());
-            }
+        let Expr::Value(value) = expr else { return ControlFlow::Continue(()) };
+        let Value::Placeholder(name) = &value.value else { return ControlFlow::Continue(()) };
+        if !PARAMETERS.contains(&name.as_str()) {
+            return ControlFlow::Break(SqlError(format!(
+                "unknown parameter `{name}`: a query can use {}",
+                PARAMETERS.join(", ")
+            )));
         }
+        self.parameters.insert(name.clone());
         ControlFlow::Continue(())
     }
 }

@@ -1,0 +1,78 @@
+//! `bf demo` builds the seeds' shop: the numbers below are the seeds' numbers.
+
+use predicates::prelude::*;
+
+use crate::common::{bf, count, open_table};
+
+#[tokio::test(flavor = "multi_thread")]
+async fn demo_builds_the_shop_of_the_seeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let shop = dir.path().join("shop");
+    bf().arg("demo")
+        .arg(&shop)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("30 files, 130 orders (2001-2130)"));
+
+    // September: one file per day, 130 orders numbered 2001 to 2130, 3 on the 15th.
+    let mut ids = Vec::new();
+    let mut files = 0;
+    for day in 1..=30 {
+        let text =
+            std::fs::read_to_string(shop.join(format!("landing/orders/2026-09-{day:02}.csv"))).unwrap();
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("order_id,customer,amount,ordered_at"));
+        let rows: Vec<&str> = lines.collect();
+        if day == 15 {
+            assert_eq!(rows.len(), 3);
+        }
+        ids.extend(rows.iter().map(|r| r.split(',').next().unwrap().parse::<i64>().unwrap()));
+        files += 1;
+    }
+    assert_eq!(files, 30);
+    assert_eq!(ids, (2001..=2130).collect::<Vec<_>>());
+
+    // orders_silver: January to April, March wrong (no EUR, 3 duplicates), five loads after the create.
+    let silver = shop.join("warehouse/orders_silver");
+    assert_eq!(open_table(&silver).await.version(), Some(5));
+    assert_eq!(count(&silver, "SELECT count(*) FROM t").await, 1586);
+    let march = "order_date BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'";
+    assert_eq!(count(&silver, &format!("SELECT count(*) FROM t WHERE {march}")).await, 412);
+    assert_eq!(count(&silver, &format!("SELECT count(DISTINCT order_id) FROM t WHERE {march}")).await, 409);
+    assert_eq!(
+        count(&silver, &format!("SELECT count(*) FROM t WHERE {march} AND currency = 'EUR'")).await,
+        0
+    );
+    assert!(
+        count(&silver, "SELECT count(*) FROM t WHERE order_date < DATE '2026-03-01' AND currency = 'EUR'")
+            .await
+            > 0
+    );
+
+    // The corrected March has one line per order.
+    let corrected = std::fs::read_to_string(shop.join("landing/orders_march.csv")).unwrap();
+    assert_eq!(corrected.lines().count(), 1 + 409);
+
+    // orders_daily: empty, created with the columns the September plan writes.
+    let daily = shop.join("warehouse/orders_daily");
+    assert_eq!(count(&daily, "SELECT count(*) FROM t").await, 0);
+    let table = open_table(&daily).await;
+    let columns: Vec<String> =
+        table.snapshot().unwrap().schema().fields().map(|f| f.name().clone()).collect();
+    assert_eq!(columns, ["order_id", "customer", "amount", "order_date"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn demo_refuses_to_build_over_an_existing_shop() {
+    let dir = tempfile::tempdir().unwrap();
+    bf().arg("demo").arg(dir.path()).assert().success();
+    let log = dir.path().join("warehouse/orders_silver/_delta_log");
+    let before: Vec<_> = std::fs::read_dir(&log).unwrap().map(|e| e.unwrap().file_name()).collect();
+    bf().arg("demo")
+        .arg(dir.path())
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("already holds a shop"));
+    let after: Vec<_> = std::fs::read_dir(&log).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(before.len(), after.len(), "nothing was appended to the existing shop");
+}

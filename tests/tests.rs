@@ -1,0 +1,9 @@
+//! bf's integration tests: the real binary, real files, real Delta tables in temp folders.
+//! One binary (see Cargo.toml), one module per area.
+
+mod common;
+
+mod demo;
+mod plan_files;
+mod schema;
+mod slices;
