@@ -185,3 +185,14 @@ fn defaults_are_those_the_schema_documents() {
     assert_eq!(schema["definitions"]["Guards"]["properties"]["max_slices"]["default"], 100);
     assert_eq!(schema["definitions"]["Slicing"]["properties"]["parallel"]["default"], 1);
 }
+
+#[test]
+fn the_readme_plan_is_a_valid_plan() {
+    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
+    let start = readme.find("```toml\n").expect("the README shows a plan") + "```toml\n".len();
+    let end = start + readme[start..].find("```").unwrap();
+    let text = readme[start..end].to_owned();
+    if let Err(error) = plan_file::parse(&repo("plans/readme.toml"), text) {
+        panic!("the README's plan is invalid:\n{error}");
+    }
+}
