@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{demo, schema, slices, validate};
+use crate::commands::{demo, plan, schema, show, slices, validate};
 
 /// Backfills of Delta Lake tables as a reviewed, rehearsed and reversible change.
 ///
@@ -20,6 +20,8 @@ pub struct Cli {
 pub enum Command {
     Validate(validate::Args),
     Slices(slices::Args),
+    Plan(plan::Args),
+    Show(show::Args),
     Schema(schema::Args),
     Demo(demo::Args),
 }

@@ -3,15 +3,25 @@
 //! The modules follow the path a backfill takes:
 //! 1. [`plan_file`]: the TOML plan a team reviews — window, table, reason, source, checks, guards.
 //! 2. [`window`]: the window and the slices it is cut into; one slice is one run and one commit.
-//! 3. [`predicate`]: the replaceWhere predicate of a slice, from typed dates.
-//! 4. [`source`]: where a slice's corrected rows come from, and the rule that plan SQL is read-only.
+//! 3. [`table`]: opening the target and the facts later steps rely on (version, date column).
+//! 4. [`source`]: where a slice's corrected rows come from; plan SQL is read-only.
+//! 5. [`rehearsal`]: a shallow clone of the target, every slice written into it.
+//! 6. [`slice_writer`] with [`predicate`]: the one way bf writes a slice — one commit.
+//! 7. [`diff`] and [`checks`]: before vs after, row changes, checks, guards.
+//! 8. [`plan`]: the saved plan, the value `bf apply` will apply.
 //!
 //! [`shop`] builds the example shop the demo and the tests run on.
 
+pub mod checks;
+pub mod diff;
+pub mod plan;
 pub mod plan_file;
 pub mod predicate;
+pub mod rehearsal;
 pub mod shop;
+pub mod slice_writer;
 pub mod source;
+pub mod table;
 pub mod window;
 
 /// deltalake, as bf builds against it, for tests and tools that inspect bf's tables.

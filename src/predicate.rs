@@ -10,7 +10,7 @@ use deltalake::datafusion::common::{Column, ScalarValue};
 use deltalake::datafusion::logical_expr::{Expr, lit};
 use deltalake::delta_datafusion::expr::fmt_expr_to_sql;
 
-use crate::window::Slice;
+use crate::window::{Slice, Window};
 
 /// `date_column >= first AND date_column <= last`, inclusive on both ends like the slice.
 pub fn slice_predicate(date_column: &str, slice: &Slice) -> Expr {
@@ -18,6 +18,12 @@ pub fn slice_predicate(date_column: &str, slice: &Slice) -> Expr {
     let column = Expr::Column(Column::new_unqualified(date_column));
     let day = |d| lit(ScalarValue::Date32(Some(Date32Type::from_naive_date(d))));
     column.clone().gt_eq(day(slice.first)).and(column.lt_eq(day(slice.last)))
+}
+
+/// The whole window, for totals and for checking nothing outside it changed.
+pub fn window_predicate(date_column: &str, window: &Window) -> Expr {
+    let whole = Slice { index: 0, first: window.start, last: window.end, run_date: window.start };
+    slice_predicate(date_column, &whole)
 }
 
 /// The predicate as SQL text, for people: reports, `bf slices`, commit metadata.

@@ -2,7 +2,9 @@
 //! Results go to stdout, problems to stderr; a verb returns the exit code it earned.
 
 pub mod demo;
+pub mod plan;
 pub mod schema;
+pub mod show;
 pub mod slices;
 pub mod validate;
 
@@ -14,6 +16,8 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
     match command {
         Command::Validate(args) => validate::run(args),
         Command::Slices(args) => slices::run(args),
+        Command::Plan(args) => plan::run(args).await,
+        Command::Show(args) => show::run(args),
         Command::Schema(args) => schema::run(args),
         Command::Demo(args) => demo::run(args).await,
     }

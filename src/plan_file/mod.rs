@@ -60,6 +60,9 @@ pub struct PlanFile {
     /// Rules the rehearsed slices must satisfy before the plan can be applied.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub checks: Vec<Check>,
+    /// How `bf plan` shows the changes row by row.
+    #[serde(default)]
+    pub diff: DiffSpec,
     /// Limits that stop a plan which is bigger or moves numbers more than expected.
     #[serde(default)]
     pub guards: Guards,
@@ -214,6 +217,30 @@ pub struct Check {
     /// A read-only query over the table `slice` that returns the offending rows; no rows means pass.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sql: Option<String>,
+}
+
+/// How `bf plan` shows the changes row by row (needs `target.key` for added / removed / changed rows).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DiffSpec {
+    /// Columns to break each metric's change down by, largest first, e.g. `["currency"]` shows
+    /// "97% of the revenue change is in currency = USD → EUR".
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub by: Vec<String>,
+    /// How many changed rows to show per slice (default 5, at most 1000).
+    #[serde(default = "default_samples")]
+    #[schemars(range(max = 1000))]
+    pub samples: u32,
+}
+
+impl Default for DiffSpec {
+    fn default() -> Self {
+        DiffSpec { by: Vec::new(), samples: default_samples() }
+    }
+}
+
+const fn default_samples() -> u32 {
+    5
 }
 
 /// Limits that stop a plan before it is applied.

@@ -42,6 +42,15 @@ impl PlanFile {
         self.check_source(&mut issues);
         self.check_metrics_and_guards(&mut issues);
         self.check_checks(&mut issues);
+        if !self.diff.by.is_empty() {
+            check_columns("diff.by", &self.diff.by, &mut issues);
+        }
+        if self.diff.samples > 1000 {
+            issues.add(
+                "diff.samples",
+                format!("`diff.samples = {}` is more than 1000 rows to show", self.diff.samples),
+            );
+        }
         issues.0
     }
 

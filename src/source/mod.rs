@@ -4,6 +4,7 @@
 //! reads the file of the day it loads, so one plan can backfill thirty days from thirty files.
 
 pub mod read_only;
+pub mod run;
 
 use crate::window::Slice;
 

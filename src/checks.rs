@@ -1,0 +1,146 @@
+//! The plan's checks and guards, run on the rehearsal.
+//!
+//! Checks look at each rehearsed slice through a view named `slice` (the rehearsal's rows of that
+//! slice) in the slice's source session, so an `sql` check can also read the inputs. A check passes
+//! when it finds no offending rows; a failure reports how many and a few of them. One check is
+//! always there: the reconcile, which proves the slice holds what the source produced for it.
+//!
+//! Guards look at the whole window: a metric (or the row count) that moves more than
+//! `max_change_pct` fails the plan.
+
+use deltalake::arrow::util::display::array_value_to_string;
+use deltalake::datafusion::prelude::SessionContext;
+use serde::{Deserialize, Serialize};
+
+use crate::diff::{Measures, ident};
+use crate::plan_file::{Check, Guards};
+use crate::source::run::read_only_options;
+
+/// How many offending rows a failed check shows.
+const SAMPLE_ROWS: usize = 3;
+
+/// One check on one slice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CheckResult {
+    pub name: String,
+    /// `unique`, `not_null`, `sql` or `reconcile`.
+    pub kind: String,
+    pub slice: usize,
+    pub passed: bool,
+    /// Offending rows (for `unique`: rows sharing a key with another row).
+    pub offending: u64,
+    /// A few offending rows, as text.
+    pub sample: Vec<String>,
+    /// One line for people, e.g. "4 rows for the source's 4, 0 missing".
+    pub detail: String,
+}
+
+/// One guard over the whole window.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GuardResult {
+    pub name: String,
+    pub passed: bool,
+    pub detail: String,
+}
+
+/// Runs a declared check against the view `slice` in `ctx`.
+pub async fn run_check(ctx: &SessionContext, check: &Check, slice: usize) -> Result<CheckResult, String> {
+    let (kind, sql) = if let Some(columns) = &check.unique {
+        let list = columns.iter().map(|c| ident(c)).collect::<Vec<_>>().join(", ");
+        (
+            "unique",
+            format!(
+                "SELECT {list}, COUNT(*) AS copies FROM slice GROUP BY {list} HAVING COUNT(*) > 1 ORDER BY copies DESC, {list}"
+            ),
+        )
+    } else if let Some(columns) = &check.not_null {
+        let any_null =
+            columns.iter().map(|c| format!("{} IS NULL", ident(c))).collect::<Vec<_>>().join(" OR ");
+        ("not_null", format!("SELECT * FROM slice WHERE {any_null}"))
+    } else if let Some(sql) = &check.sql {
+        ("sql", sql.clone())
+    } else {
+        return Err(format!("check `{}` has no kind", check.name));
+    };
+    let frame = ctx
+        .sql_with_options(&sql, read_only_options())
+        .await
+        .map_err(|e| format!("check `{}`: {e}", check.name))?;
+    let batches = frame.collect().await.map_err(|e| format!("check `{}`: {e}", check.name))?;
+    let mut offending = 0u64;
+    let mut sample = Vec::new();
+    for batch in &batches {
+        for row in 0..batch.num_rows() {
+            let fields: Vec<String> =
+                batch.columns().iter().map(|c| array_value_to_string(c, row).unwrap_or_default()).collect();
+            offending +=
+                if kind == "unique" { fields.last().and_then(|n| n.parse().ok()).unwrap_or(1) } else { 1 };
+            if sample.len() < SAMPLE_ROWS {
+                sample.push(fields.join(" | "));
+            }
+        }
+    }
+    let detail = match (kind, offending) {
+        (_, 0) => "no offending rows".to_owned(),
+        ("unique", n) => format!(
+            "{n} rows share their {} with another row",
+            check.unique.as_deref().unwrap_or_default().join(", ")
+        ),
+        (_, n) => format!("{n} offending rows"),
+    };
+    Ok(CheckResult {
+        name: check.name.clone(),
+        kind: kind.into(),
+        slice,
+        passed: offending == 0,
+        offending,
+        sample,
+        detail,
+    })
+}
+
+/// The reconcile: the rehearsed slice holds exactly the rows the source produced for it.
+pub fn reconcile(slice: usize, first: &str, source_rows: u64, slice_rows: u64, missing: u64) -> CheckResult {
+    let passed = missing == 0 && slice_rows >= source_rows;
+    CheckResult {
+        name: "reconcile".into(),
+        kind: "reconcile".into(),
+        slice,
+        passed,
+        offending: missing,
+        sample: Vec::new(),
+        detail: format!(
+            "{} {first}: {slice_rows} rows for the source's {source_rows}, {missing} missing",
+            if passed { "ok" } else { "MISMATCH" }
+        ),
+    }
+}
+
+/// Checks the window's totals against `max_change_pct`.
+pub fn run_guards(guards: &Guards, before: &Measures, after: &Measures) -> Vec<GuardResult> {
+    guards
+        .max_change_pct
+        .iter()
+        .map(|(name, limit)| {
+            let values = if name == "rows" {
+                Some((before.rows as f64, after.rows as f64))
+            } else {
+                before.metrics.get(name).copied().flatten().zip(after.metrics.get(name).copied().flatten())
+            };
+            let (passed, detail) = match values {
+                None => (false, format!("{name} is NULL before or after; a change cannot be measured")),
+                Some((b, a)) if b == 0.0 && a == 0.0 => (true, format!("{name} is 0 before and after")),
+                Some((b, _)) if b == 0.0 => (
+                    false,
+                    format!("{name} is 0 before, so its change cannot be a percentage (limit {limit}%)"),
+                ),
+                Some((b, a)) => {
+                    let pct = (a - b) / b.abs() * 100.0;
+                    let passed = pct.abs() <= *limit;
+                    (passed, format!("{name} changes {pct:+.1}% (limit ±{limit}%)"))
+                }
+            };
+            GuardResult { name: format!("max_change_pct.{name}"), passed, detail }
+        })
+        .collect()
+}

@@ -1,0 +1,34 @@
+//! `bf show`: print a saved plan again, for a terminal, a script or a pull request.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bf::plan::Plan;
+
+use crate::render::plan::{Format, render};
+
+/// Show a saved plan (the last `bf plan`, or a file saved with `--out`).
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A plan saved with `bf plan --out FILE`; default: the last plan in the state dir.
+    #[arg(value_name = "FILE")]
+    file: Option<PathBuf>,
+    /// Where bf keeps saved plans.
+    #[arg(long, value_name = "DIR", env = "BF_STATE_DIR", default_value = ".bf")]
+    state_dir: PathBuf,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+    /// Same as `--format json`.
+    #[arg(long, conflicts_with = "format")]
+    json: bool,
+}
+
+pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let path = args.file.unwrap_or_else(|| args.state_dir.join("plan.json"));
+    let plan = Plan::load(&path)?;
+    let format = if args.json { Format::Json } else { args.format };
+    std::io::stdout().lock().write_all(render(&plan, format).as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}

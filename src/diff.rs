@@ -1,0 +1,402 @@
+//! Before vs after: the numbers a reviewer reads.
+//!
+//! "Before" is the target at the plan's pre-version, "after" is the rehearsal once every slice is
+//! written. Both are registered in one DataFusion session and every comparison filters them with the
+//! slice's typed predicate first, so partition pruning and file statistics keep a one-month plan on a
+//! three-year table about as cheap as on a one-month table.
+//!
+//! - [`Comparison::measure`]: row count and each declared metric (an aggregate) over a predicate.
+//! - [`Comparison::row_changes`]: with a key, rows added, removed and changed, and samples. Rows are
+//!   paired by key and by their rank among rows sharing the key, so a duplicated row that goes away
+//!   counts as removed rather than hiding behind its twin.
+//! - [`Comparison::breakdown`]: each metric's change split by columns (`[diff] by`): with a key, by
+//!   the values a row had before and after ("currency = USD → EUR").
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use deltalake::DeltaTable;
+use deltalake::arrow::array::{Array, RecordBatch};
+use deltalake::arrow::datatypes::{DataType, SchemaRef};
+use deltalake::arrow::util::display::array_value_to_string;
+use deltalake::datafusion::common::ScalarValue;
+use deltalake::datafusion::error::Result as DfResult;
+use deltalake::datafusion::logical_expr::Expr;
+use deltalake::datafusion::prelude::SessionContext;
+use serde::{Deserialize, Serialize};
+
+use crate::plan_file::Metric;
+use crate::source::run::read_only_options;
+
+/// Row count and metric values of some rows.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measures {
+    pub rows: u64,
+    /// Metric name → value; `None` when the aggregate is NULL (e.g. SUM of no rows).
+    pub metrics: BTreeMap<String, Option<f64>>,
+}
+
+/// Which table a comparison reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Before,
+    After,
+}
+
+/// Row-level changes of a slice, by key.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct RowChanges {
+    pub added: u64,
+    pub removed: u64,
+    pub changed: u64,
+    pub unchanged: u64,
+    pub samples: Vec<SampleRow>,
+}
+
+/// One row that changed, as text fields in the table's column order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleRow {
+    /// `added`, `removed` or `changed`.
+    pub change: String,
+    pub before: Option<Vec<String>>,
+    pub after: Option<Vec<String>>,
+}
+
+/// One metric's change in one group of `[diff] by` values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BreakdownRow {
+    pub metric: String,
+    /// The `by` values before (for rows that existed) and after (for rows that exist).
+    pub from: Option<Vec<String>>,
+    pub to: Option<Vec<String>>,
+    pub before: f64,
+    pub after: f64,
+}
+
+const BEFORE: &str = "__bf_before";
+const AFTER: &str = "__bf_after";
+
+/// The target before and the rehearsal after, side by side in one session.
+pub struct Comparison {
+    ctx: SessionContext,
+    schema: SchemaRef,
+}
+
+impl Comparison {
+    pub async fn new(
+        before: &DeltaTable,
+        after: &DeltaTable,
+        schema: SchemaRef,
+    ) -> deltalake::DeltaResult<Self> {
+        let ctx = deltalake::delta_datafusion::create_session().into_inner();
+        ctx.register_table(BEFORE, before.table_provider().await?)?;
+        ctx.register_table(AFTER, after.table_provider().await?)?;
+        Ok(Comparison { ctx, schema })
+    }
+
+    /// Registers `side` filtered by `predicate` as the view `name`.
+    async fn view(&self, name: &str, side: Side, predicate: Expr) -> DfResult<()> {
+        let table = match side {
+            Side::Before => BEFORE,
+            Side::After => AFTER,
+        };
+        let rows = self.ctx.table(table).await?.filter(predicate)?;
+        self.ctx.deregister_table(name)?;
+        self.ctx.register_table(name, rows.into_view())?;
+        Ok(())
+    }
+
+    /// A session where `slice` is `side` filtered by `predicate`, for checks that need it.
+    pub async fn register_slice(&self, ctx: &SessionContext, side: Side, predicate: Expr) -> DfResult<()> {
+        let table = match side {
+            Side::Before => BEFORE,
+            Side::After => AFTER,
+        };
+        let rows = self.ctx.table(table).await?.filter(predicate)?;
+        ctx.deregister_table("slice")?;
+        ctx.register_table("slice", rows.into_view())?;
+        Ok(())
+    }
+
+    /// Row count and metrics of `side`'s rows matching `predicate`.
+    pub async fn measure(&self, side: Side, predicate: Expr, metrics: &[Metric]) -> DfResult<Measures> {
+        self.view("__bf_measured", side, predicate).await?;
+        let mut select = vec!["COUNT(*)".to_owned()];
+        // Metric SQL was checked to be one expression without subqueries (`bf validate`).
+        select.extend(metrics.iter().map(|m| format!("CAST(({}) AS DOUBLE)", m.sql)));
+        let sql = format!("SELECT {} FROM __bf_measured", select.join(", "));
+        let batch = self.one_batch(&sql).await?;
+        let rows = scalar(&batch, 0, 0).and_then(|v| as_f64(&v)).map_or(0, |n| n as u64);
+        let metrics = metrics
+            .iter()
+            .enumerate()
+            .map(|(i, m)| (m.name.clone(), scalar(&batch, i + 1, 0).and_then(|v| as_f64(&v))))
+            .collect();
+        Ok(Measures { rows, metrics })
+    }
+
+    /// Added, removed and changed rows between before and after within `predicate`, by `key`.
+    pub async fn row_changes(&self, predicate: Expr, key: &[String], samples: usize) -> DfResult<RowChanges> {
+        self.view("__bf_bs", Side::Before, predicate.clone()).await?;
+        self.view("__bf_as", Side::After, predicate).await?;
+        let columns: Vec<&str> = self.schema.fields().iter().map(|f| f.name().as_str()).collect();
+        let ranked = |side: &str| {
+            format!(
+                "SELECT *, ROW_NUMBER() OVER (PARTITION BY {} ORDER BY {}) AS __bf_rn FROM {side}",
+                key.iter().map(|k| ident(k)).collect::<Vec<_>>().join(", "),
+                self.orderable_columns().join(", ")
+            )
+        };
+        let join = key
+            .iter()
+            .map(|k| format!("b.{0} = a.{0}", ident(k)))
+            .chain(["b.__bf_rn = a.__bf_rn".to_owned()])
+            .collect::<Vec<_>>()
+            .join(" AND ");
+        let differs =
+            columns.iter().map(|c| format!("(b.{0} IS DISTINCT FROM a.{0})", ident(c))).collect::<Vec<_>>();
+        let texts = |alias: &str| {
+            columns
+                .iter()
+                .enumerate()
+                .map(|(i, c)| format!("CAST({alias}.{} AS VARCHAR) AS __bf_{alias}{i}", ident(c)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        let order =
+            key.iter().map(|k| format!("COALESCE(b.{0}, a.{0})", ident(k))).collect::<Vec<_>>().join(", ");
+        let joined = format!(
+            "WITH b AS ({}), a AS ({}) \
+             SELECT CASE WHEN b.__bf_rn IS NULL THEN 'added' WHEN a.__bf_rn IS NULL THEN 'removed' \
+                         WHEN ({}) THEN 'changed' ELSE 'same' END AS __bf_change, \
+                    {}, {}, {order} AS __bf_order \
+             FROM b FULL OUTER JOIN a ON {join}",
+            ranked("__bf_bs"),
+            ranked("__bf_as"),
+            differs.join(" OR "),
+            texts("b"),
+            texts("a"),
+        );
+        let counts = self
+            .batches(&format!("SELECT __bf_change, COUNT(*) FROM ({joined}) GROUP BY __bf_change"))
+            .await?;
+        let mut changes = RowChanges::default();
+        for batch in &counts {
+            for row in 0..batch.num_rows() {
+                let kind = array_value_to_string(batch.column(0), row).unwrap_or_default();
+                let n = scalar(batch, 1, row).and_then(|v| as_f64(&v)).map_or(0, |n| n as u64);
+                match kind.as_str() {
+                    "added" => changes.added = n,
+                    "removed" => changes.removed = n,
+                    "changed" => changes.changed = n,
+                    _ => changes.unchanged = n,
+                }
+            }
+        }
+        if samples > 0 && changes.added + changes.removed + changes.changed > 0 {
+            // Up to `samples` rows of each kind: a few removed duplicates must not hide behind
+            // hundreds of changed rows.
+            let sample_sql = format!(
+                "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY __bf_change ORDER BY __bf_order) AS __bf_sn \
+                 FROM ({joined}) WHERE __bf_change <> 'same') WHERE __bf_sn <= {samples} \
+                 ORDER BY CASE __bf_change WHEN 'changed' THEN 0 WHEN 'added' THEN 1 ELSE 2 END, __bf_order"
+            );
+            let n = columns.len();
+            for batch in self.batches(&sample_sql).await? {
+                for row in 0..batch.num_rows() {
+                    let text = |i: usize| {
+                        let column = batch.column(i);
+                        (!column.is_null(row)).then(|| array_value_to_string(column, row).unwrap_or_default())
+                    };
+                    let change = text(0).unwrap_or_default();
+                    let side = |offset: usize| -> Vec<String> {
+                        (0..n).map(|i| text(offset + i).unwrap_or_else(|| "NULL".into())).collect()
+                    };
+                    changes.samples.push(SampleRow {
+                        before: (change != "added").then(|| side(1)),
+                        after: (change != "removed").then(|| side(1 + n)),
+                        change,
+                    });
+                }
+            }
+        }
+        Ok(changes)
+    }
+
+    /// Each metric's (and the row count's) change within `predicate`, split by the `by` columns.
+    pub async fn breakdown(
+        &self,
+        predicate: Expr,
+        key: Option<&[String]>,
+        by: &[String],
+        metrics: &[Metric],
+    ) -> DfResult<Vec<BreakdownRow>> {
+        self.view("__bf_bs", Side::Before, predicate.clone()).await?;
+        self.view("__bf_as", Side::After, predicate).await?;
+        let mut measured: Vec<(String, String)> = vec![("rows".into(), "COUNT(*)".into())];
+        measured.extend(metrics.iter().map(|m| (m.name.clone(), m.sql.clone())));
+        let values =
+            measured.iter().map(|(_, sql)| format!("CAST(({sql}) AS DOUBLE)")).collect::<Vec<_>>().join(", ");
+        let labels = |alias: &str, prefix: &str| {
+            by.iter()
+                .enumerate()
+                .map(|(i, c)| format!("CAST({alias}{} AS VARCHAR) AS {prefix}{i}", ident(c)))
+                .collect::<Vec<_>>()
+        };
+        let label_columns = |prefix: &str| (0..by.len()).map(|i| format!("{prefix}{i}")).collect::<Vec<_>>();
+        let (before_sql, after_sql, width) = match key {
+            Some(key) => {
+                let ranked = |side: &str| {
+                    format!(
+                        "SELECT *, ROW_NUMBER() OVER (PARTITION BY {} ORDER BY {}) AS __bf_rn FROM {side}",
+                        key.iter().map(|k| ident(k)).collect::<Vec<_>>().join(", "),
+                        self.orderable_columns().join(", ")
+                    )
+                };
+                let keys = key
+                    .iter()
+                    .enumerate()
+                    .map(|(i, k)| format!("COALESCE(b.{0}, a.{0}) AS __bf_k{i}", ident(k)))
+                    .collect::<Vec<_>>();
+                let join = key
+                    .iter()
+                    .map(|k| format!("b.{0} = a.{0}", ident(k)))
+                    .chain(["b.__bf_rn = a.__bf_rn".to_owned()])
+                    .collect::<Vec<_>>()
+                    .join(" AND ");
+                let transitions = format!(
+                    "SELECT {}, COALESCE(b.__bf_rn, a.__bf_rn) AS __bf_trn, {}, {} FROM b FULL OUTER JOIN a ON {join}",
+                    keys.join(", "),
+                    labels("b.", "__bf_from").join(", "),
+                    labels("a.", "__bf_to").join(", "),
+                );
+                let with = format!(
+                    "WITH b AS ({}), a AS ({}), t AS ({transitions})",
+                    ranked("__bf_bs"),
+                    ranked("__bf_as")
+                );
+                let group: Vec<String> =
+                    label_columns("t.__bf_from").into_iter().chain(label_columns("t.__bf_to")).collect();
+                let side_sql = |side: &str| {
+                    let on = key
+                        .iter()
+                        .enumerate()
+                        .map(|(i, k)| format!("{side}.{} = t.__bf_k{i}", ident(k)))
+                        .chain([format!("{side}.__bf_rn = t.__bf_trn")])
+                        .collect::<Vec<_>>()
+                        .join(" AND ");
+                    format!(
+                        "{with} SELECT {}, {values} FROM {side} JOIN t ON {on} GROUP BY {}",
+                        group.join(", "),
+                        group.join(", ")
+                    )
+                };
+                (side_sql("b"), side_sql("a"), 2 * by.len())
+            }
+            None => {
+                let side_sql = |view: &str| {
+                    let group = labels("", "__bf_from");
+                    let names = label_columns("__bf_from");
+                    format!("SELECT {}, {values} FROM {view} GROUP BY {}", group.join(", "), names.join(", "))
+                };
+                (side_sql("__bf_bs"), side_sql("__bf_as"), by.len())
+            }
+        };
+        // (from, to) → per measured value: (before, after)
+        let mut groups: BTreeMap<(Vec<Option<String>>, Vec<Option<String>>), Vec<(f64, f64)>> =
+            BTreeMap::new();
+        for (sql, is_after) in [(before_sql, false), (after_sql, true)] {
+            for batch in self.batches(&sql).await? {
+                for row in 0..batch.num_rows() {
+                    let label = |i: usize| {
+                        let c = batch.column(i);
+                        (!c.is_null(row)).then(|| array_value_to_string(c, row).unwrap_or_default())
+                    };
+                    let from: Vec<Option<String>> = (0..by.len()).map(label).collect();
+                    let to: Vec<Option<String>> = if key.is_some() {
+                        (by.len()..2 * by.len()).map(label).collect()
+                    } else {
+                        from.clone()
+                    };
+                    let entry = groups.entry((from, to)).or_insert_with(|| vec![(0.0, 0.0); measured.len()]);
+                    for (m, slot) in entry.iter_mut().enumerate() {
+                        let value = scalar(&batch, width + m, row).and_then(|v| as_f64(&v)).unwrap_or(0.0);
+                        if is_after { slot.1 += value } else { slot.0 += value }
+                    }
+                }
+            }
+        }
+        let present = |labels: &Vec<Option<String>>| {
+            labels.iter().all(Option::is_some).then(|| labels.iter().flatten().cloned().collect())
+        };
+        let mut rows = Vec::new();
+        for ((from, to), values) in groups {
+            for ((name, _), (before, after)) in measured.iter().zip(values) {
+                if before != after {
+                    rows.push(BreakdownRow {
+                        metric: name.clone(),
+                        from: present(&from),
+                        to: present(&to),
+                        before,
+                        after,
+                    });
+                }
+            }
+        }
+        rows.sort_by(|a, b| (b.after - b.before).abs().total_cmp(&(a.after - a.before).abs()));
+        Ok(rows)
+    }
+
+    /// Columns a window can order by (nested types cannot be compared).
+    fn orderable_columns(&self) -> Vec<String> {
+        let columns: Vec<String> = self
+            .schema
+            .fields()
+            .iter()
+            .filter(|f| {
+                !matches!(
+                    f.data_type(),
+                    DataType::Struct(_) | DataType::List(_) | DataType::Map(..) | DataType::LargeList(_)
+                )
+            })
+            .map(|f| ident(f.name()))
+            .collect();
+        if columns.is_empty() { vec!["1".into()] } else { columns }
+    }
+
+    async fn batches(&self, sql: &str) -> DfResult<Vec<RecordBatch>> {
+        self.ctx.sql_with_options(sql, read_only_options()).await?.collect().await
+    }
+
+    async fn one_batch(&self, sql: &str) -> DfResult<RecordBatch> {
+        let batches = self.batches(sql).await?;
+        let schema = batches
+            .first()
+            .map(|b| b.schema())
+            .unwrap_or_else(|| Arc::new(deltalake::arrow::datatypes::Schema::empty()));
+        deltalake::arrow::compute::concat_batches(&schema, &batches).map_err(Into::into)
+    }
+}
+
+/// A column name quoted for SQL, so names with capitals, spaces or quotes survive.
+pub fn ident(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+fn scalar(batch: &RecordBatch, column: usize, row: usize) -> Option<ScalarValue> {
+    (column < batch.num_columns() && row < batch.num_rows())
+        .then(|| ScalarValue::try_from_array(batch.column(column), row).ok())
+        .flatten()
+}
+
+fn as_f64(value: &ScalarValue) -> Option<f64> {
+    match value {
+        ScalarValue::Float64(v) => *v,
+        ScalarValue::Int64(v) => v.map(|n| n as f64),
+        ScalarValue::UInt64(v) => v.map(|n| n as f64),
+        other => other.cast_to(&DataType::Float64).ok().and_then(|v| match v {
+            ScalarValue::Float64(v) => v,
+            _ => None,
+        }),
+    }
+}

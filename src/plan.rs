@@ -1,0 +1,205 @@
+//! The saved plan: what `bf plan` found, as data (Terraform's plan-as-a-value).
+//!
+//! A plan is built once by the rehearsal, saved as JSON, shown by `bf show`, and later checked by
+//! `bf apply` against the world: the plan file's text (sha256), the target's version, the inputs'
+//! fingerprints. Its field names are a contract (documented in the README); `format` changes when
+//! they do.
+
+use std::path::{Path, PathBuf};
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::checks::{CheckResult, GuardResult};
+use crate::diff::{BreakdownRow, Measures, RowChanges};
+use crate::plan_file::WriteMode;
+use crate::rehearsal::clone::CloneMetrics;
+use crate::source::run::SourceCounts;
+use crate::window::Window;
+
+/// The version of the saved plan's layout.
+pub const PLAN_FORMAT: u32 = 1;
+
+/// Files bigger than this are fingerprinted by size and modification time only.
+const HASH_LIMIT: u64 = 1 << 30;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    pub format: u32,
+    /// Unique per `bf plan` run; the backfill id `bf apply` records derives from it.
+    pub id: String,
+    pub created_at: DateTime<Utc>,
+    pub plan_file: PlanFileRecord,
+    pub reason: String,
+    pub target: TargetRecord,
+    pub window: Window,
+    pub every: String,
+    pub mode: WriteMode,
+    pub rehearsal: RehearsalRecord,
+    pub inputs: Vec<InputFingerprint>,
+    /// In execution order.
+    pub slices: Vec<SliceReport>,
+    /// The whole window, before and after.
+    pub total: BeforeAfter,
+    /// Everything outside the window: must be equal before and after.
+    pub outside_window: OutsideWindow,
+    /// The `[diff] by` columns, and the window's change broken down by them, largest first.
+    pub breakdown_by: Vec<String>,
+    pub breakdown: Vec<BreakdownRow>,
+    pub checks: Vec<CheckResult>,
+    pub guards: Vec<GuardResult>,
+    /// Why the plan cannot be applied; empty when it can.
+    pub problems: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PlanFileRecord {
+    pub path: String,
+    pub sha256: String,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TargetRecord {
+    pub uri: String,
+    /// The version the plan was made against, and the one a rollback restores.
+    pub pre_version: u64,
+    pub date_column: String,
+    pub key: Option<Vec<String>>,
+    pub partition_columns: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RehearsalRecord {
+    pub uri: String,
+    /// The rehearsal's version after its last slice.
+    pub version: u64,
+    pub clone: CloneMetrics,
+}
+
+/// What an input file was when the plan read it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputFingerprint {
+    pub input: String,
+    pub path: String,
+    pub size: u64,
+    pub modified: Option<DateTime<Utc>>,
+    /// sha256 of the content, for files under 1 GiB.
+    pub sha256: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SliceReport {
+    pub index: usize,
+    pub first: NaiveDate,
+    pub last: NaiveDate,
+    pub run_date: NaiveDate,
+    pub predicate: String,
+    pub source: SourceCounts,
+    pub before: Measures,
+    pub after: Measures,
+    /// With `target.key`: rows added, removed, changed.
+    pub changes: Option<RowChanges>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BeforeAfter {
+    pub before: Measures,
+    pub after: Measures,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct OutsideWindow {
+    pub before: Measures,
+    pub after: Measures,
+    pub unchanged: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SavedPlanError {
+    #[error("no saved plan at {}: run `bf plan PLAN_FILE` first", .0.display())]
+    Missing(PathBuf),
+    #[error("cannot read the saved plan {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{} is not a bf saved plan: {source}", path.display())]
+    Parse { path: PathBuf, source: serde_json::Error },
+    #[error("{} was saved by a bf with plan format {found}; this bf reads format {PLAN_FORMAT}: run `bf plan` again", path.display())]
+    Format { path: PathBuf, found: u32 },
+    #[error("cannot save the plan to {}: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+}
+
+impl Plan {
+    /// Whether `bf apply` may apply this plan.
+    pub fn appliable(&self) -> bool {
+        self.problems.is_empty()
+    }
+
+    /// Whether applying it would change any row.
+    pub fn changes_data(&self) -> bool {
+        self.slices.iter().any(|s| {
+            s.before != s.after || s.changes.as_ref().is_some_and(|c| c.added + c.removed + c.changed > 0)
+        })
+    }
+
+    /// Saves the plan as JSON, atomically: a reader never sees half a plan.
+    pub fn save(&self, path: &Path) -> Result<(), SavedPlanError> {
+        let write = |source| SavedPlanError::Write { path: path.to_owned(), source };
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).map_err(write)?;
+        }
+        let text = serde_json::to_string_pretty(self).expect("a plan serializes");
+        let partial = path.with_extension("json.partial");
+        std::fs::write(&partial, text + "\n").map_err(write)?;
+        std::fs::rename(&partial, path).map_err(write)
+    }
+
+    pub fn load(path: &Path) -> Result<Plan, SavedPlanError> {
+        let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => SavedPlanError::Missing(path.to_owned()),
+            _ => SavedPlanError::Read { path: path.to_owned(), source },
+        })?;
+        let value: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|source| SavedPlanError::Parse { path: path.to_owned(), source })?;
+        let found = value.get("format").and_then(|f| f.as_u64()).unwrap_or(0) as u32;
+        if found != PLAN_FORMAT {
+            return Err(SavedPlanError::Format { path: path.to_owned(), found });
+        }
+        serde_json::from_value(value)
+            .map_err(|source| SavedPlanError::Parse { path: path.to_owned(), source })
+    }
+}
+
+/// sha256 of a text, hex.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// Fingerprints a file: size, modification time and (under 1 GiB) content hash, streamed.
+pub fn fingerprint(input: &str, path: &Path) -> std::io::Result<InputFingerprint> {
+    let metadata = std::fs::metadata(path)?;
+    let modified = metadata.modified().ok().map(DateTime::<Utc>::from);
+    let sha256 = if metadata.len() < HASH_LIMIT {
+        let mut hasher = Sha256::new();
+        let mut file = std::fs::File::open(path)?;
+        let mut buffer = vec![0; 1 << 16];
+        loop {
+            let read = std::io::Read::read(&mut file, &mut buffer)?;
+            if read == 0 {
+                break;
+            }
+            hasher.update(&buffer[..read]);
+        }
+        Some(hex::encode(hasher.finalize()))
+    } else {
+        None
+    };
+    Ok(InputFingerprint {
+        input: input.to_owned(),
+        path: path.display().to_string(),
+        size: metadata.len(),
+        modified,
+        sha256,
+    })
+}

@@ -1,0 +1,276 @@
+//! A shallow clone of the target: the table a plan is rehearsed on.
+//!
+//! deltalake has no clone operation (delta-rs #2456), so bf writes the clone's first commit itself:
+//! 1. refuse a destination that exists and is not a bf rehearsal; remove one that is (a rehearsal is
+//!    replaced by every plan, never appended to);
+//! 2. read the target's protocol, metadata and live files at one version;
+//! 3. localize the files a replaceWhere on the clone would have to rewrite: deltalake cannot rewrite a
+//!    file outside the table's root, so on a table not partitioned by the date column, the files whose
+//!    statistics overlap the window are copied into the clone. Every other file is referenced by its
+//!    absolute URL — cost follows the window, not the table;
+//! 4. commit version 0 of the clone: the target's protocol, its metadata under a new table id, one
+//!    `add` per file, and a commitInfo with operation `CLONE` naming the source and its version, as
+//!    Spark's SHALLOW CLONE records it.
+//!
+//! Nothing is written under the target's folder; a clone's later commits only remove the target's
+//! files from the clone's own log.
+
+use std::collections::HashMap;
+
+use chrono::NaiveDate;
+use deltalake::kernel::transaction::CommitBuilder;
+use deltalake::kernel::{Action, Add, CommitInfo, MetadataExt};
+use deltalake::protocol::{DeltaOperation, SaveMode};
+use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError};
+use futures::TryStreamExt;
+use object_store::ObjectStoreExt;
+use serde::Serialize;
+use serde_json::{Value, json};
+use url::Url;
+
+use crate::table::display_url;
+use crate::window::Window;
+
+/// The commitInfo key that marks a table as a bf rehearsal, naming the table it rehearses.
+pub const REHEARSAL_OF: &str = "bf.rehearsal_of";
+
+/// Builds a shallow clone of `source` at `destination`.
+pub struct ShallowClone<'a> {
+    source: &'a DeltaTable,
+    destination: Url,
+    localize: Option<(String, Window)>,
+}
+
+/// What a clone cost: files referenced in place and files copied.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct CloneMetrics {
+    pub source_version: u64,
+    pub files_referenced: usize,
+    pub files_localized: usize,
+    pub bytes_localized: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CloneError {
+    #[error(
+        "{0} exists and is not a bf rehearsal; refusing to replace it (choose another [rehearsal] table)"
+    )]
+    NotARehearsal(String),
+    #[error("cannot remove the previous rehearsal {path}: {source}")]
+    Remove { path: String, source: std::io::Error },
+    #[error(
+        "{0} uses deletion vectors; bf cannot rehearse on a shallow clone of it yet \
+         (its deletion-vector files would not resolve from the clone)"
+    )]
+    DeletionVectors(String),
+    #[error("cannot clone {table}: {source}")]
+    Delta { table: String, source: DeltaTableError },
+    #[error("cannot copy {file} into the rehearsal: {source}")]
+    Copy { file: String, source: deltalake::ObjectStoreError },
+}
+
+impl<'a> ShallowClone<'a> {
+    pub fn new(source: &'a DeltaTable, destination: Url) -> Self {
+        ShallowClone { source, destination, localize: None }
+    }
+
+    /// Copies the files that hold rows of `window` on `date_column` into the clone, so that writes
+    /// to the window can rewrite them.
+    pub fn with_localized_window(mut self, date_column: &str, window: Window) -> Self {
+        self.localize = Some((date_column.to_owned(), window));
+        self
+    }
+
+    pub async fn execute(self) -> Result<(DeltaTable, CloneMetrics), CloneError> {
+        let source_name = display_url(self.source.table_url());
+        let delta = |source| CloneError::Delta { table: source_name.clone(), source };
+        replace_previous_rehearsal(&self.destination)?;
+
+        let snapshot = self.source.snapshot().map_err(delta)?;
+        let source_version = snapshot.version() as u64;
+        let protocol = snapshot.protocol().clone();
+        let metadata = snapshot
+            .metadata()
+            .clone()
+            .with_table_id(uuid::Uuid::new_v4().to_string())
+            .map_err(|e| delta(DeltaTableError::Generic(e.to_string())))?;
+        let files: Vec<_> =
+            self.source.get_active_add_actions_by_predicate(None).try_collect().await.map_err(delta)?;
+
+        let destination =
+            DeltaTableBuilder::from_url(self.destination.clone()).map_err(delta)?.build().map_err(delta)?;
+        let source_store = self.source.log_store().object_store(None);
+        let destination_store = destination.log_store().object_store(None);
+        let source_root = self.source.table_url().clone();
+
+        let mut metrics = CloneMetrics { source_version, ..CloneMetrics::default() };
+        let mut actions = vec![Action::Protocol(protocol.clone()), Action::Metadata(metadata.clone())];
+        for file in &files {
+            if file.deletion_vector_descriptor().is_some() {
+                return Err(CloneError::DeletionVectors(source_name));
+            }
+            let decoded = file.path().into_owned();
+            // Files of a table that is itself a clone are already absolute.
+            let absolute = match Url::parse(&decoded) {
+                Ok(url) if url.scheme().len() > 1 => url,
+                _ => file_url(&source_root, &decoded),
+            };
+            let partition_values = file.partition_values_map();
+            let localize = match &self.localize {
+                Some((column, window)) => {
+                    absolute.as_str().starts_with(source_root.as_str())
+                        && overlaps(window, column, &partition_values, file.stats().as_deref())
+                }
+                None => false,
+            };
+            let path = if localize {
+                let location = file.object_store_path();
+                let copy_error = |source| CloneError::Copy { file: decoded.clone(), source };
+                let bytes = source_store
+                    .get(&location)
+                    .await
+                    .map_err(copy_error)?
+                    .bytes()
+                    .await
+                    .map_err(copy_error)?;
+                metrics.bytes_localized += bytes.len() as u64;
+                destination_store.put(&location, bytes.into()).await.map_err(copy_error)?;
+                metrics.files_localized += 1;
+                absolute.as_str()[source_root.as_str().len()..].to_owned()
+            } else {
+                metrics.files_referenced += 1;
+                absolute.to_string()
+            };
+            actions.push(Action::Add(Add {
+                path,
+                partition_values,
+                size: file.size(),
+                modification_time: file.modification_time(),
+                data_change: true,
+                stats: file.stats(),
+                tags: None,
+                deletion_vector: None,
+                base_row_id: None,
+                default_row_commit_version: None,
+                clustering_provider: None,
+            }));
+        }
+        actions.push(Action::CommitInfo(CommitInfo {
+            timestamp: Some(chrono::Utc::now().timestamp_millis()),
+            operation: Some("CLONE".into()),
+            operation_parameters: Some(HashMap::from([
+                ("source".to_owned(), json!(source_root.as_str())),
+                ("sourceVersion".to_owned(), json!(source_version)),
+                ("isShallow".to_owned(), json!(true)),
+            ])),
+            ..CommitInfo::default()
+        }));
+        let app_metadata = HashMap::from([
+            (REHEARSAL_OF.to_owned(), Value::String(source_root.to_string())),
+            ("bf.source_version".to_owned(), json!(source_version)),
+        ]);
+        let operation = DeltaOperation::Create {
+            mode: SaveMode::ErrorIfExists,
+            location: self.destination.clone(),
+            protocol,
+            metadata,
+        };
+        CommitBuilder::default()
+            .with_actions(actions)
+            .with_app_metadata(app_metadata)
+            .build(None, destination.log_store(), operation)
+            .await
+            .map_err(delta)?;
+        let clone = crate::table::open(&self.destination, None).await.map_err(|e| CloneError::Delta {
+            table: display_url(&self.destination),
+            source: DeltaTableError::Generic(e.to_string()),
+        })?;
+        Ok((clone, metrics))
+    }
+}
+
+/// Whether the table at `url` is a bf rehearsal (its first commit says so).
+pub fn is_rehearsal(url: &Url) -> bool {
+    let Ok(folder) = url.to_file_path() else { return false };
+    let first = folder.join("_delta_log").join(format!("{:020}.json", 0));
+    std::fs::read_to_string(first).is_ok_and(|text| {
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|action| action.get("commitInfo").and_then(|c| c.get(REHEARSAL_OF)).is_some())
+    })
+}
+
+fn replace_previous_rehearsal(destination: &Url) -> Result<(), CloneError> {
+    let name = display_url(destination);
+    let Ok(folder) = destination.to_file_path() else {
+        return Err(CloneError::NotARehearsal(format!("{name} (only local rehearsal tables are supported)")));
+    };
+    let empty = std::fs::read_dir(&folder).map(|mut entries| entries.next().is_none()).unwrap_or(true);
+    if empty {
+        return Ok(());
+    }
+    if !is_rehearsal(destination) {
+        return Err(CloneError::NotARehearsal(name));
+    }
+    // Only the rehearsal's own folder goes: files it references in the target are absolute URLs in
+    // its log and are never followed, and remove_dir_all does not follow symlinks.
+    std::fs::remove_dir_all(&folder).map_err(|source| CloneError::Remove { path: name, source })
+}
+
+/// The absolute URL of a table file, its path segments percent-encoded as the Delta log expects.
+fn file_url(root: &Url, relative: &str) -> Url {
+    let mut url = root.clone();
+    url.path_segments_mut().expect("a table URL has a path").pop_if_empty().extend(relative.split('/'));
+    url
+}
+
+/// Whether a file may hold rows of `window`: decided from its partition value, else its statistics;
+/// a file without either may hold anything.
+fn overlaps(
+    window: &Window,
+    column: &str,
+    partition_values: &HashMap<String, Option<String>>,
+    stats: Option<&str>,
+) -> bool {
+    if let Some(value) = partition_values.get(column) {
+        return value
+            .as_deref()
+            .and_then(|v| v.parse::<NaiveDate>().ok())
+            .is_none_or(|day| window.contains(day));
+    }
+    let Some(stats) = stats.and_then(|s| serde_json::from_str::<Value>(s).ok()) else { return true };
+    let bound = |key: &str| stats.get(key)?.get(column)?.as_str()?.get(..10)?.parse::<NaiveDate>().ok();
+    match (bound("minValues"), bound("maxValues")) {
+        (Some(min), Some(max)) => min <= window.end && window.start <= max,
+        _ => true,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn overlap_follows_partition_values_then_statistics() {
+        let day = |t: &str| t.parse().unwrap();
+        let march = Window { start: day("2026-03-01"), end: day("2026-03-31") };
+        let partition = |v: &str| HashMap::from([("d".to_owned(), Some(v.to_owned()))]);
+        assert!(overlaps(&march, "d", &partition("2026-03-05"), None));
+        assert!(!overlaps(&march, "d", &partition("2026-04-01"), None));
+        let stats = |min: &str, max: &str| {
+            format!(r#"{{"numRecords":3,"minValues":{{"d":"{min}"}},"maxValues":{{"d":"{max}"}}}}"#)
+        };
+        assert!(overlaps(&march, "d", &HashMap::new(), Some(&stats("2026-02-20", "2026-03-01"))));
+        assert!(!overlaps(&march, "d", &HashMap::new(), Some(&stats("2026-01-01", "2026-02-28"))));
+        assert!(overlaps(&march, "d", &HashMap::new(), None), "no statistics: may hold anything");
+    }
+
+    #[test]
+    fn file_urls_encode_partition_values() {
+        let root: Url = "file:///lake/t/".parse().unwrap();
+        assert_eq!(
+            file_url(&root, "d=a b%/part-0.parquet").as_str(),
+            "file:///lake/t/d=a%20b%25/part-0.parquet"
+        );
+    }
+}

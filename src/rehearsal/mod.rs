@@ -1,0 +1,332 @@
+//! The rehearsal: the whole backfill, run on a shallow clone, measured against the real table.
+//!
+//! 1. Open the target at its latest version — the pre-version the plan is made against — and check
+//!    the date column and the slicing (parallel slices need a table partitioned by that column).
+//! 2. Shallow-clone it into the rehearsal table ([`clone`]), localizing the window's files when the
+//!    table is not partitioned by the date column.
+//! 3. Run every slice through the [`SliceWriter`] that `bf apply` uses, into the rehearsal: source
+//!    query for the slice, one commit per slice.
+//! 4. Compare ([`crate::diff`]): per slice and over the window, rows and metrics before (target at
+//!    the pre-version) and after (rehearsal); rows added, removed and changed by key; the breakdown;
+//!    and everything outside the window, which must not have moved.
+//! 5. Run the checks on each rehearsed slice, the reconcile, and the guards.
+//! 6. Return the [`Plan`]: data to save, show and later apply. The target is only ever read.
+
+pub mod clone;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use deltalake::datafusion::common::Column;
+use deltalake::datafusion::logical_expr::{Expr, not};
+use deltalake::kernel::transaction::CommitProperties;
+use serde_json::json;
+use url::Url;
+
+use crate::checks::{self, CheckResult};
+use crate::diff::{Comparison, Side};
+use crate::plan::{
+    self, BeforeAfter, InputFingerprint, OutsideWindow, PLAN_FORMAT, Plan, PlanFileRecord, RehearsalRecord,
+    SliceReport, TargetRecord,
+};
+use crate::plan_file::{PlanDocument, WriteMode};
+use crate::predicate::{slice_predicate, slice_predicate_sql, window_predicate};
+use crate::slice_writer::SliceWriter;
+use crate::source::run::{SliceSource, Source};
+use crate::table::{self, TableError, display_url};
+use clone::ShallowClone;
+
+/// Told about each step, so a terminal can show progress; the library prints nothing itself.
+pub trait Progress {
+    fn slices(&self, _total: usize) {}
+    fn slice_written(&self, _index: usize, _first: &str) {}
+    fn step(&self, _what: &str) {}
+}
+
+/// Progress nobody watches.
+pub struct Quiet;
+impl Progress for Quiet {}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RehearsalError {
+    #[error(transparent)]
+    Table(#[from] TableError),
+    #[error(transparent)]
+    Clone(#[from] clone::CloneError),
+    #[error(transparent)]
+    Source(#[from] crate::source::run::SourceError),
+    #[error(transparent)]
+    Write(#[from] crate::slice_writer::WriteError),
+    #[error("{0}")]
+    Refused(String),
+    #[error("{what}: {message}")]
+    Query { what: String, message: String },
+}
+
+fn query_error(
+    what: impl Into<String>,
+) -> impl FnOnce(deltalake::datafusion::error::DataFusionError) -> RehearsalError {
+    let what = what.into();
+    move |e| RehearsalError::Query { what, message: e.to_string() }
+}
+
+/// Rehearses the plan and returns it as a saved-plan value.
+pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Result<Plan, RehearsalError> {
+    let spec = &document.plan;
+    let target_url = table::table_url(&document.resolve(&spec.target.table))?;
+    progress.step("opening the target");
+    let target = table::open(&target_url, None).await?;
+    let pre_version = target.version().unwrap_or(0) as u64;
+    let column = spec.target.date_column.as_str();
+    table::check_date_column(&target, column)?;
+    let partition_columns = table::partition_columns(&target);
+    let partitioned_by_date = partition_columns == [column];
+    if spec.slicing.parallel > 1 && !partitioned_by_date {
+        return Err(RehearsalError::Refused(format!(
+            "`slicing.parallel = {}` needs a table partitioned by `{column}`, and {} is {}: concurrent replaceWhere \
+             commits on it conflict (ConcurrentAppend) and all but one fail. Use `parallel = 1`, or partition the \
+             table by `{column}` so each slice replaces its own partitions.",
+            spec.slicing.parallel,
+            display_url(&target_url),
+            if partition_columns.is_empty() {
+                "not partitioned".to_owned()
+            } else {
+                format!("partitioned by {}", partition_columns.join(", "))
+            },
+        )));
+    }
+    let rehearsal_url = rehearsal_url(document, &target_url)?;
+    if rehearsal_url == target_url {
+        return Err(RehearsalError::Refused("the rehearsal table is the target table".into()));
+    }
+
+    progress.step("cloning the target");
+    let mut clone = ShallowClone::new(&target, rehearsal_url.clone());
+    if !partitioned_by_date {
+        clone = clone.with_localized_window(column, spec.window());
+    }
+    let (mut rehearsal, clone_metrics) = clone.execute().await?;
+
+    let schema = table::arrow_schema(&target)?;
+    let writer = SliceWriter {
+        date_column: column.to_owned(),
+        mode: spec.write.mode,
+        key: spec.target.key.clone().unwrap_or_default(),
+        columns: schema.fields().iter().map(|f| f.name().clone()).collect(),
+    };
+    let id = plan_id();
+    let source = Source::new(document, schema.clone());
+    let slices = spec.slices();
+    progress.slices(slices.len());
+    let mut sources: Vec<SliceSource> = Vec::with_capacity(slices.len());
+    for slice in &slices {
+        let rows = source.for_slice(slice).await?;
+        let commit = CommitProperties::default().with_metadata([
+            ("bf.plan_id".to_owned(), json!(id)),
+            ("bf.slice".to_owned(), json!(slice.index)),
+            ("bf.rehearsal".to_owned(), json!(true)),
+        ]);
+        rehearsal = writer.write(rehearsal, slice, &rows, commit).await?;
+        progress.slice_written(slice.index, &slice.first.to_string());
+        sources.push(rows);
+    }
+
+    progress.step("comparing before and after");
+    let comparison =
+        Comparison::new(&target, &rehearsal, schema).await.map_err(|e| RehearsalError::Query {
+            what: "registering the target and the rehearsal".into(),
+            message: e.to_string(),
+        })?;
+    let metrics = &spec.metrics;
+    let mut reports = Vec::with_capacity(slices.len());
+    let mut check_results: Vec<CheckResult> = Vec::new();
+    for (slice, rows) in slices.iter().zip(&sources) {
+        let what = format!("slice {} ({})", slice.index, slice.first);
+        let predicate = slice_predicate(column, slice);
+        let before =
+            comparison.measure(Side::Before, predicate.clone(), metrics).await.map_err(query_error(&what))?;
+        let after =
+            comparison.measure(Side::After, predicate.clone(), metrics).await.map_err(query_error(&what))?;
+        let changes = match &spec.target.key {
+            Some(key) => Some(
+                comparison
+                    .row_changes(predicate.clone(), key, spec.diff.samples as usize)
+                    .await
+                    .map_err(query_error(&what))?,
+            ),
+            None => None,
+        };
+        comparison
+            .register_slice(&rows.ctx, Side::After, predicate.clone())
+            .await
+            .map_err(query_error(&what))?;
+        for check in &spec.checks {
+            let result = checks::run_check(&rows.ctx, check, slice.index)
+                .await
+                .map_err(|message| RehearsalError::Query { what: what.clone(), message })?;
+            check_results.push(result);
+        }
+        let missing = match (spec.write.mode, &spec.target.key) {
+            (WriteMode::Merge, Some(key)) => missing_keys(rows, key).await.map_err(query_error(&what))?,
+            _ => rows.counts.in_slice.abs_diff(after.rows),
+        };
+        check_results.push(checks::reconcile(
+            slice.index,
+            &slice.first.to_string(),
+            rows.counts.in_slice,
+            after.rows,
+            missing,
+        ));
+        reports.push(SliceReport {
+            index: slice.index,
+            first: slice.first,
+            last: slice.last,
+            run_date: slice.run_date,
+            predicate: slice_predicate_sql(column, slice),
+            source: rows.counts,
+            before,
+            after,
+            changes,
+        });
+    }
+
+    let window = spec.window();
+    let in_window = window_predicate(column, &window);
+    let date = Expr::Column(Column::new_unqualified(column));
+    let outside = not(in_window.clone()).or(date.is_null());
+    let total = BeforeAfter {
+        before: comparison
+            .measure(Side::Before, in_window.clone(), metrics)
+            .await
+            .map_err(query_error("the window"))?,
+        after: comparison
+            .measure(Side::After, in_window.clone(), metrics)
+            .await
+            .map_err(query_error("the window"))?,
+    };
+    let outside_before = comparison
+        .measure(Side::Before, outside.clone(), metrics)
+        .await
+        .map_err(query_error("outside the window"))?;
+    let outside_after =
+        comparison.measure(Side::After, outside, metrics).await.map_err(query_error("outside the window"))?;
+    let outside_window = OutsideWindow {
+        unchanged: outside_before == outside_after,
+        before: outside_before,
+        after: outside_after,
+    };
+    let breakdown = if spec.diff.by.is_empty() {
+        Vec::new()
+    } else {
+        comparison
+            .breakdown(in_window, spec.target.key.as_deref(), &spec.diff.by, metrics)
+            .await
+            .map_err(query_error("the [diff] by breakdown"))?
+    };
+    let guards = checks::run_guards(&spec.guards, &total.before, &total.after);
+
+    let mut problems = Vec::new();
+    if !outside_window.unchanged {
+        problems.push("rows outside the window changed in the rehearsal".to_owned());
+    }
+    for check in check_results.iter().filter(|c| !c.passed) {
+        problems.push(format!("check `{}` failed on slice {}: {}", check.name, check.slice, check.detail));
+    }
+    for guard in guards.iter().filter(|g| !g.passed) {
+        problems.push(format!("guard {} failed: {}", guard.name, guard.detail));
+    }
+
+    Ok(Plan {
+        format: PLAN_FORMAT,
+        id,
+        created_at: chrono::Utc::now(),
+        plan_file: PlanFileRecord {
+            path: document.path.display().to_string(),
+            sha256: plan::sha256_hex(document.text.as_bytes()),
+            text: document.text.clone(),
+        },
+        reason: spec.reason.clone(),
+        target: TargetRecord {
+            uri: target_url.to_string(),
+            pre_version,
+            date_column: column.to_owned(),
+            key: spec.target.key.clone(),
+            partition_columns,
+        },
+        window,
+        every: spec.slicing.every.to_string(),
+        mode: spec.write.mode,
+        rehearsal: RehearsalRecord {
+            uri: rehearsal_url.to_string(),
+            version: rehearsal.version().unwrap_or(0) as u64,
+            clone: clone_metrics,
+        },
+        inputs: fingerprints(&sources)?,
+        slices: reports,
+        total,
+        outside_window,
+        breakdown_by: spec.diff.by.clone(),
+        breakdown,
+        checks: check_results,
+        guards,
+        problems,
+    })
+}
+
+/// The rehearsal's location: the plan's `[rehearsal] table`, or `<target>__rehearsal` beside it.
+fn rehearsal_url(document: &PlanDocument, target: &Url) -> Result<Url, TableError> {
+    if let Some(written) = &document.plan.rehearsal.table {
+        return table::table_url(&document.resolve(written));
+    }
+    let path = target.to_file_path().map_err(|()| TableError::Missing {
+        location: format!("{target} (set [rehearsal] table for tables that are not local folders)"),
+    })?;
+    let name = format!("{}__rehearsal", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
+    table::folder_url(&path.with_file_name(name))
+}
+
+/// Source rows whose key is not in the rehearsed slice (a merge keeps other rows, so counts alone
+/// cannot tell).
+async fn missing_keys(rows: &SliceSource, key: &[String]) -> deltalake::datafusion::error::Result<u64> {
+    rows.ctx.deregister_table("__bf_source")?;
+    rows.ctx.register_table("__bf_source", rows.rows.clone().into_view())?;
+    let on =
+        key.iter().map(|k| format!("t.{0} = s.{0}", crate::diff::ident(k))).collect::<Vec<_>>().join(" AND ");
+    let sql =
+        format!("SELECT COUNT(*) FROM __bf_source s WHERE NOT EXISTS (SELECT 1 FROM slice t WHERE {on})");
+    let batches = rows.ctx.sql(&sql).await?.collect().await?;
+    let count = batches
+        .first()
+        .and_then(|b| deltalake::datafusion::common::ScalarValue::try_from_array(b.column(0), 0).ok())
+        .and_then(|v| {
+            if let deltalake::datafusion::common::ScalarValue::Int64(Some(n)) = v {
+                Some(n as u64)
+            } else {
+                None
+            }
+        })
+        .unwrap_or(0);
+    Ok(count)
+}
+
+/// Fingerprints of every input file the slices read, each file once.
+fn fingerprints(sources: &[SliceSource]) -> Result<Vec<InputFingerprint>, RehearsalError> {
+    let mut files: BTreeMap<PathBuf, String> = BTreeMap::new();
+    for file in sources.iter().flat_map(|s| &s.files) {
+        files.entry(file.path.clone()).or_insert_with(|| file.input.clone());
+    }
+    files
+        .iter()
+        .map(|(path, input)| {
+            plan::fingerprint(input, path).map_err(|e| {
+                RehearsalError::Refused(format!("cannot fingerprint input file {}: {e}", path.display()))
+            })
+        })
+        .collect()
+}
+
+/// A plan id: sortable by time, unique by a random suffix.
+fn plan_id() -> String {
+    let uuid = uuid::Uuid::new_v4().simple().to_string();
+    format!("{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"), &uuid[..8])
+}

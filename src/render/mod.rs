@@ -1,0 +1,73 @@
+//! How reports look in a terminal. Commands build a report value first and render it last, so the
+//! text and `--json` forms cannot say different things.
+
+pub mod plan;
+
+use comfy_table::{ContentArrangement, Table, presets};
+
+/// A table in bf's house style: light borders, columns fitted to the terminal.
+pub fn table<T: ToString>(header: impl IntoIterator<Item = T>) -> Table {
+    let mut table = Table::new();
+    table
+        .load_preset(presets::UTF8_FULL_CONDENSED)
+        .set_content_arrangement(ContentArrangement::Dynamic)
+        .set_header(header.into_iter().map(|h| h.to_string()));
+    table
+}
+
+/// `1 slice`, `30 slices`.
+pub fn count(n: usize, noun: &str) -> String {
+    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
+}
+
+/// A number as people read it in a report: thousands separated, two decimals unless whole.
+pub fn number(value: f64) -> String {
+    if !value.is_finite() {
+        return value.to_string();
+    }
+    let whole = value.fract() == 0.0 && value.abs() < 1e15;
+    let text = if whole { format!("{:.0}", value.abs()) } else { format!("{:.2}", value.abs()) };
+    let (integer, decimals) = text.split_once('.').map_or((text.as_str(), None), |(i, d)| (i, Some(d)));
+    let mut grouped = String::new();
+    for (i, digit) in integer.chars().enumerate() {
+        if i > 0 && (integer.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    let sign = if value < 0.0 { "−" } else { "" };
+    match decimals {
+        Some(d) => format!("{sign}{grouped}.{d}"),
+        None => format!("{sign}{grouped}"),
+    }
+}
+
+/// `412 → 409 (−3, −0.7%)`: a before/after pair with its change.
+pub fn change(before: Option<f64>, after: Option<f64>) -> String {
+    let show = |v: Option<f64>| v.map_or_else(|| "NULL".to_owned(), number);
+    match (before, after) {
+        (Some(b), Some(a)) if a == b => format!("{} (=)", number(b)),
+        (Some(b), Some(a)) => format!(
+            "{} → {} ({}{})",
+            number(b),
+            number(a),
+            signed(a - b),
+            percent(b, a).map(|p| format!(", {p}")).unwrap_or_default()
+        ),
+        (b, a) => format!("{} → {}", show(b), show(a)),
+    }
+}
+
+/// `+3` / `−3`.
+pub fn signed(value: f64) -> String {
+    if value > 0.0 { format!("+{}", number(value)) } else { number(value) }
+}
+
+/// `−0.7%`, or nothing when the before is 0.
+pub fn percent(before: f64, after: f64) -> Option<String> {
+    (before != 0.0).then(|| {
+        let pct = (after - before) / before.abs() * 100.0;
+        let text = format!("{:.1}%", pct.abs());
+        if pct < 0.0 { format!("−{text}") } else { format!("+{text}") }
+    })
+}

@@ -1,0 +1,339 @@
+//! A saved plan as people read it: in a terminal (`bf plan`, `bf show`) or as a pull-request
+//! comment (`--format markdown`). JSON is the plan value itself.
+
+use std::fmt::Write;
+
+use bf::diff::{BreakdownRow, SampleRow};
+use bf::plan::Plan;
+use similar::{ChangeTag, TextDiff};
+
+use super::{change, count, number, percent, signed, table};
+
+/// How a plan is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// Tables for a terminal.
+    #[default]
+    Text,
+    /// The saved plan as one JSON document.
+    Json,
+    /// A pull-request comment: summary line, per-slice table, checks.
+    Markdown,
+}
+
+pub fn render(plan: &Plan, format: Format) -> String {
+    match format {
+        Format::Text => text(plan),
+        Format::Json => serde_json::to_string_pretty(plan).expect("a plan serializes") + "\n",
+        Format::Markdown => markdown(plan),
+    }
+}
+
+/// `Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue 18,204.10 → 16,880.55 (−7.3%)`.
+pub fn summary(plan: &Plan) -> String {
+    let verb = match plan.mode {
+        bf::plan_file::WriteMode::Replace => "replace",
+        bf::plan_file::WriteMode::Merge => "merge",
+    };
+    let mut parts = vec![format!("Plan: {} to {verb}", count(plan.slices.len(), "slice"))];
+    let (before, after) = (&plan.total.before, &plan.total.after);
+    parts.push(format!("rows {}", short_change(Some(before.rows as f64), Some(after.rows as f64))));
+    for (name, b) in &before.metrics {
+        let a = after.metrics.get(name).copied().flatten();
+        parts.push(format!("{name} {}", short_change(*b, a)));
+    }
+    parts.join("; ")
+}
+
+fn short_change(before: Option<f64>, after: Option<f64>) -> String {
+    let show = |v: Option<f64>| v.map_or_else(|| "NULL".to_owned(), number);
+    match (before, after) {
+        (Some(b), Some(a)) => match percent(b, a) {
+            Some(p) if a != b => format!("{} → {} ({p})", number(b), number(a)),
+            _ if a == b => format!("{} (unchanged)", number(b)),
+            _ => format!("{} → {}", number(b), number(a)),
+        },
+        (b, a) => format!("{} → {}", show(b), show(a)),
+    }
+}
+
+fn text(plan: &Plan) -> String {
+    let mut out = String::new();
+    let w = &mut out;
+    let target = display(&plan.target.uri);
+    let partitioning = if plan.target.partition_columns.is_empty() {
+        "unpartitioned".to_owned()
+    } else {
+        format!("partitioned by {}", plan.target.partition_columns.join(", "))
+    };
+    let _ = writeln!(w, "bf plan {}", plan.plan_file.path);
+    let _ = writeln!(w, "  table      {target} (version {}, {partitioning})", plan.target.pre_version);
+    let _ = writeln!(w, "  reason     {}", plan.reason);
+    let _ = writeln!(
+        w,
+        "  window     {} in {} of `{}` on {}",
+        plan.window,
+        count(plan.slices.len(), "slice"),
+        plan.every,
+        plan.target.date_column
+    );
+    let clone = &plan.rehearsal.clone;
+    let _ = writeln!(
+        w,
+        "  rehearsal  {} (shallow clone of version {}: {} referenced, {} copied, {} bytes)",
+        display(&plan.rehearsal.uri),
+        clone.source_version,
+        count(clone.files_referenced, "file"),
+        count(clone.files_localized, "file"),
+        number(clone.bytes_localized as f64)
+    );
+    let _ = writeln!(w);
+
+    let metric_names: Vec<&String> = plan.total.before.metrics.keys().collect();
+    let mut header = vec!["slice".to_owned(), "days".to_owned(), "rows".to_owned()];
+    header.extend(metric_names.iter().map(|n| n.to_string()));
+    let keyed = plan.target.key.is_some();
+    if keyed {
+        header.push("added / removed / changed".into());
+    }
+    let mut slices = table(header);
+    for slice in &plan.slices {
+        let mut row = vec![
+            slice.index.to_string(),
+            format!("{}..{}", slice.first, slice.last),
+            change(Some(slice.before.rows as f64), Some(slice.after.rows as f64)),
+        ];
+        for name in &metric_names {
+            let b = slice.before.metrics.get(*name).copied().flatten();
+            let a = slice.after.metrics.get(*name).copied().flatten();
+            row.push(change(b, a));
+        }
+        if keyed {
+            row.push(
+                slice
+                    .changes
+                    .as_ref()
+                    .map_or_else(String::new, |c| format!("+{} / −{} / ~{}", c.added, c.removed, c.changed)),
+            );
+        }
+        slices.add_row(row);
+    }
+    if plan.slices.len() > 1 {
+        let mut row = vec![
+            "total".to_owned(),
+            plan.window.to_string(),
+            change(Some(plan.total.before.rows as f64), Some(plan.total.after.rows as f64)),
+        ];
+        for name in &metric_names {
+            let b = plan.total.before.metrics.get(*name).copied().flatten();
+            let a = plan.total.after.metrics.get(*name).copied().flatten();
+            row.push(change(b, a));
+        }
+        if keyed {
+            let sum = |f: fn(&bf::diff::RowChanges) -> u64| {
+                plan.slices.iter().filter_map(|s| s.changes.as_ref()).map(f).sum::<u64>()
+            };
+            row.push(format!("+{} / −{} / ~{}", sum(|c| c.added), sum(|c| c.removed), sum(|c| c.changed)));
+        }
+        slices.add_row(row);
+    }
+    let _ = writeln!(w, "{slices}");
+
+    let outside = &plan.outside_window;
+    let mut outside_line = format!("{} rows", number(outside.before.rows as f64));
+    for (name, value) in &outside.before.metrics {
+        let _ = write!(outside_line, ", {name} {}", value.map_or_else(|| "NULL".to_owned(), number));
+    }
+    if outside.unchanged {
+        let _ = writeln!(w, "Outside the window: {outside_line}: unchanged ✓");
+    } else {
+        let _ = writeln!(
+            w,
+            "Outside the window: CHANGED ✗ rows {}",
+            change(Some(outside.before.rows as f64), Some(outside.after.rows as f64))
+        );
+    }
+    let outside_source: u64 = plan.slices.iter().map(|s| s.source.outside_window).max().unwrap_or(0);
+    let null_source: u64 = plan.slices.iter().map(|s| s.source.null_date).max().unwrap_or(0);
+    if outside_source + null_source > 0 {
+        let _ = writeln!(
+            w,
+            "Source rows not written: {outside_source} outside the window, {null_source} with a NULL {}",
+            plan.target.date_column
+        );
+    }
+
+    for slice in &plan.slices {
+        let Some(changes) = &slice.changes else { continue };
+        if changes.samples.is_empty() {
+            continue;
+        }
+        let total = changes.added + changes.removed + changes.changed;
+        let _ =
+            writeln!(w, "\nChanged rows in slice {} ({} of {total}):", slice.index, changes.samples.len());
+        let _ = writeln!(w, "{}", sample_diff(&changes.samples));
+    }
+
+    if !plan.breakdown.is_empty() {
+        let _ = writeln!(w, "\nWhere the change is:");
+        for line in breakdown_lines(&plan.breakdown, plan) {
+            let _ = writeln!(w, "  {line}");
+        }
+    }
+
+    let _ = writeln!(w, "\nChecks");
+    let width = plan
+        .checks
+        .iter()
+        .map(|c| c.name.chars().count())
+        .chain(plan.guards.iter().map(|g| g.name.chars().count()))
+        .max()
+        .unwrap_or(0);
+    for check in &plan.checks {
+        let mark = if check.passed { "✓" } else { "✗" };
+        let _ = writeln!(w, "  {mark} {:<width$}  slice {:<3} {}", check.name, check.slice, check.detail);
+        for row in &check.sample {
+            let _ = writeln!(w, "      {row}");
+        }
+    }
+    if !plan.guards.is_empty() {
+        let _ = writeln!(w, "Guards");
+        for guard in &plan.guards {
+            let mark = if guard.passed { "✓" } else { "✗" };
+            let _ = writeln!(w, "  {mark} {:<width$}  {}", guard.name, guard.detail);
+        }
+    }
+    let _ = writeln!(w, "\n{}", summary(plan));
+    if !plan.appliable() {
+        let _ = writeln!(w, "This plan cannot be applied:");
+        for problem in &plan.problems {
+            let _ = writeln!(w, "  - {problem}");
+        }
+    }
+    out
+}
+
+/// Sample rows as a unified diff of their fields, row by row: `-  2131 | C02 | 19.99 | USD` then
+/// `+  2131 | C02 | 19.99 | EUR`.
+fn sample_diff(samples: &[SampleRow]) -> String {
+    let line =
+        |fields: &Option<Vec<String>>| fields.as_ref().map(|f| f.join(" | ") + "\n").unwrap_or_default();
+    let mut out = String::new();
+    for sample in samples {
+        let (before, after) = (line(&sample.before), line(&sample.after));
+        for change in TextDiff::from_lines(&before, &after).iter_all_changes() {
+            let sign = match change.tag() {
+                ChangeTag::Delete => "-",
+                ChangeTag::Insert => "+",
+                ChangeTag::Equal => " ",
+            };
+            let _ = write!(out, "  {sign} {}", change.value());
+        }
+    }
+    out.trim_end().to_owned()
+}
+
+/// "97% of the revenue change is in currency = USD → EUR (+1,234.00)", largest first.
+fn breakdown_lines(rows: &[BreakdownRow], plan: &Plan) -> Vec<String> {
+    let by = &plan.breakdown_by;
+    let mut lines = Vec::new();
+    for row in rows.iter().take(10) {
+        let total_before = if row.metric == "rows" {
+            Some(plan.total.before.rows as f64)
+        } else {
+            plan.total.before.metrics.get(&row.metric).copied().flatten()
+        };
+        let total_after = if row.metric == "rows" {
+            Some(plan.total.after.rows as f64)
+        } else {
+            plan.total.after.metrics.get(&row.metric).copied().flatten()
+        };
+        let total = total_after.unwrap_or(0.0) - total_before.unwrap_or(0.0);
+        let delta = row.after - row.before;
+        let (columns, values) = if by.len() == 1 {
+            (by[0].clone(), |v: &Vec<String>| v.join(", "))
+        } else {
+            (format!("({})", by.join(", ")), |v: &Vec<String>| format!("({})", v.join(", ")))
+        };
+        let place = match (&row.from, &row.to) {
+            (Some(from), Some(to)) if from == to => format!("{columns} = {}", values(from)),
+            (Some(from), Some(to)) => format!("{columns} = {} → {}", values(from), values(to)),
+            (Some(from), None) => format!("{columns} = {}, rows removed", values(from)),
+            (None, Some(to)) => format!("{columns} = {}, rows added", values(to)),
+            (None, None) => "rows without values".to_owned(),
+        };
+        let share = if total != 0.0 {
+            format!("{:.0}% of the {} change", delta / total * 100.0, row.metric)
+        } else {
+            format!("{} change", row.metric)
+        };
+        lines.push(format!("{share} is in {place} ({})", signed(delta)));
+    }
+    lines
+}
+
+fn markdown(plan: &Plan) -> String {
+    let mut out = String::new();
+    let w = &mut out;
+    let status = if plan.appliable() { "✅" } else { "❌" };
+    let _ = writeln!(w, "### {status} {}\n", summary(plan));
+    let _ = writeln!(
+        w,
+        "**Table** `{}` at version {} · **window** {} · **reason** {}\n",
+        display(&plan.target.uri),
+        plan.target.pre_version,
+        plan.window,
+        plan.reason
+    );
+    let metric_names: Vec<&String> = plan.total.before.metrics.keys().collect();
+    let mut header = vec!["slice", "days", "rows"];
+    header.extend(metric_names.iter().map(|n| n.as_str()));
+    let _ = writeln!(w, "| {} |", header.join(" | "));
+    let _ = writeln!(w, "|{}", "---|".repeat(header.len()));
+    for slice in &plan.slices {
+        let mut row = vec![
+            slice.index.to_string(),
+            format!("{}..{}", slice.first, slice.last),
+            change(Some(slice.before.rows as f64), Some(slice.after.rows as f64)),
+        ];
+        for name in &metric_names {
+            row.push(change(
+                slice.before.metrics.get(*name).copied().flatten(),
+                slice.after.metrics.get(*name).copied().flatten(),
+            ));
+        }
+        let _ = writeln!(w, "| {} |", row.join(" | "));
+    }
+    let _ = writeln!(
+        w,
+        "\nOutside the window: {}",
+        if plan.outside_window.unchanged { "unchanged ✅" } else { "**changed** ❌" }
+    );
+    let _ = writeln!(w, "\n**Checks**\n");
+    for check in
+        plan.checks.iter().filter(|c| !c.passed).chain(plan.checks.iter().filter(|c| c.passed).take(20))
+    {
+        let _ = writeln!(
+            w,
+            "- {} `{}` (slice {}): {}",
+            if check.passed { "✅" } else { "❌" },
+            check.name,
+            check.slice,
+            check.detail
+        );
+    }
+    for guard in &plan.guards {
+        let _ = writeln!(
+            w,
+            "- {} guard `{}`: {}",
+            if guard.passed { "✅" } else { "❌" },
+            guard.name,
+            guard.detail
+        );
+    }
+    out
+}
+
+fn display(uri: &str) -> String {
+    url::Url::parse(uri).map(|u| bf::table::display_url(&u)).unwrap_or_else(|_| uri.to_owned())
+}

@@ -1,0 +1,297 @@
+//! Running the source query for one slice.
+//!
+//! 1. Register each input under its name, its path expanded for the slice (`{date}` → `2026-09-15`);
+//!    a missing file is an error naming the slice and the path.
+//! 2. Plan the query with DataFusion's read-only SQL options (no DDL, DML, COPY or SET — the second
+//!    guard after `bf validate`'s parser check) and bind `$start`, `$end`, `$run_date` as DATE values.
+//! 3. Align its columns to the target table: same names, cast to the table's types; a missing or
+//!    extra column, or a type that cannot be cast, is an error listing them.
+//! 4. Count the rows by where their date falls (this slice, another slice, outside the window, NULL)
+//!    and keep only this slice's rows: nothing outside a slice is ever written by it.
+//!
+//! The result is a lazy DataFrame: rows stream from the inputs into the writer, never collected.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use deltalake::arrow::compute::can_cast_types;
+use deltalake::arrow::datatypes::{Date32Type, SchemaRef};
+use deltalake::datafusion::common::{Column, ScalarValue};
+use deltalake::datafusion::execution::context::SQLOptions;
+use deltalake::datafusion::functions_aggregate::expr_fn::count;
+use deltalake::datafusion::logical_expr::{Expr, ExprFunctionExt, ExprSchemable, cast, lit, not};
+use deltalake::datafusion::prelude::{
+    CsvReadOptions, DataFrame, JsonReadOptions, ParquetReadOptions, SessionContext,
+};
+use deltalake::datafusion::scalar::ScalarValue as Scalar;
+use serde::{Deserialize, Serialize};
+
+use super::expand;
+use crate::plan_file::{Format, Location, PlanDocument};
+use crate::predicate::{slice_predicate, window_predicate};
+use crate::table::{self, sql_type};
+use crate::window::{Slice, Window};
+
+/// What the source produced for a slice, before anything is written.
+pub struct SliceSource {
+    /// The session the query runs in, with the inputs registered (checks query them too).
+    pub ctx: SessionContext,
+    /// The slice's rows, aligned to the target's columns. Lazy.
+    pub rows: DataFrame,
+    pub counts: SourceCounts,
+    /// The files each input read, for the saved plan's fingerprints.
+    pub files: Vec<InputFile>,
+}
+
+/// Where the source's rows fell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SourceCounts {
+    /// Rows in this slice: the ones written.
+    pub in_slice: u64,
+    /// Rows in the window but in another slice (written by that slice's run).
+    pub other_slices: u64,
+    /// Rows outside the window: never written.
+    pub outside_window: u64,
+    /// Rows whose date is NULL: never written.
+    pub null_date: u64,
+}
+
+/// One file an input read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputFile {
+    pub input: String,
+    pub path: PathBuf,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("slice {slice} ({first}): input `{input}` reads {path}, which does not exist")]
+    MissingInput { slice: usize, first: String, input: String, path: String },
+    #[error("slice {slice} ({first}): input `{input}` ({path}) cannot be read: {message}")]
+    Input { slice: usize, first: String, input: String, path: String, message: String },
+    #[error("slice {slice} ({first}): the source query failed: {message}")]
+    Query { slice: usize, first: String, message: String },
+    #[error("the source query's columns do not match the table's:\n{0}")]
+    Schema(String),
+}
+
+/// Runs a plan's source query, one slice at a time.
+pub struct Source<'a> {
+    document: &'a PlanDocument,
+    target_schema: SchemaRef,
+}
+
+impl<'a> Source<'a> {
+    pub fn new(document: &'a PlanDocument, target_schema: SchemaRef) -> Self {
+        Source { document, target_schema }
+    }
+
+    pub async fn for_slice(&self, slice: &Slice) -> Result<SliceSource, SourceError> {
+        let plan = &self.document.plan;
+        let first = slice.first.to_string();
+        let query_error = |e: &dyn std::fmt::Display| SourceError::Query {
+            slice: slice.index,
+            first: first.clone(),
+            message: e.to_string(),
+        };
+        let ctx = deltalake::delta_datafusion::create_session().into_inner();
+        let mut files = Vec::new();
+        for (name, input) in &plan.source.inputs {
+            let written = expand(&input.path, slice);
+            let location = self.document.resolve(&written);
+            let input_error = |message: String| SourceError::Input {
+                slice: slice.index,
+                first: first.clone(),
+                input: name.clone(),
+                path: location.to_string(),
+                message,
+            };
+            if let Location::Path(path) = &location {
+                if !path.exists() {
+                    return Err(SourceError::MissingInput {
+                        slice: slice.index,
+                        first: first.clone(),
+                        input: name.clone(),
+                        path: path.display().to_string(),
+                    });
+                }
+                files.extend(
+                    input_files(path).into_iter().map(|path| InputFile { input: name.clone(), path }),
+                );
+            }
+            register(&ctx, name, &location, input.format).await.map_err(input_error)?;
+        }
+        let day = |d| Scalar::Date32(Some(Date32Type::from_naive_date(d)));
+        let query = ctx
+            .sql_with_options(&plan.source.query, read_only_options())
+            .await
+            .and_then(|df| {
+                df.with_param_values(vec![
+                    ("start", day(slice.first)),
+                    ("end", day(slice.last)),
+                    ("run_date", day(slice.run_date)),
+                ])
+            })
+            .map_err(|e| query_error(&e))?;
+        let aligned = align(query, &self.target_schema)?;
+        let column = &plan.target.date_column;
+        let counts =
+            count_rows(&aligned, column, slice, &plan.window()).await.map_err(|e| query_error(&e))?;
+        let rows = aligned.filter(slice_predicate(column, slice)).map_err(|e| query_error(&e))?;
+        Ok(SliceSource { ctx, rows, counts, files })
+    }
+}
+
+async fn register(
+    ctx: &SessionContext,
+    name: &str,
+    location: &Location,
+    format: Format,
+) -> Result<(), String> {
+    let path = location.to_string();
+    // A single file is read whatever its extension; a folder by its files of the format's extension.
+    let extension = match location {
+        Location::Path(p) if p.is_file() => {
+            p.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default()
+        }
+        _ => match format {
+            Format::Csv => ".csv".into(),
+            Format::Parquet => ".parquet".into(),
+            Format::Json => ".json".into(),
+            Format::Delta => String::new(),
+        },
+    };
+    let result = match format {
+        Format::Csv => {
+            ctx.register_csv(name, &path, CsvReadOptions::new().has_header(true).file_extension(&extension))
+                .await
+        }
+        Format::Parquet => {
+            ctx.register_parquet(
+                name,
+                &path,
+                ParquetReadOptions { file_extension: &extension, ..Default::default() },
+            )
+            .await
+        }
+        Format::Json => {
+            ctx.register_json(
+                name,
+                &path,
+                JsonReadOptions { file_extension: &extension, ..Default::default() },
+            )
+            .await
+        }
+        Format::Delta => {
+            let url = table::table_url(location).map_err(|e| e.to_string())?;
+            let delta = table::open(&url, None).await.map_err(|e| e.to_string())?;
+            let provider = delta.table_provider().await.map_err(|e| e.to_string())?;
+            ctx.register_table(name, provider).map(drop)
+        }
+    };
+    result.map_err(|e| e.to_string())
+}
+
+/// The files under an input path (itself, or the files of a folder), sorted.
+fn input_files(path: &std::path::Path) -> Vec<PathBuf> {
+    if path.is_file() {
+        return vec![path.to_owned()];
+    }
+    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+        .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+/// Selects the target's columns from the query, in the target's order and types.
+fn align(query: DataFrame, target: &SchemaRef) -> Result<DataFrame, SourceError> {
+    let produced = query.schema().clone();
+    let mut problems = Vec::new();
+    let mut columns = Vec::new();
+    for field in target.fields() {
+        match produced.qualified_field_with_unqualified_name(field.name()) {
+            Err(_) => problems.push(format!(
+                "  - `{}` ({}) is in the table but not in the query",
+                field.name(),
+                sql_type(field.data_type())
+            )),
+            Ok((qualifier, found)) => {
+                if !can_cast_types(found.data_type(), field.data_type()) {
+                    problems.push(format!(
+                        "  - `{}` is {} in the query but {} in the table, and cannot be cast",
+                        field.name(),
+                        sql_type(found.data_type()),
+                        sql_type(field.data_type())
+                    ));
+                }
+                let column = Expr::Column(Column::new(qualifier.cloned(), found.name()));
+                let value = match column.get_type(&produced) {
+                    Ok(t) if &t == field.data_type() => column,
+                    _ => cast(column, field.data_type().clone()),
+                };
+                columns.push(value.alias(field.name()));
+            }
+        }
+    }
+    for field in produced.fields() {
+        if target.field_with_name(field.name()).is_err() {
+            problems.push(format!(
+                "  - `{}` ({}) is in the query but not in the table",
+                field.name(),
+                sql_type(field.data_type())
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(SourceError::Schema(problems.join("\n")));
+    }
+    query.select(columns).map_err(|e| SourceError::Schema(e.to_string()))
+}
+
+/// Counts the query's rows by where their date falls, in one pass.
+async fn count_rows(
+    rows: &DataFrame,
+    column: &str,
+    slice: &Slice,
+    window: &Window,
+) -> deltalake::datafusion::error::Result<SourceCounts> {
+    let date = Expr::Column(Column::new_unqualified(column));
+    let in_slice = slice_predicate(column, slice);
+    let in_window = window_predicate(column, window);
+    let counted =
+        |predicate: Expr, name: &str| count(lit(1)).filter(predicate).build().map(|e| e.alias(name));
+    let aggregates = vec![
+        counted(in_slice.clone(), "in_slice")?,
+        counted(in_window.clone().and(not(in_slice)), "other_slices")?,
+        counted(not(in_window), "outside_window")?,
+        counted(date.is_null(), "null_date")?,
+    ];
+    let batches = rows.clone().aggregate(vec![], aggregates)?.collect().await?;
+    let value = |i: usize| -> u64 {
+        batches
+            .first()
+            .and_then(|b| ScalarValue::try_from_array(b.column(i), 0).ok())
+            .and_then(|v| match v {
+                ScalarValue::Int64(Some(n)) => u64::try_from(n).ok(),
+                _ => None,
+            })
+            .unwrap_or(0)
+    };
+    Ok(SourceCounts {
+        in_slice: value(0),
+        other_slices: value(1),
+        outside_window: value(2),
+        null_date: value(3),
+    })
+}
+
+/// The read-only options every query bf runs for a plan is planned with.
+pub fn read_only_options() -> SQLOptions {
+    SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false)
+}
+
+/// A shared handle to a session's state, as deltalake's writers take it.
+pub fn session_state(ctx: &SessionContext) -> Arc<deltalake::datafusion::execution::SessionState> {
+    Arc::new(ctx.state())
+}

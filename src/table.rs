@@ -1,0 +1,137 @@
+//! Opening the Delta tables a plan names, and the facts about them every later step relies on.
+//!
+//! Opening is strict on purpose: a path that is not a Delta table, or a date column that is missing
+//! or not a DATE, is refused here with a message naming the table and column, before anything is
+//! cloned, read or written.
+
+use std::path::Path;
+
+use deltalake::arrow::datatypes::{DataType, SchemaRef};
+use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError};
+use url::Url;
+
+use crate::plan_file::Location;
+
+#[derive(Debug, thiserror::Error)]
+pub enum TableError {
+    #[error("{location}: no such folder")]
+    Missing { location: String },
+    #[error("{location} is not a Delta table (it has no _delta_log with commits)")]
+    NotATable { location: String },
+    #[error("cannot open the Delta table {location}: {source}")]
+    Open { location: String, source: DeltaTableError },
+    #[error("the table {table} has no column `{column}`; its columns are {columns}")]
+    NoDateColumn { table: String, column: String, columns: String },
+    #[error(
+        "`{column}` in {table} is {found}, but the window filters on a DATE column; \
+         use a DATE column as target.date_column"
+    )]
+    DateColumnType { table: String, column: String, found: String },
+}
+
+/// The URL of a table location: folders get a trailing slash, which deltalake needs to join paths.
+pub fn table_url(location: &Location) -> Result<Url, TableError> {
+    match location {
+        Location::Uri(url) => {
+            let mut url = url.clone();
+            if !url.path().ends_with('/') {
+                url.set_path(&format!("{}/", url.path()));
+            }
+            Ok(url)
+        }
+        Location::Path(path) => folder_url(path),
+    }
+}
+
+/// The URL of a local folder that may not exist yet (a rehearsal about to be created).
+pub fn folder_url(path: &Path) -> Result<Url, TableError> {
+    let missing = || TableError::Missing { location: path.display().to_string() };
+    let absolute = match path.canonicalize() {
+        Ok(absolute) => absolute,
+        Err(_) => {
+            // Canonicalize the nearest existing parent so the URL is stable, then add the rest.
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            parent.canonicalize().map_err(|_| missing())?.join(path.file_name().ok_or_else(missing)?)
+        }
+    };
+    Url::from_directory_path(&absolute).map_err(|()| missing())
+}
+
+/// Opens an existing Delta table at its latest version, or at `version`.
+pub async fn open(url: &Url, version: Option<u64>) -> Result<DeltaTable, TableError> {
+    let location = display_url(url);
+    if url.scheme() == "file" {
+        let exists = url.to_file_path().is_ok_and(|p| p.is_dir());
+        if !exists {
+            return Err(TableError::Missing { location });
+        }
+    }
+    let open_error = |source| match source {
+        DeltaTableError::NotATable(_) => TableError::NotATable { location: location.clone() },
+        source => TableError::Open { location: location.clone(), source },
+    };
+    let mut builder = DeltaTableBuilder::from_url(url.clone()).map_err(open_error)?;
+    if let Some(version) = version {
+        builder = builder.with_version(version as _);
+    }
+    builder.load().await.map_err(open_error)
+}
+
+/// The table's Arrow schema.
+pub fn arrow_schema(table: &DeltaTable) -> Result<SchemaRef, TableError> {
+    let location = display_url(table.table_url());
+    let snapshot =
+        table.snapshot().map_err(|source| TableError::Open { location: location.clone(), source })?;
+    Ok(snapshot.snapshot().arrow_schema())
+}
+
+/// Refuses a date column that is missing or is not a DATE.
+pub fn check_date_column(table: &DeltaTable, column: &str) -> Result<(), TableError> {
+    let schema = arrow_schema(table)?;
+    let name = display_url(table.table_url());
+    match schema.field_with_name(column) {
+        Err(_) => Err(TableError::NoDateColumn {
+            table: name,
+            column: column.to_owned(),
+            columns: schema.fields().iter().map(|f| format!("`{}`", f.name())).collect::<Vec<_>>().join(", "),
+        }),
+        Ok(field) if field.data_type() == &DataType::Date32 => Ok(()),
+        Ok(field) => Err(TableError::DateColumnType {
+            table: name,
+            column: column.to_owned(),
+            found: sql_type(field.data_type()),
+        }),
+    }
+}
+
+/// The partition columns of the table's latest metadata.
+pub fn partition_columns(table: &DeltaTable) -> Vec<String> {
+    table.snapshot().map(|s| s.metadata().partition_columns().to_vec()).unwrap_or_default()
+}
+
+/// A table's URL as people read it: a local path for `file://`, the URL otherwise.
+pub fn display_url(url: &Url) -> String {
+    match url.to_file_path() {
+        Ok(path) if url.scheme() == "file" => path.display().to_string().trim_end_matches('/').to_owned(),
+        _ => url.to_string(),
+    }
+}
+
+/// A type name as SQL users write it.
+pub fn sql_type(data_type: &DataType) -> String {
+    match data_type {
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "STRING".into(),
+        DataType::Int64 => "BIGINT".into(),
+        DataType::Int32 => "INT".into(),
+        DataType::Int16 => "SMALLINT".into(),
+        DataType::Int8 => "TINYINT".into(),
+        DataType::Float64 => "DOUBLE".into(),
+        DataType::Float32 => "FLOAT".into(),
+        DataType::Boolean => "BOOLEAN".into(),
+        DataType::Date32 => "DATE".into(),
+        DataType::Timestamp(_, Some(_)) => "TIMESTAMP".into(),
+        DataType::Timestamp(_, None) => "TIMESTAMP_NTZ".into(),
+        DataType::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
+        other => other.to_string(),
+    }
+}
