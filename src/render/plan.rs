@@ -250,11 +250,9 @@ fn breakdown_lines(rows: &[BreakdownRow], plan: &Plan) -> Vec<String> {
         };
         let total = total_after.unwrap_or(0.0) - total_before.unwrap_or(0.0);
         let delta = row.after - row.before;
-        let (columns, values) = if by.len() == 1 {
-            (by[0].clone(), |v: &Vec<String>| v.join(", "))
-        } else {
-            (format!("({})", by.join(", ")), |v: &Vec<String>| format!("({})", v.join(", ")))
-        };
+        let one = by.len() == 1;
+        let columns = if one { by.join(", ") } else { format!("({})", by.join(", ")) };
+        let values = |v: &Vec<String>| if one { v.join(", ") } else { format!("({})", v.join(", ")) };
         let place = match (&row.from, &row.to) {
             (Some(from), Some(to)) if from == to => format!("{columns} = {}", values(from)),
             (Some(from), Some(to)) => format!("{columns} = {} → {}", values(from), values(to)),
