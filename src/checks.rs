@@ -130,7 +130,7 @@ pub fn run_guards(guards: &Guards, before: &Measures, after: &Measures) -> Vec<G
             let (passed, detail) = match values {
                 None => (false, format!("{name} is NULL before or after; a change cannot be measured")),
                 Some((b, a)) if b == 0.0 && a == 0.0 => (true, format!("{name} is 0 before and after")),
-                Some((b, _)) if b == 0.0 => (
+                Some((0.0, _)) => (
                     false,
                     format!("{name} is 0 before, so its change cannot be a percentage (limit {limit}%)"),
                 ),

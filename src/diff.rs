@@ -73,6 +73,9 @@ pub struct BreakdownRow {
     pub after: f64,
 }
 
+/// The `by` values of a group of rows; `None` where a value is NULL.
+type Labels = Vec<Option<String>>;
+
 const BEFORE: &str = "__bf_before";
 const AFTER: &str = "__bf_after";
 
@@ -303,8 +306,7 @@ impl Comparison {
             }
         };
         // (from, to) → per measured value: (before, after)
-        let mut groups: BTreeMap<(Vec<Option<String>>, Vec<Option<String>>), Vec<(f64, f64)>> =
-            BTreeMap::new();
+        let mut groups: BTreeMap<(Labels, Labels), Vec<(f64, f64)>> = BTreeMap::new();
         for (sql, is_after) in [(before_sql, false), (after_sql, true)] {
             for batch in self.batches(&sql).await? {
                 for row in 0..batch.num_rows() {

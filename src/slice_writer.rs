@@ -38,7 +38,7 @@ pub struct WriteError {
     pub first: String,
     pub last: String,
     #[source]
-    pub source: DeltaTableError,
+    pub source: Box<DeltaTableError>,
 }
 
 impl SliceWriter {
@@ -54,7 +54,7 @@ impl SliceWriter {
             slice: slice.index,
             first: slice.first.to_string(),
             last: slice.last.to_string(),
-            source,
+            source: Box::new(source),
         };
         let predicate = slice_predicate(&self.date_column, slice);
         match self.mode {

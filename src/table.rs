@@ -19,7 +19,7 @@ pub enum TableError {
     #[error("{location} is not a Delta table (it has no _delta_log with commits)")]
     NotATable { location: String },
     #[error("cannot open the Delta table {location}: {source}")]
-    Open { location: String, source: DeltaTableError },
+    Open { location: String, source: Box<DeltaTableError> },
     #[error("the table {table} has no column `{column}`; its columns are {columns}")]
     NoDateColumn { table: String, column: String, columns: String },
     #[error(
@@ -68,7 +68,7 @@ pub async fn open(url: &Url, version: Option<u64>) -> Result<DeltaTable, TableEr
     }
     let open_error = |source| match source {
         DeltaTableError::NotATable(_) => TableError::NotATable { location: location.clone() },
-        source => TableError::Open { location: location.clone(), source },
+        source => TableError::Open { location: location.clone(), source: Box::new(source) },
     };
     let mut builder = DeltaTableBuilder::from_url(url.clone()).map_err(open_error)?;
     if let Some(version) = version {
@@ -80,8 +80,9 @@ pub async fn open(url: &Url, version: Option<u64>) -> Result<DeltaTable, TableEr
 /// The table's Arrow schema.
 pub fn arrow_schema(table: &DeltaTable) -> Result<SchemaRef, TableError> {
     let location = display_url(table.table_url());
-    let snapshot =
-        table.snapshot().map_err(|source| TableError::Open { location: location.clone(), source })?;
+    let snapshot = table
+        .snapshot()
+        .map_err(|source| TableError::Open { location: location.clone(), source: Box::new(source) })?;
     Ok(snapshot.snapshot().arrow_schema())
 }
 

@@ -4,6 +4,7 @@
 mod common;
 
 mod demo;
+mod plan;
 mod plan_files;
 mod schema;
 mod slices;

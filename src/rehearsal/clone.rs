@@ -4,10 +4,11 @@
 //! 1. refuse a destination that exists and is not a bf rehearsal; remove one that is (a rehearsal is
 //!    replaced by every plan, never appended to);
 //! 2. read the target's protocol, metadata and live files at one version;
-//! 3. localize the files a replaceWhere on the clone would have to rewrite: deltalake cannot rewrite a
-//!    file outside the table's root, so on a table not partitioned by the date column, the files whose
-//!    statistics overlap the window are copied into the clone. Every other file is referenced by its
-//!    absolute URL — cost follows the window, not the table;
+//! 3. localize the files a write on the clone would have to rewrite: deltalake cannot rewrite a file
+//!    outside the table's root, so on a table not partitioned by the date column, the files whose
+//!    statistics overlap the window are copied into the clone (for a MERGE, which deltalake does not
+//!    prune by statistics, every file). Every other file is referenced by its absolute URL — for
+//!    replaceWhere, cost follows the window, not the table;
 //! 4. commit version 0 of the clone: the target's protocol, its metadata under a new table id, one
 //!    `add` per file, and a commitInfo with operation `CLONE` naming the source and its version, as
 //!    Spark's SHALLOW CLONE records it.
@@ -38,7 +39,16 @@ pub const REHEARSAL_OF: &str = "bf.rehearsal_of";
 pub struct ShallowClone<'a> {
     source: &'a DeltaTable,
     destination: Url,
-    localize: Option<(String, Window)>,
+    localize: Localize,
+}
+
+/// Which of the source's files are copied into the clone rather than referenced.
+enum Localize {
+    Nothing,
+    /// Files that may hold rows of the window on this date column.
+    Window(String, Window),
+    /// Every file: a MERGE on a table not partitioned by the date column rewrites files anywhere.
+    Everything,
 }
 
 /// What a clone cost: files referenced in place and files copied.
@@ -64,30 +74,36 @@ pub enum CloneError {
     )]
     DeletionVectors(String),
     #[error("cannot clone {table}: {source}")]
-    Delta { table: String, source: DeltaTableError },
+    Delta { table: String, source: Box<DeltaTableError> },
     #[error("cannot copy {file} into the rehearsal: {source}")]
     Copy { file: String, source: deltalake::ObjectStoreError },
 }
 
 impl<'a> ShallowClone<'a> {
     pub fn new(source: &'a DeltaTable, destination: Url) -> Self {
-        ShallowClone { source, destination, localize: None }
+        ShallowClone { source, destination, localize: Localize::Nothing }
     }
 
     /// Copies the files that hold rows of `window` on `date_column` into the clone, so that writes
     /// to the window can rewrite them.
     pub fn with_localized_window(mut self, date_column: &str, window: Window) -> Self {
-        self.localize = Some((date_column.to_owned(), window));
+        self.localize = Localize::Window(date_column.to_owned(), window);
+        self
+    }
+
+    /// Copies every file: what a write that may rewrite any file (a MERGE) needs.
+    pub fn with_every_file_localized(mut self) -> Self {
+        self.localize = Localize::Everything;
         self
     }
 
     pub async fn execute(self) -> Result<(DeltaTable, CloneMetrics), CloneError> {
         let source_name = display_url(self.source.table_url());
-        let delta = |source| CloneError::Delta { table: source_name.clone(), source };
+        let delta = |source| CloneError::Delta { table: source_name.clone(), source: Box::new(source) };
         replace_previous_rehearsal(&self.destination)?;
 
         let snapshot = self.source.snapshot().map_err(delta)?;
-        let source_version = snapshot.version() as u64;
+        let source_version = snapshot.version();
         let protocol = snapshot.protocol().clone();
         let metadata = snapshot
             .metadata()
@@ -116,12 +132,13 @@ impl<'a> ShallowClone<'a> {
                 _ => file_url(&source_root, &decoded),
             };
             let partition_values = file.partition_values_map();
+            let inside_source = absolute.as_str().starts_with(source_root.as_str());
             let localize = match &self.localize {
-                Some((column, window)) => {
-                    absolute.as_str().starts_with(source_root.as_str())
-                        && overlaps(window, column, &partition_values, file.stats().as_deref())
+                Localize::Window(column, window) => {
+                    inside_source && overlaps(window, column, &partition_values, file.stats().as_deref())
                 }
-                None => false,
+                Localize::Everything => inside_source,
+                Localize::Nothing => false,
             };
             let path = if localize {
                 let location = file.object_store_path();
@@ -183,7 +200,7 @@ impl<'a> ShallowClone<'a> {
             .map_err(delta)?;
         let clone = crate::table::open(&self.destination, None).await.map_err(|e| CloneError::Delta {
             table: display_url(&self.destination),
-            source: DeltaTableError::Generic(e.to_string()),
+            source: Box::new(DeltaTableError::Generic(e.to_string())),
         })?;
         Ok((clone, metrics))
     }

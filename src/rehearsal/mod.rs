@@ -76,7 +76,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let target_url = table::table_url(&document.resolve(&spec.target.table))?;
     progress.step("opening the target");
     let target = table::open(&target_url, None).await?;
-    let pre_version = target.version().unwrap_or(0) as u64;
+    let pre_version = target.version().unwrap_or(0);
     let column = spec.target.date_column.as_str();
     table::check_date_column(&target, column)?;
     let partition_columns = table::partition_columns(&target);
@@ -103,7 +103,10 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     progress.step("cloning the target");
     let mut clone = ShallowClone::new(&target, rehearsal_url.clone());
     if !partitioned_by_date {
-        clone = clone.with_localized_window(column, spec.window());
+        clone = match spec.write.mode {
+            WriteMode::Replace => clone.with_localized_window(column, spec.window()),
+            WriteMode::Merge => clone.with_every_file_localized(),
+        };
     }
     let (mut rehearsal, clone_metrics) = clone.execute().await?;
 
@@ -258,7 +261,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         mode: spec.write.mode,
         rehearsal: RehearsalRecord {
             uri: rehearsal_url.to_string(),
-            version: rehearsal.version().unwrap_or(0) as u64,
+            version: rehearsal.version().unwrap_or(0),
             clone: clone_metrics,
         },
         inputs: fingerprints(&sources)?,

@@ -189,11 +189,25 @@ fn text(plan: &Plan) -> String {
         .chain(plan.guards.iter().map(|g| g.name.chars().count()))
         .max()
         .unwrap_or(0);
+    // A check that passed on every slice is one line; failures are listed slice by slice.
+    let mut names: Vec<&str> = Vec::new();
     for check in &plan.checks {
-        let mark = if check.passed { "✓" } else { "✗" };
-        let _ = writeln!(w, "  {mark} {:<width$}  slice {:<3} {}", check.name, check.slice, check.detail);
-        for row in &check.sample {
-            let _ = writeln!(w, "      {row}");
+        if !names.contains(&check.name.as_str()) {
+            names.push(&check.name);
+        }
+    }
+    for name in names {
+        let results: Vec<_> = plan.checks.iter().filter(|c| c.name == name).collect();
+        if results.len() > 1 && results.iter().all(|c| c.passed) {
+            let _ = writeln!(w, "  ✓ {name:<width$}  passed on all {} slices", results.len());
+            continue;
+        }
+        for check in results.into_iter().filter(|c| !c.passed || plan.slices.len() == 1) {
+            let mark = if check.passed { "✓" } else { "✗" };
+            let _ = writeln!(w, "  {mark} {:<width$}  slice {:<3} {}", check.name, check.slice, check.detail);
+            for row in &check.sample {
+                let _ = writeln!(w, "      {row}");
+            }
         }
     }
     if !plan.guards.is_empty() {

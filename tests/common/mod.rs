@@ -65,3 +65,94 @@ pub async fn count(dir: &Path, sql: &str) -> i64 {
         .unwrap_or_else(|| panic!("{sql} returns one BIGINT, not {:?}", column.data_type()));
     values.value(0)
 }
+
+/// Every file under `dir` with a hash of its bytes: two equal snapshots mean not one byte changed.
+pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, u64> {
+    use std::hash::{Hash, Hasher};
+    let mut files = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(folder) = pending.pop() {
+        for entry in std::fs::read_dir(&folder).expect("a readable folder") {
+            let path = entry.expect("an entry").path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let mut hasher = std::collections::hash_map::DefaultHasher::new();
+                std::fs::read(&path).expect("a readable file").hash(&mut hasher);
+                files.insert(path.strip_prefix(dir).unwrap().to_owned(), hasher.finish());
+            }
+        }
+    }
+    files
+}
+
+/// A folder holding `bf-demo/` (the example shop) and `plans/` (the repository's plans), as the
+/// repository looks after `cargo run -- demo`. bf runs in it, so `.bf/` lands there too.
+pub fn demo_workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    bf().arg("demo").arg(dir.path().join("bf-demo")).assert().success();
+    std::fs::create_dir(dir.path().join("plans")).unwrap();
+    for entry in std::fs::read_dir(repo("plans")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(&path, dir.path().join("plans").join(path.file_name().unwrap())).unwrap();
+    }
+    dir
+}
+
+/// Runs `bf` in `dir`.
+pub fn bf_in(dir: &Path) -> Command {
+    let mut command = bf();
+    command.current_dir(dir).env_remove("BF_STATE_DIR");
+    command
+}
+
+/// One row of the orders tables the tests build: id, customer, amount, currency, day.
+pub type OrderRow = (i64, &'static str, f64, &'static str, &'static str);
+
+/// Writes an orders table (order_id, customer, amount, currency, order_date), optionally partitioned
+/// by order_date, one commit per group of rows, and returns its folder.
+pub async fn orders_table(dir: &Path, partitioned: bool, commits: &[&[OrderRow]]) -> PathBuf {
+    use std::sync::Arc;
+
+    use bf::deltalake::arrow::array::{
+        ArrayRef, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray,
+    };
+    use bf::deltalake::arrow::datatypes::{DataType as ArrowType, Date32Type, Field, Schema};
+    use bf::deltalake::kernel::{DataType, StructField};
+    use bf::deltalake::protocol::SaveMode;
+
+    std::fs::create_dir_all(dir).unwrap();
+    let url = url::Url::from_directory_path(dir.canonicalize().unwrap()).unwrap();
+    let table = DeltaTable::try_from_url(url).await.unwrap();
+    let mut create = table.create().with_columns(vec![
+        StructField::new("order_id", DataType::LONG, true),
+        StructField::new("customer", DataType::STRING, true),
+        StructField::new("amount", DataType::DOUBLE, true),
+        StructField::new("currency", DataType::STRING, true),
+        StructField::new("order_date", DataType::DATE, true),
+    ]);
+    if partitioned {
+        create = create.with_partition_columns(["order_date"]);
+    }
+    let mut table = create.await.unwrap();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("order_id", ArrowType::Int64, true),
+        Field::new("customer", ArrowType::Utf8, true),
+        Field::new("amount", ArrowType::Float64, true),
+        Field::new("currency", ArrowType::Utf8, true),
+        Field::new("order_date", ArrowType::Date32, true),
+    ]));
+    for rows in commits {
+        let day = |d: &str| Date32Type::from_naive_date(d.parse().unwrap());
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
+            Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.3))),
+            Arc::new(Date32Array::from_iter_values(rows.iter().map(|r| day(r.4)))),
+        ];
+        let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
+        table = table.write(vec![batch]).with_save_mode(SaveMode::Append).await.unwrap();
+    }
+    dir.to_owned()
+}

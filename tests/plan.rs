@@ -1,0 +1,403 @@
+//! `bf plan`: the rehearsal proves the backfill without touching the target, and every number it
+//! prints is checked here against a computation of the test's own.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use bf::deltalake::arrow::array::{Array, Float64Array};
+use bf::deltalake::arrow::datatypes::Date32Type;
+use bf::deltalake::datafusion::prelude::{ParquetReadOptions, SessionContext, col, lit};
+use bf::deltalake::datafusion::scalar::ScalarValue;
+use predicates::prelude::*;
+use serde_json::Value;
+
+use crate::common::{OrderRow, bf_in, count, demo_workspace, open_table, orders_table, snapshot, write_plan};
+
+/// The corrected March from the shop's landing files, computed by hand: (order_id, currency, amount in EUR).
+fn corrected_march(shop: &Path) -> Vec<(i64, String, f64)> {
+    let rates: Vec<(String, f64)> = std::fs::read_to_string(shop.join("landing/fx_rates.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (currency, rate) = l.split_once(',').unwrap();
+            (currency.to_owned(), rate.parse().unwrap())
+        })
+        .collect();
+    std::fs::read_to_string(shop.join("landing/orders_march.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let fields: Vec<&str> = l.split(',').collect();
+            let rate = rates.iter().find(|(c, _)| c == fields[3]).unwrap().1;
+            let amount: f64 = fields[2].parse().unwrap();
+            (fields[0].parse().unwrap(), fields[3].to_owned(), (amount * rate * 100.0).round() / 100.0)
+        })
+        .collect()
+}
+
+async fn sum(table: &Path, sql: &str) -> f64 {
+    let provider = open_table(table).await.table_provider().await.unwrap();
+    let ctx = SessionContext::new();
+    ctx.register_table("t", provider).unwrap();
+    let batches = ctx.sql(sql).await.unwrap().collect().await.unwrap();
+    batches[0].column(0).as_any().downcast_ref::<Float64Array>().unwrap().value(0)
+}
+
+fn plan_json(output: &std::process::Output) -> Value {
+    assert!(output.status.success(), "bf plan failed:\n{}", String::from_utf8_lossy(&output.stderr));
+    serde_json::from_slice(&output.stdout).expect("bf plan --json prints one JSON document")
+}
+
+fn close(a: &Value, b: f64) -> bool {
+    a.as_f64().is_some_and(|a| (a - b).abs() < 1e-6)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn march_is_rehearsed_without_touching_the_target() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let shop = root.join("bf-demo");
+    let target = shop.join("warehouse/orders_silver");
+    let untouched = snapshot(&target);
+
+    let plan = plan_json(&bf_in(root).args(["plan", "plans/march.toml", "--json"]).output().unwrap());
+    assert_eq!(snapshot(&target), untouched, "bf plan changed a byte of the target");
+
+    // Before: the target's March, by the test's own query.
+    let march = "order_date BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'";
+    let before_rows = count(&target, &format!("SELECT count(*) FROM t WHERE {march}")).await;
+    let before_revenue = sum(&target, &format!("SELECT SUM(amount_eur) FROM t WHERE {march}")).await;
+    // After: the corrected landing file, converted by hand.
+    let corrected = corrected_march(&shop);
+    let after_revenue: f64 = corrected.iter().map(|r| r.2).sum();
+    let eur_orders = corrected.iter().filter(|r| r.1 == "EUR").count() as u64;
+
+    assert_eq!(plan["target"]["pre_version"], 5);
+    let slice = &plan["slices"][0];
+    assert_eq!(plan["slices"].as_array().unwrap().len(), 1);
+    assert_eq!((slice["first"].as_str(), slice["last"].as_str()), (Some("2026-03-01"), Some("2026-03-31")));
+    assert_eq!(slice["before"]["rows"], before_rows);
+    assert_eq!(slice["after"]["rows"], corrected.len() as u64);
+    assert!(close(&slice["before"]["metrics"]["revenue"], before_revenue), "{slice}");
+    assert!(close(&slice["after"]["metrics"]["revenue"], after_revenue), "{slice}");
+    assert_eq!(slice["source"]["in_slice"], corrected.len() as u64);
+    assert_eq!(slice["source"]["outside_window"], 0);
+    // Row changes: the 3 duplicates go, every order that really was in EUR changes.
+    assert_eq!(slice["changes"]["removed"], 3);
+    assert_eq!(slice["changes"]["added"], 0);
+    assert_eq!(slice["changes"]["changed"], eur_orders);
+    // Nothing outside March moved.
+    let total_rows = count(&target, "SELECT count(*) FROM t").await;
+    assert_eq!(plan["outside_window"]["unchanged"], true);
+    assert_eq!(plan["outside_window"]["before"]["rows"], total_rows - before_rows);
+    assert_eq!(plan["outside_window"]["after"]["rows"], total_rows - before_rows);
+    // The breakdown puts the revenue change in USD → EUR first.
+    let top = &plan["breakdown"][0];
+    assert_eq!(
+        (top["metric"].as_str(), top["from"][0].as_str(), top["to"][0].as_str()),
+        (Some("revenue"), Some("USD"), Some("EUR"))
+    );
+    assert!(plan["problems"].as_array().unwrap().is_empty(), "{}", plan["problems"]);
+
+    // The rehearsal holds exactly the corrected March and the untouched rest.
+    let rehearsal = shop.join("warehouse/orders_silver__rehearsal");
+    assert_eq!(
+        count(&rehearsal, &format!("SELECT count(*) FROM t WHERE {march}")).await,
+        corrected.len() as i64
+    );
+    assert_eq!(
+        count(&rehearsal, &format!("SELECT count(*) FROM t WHERE {march} AND currency = 'EUR'")).await,
+        eur_orders as i64
+    );
+    assert_eq!(
+        count(&rehearsal, "SELECT count(*) FROM t").await,
+        total_rows - before_rows + corrected.len() as i64
+    );
+    assert!(close(
+        &Value::from(sum(&rehearsal, &format!("SELECT SUM(amount_eur) FROM t WHERE {march}")).await),
+        after_revenue
+    ));
+
+    // The clone copied only the target's files that hold March rows (found by reading each file),
+    // plus what the slice wrote.
+    let mut overlapping = BTreeSet::new();
+    for file in std::fs::read_dir(&target)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+    {
+        let ctx = SessionContext::new();
+        let frame = ctx.read_parquet(file.to_str().unwrap(), ParquetReadOptions::default()).await.unwrap();
+        let day = |d: &str| lit(ScalarValue::Date32(Some(Date32Type::from_naive_date(d.parse().unwrap()))));
+        let rows = frame
+            .filter(col("order_date").between(day("2026-03-01"), day("2026-03-31")))
+            .unwrap()
+            .count()
+            .await
+            .unwrap();
+        if rows > 0 {
+            overlapping.insert(file.file_name().unwrap().to_owned());
+        }
+    }
+    let slice_commit =
+        std::fs::read_to_string(rehearsal.join("_delta_log/00000000000000000001.json")).unwrap();
+    let written: BTreeSet<_> = slice_commit
+        .lines()
+        .filter_map(|l| {
+            serde_json::from_str::<Value>(l).ok()?.get("add")?.get("path")?.as_str().map(str::to_owned)
+        })
+        .collect();
+    let in_clone: BTreeSet<_> = std::fs::read_dir(&rehearsal)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n != "_delta_log")
+        .collect();
+    let expected: BTreeSet<_> = overlapping.iter().cloned().chain(written.iter().map(|p| p.into())).collect();
+    assert_eq!(in_clone, expected, "the clone holds only the window's files and the slice's new files");
+    assert_eq!(plan["rehearsal"]["clone"]["files_localized"], overlapping.len());
+    assert_eq!(plan["rehearsal"]["clone"]["files_referenced"], 5 - overlapping.len());
+    // Its first commit is a CLONE naming the source and its version.
+    let first = std::fs::read_to_string(rehearsal.join("_delta_log/00000000000000000000.json")).unwrap();
+    assert!(first.contains(r#""operation":"CLONE""#) && first.contains(r#""sourceVersion":5"#), "{first}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_partitioned_target_is_cloned_without_copying_any_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: [&[OrderRow]; 2] = [
+        &[
+            (1, "C01", 10.0, "EUR", "2026-02-28"),
+            (2, "C02", 20.0, "USD", "2026-03-01"),
+            (3, "C03", 30.0, "USD", "2026-03-15"),
+        ],
+        &[(4, "C04", 40.0, "USD", "2026-03-31"), (5, "C05", 50.0, "EUR", "2026-04-01")],
+    ];
+    let target = orders_table(&dir.path().join("orders"), true, &rows).await;
+    std::fs::write(dir.path().join("march.csv"), "order_id,customer,amount,currency,order_date\n2,C02,20.0,EUR,2026-03-01\n3,C03,30.0,EUR,2026-03-15\n6,C06,60.0,EUR,2026-03-20\n").unwrap();
+    let plan_text = crate::common::VALID_PLAN
+        .replace("../warehouse/orders_silver", "orders")
+        .replace("orders.csv", "march.csv")
+        .replace(
+            "SELECT order_id, amount, order_date FROM orders",
+            "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders",
+        )
+        .replace("[slicing]\nevery = \"month\"", "[slicing]\nevery = \"week\"\nparallel = 2")
+        + "\n[[metrics]]\nname = \"amount\"\nsql = \"SUM(amount)\"\n";
+    let plan_file = write_plan(
+        dir.path(),
+        "march.toml",
+        &plan_text
+            .replace("date_column = \"order_date\"", "date_column = \"order_date\"\nkey = [\"order_id\"]"),
+    );
+    let untouched = snapshot(&target);
+    let plan = plan_json(&bf_in(dir.path()).arg("plan").arg(&plan_file).arg("--json").output().unwrap());
+    assert_eq!(snapshot(&target), untouched);
+    assert_eq!(plan["rehearsal"]["clone"]["files_localized"], 0);
+    assert_eq!(plan["slices"].as_array().unwrap().len(), 6, "ISO weeks of March 2026");
+    assert_eq!(plan["total"]["before"]["rows"], 3);
+    assert_eq!(plan["total"]["after"]["rows"], 3);
+    assert!(close(&plan["total"]["before"]["metrics"]["amount"], 90.0));
+    assert!(close(&plan["total"]["after"]["metrics"]["amount"], 110.0));
+    let changes: u64 =
+        plan["slices"].as_array().unwrap().iter().map(|s| s["changes"]["removed"].as_u64().unwrap()).sum();
+    assert_eq!(changes, 1, "order 4 is not in the corrected file");
+    assert_eq!(plan["outside_window"]["unchanged"], true);
+    // Every data file the rehearsal wrote is in a March partition.
+    let rehearsal = dir.path().join("orders__rehearsal");
+    for entry in std::fs::read_dir(&rehearsal).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(
+            name == "_delta_log" || name.starts_with("order_date=2026-03-"),
+            "unexpected {name} in the rehearsal"
+        );
+    }
+}
+
+/// A plan that must be refused: exit 1, the message, no saved plan, the target untouched.
+fn refused(workspace: &Path, plan: &Path, target: &Path, fragment: &str) {
+    let untouched = snapshot(target);
+    bf_in(workspace).arg("plan").arg(plan).assert().code(1).stderr(predicate::str::contains(fragment));
+    assert!(!workspace.join(".bf/plan.json").exists(), "a refused plan must not be saved");
+    assert_eq!(snapshot(target), untouched);
+}
+
+#[test]
+fn errors_name_what_is_wrong_and_write_nothing() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let march = std::fs::read_to_string(root.join("plans/march.toml")).unwrap();
+    let variant = |name: &str, from: &str, to: &str| {
+        assert!(march.contains(from), "{from}");
+        write_plan(&root.join("plans"), name, &march.replace(from, to))
+    };
+
+    std::fs::create_dir_all(root.join("bf-demo/warehouse/empty")).unwrap();
+    let plan = variant("not_delta.toml", "warehouse/orders_silver\"", "warehouse/empty\"");
+    refused(root, &plan, &silver, "is not a Delta table");
+    let plan = variant("missing.toml", "warehouse/orders_silver\"", "warehouse/nowhere\"");
+    refused(root, &plan, &silver, "warehouse/nowhere: no such folder");
+    let plan = variant("no_column.toml", "date_column = \"order_date\"", "date_column = \"ordered_on\"");
+    refused(root, &plan, &silver, "has no column `ordered_on`; its columns are `order_id`, `customer`");
+    let plan = variant("not_a_date.toml", "date_column = \"order_date\"", "date_column = \"customer\"");
+    refused(root, &plan, &silver, "`customer` in");
+    let plan = variant("columns.toml", "       o.currency,\n", "       o.currency AS currency_code,\n");
+    refused(root, &plan, &silver, "`currency` (STRING) is in the table but not in the query");
+    let plan = variant("parallel.toml", "every = \"month\"", "every = \"day\"\nparallel = 4");
+    refused(root, &plan, &silver, "ConcurrentAppend");
+
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    std::fs::remove_file(root.join("bf-demo/landing/orders/2026-09-17.csv")).unwrap();
+    refused(root, &root.join("plans/september.toml"), &daily, "slice 17 (2026-09-17): input `orders` reads");
+}
+
+#[test]
+fn a_failed_check_or_guard_makes_the_plan_fail_and_unappliable() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let march = std::fs::read_to_string(root.join("plans/march.toml")).unwrap();
+    let strict = march
+        .replace(
+            "sql = \"SELECT * FROM slice WHERE amount <= 0\"",
+            "sql = \"SELECT * FROM slice WHERE currency = 'GBP'\"",
+        )
+        .replace("revenue = 10", "revenue = 1");
+    let plan = write_plan(&root.join("plans"), "strict.toml", &strict);
+    let output = bf_in(root).arg("plan").arg(&plan).output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("✗ amounts are positive"), "{stdout}");
+    assert!(stdout.contains("✗ max_change_pct.revenue"), "{stdout}");
+    assert!(stdout.contains("This plan cannot be applied"), "{stdout}");
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let problems = saved["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 2, "{problems:?}");
+    let gbp = corrected_march(&root.join("bf-demo")).iter().filter(|r| r.1 == "GBP").count();
+    let check =
+        saved["checks"].as_array().unwrap().iter().find(|c| c["name"] == "amounts are positive").unwrap();
+    assert_eq!(check["offending"], gbp);
+    assert_eq!(check["sample"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn merge_mode_keeps_rows_the_source_lacks_and_the_unique_check_sees_them() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let march = std::fs::read_to_string(root.join("plans/march.toml")).unwrap();
+    let plan = write_plan(
+        &root.join("plans"),
+        "merge.toml",
+        &march.replace("mode = \"replace\"", "mode = \"merge\""),
+    );
+    let output = bf_in(root).arg("plan").arg(&plan).arg("--json").output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "the duplicates stay, so `one row per order` fails");
+    let plan: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(plan["slices"][0]["after"]["rows"], 412, "a merge updates and inserts, it does not delete");
+    let unique =
+        plan["checks"].as_array().unwrap().iter().find(|c| c["name"] == "one row per order").unwrap();
+    assert_eq!(unique["passed"], false);
+    assert_eq!(unique["offending"], 6, "3 orders, twice each");
+    let reconcile = plan["checks"].as_array().unwrap().iter().find(|c| c["kind"] == "reconcile").unwrap();
+    assert_eq!(reconcile["passed"], true, "every source order is in the merged slice");
+}
+
+#[test]
+fn saved_plan_shape_show_formats_and_exit_codes() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    bf_in(root)
+        .args(["plan", "plans/march.toml", "--detailed-exitcode", "--out", "march.plan.json"])
+        .assert()
+        .code(2);
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join("march.plan.json")).unwrap()).unwrap();
+    for key in [
+        "format",
+        "id",
+        "created_at",
+        "plan_file",
+        "reason",
+        "target",
+        "window",
+        "every",
+        "mode",
+        "rehearsal",
+        "inputs",
+        "slices",
+        "total",
+        "outside_window",
+        "breakdown_by",
+        "breakdown",
+        "checks",
+        "guards",
+        "problems",
+    ] {
+        assert!(saved.get(key).is_some(), "the saved plan has no `{key}`");
+    }
+    let text = std::fs::read_to_string(root.join("plans/march.toml")).unwrap();
+    assert_eq!(saved["plan_file"]["text"], text);
+    assert_eq!(saved["plan_file"]["sha256"], bf::plan::sha256_hex(text.as_bytes()));
+    let inputs: Vec<&str> =
+        saved["inputs"].as_array().unwrap().iter().map(|i| i["input"].as_str().unwrap()).collect();
+    assert_eq!(inputs, ["fx", "orders"]);
+    let csv = std::fs::read(root.join("bf-demo/landing/orders_march.csv")).unwrap();
+    assert_eq!(saved["inputs"][1]["sha256"], bf::plan::sha256_hex(&csv));
+    assert_eq!(saved["inputs"][1]["size"], csv.len());
+
+    bf_in(root).args(["show", "march.plan.json", "--json"]).assert().success().stdout(predicate::function(
+        |out: &str| serde_json::from_str::<Value>(out).is_ok_and(|shown| shown == saved),
+    ));
+    bf_in(root)
+        .args(["show", "march.plan.json", "--format", "markdown"])
+        .assert()
+        .success()
+        .stdout(predicate::str::starts_with(
+            "### ✅ Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue ",
+        ))
+        .stdout(predicate::str::contains("| 1 | 2026-03-01..2026-03-31 | 412 → 409 (−3, −0.7%) |"));
+    bf_in(root)
+        .arg("show")
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no saved plan at .bf/plan.json"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn planning_again_replaces_the_rehearsal() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    bf_in(root).args(["plan", "plans/september.toml", "-q"]).assert().success();
+    let rehearsal = root.join("bf-demo/warehouse/orders_daily__rehearsal");
+    assert_eq!(open_table(&rehearsal).await.version(), Some(30), "a clone and 30 slices");
+    // The correction's guard expects September to be loaded already; on the empty table it would fail.
+    let correction = std::fs::read_to_string(root.join("plans/correction-2026-09-15.toml")).unwrap();
+    let correction = write_plan(
+        &root.join("plans"),
+        "correction.toml",
+        &correction.replace("max_change_pct = { rows = 50 }", ""),
+    );
+    bf_in(root).arg("plan").arg(&correction).arg("-q").assert().success();
+    assert_eq!(open_table(&rehearsal).await.version(), Some(1), "replaced, not appended to");
+    assert_eq!(
+        count(&rehearsal, "SELECT count(*) FROM t").await,
+        3,
+        "only the 15th, from a fresh clone of the empty table"
+    );
+
+    // A folder that is not a rehearsal is never replaced.
+    let plan = std::fs::read_to_string(root.join("plans/march.toml")).unwrap()
+        + "\n[rehearsal]\ntable = \"../bf-demo/warehouse/orders_daily\"\n";
+    let path = write_plan(&root.join("plans"), "clobber.toml", &plan);
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    let untouched = snapshot(&daily);
+    bf_in(root)
+        .arg("plan")
+        .arg(&path)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("is not a bf rehearsal"));
+    assert_eq!(snapshot(&daily), untouched);
+}
