@@ -33,6 +33,13 @@ pub const MARCH_DUPLICATES: usize = 3;
 /// Exchange rates to EUR the silver table converts with.
 pub const FX_TO_EUR: [(&str, f64); 3] = [("EUR", 1.0), ("USD", 0.92), ("GBP", 1.17)];
 
+/// The bundled plans (`plans/` in the repository), which point at `../bf-demo/` from there.
+pub const PLANS: [(&str, &str); 3] = [
+    ("march.toml", include_str!("../plans/march.toml")),
+    ("september.toml", include_str!("../plans/september.toml")),
+    ("correction-2026-09-15.toml", include_str!("../plans/correction-2026-09-15.toml")),
+];
+
 /// Where the built shop's pieces are.
 #[derive(Debug, Clone)]
 pub struct Shop {
@@ -86,6 +93,11 @@ impl Shop {
         self.root.join("warehouse").join("orders_daily")
     }
 
+    /// The shop's own copy of the bundled plans, under `plans/`, pointing at the shop's files.
+    pub fn plans(&self) -> PathBuf {
+        self.root.join("plans")
+    }
+
     /// Builds the shop; refuses a folder that already has one rather than appending to its tables.
     pub async fn build(&self) -> Result<ShopSummary, ShopError> {
         for existing in [self.landing(), self.root.join("warehouse")] {
@@ -102,6 +114,11 @@ impl Shop {
         self.write_text(&self.landing().join("fx_rates.csv"), &fx)?;
         let silver_version = self.write_orders_silver().await?;
         self.create_orders_daily().await?;
+        for (name, text) in PLANS {
+            self.write_text(&self.plans().join(name), &text.replace("../bf-demo/", "../"))?;
+        }
+        // The plans' `#:schema ../schema/plan.schema.json` line finds it here, as in the repository.
+        self.write_text(&self.root.join("schema").join("plan.schema.json"), &crate::plan_file::json_schema())?;
         Ok(ShopSummary {
             september_files,
             september_orders: SEPTEMBER_ORDERS,

@@ -12,7 +12,16 @@ async fn demo_builds_the_shop_of_the_seeds() {
         .arg(&shop)
         .assert()
         .success()
-        .stdout(predicate::str::contains("30 files, 130 orders (2001-2130)"));
+        .stdout(predicate::str::contains("30 files, 130 orders (2001-2130)"))
+        .stdout(predicate::str::contains("$ cd "))
+        .stdout(predicate::str::contains("Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue "));
+
+    // The walkthrough's plan is saved where `bf show` run in the shop finds it, and the shop's own
+    // plans are valid there.
+    crate::common::bf_in(&shop).arg("show").assert().success().stdout(predicate::str::contains("412 → 409"));
+    let plans: Vec<_> = bf::shop::PLANS.iter().map(|(name, _)| shop.join("plans").join(name)).collect();
+    crate::common::bf_in(&shop).arg("validate").args(&plans).assert().success();
+    assert!(shop.join("schema/plan.schema.json").is_file());
 
     // September: one file per day, 130 orders numbered 2001 to 2130, 3 on the 15th.
     let mut ids = Vec::new();

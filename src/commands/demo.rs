@@ -1,17 +1,24 @@
-//! `bf demo`: build the example shop of the seeds and show what to run on it.
+//! `bf demo`: build the example shop of the seeds and walk through a backfill on it.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use bf::plan_file;
+use bf::rehearsal::{self, Quiet};
 use bf::shop::Shop;
 
-/// Build the example shop: September's till files, a silver orders table with a wrong March, and
-/// the Delta tables the bundled plans in `plans/` backfill.
+use crate::render::plan::{Format, render};
+
+/// Build the example shop and rehearse seed 002's March reload on it.
+///
+/// The shop: September's till files, a silver orders table whose March has the wrong currency, an
+/// empty daily table, and the bundled plans (in `DIR/plans`, pointing at the shop). The walkthrough
+/// runs `bf plan plans/march.toml` in DIR and saves the plan in `DIR/.bf`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Folder to build the shop in; it must not hold a shop yet. The plans in `plans/` expect
+    /// Folder to build the shop in; it must not hold a shop yet. The repository's `plans/` expect
     /// `bf-demo` beside them, which is where `bf demo` run from the repository puts it.
     #[arg(value_name = "DIR", default_value = "bf-demo")]
     dir: PathBuf,
@@ -29,11 +36,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         "  landing/orders/2026-09-DD.csv  {} files, {} orders (2001-2130) for September 2026",
         summary.september_files, summary.september_orders
     )?;
-    writeln!(
-        out,
-        "  landing/orders_march.csv      {} corrected March orders",
-        summary.march_corrected_orders
-    )?;
+    writeln!(out, "  landing/orders_march.csv      {} corrected March orders", summary.march_corrected_orders)?;
     writeln!(out, "  landing/fx_rates.csv          exchange rates to EUR")?;
     writeln!(
         out,
@@ -41,10 +44,20 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         summary.silver_rows, summary.silver_version
     )?;
     writeln!(out, "  warehouse/orders_daily        empty: its daily job starts in October")?;
-    writeln!(out)?;
-    writeln!(out, "Next, from the repository (the plans point at ./bf-demo):")?;
-    writeln!(out, "  bf validate plans/*.toml               check the plans offline")?;
-    writeln!(out, "  bf slices plans/september.toml         30 runs, one per day, dated the day after")?;
-    writeln!(out, "  bf slices plans/march.toml             one month, one replaceWhere")?;
+    writeln!(out, "  plans/                        march.toml, september.toml, correction-2026-09-15.toml")?;
+
+    writeln!(out, "\n$ cd {dir} && bf plan plans/march.toml\n")?;
+    let document = plan_file::load(&shop.plans().join("march.toml"))?;
+    let plan = rehearsal::rehearse(&document, &Quiet).await.context("rehearsing plans/march.toml")?;
+    let saved = shop.root.join(".bf").join("plan.json");
+    plan.save(&saved)?;
+    out.write_all(render(&plan, Format::Text).as_bytes())?;
+    writeln!(out, "Saved the plan to {}.", saved.display())?;
+
+    writeln!(out, "\nThe real orders_silver did not change: the rehearsal ran on a shallow clone beside it.")?;
+    writeln!(out, "Next, in {dir}:")?;
+    writeln!(out, "  bf show --format markdown          the plan as a pull-request comment")?;
+    writeln!(out, "  bf slices plans/september.toml     seed 000: 30 runs, one per day, dated the day after")?;
+    writeln!(out, "  bf plan plans/september.toml       rehearse September into the empty orders_daily")?;
     Ok(ExitCode::SUCCESS)
 }
