@@ -118,7 +118,10 @@ impl Shop {
             self.write_text(&self.plans().join(name), &text.replace("../bf-demo/", "../"))?;
         }
         // The plans' `#:schema ../schema/plan.schema.json` line finds it here, as in the repository.
-        self.write_text(&self.root.join("schema").join("plan.schema.json"), &crate::plan_file::json_schema())?;
+        self.write_text(
+            &self.root.join("schema").join("plan.schema.json"),
+            &crate::plan_file::json_schema(),
+        )?;
         Ok(ShopSummary {
             september_files,
             september_orders: SEPTEMBER_ORDERS,

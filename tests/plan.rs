@@ -175,13 +175,16 @@ async fn a_partitioned_target_is_cloned_without_copying_any_file() {
         &[(4, "C04", 40.0, "USD", "2026-03-31"), (5, "C05", 50.0, "EUR", "2026-04-01")],
     ];
     let target = orders_table(&dir.path().join("orders"), true, &rows).await;
-    std::fs::write(dir.path().join("march.csv"), "order_id,customer,amount,currency,order_date\n2,C02,20.0,EUR,2026-03-01\n3,C03,30.0,EUR,2026-03-15\n6,C06,60.0,EUR,2026-03-20\n").unwrap();
+    std::fs::write(dir.path().join("march.csv"), "order_id,customer,amount,currency,order_date\n2,C02,20.0,EUR,2026-03-01\n3,C03,30.0,EUR,2026-03-15\n6,C06,60.0,EUR,2026-03-20\n7,C07,70.0,EUR,2026-04-15\n").unwrap();
     let plan_text = crate::common::VALID_PLAN
         .replace("../warehouse/orders_silver", "orders")
         .replace("orders.csv", "march.csv")
         .replace(
             "SELECT order_id, amount, order_date FROM orders",
-            "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders",
+            // $start and $end arrive as DATE values: each slice reads only its week, and the
+            // April row is outside every slice's bounds.
+            "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders \
+             WHERE CAST(order_date AS DATE) BETWEEN $start AND $end OR order_id = 7",
         )
         .replace("[slicing]\nevery = \"month\"", "[slicing]\nevery = \"week\"\nparallel = 2")
         + "\n[[metrics]]\nname = \"amount\"\nsql = \"SUM(amount)\"\n";
@@ -204,6 +207,11 @@ async fn a_partitioned_target_is_cloned_without_copying_any_file() {
         plan["slices"].as_array().unwrap().iter().map(|s| s["changes"]["removed"].as_u64().unwrap()).sum();
     assert_eq!(changes, 1, "order 4 is not in the corrected file");
     assert_eq!(plan["outside_window"]["unchanged"], true);
+    // The April row is counted as outside the window by every slice, and never written.
+    for slice in plan["slices"].as_array().unwrap() {
+        assert_eq!(slice["source"]["outside_window"], 1, "{slice}");
+        assert_eq!(slice["source"]["other_slices"], 0, "the query filtered on $start and $end: {slice}");
+    }
     // Every data file the rehearsal wrote is in a March partition.
     let rehearsal = dir.path().join("orders__rehearsal");
     for entry in std::fs::read_dir(&rehearsal).unwrap() {

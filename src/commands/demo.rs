@@ -36,7 +36,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         "  landing/orders/2026-09-DD.csv  {} files, {} orders (2001-2130) for September 2026",
         summary.september_files, summary.september_orders
     )?;
-    writeln!(out, "  landing/orders_march.csv      {} corrected March orders", summary.march_corrected_orders)?;
+    writeln!(
+        out,
+        "  landing/orders_march.csv      {} corrected March orders",
+        summary.march_corrected_orders
+    )?;
     writeln!(out, "  landing/fx_rates.csv          exchange rates to EUR")?;
     writeln!(
         out,
@@ -54,10 +58,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     out.write_all(render(&plan, Format::Text).as_bytes())?;
     writeln!(out, "Saved the plan to {}.", saved.display())?;
 
-    writeln!(out, "\nThe real orders_silver did not change: the rehearsal ran on a shallow clone beside it.")?;
+    writeln!(
+        out,
+        "\nThe real orders_silver did not change: the rehearsal ran on a shallow clone beside it."
+    )?;
     writeln!(out, "Next, in {dir}:")?;
     writeln!(out, "  bf show --format markdown          the plan as a pull-request comment")?;
-    writeln!(out, "  bf slices plans/september.toml     seed 000: 30 runs, one per day, dated the day after")?;
+    writeln!(
+        out,
+        "  bf slices plans/september.toml     seed 000: 30 runs, one per day, dated the day after"
+    )?;
     writeln!(out, "  bf plan plans/september.toml       rehearse September into the empty orders_daily")?;
     Ok(ExitCode::SUCCESS)
 }
