@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{demo, plan, schema, show, slices, validate};
+use crate::commands::{apply, demo, plan, schema, show, slices, validate};
 
 /// Backfills of Delta Lake tables as a reviewed, rehearsed and reversible change.
 ///
@@ -22,6 +22,7 @@ pub enum Command {
     Slices(slices::Args),
     Plan(plan::Args),
     Show(show::Args),
+    Apply(apply::Args),
     Schema(schema::Args),
     Demo(demo::Args),
 }

@@ -1,6 +1,7 @@
 //! One file per verb: its arguments, and the glue from them to the library and back to the terminal.
 //! Results go to stdout, problems to stderr; a verb returns the exit code it earned.
 
+pub mod apply;
 pub mod demo;
 pub mod plan;
 pub mod schema;
@@ -18,6 +19,7 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Slices(args) => slices::run(args),
         Command::Plan(args) => plan::run(args).await,
         Command::Show(args) => show::run(args),
+        Command::Apply(args) => apply::run(args).await,
         Command::Schema(args) => schema::run(args),
         Command::Demo(args) => demo::run(args).await,
     }

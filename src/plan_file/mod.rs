@@ -69,6 +69,9 @@ pub struct PlanFile {
     /// Where `bf plan` rehearses the backfill.
     #[serde(default)]
     pub rehearsal: Rehearsal,
+    /// What `bf apply` records in the table besides its commits.
+    #[serde(default)]
+    pub record: Record,
 }
 
 /// The Delta table to backfill.
@@ -266,6 +269,30 @@ pub struct Rehearsal {
     /// `<table>__rehearsal`. It is replaced by every `bf plan`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub table: Option<String>,
+}
+
+/// What `bf apply` records in the table besides its commits.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    /// The table comment set after the last slice, in its own commit. Placeholders: `{reason}`,
+    /// `{window}` (`2026-03-01..2026-03-31`), `{start}`, `{end}`, `{date}` (the day it was applied) and
+    /// `{backfill_id}`. Cut to 4000 characters, the most a Delta table comment holds.
+    #[serde(default = "default_comment")]
+    pub comment: String,
+}
+
+/// The placeholders a comment template may use.
+pub const COMMENT_PLACEHOLDERS: [&str; 6] = ["reason", "window", "start", "end", "date", "backfill_id"];
+
+fn default_comment() -> String {
+    "{reason} (backfill {backfill_id} of {window}, applied on {date})".to_owned()
+}
+
+impl Default for Record {
+    fn default() -> Self {
+        Record { comment: default_comment() }
+    }
 }
 
 /// A calendar day in a plan. TOML dates (`2026-03-01`) are the way to write it; a quoted

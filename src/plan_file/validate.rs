@@ -45,6 +45,7 @@ impl PlanFile {
         if !self.diff.by.is_empty() {
             check_columns("diff.by", &self.diff.by, &mut issues);
         }
+        self.check_comment(&mut issues);
         if self.diff.samples > 1000 {
             issues.add(
                 "diff.samples",
@@ -278,6 +279,30 @@ impl PlanFile {
                     }
                 }
             }
+        }
+    }
+}
+
+impl PlanFile {
+    fn check_comment(&self, issues: &mut Issues) {
+        let mut rest = self.record.comment.as_str();
+        while let Some(open) = rest.find('{') {
+            let Some(close) = rest[open..].find('}') else {
+                issues.add("record.comment", "`{` without `}` in the comment template");
+                return;
+            };
+            let name = &rest[open + 1..open + close];
+            if !super::COMMENT_PLACEHOLDERS.contains(&name) {
+                issues.add_with_help(
+                    "record.comment",
+                    format!("unknown placeholder `{{{name}}}` in the comment template"),
+                    format!(
+                        "the placeholders are {}",
+                        super::COMMENT_PLACEHOLDERS.map(|p| format!("`{{{p}}}`")).join(", ")
+                    ),
+                );
+            }
+            rest = &rest[open + close + 1..];
         }
     }
 }

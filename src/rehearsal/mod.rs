@@ -244,7 +244,13 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         id,
         created_at: chrono::Utc::now(),
         plan_file: PlanFileRecord {
-            path: document.path.display().to_string(),
+            // Absolute, so `bf apply` finds the file (and the inputs) from any directory.
+            path: document
+                .path
+                .canonicalize()
+                .unwrap_or_else(|_| document.path.clone())
+                .display()
+                .to_string(),
             sha256: plan::sha256_hex(document.text.as_bytes()),
             text: document.text.clone(),
         },
@@ -316,7 +322,8 @@ async fn missing_keys(rows: &SliceSource, key: &[String]) -> deltalake::datafusi
 fn fingerprints(sources: &[SliceSource]) -> Result<Vec<InputFingerprint>, RehearsalError> {
     let mut files: BTreeMap<PathBuf, String> = BTreeMap::new();
     for file in sources.iter().flat_map(|s| &s.files) {
-        files.entry(file.path.clone()).or_insert_with(|| file.input.clone());
+        let path = file.path.canonicalize().unwrap_or_else(|_| file.path.clone());
+        files.entry(path).or_insert_with(|| file.input.clone());
     }
     files
         .iter()

@@ -1,0 +1,361 @@
+//! Applying a saved plan to the real table: exactly once per slice, resumable, recorded.
+//!
+//! 1. Refuse a stale plan ([`check_stale`]): the plan file edited since `bf plan`, the target moved
+//!    by anyone but this plan's own slices, an input file changed, or a check or guard that failed.
+//! 2. Read which slices of this backfill the table already holds (their Delta transactions): after a
+//!    crash, those are skipped and the apply resumes at the first slice not committed.
+//! 3. For each remaining slice, in the plan's order (N at a time with `parallel = N`, which `bf plan`
+//!    only allows on tables partitioned by the date column): run the source query, write the slice
+//!    through the [`SliceWriter`] the rehearsal used — one commit carrying the ledger and the slice's
+//!    transaction — then verify the table holds what the source produced for the slice.
+//! 4. Last, in its own metadata commit, set the table comment from `[record] comment`. Never while
+//!    slices run: a metadata commit makes concurrent writers fail.
+//!
+//! Every write is one Delta commit or nothing, so a crash at any point leaves the table at a slice
+//! boundary, and the ledger says which.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use deltalake::datafusion::prelude::SessionContext;
+use deltalake::operations::update_table_metadata::TableMetadataUpdate;
+use deltalake::{DeltaTable, DeltaTableError};
+use futures::{StreamExt, TryStreamExt};
+use serde::Serialize;
+
+use crate::ledger::{self, Backfill, Entry};
+use crate::plan::{self, Plan};
+use crate::plan_file::{self, PlanFile, WriteMode};
+use crate::predicate::slice_predicate;
+use crate::slice_writer::SliceWriter;
+use crate::source::run::Source;
+use crate::table::{self, display_url};
+use crate::window::Slice;
+
+/// Environment variable naming a point where `bf apply` aborts the process, like a kill -9 there:
+/// `before-slice:N`, `after-commit:N`, `before-comment`. For crash tests of resumability.
+pub const FAULT_ENV: &str = "BF_FAULT";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("the saved plan is stale:\n{0}")]
+    Stale(String),
+    #[error(transparent)]
+    Table(#[from] table::TableError),
+    #[error(transparent)]
+    Source(#[from] crate::source::run::SourceError),
+    #[error(transparent)]
+    Write(#[from] crate::slice_writer::WriteError),
+    #[error(
+        "slice {slice} ({first}): the table holds {found} rows of it after the commit, but the source produced {expected}"
+    )]
+    Verify { slice: usize, first: String, expected: u64, found: u64 },
+    #[error("{0}")]
+    Delta(String),
+}
+
+impl From<DeltaTableError> for ApplyError {
+    fn from(error: DeltaTableError) -> Self {
+        ApplyError::Delta(error.to_string())
+    }
+}
+
+/// What one slice's apply did.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SliceOutcome {
+    pub index: usize,
+    pub first: String,
+    pub last: String,
+    /// `committed`, or `skipped` when an earlier run already committed it.
+    pub status: String,
+    pub version: Option<u64>,
+    pub rows: Option<u64>,
+    pub source_rows: Option<u64>,
+}
+
+/// What an apply did, for the summary and `--json`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApplyReport {
+    pub backfill_id: String,
+    pub table: String,
+    pub pre_version: u64,
+    pub post_version: u64,
+    pub slices: Vec<SliceOutcome>,
+    pub comment: Option<String>,
+}
+
+/// Told about each slice as it lands.
+pub trait ApplyProgress: Sync {
+    fn slice_done(&self, _outcome: &SliceOutcome) {}
+}
+
+/// Progress nobody watches.
+pub struct Silent;
+impl ApplyProgress for Silent {}
+
+/// Applies a saved plan.
+pub struct Apply<'a> {
+    plan: &'a Plan,
+    rerun: bool,
+}
+
+impl<'a> Apply<'a> {
+    pub fn new(plan: &'a Plan) -> Self {
+        Apply { plan, rerun: false }
+    }
+
+    /// Re-applies every slice under a new backfill id, even those already committed.
+    pub fn with_rerun(mut self, rerun: bool) -> Self {
+        self.rerun = rerun;
+        self
+    }
+
+    pub async fn execute(self, progress: &dyn ApplyProgress) -> Result<ApplyReport, ApplyError> {
+        let plan = self.plan;
+        // The plan as reviewed, read from the saved text (the file on disk was checked to match).
+        let document = plan_file::parse(Path::new(&plan.plan_file.path), plan.plan_file.text.clone())
+            .map_err(|e| ApplyError::Stale(format!("the saved plan's text no longer parses:\n{e}")))?;
+        let url = url::Url::parse(&plan.target.uri).map_err(|e| ApplyError::Delta(e.to_string()))?;
+        let mut target = table::open(&url, None).await?;
+        let since = ledger::commits_after(&target, plan.target.pre_version).await?;
+        check_stale(plan, &since)?;
+
+        let backfill = backfill_for(plan, &since, self.rerun);
+        let slices = document.plan.slices();
+        let done: BTreeSet<usize> = backfill.committed_slices(&target, &slices).await?.into_iter().collect();
+        let schema = table::arrow_schema(&target)?;
+        let spec = &document.plan;
+        let writer = SliceWriter {
+            date_column: spec.target.date_column.clone(),
+            mode: spec.write.mode,
+            key: spec.target.key.clone().unwrap_or_default(),
+            columns: schema.fields().iter().map(|f| f.name().clone()).collect(),
+        };
+        let source = Source::new(&document, schema);
+        let mut outcomes = Vec::with_capacity(slices.len());
+        for slice in slices.iter().filter(|s| done.contains(&s.index)) {
+            let outcome = SliceOutcome {
+                index: slice.index,
+                first: slice.first.to_string(),
+                last: slice.last.to_string(),
+                status: "skipped".into(),
+                version: None,
+                rows: None,
+                source_rows: None,
+            };
+            progress.slice_done(&outcome);
+            outcomes.push(outcome);
+        }
+        let pending: Vec<&Slice> = slices.iter().filter(|s| !done.contains(&s.index)).collect();
+        let parallel = spec.slicing.parallel.max(1) as usize;
+        let run = SliceRun { source: &source, writer: &writer, backfill: &backfill, spec, progress };
+        if parallel == 1 {
+            // Each slice writes on the table the previous one returned: commits follow one another.
+            for slice in pending {
+                let (table, outcome) = run.apply(slice, target).await?;
+                target = table;
+                outcomes.push(outcome);
+            }
+        } else {
+            // Each slice replaces its own partitions; deltalake rebases such commits on one another.
+            let results: Vec<(DeltaTable, SliceOutcome)> =
+                futures::stream::iter(pending.into_iter().map(|slice| run.apply(slice, target.clone())))
+                    .buffer_unordered(parallel)
+                    .try_collect()
+                    .await?;
+            outcomes.extend(results.into_iter().map(|(_, outcome)| outcome));
+            target.load().await?;
+        }
+
+        fault("before-comment");
+        let already_commented = since.iter().any(|e| {
+            e.bf.get("backfill_id").and_then(|v| v.as_str()) == Some(&backfill.backfill_id)
+                && e.bf.contains_key("comment")
+        });
+        let comment = comment_text(&spec.record.comment, &backfill, chrono::Utc::now().date_naive());
+        if !already_commented {
+            target = target
+                .update_table_metadata()
+                .with_update(TableMetadataUpdate { name: None, description: Some(comment.clone()) })
+                .with_commit_properties(backfill.comment_commit())
+                .await?;
+        }
+        outcomes.sort_by_key(|o| o.index);
+        Ok(ApplyReport {
+            backfill_id: backfill.backfill_id,
+            table: display_url(&url),
+            pre_version: plan.target.pre_version,
+            post_version: target.version().unwrap_or(0),
+            slices: outcomes,
+            comment: Some(comment),
+        })
+    }
+}
+
+/// What writing one slice needs, borrowed for the length of an apply.
+struct SliceRun<'r> {
+    source: &'r Source<'r>,
+    writer: &'r SliceWriter,
+    backfill: &'r Backfill,
+    spec: &'r PlanFile,
+    progress: &'r dyn ApplyProgress,
+}
+
+impl SliceRun<'_> {
+    /// Source query, one commit, verification.
+    async fn apply(
+        &self,
+        slice: &Slice,
+        table: DeltaTable,
+    ) -> Result<(DeltaTable, SliceOutcome), ApplyError> {
+        fault(&format!("before-slice:{}", slice.index));
+        let rows = self.source.for_slice(slice).await?;
+        let table = self.writer.write(table, slice, &rows, self.backfill.slice_commit(slice)).await?;
+        fault(&format!("after-commit:{}", slice.index));
+        let found = verify(&table, self.spec.write.mode, &self.spec.target.date_column, slice, &rows).await?;
+        let outcome = SliceOutcome {
+            index: slice.index,
+            first: slice.first.to_string(),
+            last: slice.last.to_string(),
+            status: "committed".into(),
+            version: table.version(),
+            rows: Some(found),
+            source_rows: Some(rows.counts.in_slice),
+        };
+        self.progress.slice_done(&outcome);
+        Ok((table, outcome))
+    }
+}
+
+/// The backfill this apply continues or starts. A resume keeps the id of the backfill whose slices
+/// the table already holds; a first apply takes the plan's id; `--rerun` takes a new one.
+fn backfill_for(plan: &Plan, since: &[Entry], rerun: bool) -> Backfill {
+    let earlier: BTreeSet<&str> = since.iter().filter_map(|e| e.bf.get("backfill_id")?.as_str()).collect();
+    let backfill_id = match (rerun, earlier.iter().next_back()) {
+        (false, Some(last)) => (*last).to_owned(),
+        (false, None) => plan.id.clone(),
+        (true, _) => format!("{}-r{}", plan.id, earlier.len() + 1),
+    };
+    Backfill {
+        backfill_id,
+        plan_id: plan.id.clone(),
+        plan_sha256: plan.plan_file.sha256.clone(),
+        pre_version: plan.target.pre_version,
+        reason: plan.reason.clone(),
+        window: plan.window,
+        slices: plan.slices.len(),
+    }
+}
+
+/// Every reason the saved plan no longer describes the world, or `Ok` when it still does.
+pub fn check_stale(plan: &Plan, since: &[Entry]) -> Result<(), ApplyError> {
+    let mut reasons = Vec::new();
+    if !plan.appliable() {
+        reasons.push(format!(
+            "the plan failed its checks or guards:\n{}",
+            plan.problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n")
+        ));
+    }
+    match std::fs::read_to_string(&plan.plan_file.path) {
+        Ok(text) if plan::sha256_hex(text.as_bytes()) == plan.plan_file.sha256 => {}
+        Ok(text) => reasons.push(format!(
+            "the plan file {} changed since `bf plan`:\n{}",
+            plan.plan_file.path,
+            similar::TextDiff::from_lines(&plan.plan_file.text, &text)
+                .unified_diff()
+                .header("planned", "now")
+                .to_string()
+                .trim_end()
+        )),
+        Err(e) => reasons.push(format!("the plan file {} cannot be read: {e}", plan.plan_file.path)),
+    }
+    let others: Vec<&Entry> = since
+        .iter()
+        .filter(|e| e.bf.get("plan_id").and_then(|v| v.as_str()) != Some(plan.id.as_str()))
+        .collect();
+    if !others.is_empty() {
+        let listed = others
+            .iter()
+            .map(|e| {
+                let when = e
+                    .timestamp
+                    .and_then(chrono::DateTime::from_timestamp_millis)
+                    .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
+                    .unwrap_or_default();
+                format!("  - version {}: {} at {when}", e.version, e.operation)
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        reasons.push(format!(
+            "the table moved since its planned version {}:\n{listed}",
+            plan.target.pre_version
+        ));
+    }
+    for input in &plan.inputs {
+        let now = plan::fingerprint(&input.input, Path::new(&input.path));
+        let same = match (&now, &input.sha256) {
+            (Ok(now), Some(sha)) => now.sha256.as_ref() == Some(sha),
+            (Ok(now), None) => now.size == input.size && now.modified == input.modified,
+            (Err(_), _) => false,
+        };
+        if !same {
+            reasons.push(match now {
+                Ok(_) => format!("input `{}` changed since `bf plan`: {}", input.input, input.path),
+                Err(e) => format!("input `{}` cannot be read: {} ({e})", input.input, input.path),
+            });
+        }
+    }
+    if reasons.is_empty() {
+        return Ok(());
+    }
+    reasons.push(format!("Run `bf plan {}` again, review it, then apply.", plan.plan_file.path));
+    Err(ApplyError::Stale(reasons.join("\n")))
+}
+
+/// Checks the committed slice holds what the source produced; returns its row count.
+async fn verify(
+    table: &DeltaTable,
+    mode: WriteMode,
+    date_column: &str,
+    slice: &Slice,
+    rows: &crate::source::run::SliceSource,
+) -> Result<u64, ApplyError> {
+    let ctx = SessionContext::new();
+    let provider = table.table_provider().await.map_err(|e| ApplyError::Delta(e.to_string()))?;
+    let found = ctx
+        .read_table(provider)
+        .and_then(|df| df.filter(slice_predicate(date_column, slice)))
+        .map_err(|e| ApplyError::Delta(e.to_string()))?
+        .count()
+        .await
+        .map_err(|e| ApplyError::Delta(e.to_string()))? as u64;
+    let expected = rows.counts.in_slice;
+    let holds = match mode {
+        WriteMode::Replace => found == expected,
+        WriteMode::Merge => found >= expected,
+    };
+    if holds {
+        Ok(found)
+    } else {
+        Err(ApplyError::Verify { slice: slice.index, first: slice.first.to_string(), expected, found })
+    }
+}
+
+/// The table comment from the plan's template, at most 4000 characters.
+pub fn comment_text(template: &str, backfill: &Backfill, today: chrono::NaiveDate) -> String {
+    let text = template
+        .replace("{reason}", &backfill.reason)
+        .replace("{window}", &backfill.window.to_string())
+        .replace("{start}", &backfill.window.start.to_string())
+        .replace("{end}", &backfill.window.end.to_string())
+        .replace("{date}", &today.to_string())
+        .replace("{backfill_id}", &backfill.backfill_id);
+    text.chars().take(4000).collect()
+}
+
+/// Aborts the process at a named point when `BF_FAULT` names it: a crash exactly there.
+fn fault(point: &str) {
+    if std::env::var(FAULT_ENV).is_ok_and(|wanted| wanted == point) {
+        std::process::abort();
+    }
+}

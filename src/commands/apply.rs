@@ -1,0 +1,155 @@
+//! `bf apply`: apply a saved plan to the real table, one recorded commit per slice.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use bf::apply::{Apply, ApplyProgress, SliceOutcome};
+use bf::plan::Plan;
+use bf::plan_file;
+use bf::rehearsal::{self, Quiet};
+
+use crate::render::plan::{Format, render, summary};
+
+/// Apply a saved plan: each slice one atomic commit, recorded in the table, resumable.
+///
+/// `bf apply` applies the plan `bf plan` saved in the state dir; `bf apply FILE.json` one saved with
+/// `--out`; `bf apply PLAN.toml` plans first, shows the plan and asks before applying. A stale plan
+/// (plan file edited, table moved, input changed, failed check) is refused. Run it again after a
+/// crash: slices already committed are skipped.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// A saved plan (`.json`) or a plan file (`.toml`) to plan and apply; default: the saved plan.
+    #[arg(value_name = "PLAN")]
+    plan: Option<PathBuf>,
+    /// Where bf keeps saved plans.
+    #[arg(long, value_name = "DIR", env = "BF_STATE_DIR", default_value = ".bf")]
+    state_dir: PathBuf,
+    /// Apply without asking.
+    #[arg(long)]
+    auto_approve: bool,
+    /// `all`: apply every slice again under a new backfill id, even those already committed.
+    #[arg(long, value_name = "WHAT", value_parser = ["all"])]
+    rerun: Option<String>,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    json: bool,
+    /// Print only the outcome.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+struct Lines {
+    quiet: bool,
+}
+
+impl ApplyProgress for Lines {
+    fn slice_done(&self, outcome: &SliceOutcome) {
+        if self.quiet {
+            return;
+        }
+        match (outcome.status.as_str(), outcome.rows, outcome.source_rows) {
+            ("committed", Some(rows), Some(source)) => eprintln!(
+                "ok {}: {rows} rows for the source's {source}, {} missing (version {})",
+                outcome.first,
+                source.saturating_sub(rows),
+                outcome.version.unwrap_or(0)
+            ),
+            _ => eprintln!("skip {}: committed by an earlier run", outcome.first),
+        }
+    }
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let saved = args.state_dir.join("plan.json");
+    let plan = match &args.plan {
+        Some(path) if path.extension().is_some_and(|e| e == "toml") => {
+            let document = match plan_file::load(path) {
+                Ok(document) => document,
+                Err(error) => {
+                    eprintln!("{error}");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            let plan = match rehearsal::rehearse(&document, &Quiet).await {
+                Ok(plan) => plan,
+                Err(error) => {
+                    eprintln!("error: {error}\nnothing was written to the target");
+                    return Ok(ExitCode::FAILURE);
+                }
+            };
+            plan.save(&saved)?;
+            print!("{}", render(&plan, Format::Text));
+            plan
+        }
+        Some(path) => Plan::load(path)?,
+        None => Plan::load(&saved)?,
+    };
+    if !plan.appliable() {
+        eprintln!("error: this plan cannot be applied:");
+        for problem in &plan.problems {
+            eprintln!("  - {problem}");
+        }
+        return Ok(ExitCode::FAILURE);
+    }
+    if !args.auto_approve && !confirm(&plan)? {
+        eprintln!("Apply cancelled; nothing was written.");
+        return Ok(ExitCode::FAILURE);
+    }
+    let outcome = Apply::new(&plan)
+        .with_rerun(args.rerun.is_some())
+        .execute(&Lines { quiet: args.quiet || args.json })
+        .await;
+    let report = match outcome {
+        Ok(report) => report,
+        Err(error) => {
+            eprintln!("error: {error}");
+            eprintln!(
+                "Slices committed before this stay recorded in the table; run `bf apply` again to resume."
+            );
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        serde_json::to_writer_pretty(&mut out, &report)?;
+        writeln!(out)?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let committed = report.slices.iter().filter(|s| s.status == "committed").count();
+    let rows: u64 = report.slices.iter().filter_map(|s| s.rows).sum();
+    writeln!(
+        out,
+        "Applied backfill {} to {}: version {} → {}; {} committed ({rows} rows), {} already there.",
+        report.backfill_id,
+        report.table,
+        report.pre_version,
+        report.post_version,
+        crate::render::count(committed, "slice"),
+        report.slices.len() - committed,
+    )?;
+    if let Some(comment) = &report.comment {
+        writeln!(out, "Table comment: {comment}")?;
+    }
+    writeln!(
+        out,
+        "The version to go back to is {} (recorded in every commit as bf.pre_version).",
+        report.pre_version
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Asks on the terminal, like Terraform; refuses rather than hang when there is no one to ask.
+fn confirm(plan: &Plan) -> anyhow::Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "refusing to apply without confirmation: stdin is not a terminal (pass --auto-approve)"
+        );
+    }
+    eprintln!("{}", summary(plan));
+    eprint!("Do you want to apply this backfill? Only 'yes' will be accepted: ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(answer.trim() == "yes")
+}

@@ -1,0 +1,166 @@
+//! The ledger: what bf writes into every commit it makes, so the table's own history says what was
+//! done, when, why, and which version to go back to — readable by `bf`, by `DESCRIBE HISTORY` in
+//! Spark and Databricks, and on any machine, without `.bf/`.
+//!
+//! Each slice commit carries:
+//! - `bf.*` keys at the top level of commitInfo (backfill id, plan id and sha256, pre-version,
+//!   reason, window, slice index and bounds);
+//! - the same as one JSON string in `userMetadata`, the column DESCRIBE HISTORY shows;
+//! - a Delta application transaction (`txn`) with app id `bf:<backfill id>:<slice>` and the slice
+//!   number as version. Delta keeps the last version per app id, and slices may commit in any order
+//!   (backward, in parallel), so each slice has its own app id: "is slice 17 committed?" is then a
+//!   lookup, and two writers racing for the same slice conflict instead of both committing.
+
+use std::collections::HashMap;
+
+use chrono::NaiveDate;
+use deltalake::kernel::Transaction;
+use deltalake::kernel::transaction::CommitProperties;
+use deltalake::{DeltaTable, DeltaTableError};
+use futures::TryStreamExt;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::window::{Slice, Window};
+
+/// The prefix of every key bf writes into commitInfo.
+pub const PREFIX: &str = "bf.";
+
+/// What identifies a backfill in the table's history.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Backfill {
+    pub backfill_id: String,
+    pub plan_id: String,
+    pub plan_sha256: String,
+    pub pre_version: u64,
+    pub reason: String,
+    pub window: Window,
+    pub slices: usize,
+}
+
+/// One commit of the table's history, with bf's keys when bf made it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    pub version: u64,
+    pub timestamp: Option<i64>,
+    pub operation: String,
+    pub predicate: Option<String>,
+    /// bf's keys without the `bf.` prefix; empty for other writers' commits.
+    pub bf: HashMap<String, Value>,
+}
+
+impl Backfill {
+    /// The app id of a slice's Delta transaction.
+    pub fn app_id(&self, slice: usize) -> String {
+        format!("bf:{}:{slice}", self.backfill_id)
+    }
+
+    /// The commit properties of one slice: ledger keys, `userMetadata`, app transaction.
+    pub fn slice_commit(&self, slice: &Slice) -> CommitProperties {
+        let mut keys = self.keys();
+        keys.extend([
+            ("slice".to_owned(), json!(slice.index)),
+            ("slice_first".to_owned(), json!(slice.first)),
+            ("slice_last".to_owned(), json!(slice.last)),
+        ]);
+        with_keys(CommitProperties::default(), keys)
+            .with_application_transaction(Transaction::new(self.app_id(slice.index), slice.index as i64))
+    }
+
+    /// The commit properties of the comment commit that ends an apply.
+    pub fn comment_commit(&self) -> CommitProperties {
+        let mut keys = self.keys();
+        keys.push(("comment".to_owned(), json!(true)));
+        with_keys(CommitProperties::default(), keys)
+    }
+
+    fn keys(&self) -> Vec<(String, Value)> {
+        vec![
+            ("backfill_id".to_owned(), json!(self.backfill_id)),
+            ("plan_id".to_owned(), json!(self.plan_id)),
+            ("plan_sha256".to_owned(), json!(self.plan_sha256)),
+            ("pre_version".to_owned(), json!(self.pre_version)),
+            ("reason".to_owned(), json!(self.reason)),
+            ("window_start".to_owned(), json!(self.window.start)),
+            ("window_end".to_owned(), json!(self.window.end)),
+            ("slices".to_owned(), json!(self.slices)),
+        ]
+    }
+
+    /// The slice numbers of this backfill already committed to `table` (by their transactions).
+    pub async fn committed_slices(
+        &self,
+        table: &DeltaTable,
+        slices: &[Slice],
+    ) -> Result<Vec<usize>, DeltaTableError> {
+        let state = table.snapshot()?;
+        let log_store = table.log_store();
+        let mut done = Vec::new();
+        for slice in slices {
+            if state.transaction_version(log_store.as_ref(), self.app_id(slice.index)).await?.is_some() {
+                done.push(slice.index);
+            }
+        }
+        Ok(done)
+    }
+}
+
+/// `bf.<key>` entries and a `userMetadata` JSON string holding them all.
+fn with_keys(properties: CommitProperties, keys: Vec<(String, Value)>) -> CommitProperties {
+    let user_metadata: serde_json::Map<String, Value> =
+        keys.iter().map(|(k, v)| (format!("{PREFIX}{k}"), v.clone())).collect();
+    let mut metadata: Vec<(String, Value)> =
+        keys.into_iter().map(|(k, v)| (format!("{PREFIX}{k}"), v)).collect();
+    metadata.push(("userMetadata".to_owned(), Value::String(Value::Object(user_metadata).to_string())));
+    properties.with_metadata(metadata)
+}
+
+/// The table's commits after `after_version`, oldest first, with versions (delta-rs's history has
+/// none: they are derived from the newest version downwards).
+pub async fn commits_after(table: &DeltaTable, after_version: u64) -> Result<Vec<Entry>, DeltaTableError> {
+    let latest = table.version().unwrap_or(0);
+    if latest <= after_version {
+        return Ok(Vec::new());
+    }
+    let wanted = (latest - after_version) as usize;
+    let infos: Vec<_> = table.history(Some(wanted)).try_collect().await?;
+    let mut entries: Vec<Entry> = infos
+        .into_iter()
+        .zip((0..=latest).rev())
+        .map(|(info, version)| {
+            let bf = info
+                .info
+                .iter()
+                .filter_map(|(k, v)| k.strip_prefix(PREFIX).map(|k| (k.to_owned(), v.clone())))
+                .collect();
+            let predicate = info
+                .operation_parameters
+                .as_ref()
+                .and_then(|p| p.get("predicate"))
+                .and_then(|p| p.as_str().map(str::to_owned).or_else(|| Some(p.to_string())));
+            Entry {
+                version,
+                timestamp: info.timestamp,
+                operation: info.operation.unwrap_or_default(),
+                predicate,
+                bf,
+            }
+        })
+        .collect();
+    entries.reverse();
+    Ok(entries)
+}
+
+impl Entry {
+    /// Whether this commit is a slice of the given backfill.
+    pub fn is_slice_of(&self, backfill_id: &str) -> bool {
+        self.bf.get("backfill_id").and_then(Value::as_str) == Some(backfill_id)
+            && self.bf.contains_key("slice")
+    }
+
+    /// The slice bounds recorded in a slice commit.
+    pub fn slice_bounds(&self) -> Option<(NaiveDate, NaiveDate)> {
+        let day = |k: &str| self.bf.get(k)?.as_str()?.parse().ok();
+        Some((day("slice_first")?, day("slice_last")?))
+    }
+}
