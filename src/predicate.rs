@@ -12,11 +12,16 @@ use deltalake::delta_datafusion::expr::fmt_expr_to_sql;
 
 use crate::window::{Slice, Window};
 
-/// `date_column >= first AND date_column <= last`, inclusive on both ends like the slice.
+/// `date_column >= first AND date_column <= last`, inclusive on both ends like the slice; for a
+/// one-day slice `date_column = day`, which is also what deltalake simplifies the range to and
+/// records in the history.
 pub fn slice_predicate(date_column: &str, slice: &Slice) -> Expr {
     // An unqualified column: a name with a dot or capitals must not be parsed as `table.column`.
     let column = Expr::Column(Column::new_unqualified(date_column));
     let day = |d| lit(ScalarValue::Date32(Some(Date32Type::from_naive_date(d))));
+    if slice.first == slice.last {
+        return column.eq(day(slice.first));
+    }
     column.clone().gt_eq(day(slice.first)).and(column.lt_eq(day(slice.last)))
 }
 
@@ -50,5 +55,7 @@ mod tests {
             "order_date >= '2026-03-01'::date AND order_date <= '2026-03-31'::date"
         );
         assert!(slice_predicate_sql("Order Date", &slice).starts_with("\"Order Date\" >= "));
+        let day = Slice { last: slice.first, ..slice };
+        assert_eq!(slice_predicate_sql("order_date", &day), "order_date = '2026-03-01'::date");
     }
 }

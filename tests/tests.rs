@@ -3,6 +3,7 @@
 
 mod common;
 
+mod apply;
 mod demo;
 mod plan;
 mod plan_files;

@@ -1,0 +1,377 @@
+//! `bf apply`: the seeds' backfills on the demo shop, exactly once, resumable after a crash, refused
+//! when the plan is stale — and what it did not touch.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::process::Output;
+
+use bf::deltalake::arrow::util::display::array_value_to_string;
+use bf::deltalake::datafusion::prelude::SessionContext;
+use bf::ledger::{self, Entry};
+use predicates::prelude::*;
+use serde_json::Value;
+
+use crate::common::{OrderRow, bf_in, count, demo_workspace, open_table, orders_table, snapshot, write_plan};
+
+fn apply(root: &Path) -> Output {
+    bf_in(root).args(["apply", "--auto-approve"]).output().unwrap()
+}
+
+fn plan(root: &Path, plan: &str) {
+    bf_in(root).args(["plan", plan, "-q"]).assert().success();
+}
+
+async fn history(table: &Path) -> Vec<Entry> {
+    ledger::commits_after(&open_table(table).await, 0).await.unwrap()
+}
+
+/// The rows of a table matching `predicate`, as text, sorted: equal vectors mean equal contents.
+async fn rows_where(table: &Path, predicate: &str) -> Vec<String> {
+    let ctx = SessionContext::new();
+    ctx.register_table("t", open_table(table).await.table_provider().await.unwrap()).unwrap();
+    let batches =
+        ctx.sql(&format!("SELECT * FROM t WHERE {predicate}")).await.unwrap().collect().await.unwrap();
+    let mut rows: Vec<String> = batches
+        .iter()
+        .flat_map(|b| {
+            (0..b.num_rows()).map(move |r| {
+                b.columns().iter().map(|c| array_value_to_string(c, r).unwrap()).collect::<Vec<_>>().join("|")
+            })
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+async fn contents(table: &Path) -> Vec<String> {
+    rows_where(table, "true").await
+}
+
+/// The data files the table's current version reads for each day (from the log).
+async fn files_by_day(table: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let table = open_table(table).await;
+    let mut days: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    use futures::TryStreamExt;
+    let files: Vec<_> = table.get_active_add_actions_by_predicate(None).try_collect().await.unwrap();
+    for file in files {
+        // A partition value, or else the file's statistics (these tables hold one day per file).
+        let day = match file.partition_values_map().get("order_date") {
+            Some(Some(day)) => day.clone(),
+            _ => {
+                let stats: Value = serde_json::from_str(&file.stats().unwrap()).unwrap();
+                stats["minValues"]["order_date"].as_str().unwrap().to_owned()
+            }
+        };
+        days.entry(day).or_default().insert(file.path().into_owned());
+    }
+    days
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn seed_000_september_one_run_per_day_then_the_15th_corrected() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    plan(root, "plans/september.toml");
+    let output = apply(root);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.lines().filter(|l| l.starts_with("ok 2026-09-")).count(), 30, "{stderr}");
+    assert!(stderr.contains("ok 2026-09-15: 3 rows for the source's 3, 0 missing"), "{stderr}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("30 slices committed (130 rows)"));
+    // "ran 30 runs, 0 failed; orders_daily has 30 days, 130 orders"
+    assert_eq!(count(&daily, "SELECT count(DISTINCT order_date) FROM t").await, 30);
+    assert_eq!(count(&daily, "SELECT count(*) FROM t").await, 130);
+    assert_eq!(count(&daily, "SELECT min(order_id) FROM t").await, 2001);
+    assert_eq!(count(&daily, "SELECT max(order_id) FROM t").await, 2130);
+    let entries = history(&daily).await;
+    let slices: Vec<u64> = entries.iter().filter_map(|e| e.bf.get("slice")?.as_u64()).collect();
+    assert_eq!(slices, (1..=30).collect::<Vec<u64>>(), "one commit per slice, in order");
+    assert!(entries.iter().all(|e| e.bf.get("pre_version") == Some(&Value::from(0))));
+
+    // The correction: the file of the 15th gets the late order; one run replaces that day only.
+    let files_before = files_by_day(&daily).await;
+    let landing = root.join("bf-demo/landing/orders/2026-09-15.csv");
+    let mut text = std::fs::read_to_string(&landing).unwrap();
+    text.push_str("2131,C02,19.99,2026-09-15T20:30:00\n");
+    std::fs::write(&landing, text).unwrap();
+    plan(root, "plans/correction-2026-09-15.toml");
+    let output = apply(root);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(
+        String::from_utf8_lossy(&output.stderr)
+            .contains("ok 2026-09-15: 4 rows for the source's 4, 0 missing")
+    );
+    assert_eq!(count(&daily, "SELECT count(*) FROM t").await, 131);
+    assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_date = DATE '2026-09-15'").await, 4);
+    let files_after = files_by_day(&daily).await;
+    for (day, files) in &files_before {
+        if day != "2026-09-15" {
+            assert_eq!(files_after.get(day), Some(files), "{day} was touched");
+        }
+    }
+    assert_ne!(files_after.get("2026-09-15"), files_before.get("2026-09-15"));
+    // The history names the day it replaced and the rows it wrote.
+    let log = std::fs::read_to_string(daily.join("_delta_log/00000000000000000032.json")).unwrap();
+    let info: Value =
+        log.lines().find_map(|l| serde_json::from_str::<Value>(l).ok()?.get("commitInfo").cloned()).unwrap();
+    assert_eq!(info["operation"], "WRITE");
+    assert_eq!(info["operationParameters"]["predicate"], "order_date = '2026-09-15'::date");
+    assert_eq!(info["operationMetrics"]["num_added_rows"], 4);
+    assert_eq!(info["bf.pre_version"], 31);
+    let user: Value = serde_json::from_str(info["userMetadata"].as_str().unwrap()).unwrap();
+    assert_eq!(user["bf.slice_first"], "2026-09-15");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn seed_002_march_applied_recorded_and_commented() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let outside = "order_date NOT BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'";
+    let outside_rows = rows_where(&silver, outside).await;
+    plan(root, "plans/march.toml");
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let output = apply(root);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let table = open_table(&silver).await;
+    assert_eq!(table.version(), Some(7), "one slice commit and the comment commit after version 5");
+    let description = table.snapshot().unwrap().metadata().description().map(str::to_owned).unwrap();
+    assert!(description.starts_with("Reloading orders_silver for March 2026"), "{description}");
+    assert!(
+        description.contains(saved["id"].as_str().unwrap()) && description.contains("2026-03-01..2026-03-31")
+    );
+    let entries = history(&silver).await;
+    let slice = entries.iter().find(|e| e.bf.contains_key("slice")).unwrap();
+    assert_eq!(slice.version, 6);
+    assert_eq!(slice.bf["pre_version"], 5);
+    assert_eq!(slice.bf["plan_sha256"], saved["plan_file"]["sha256"]);
+    assert_eq!(slice.bf["reason"], saved["reason"]);
+    // The table now holds what the rehearsal showed, and nothing outside March moved.
+    assert_eq!(
+        count(
+            &silver,
+            "SELECT count(*) FROM t WHERE order_date BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'"
+        )
+        .await,
+        409
+    );
+    assert_eq!(count(&silver, "SELECT count(*) FROM t WHERE currency = 'EUR' AND order_date >= DATE '2026-03-01' AND order_date <= DATE '2026-03-31'").await as u64,
+        saved["slices"][0]["changes"]["changed"].as_u64().unwrap());
+    assert_eq!(rows_where(&silver, outside).await, outside_rows);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_at_any_point_resumes_to_the_same_table() {
+    // The reference: September applied without interruption.
+    let reference = demo_workspace();
+    plan(reference.path(), "plans/september.toml");
+    assert!(apply(reference.path()).status.success());
+    let expected = contents(&reference.path().join("bf-demo/warehouse/orders_daily")).await;
+
+    for point in [
+        "before-slice:1",
+        "after-commit:1",
+        "before-slice:7",
+        "after-commit:16",
+        "after-commit:30",
+        "before-comment",
+    ] {
+        let workspace = demo_workspace();
+        let root = workspace.path();
+        let daily = root.join("bf-demo/warehouse/orders_daily");
+        plan(root, "plans/september.toml");
+        let crashed =
+            bf_in(root).args(["apply", "--auto-approve"]).env(bf::apply::FAULT_ENV, point).output().unwrap();
+        assert!(!crashed.status.success(), "{point}: the process was meant to die");
+        let resumed = apply(root);
+        assert!(resumed.status.success(), "{point}: {}", String::from_utf8_lossy(&resumed.stderr));
+        assert_eq!(contents(&daily).await, expected, "{point}: the resumed table differs");
+        let entries = history(&daily).await;
+        let slices: Vec<u64> = entries.iter().filter_map(|e| e.bf.get("slice")?.as_u64()).collect();
+        assert_eq!(slices, (1..=30).collect::<Vec<u64>>(), "{point}: every slice exactly once");
+        assert_eq!(
+            entries.iter().filter(|e| e.bf.contains_key("comment")).count(),
+            1,
+            "{point}: one comment"
+        );
+        let backfills: BTreeSet<&str> =
+            entries.iter().filter_map(|e| e.bf.get("backfill_id")?.as_str()).collect();
+        assert_eq!(backfills.len(), 1, "{point}: the resume continued the same backfill");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_kill_9_mid_run_resumes_to_the_same_table() {
+    let reference = demo_workspace();
+    plan(reference.path(), "plans/september.toml");
+    assert!(apply(reference.path()).status.success());
+    let expected = contents(&reference.path().join("bf-demo/warehouse/orders_daily")).await;
+    // Fixed delays (a seeded choice would do the same): early, middle, late in the slice loop.
+    for delay_ms in [150u64, 700, 1500] {
+        let workspace = demo_workspace();
+        let root = workspace.path();
+        plan(root, "plans/september.toml");
+        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+            .args(["apply", "--auto-approve", "-q"])
+            .current_dir(root)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
+        let _ = child.kill(); // SIGKILL on Unix
+        let _ = child.wait();
+        let resumed = apply(root);
+        assert!(
+            resumed.status.success(),
+            "after {delay_ms} ms: {}",
+            String::from_utf8_lossy(&resumed.stderr)
+        );
+        let daily = root.join("bf-demo/warehouse/orders_daily");
+        assert_eq!(contents(&daily).await, expected, "after {delay_ms} ms");
+        let slices: Vec<u64> =
+            history(&daily).await.iter().filter_map(|e| e.bf.get("slice")?.as_u64()).collect();
+        assert_eq!(slices, (1..=30).collect::<Vec<u64>>(), "after {delay_ms} ms");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stale_plan_is_refused_and_nothing_is_written() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let refused = |fragments: &[&str]| {
+        let untouched = snapshot(&silver);
+        let output = apply(root);
+        assert_eq!(output.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        for fragment in fragments {
+            assert!(stderr.contains(fragment), "missing {fragment:?} in:\n{stderr}");
+        }
+        assert_eq!(snapshot(&silver), untouched, "a refused apply wrote to the table");
+    };
+
+    // The plan file edited since `bf plan`: the diff is shown.
+    plan(root, "plans/march.toml");
+    let path = root.join("plans/march.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("revenue = 10", "revenue = 50")).unwrap();
+    refused(&[
+        "the plan file",
+        "changed since `bf plan`",
+        "-max_change_pct = { rows = 5, revenue = 10 }",
+        "+max_change_pct = { rows = 5, revenue = 50 }",
+        "Run `bf plan",
+    ]);
+    std::fs::write(&path, &text).unwrap();
+
+    // An input changed.
+    plan(root, "plans/march.toml");
+    let csv = root.join("bf-demo/landing/orders_march.csv");
+    let original = std::fs::read_to_string(&csv).unwrap();
+    std::fs::write(&csv, original.replacen("EUR", "GBP", 1)).unwrap();
+    refused(&["input `orders` changed since `bf plan`"]);
+    std::fs::write(&csv, &original).unwrap();
+
+    // Another writer committed since the plan.
+    plan(root, "plans/march.toml");
+    let rows: [&[OrderRow]; 1] = [&[(9001, "C01", 1.0, "EUR", "2026-05-01")]];
+    append_silver(&silver, rows[0]).await;
+    refused(&["the table moved since its planned version 5", "version 6: WRITE"]);
+
+    // A failed check.
+    let strict = write_plan(
+        &root.join("plans"),
+        "strict.toml",
+        &text.replace("WHERE amount <= 0", "WHERE amount > 0"),
+    );
+    bf_in(root).arg("plan").arg(&strict).arg("-q").assert().code(1);
+    refused(&["this plan cannot be applied", "amounts are positive"]);
+}
+
+async fn append_silver(silver: &Path, rows: &[OrderRow]) {
+    use std::sync::Arc;
+
+    use bf::deltalake::arrow::array::{
+        ArrayRef, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray,
+    };
+    use bf::deltalake::arrow::datatypes::{DataType, Date32Type, Field, Schema};
+    let day = |d: &str| Date32Type::from_naive_date(d.parse().unwrap());
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
+        Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.3))),
+        Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
+        Arc::new(Date32Array::from_iter_values(rows.iter().map(|r| day(r.4)))),
+    ];
+    let schema = Schema::new(vec![
+        Field::new("order_id", DataType::Int64, true),
+        Field::new("customer", DataType::Utf8, true),
+        Field::new("amount", DataType::Float64, true),
+        Field::new("currency", DataType::Utf8, true),
+        Field::new("amount_eur", DataType::Float64, true),
+        Field::new("order_date", DataType::Date32, true),
+    ]);
+    let batch = RecordBatch::try_new(Arc::new(schema), columns).unwrap();
+    open_table(silver).await.write(vec![batch]).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn four_slices_at_once_on_a_table_partitioned_by_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: [&[OrderRow]; 1] =
+        [&[(1, "C01", 10.0, "EUR", "2026-09-01"), (2, "C02", 20.0, "EUR", "2026-09-05")]];
+    let target = orders_table(&dir.path().join("orders"), true, &rows).await;
+    std::fs::write(
+        dir.path().join("days.csv"),
+        "order_id,customer,amount,currency,order_date\n1,C01,11.0,EUR,2026-09-01\n3,C03,30.0,EUR,2026-09-02\n4,C04,40.0,EUR,2026-09-03\n5,C05,50.0,EUR,2026-09-04\n",
+    )
+    .unwrap();
+    let text = crate::common::VALID_PLAN
+        .replace("../warehouse/orders_silver", "orders")
+        .replace("orders.csv", "days.csv")
+        .replace("start = 2026-03-01", "start = 2026-09-01")
+        .replace("end = 2026-03-31", "end = 2026-09-04")
+        .replace("every = \"month\"", "every = \"day\"\nparallel = 4")
+        .replace(
+            "SELECT order_id, amount, order_date FROM orders",
+            "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders",
+        );
+    write_plan(dir.path(), "days.toml", &text);
+    bf_in(dir.path()).args(["plan", "days.toml", "-q"]).assert().success();
+    let untouched_day = files_by_day(&target).await.get("2026-09-05").cloned();
+    let output = bf_in(dir.path()).args(["apply", "--auto-approve"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let entries = history(&target).await;
+    let mut slices: Vec<u64> = entries.iter().filter_map(|e| e.bf.get("slice")?.as_u64()).collect();
+    slices.sort();
+    assert_eq!(slices, [1, 2, 3, 4], "all four slices committed");
+    assert_eq!(count(&target, "SELECT count(*) FROM t").await, 5);
+    assert_eq!(count(&target, "SELECT CAST(SUM(amount) AS BIGINT) FROM t").await, 11 + 30 + 40 + 50 + 20);
+    assert_eq!(files_by_day(&target).await.get("2026-09-05").cloned(), untouched_day, "outside the window");
+}
+
+#[test]
+fn apply_asks_and_refuses_without_a_terminal() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    plan(root, "plans/march.toml");
+    let untouched = snapshot(&silver);
+    bf_in(root).arg("apply").assert().code(1).stderr(predicate::str::contains("pass --auto-approve"));
+    assert_eq!(snapshot(&silver), untouched);
+    // A plan file planned and applied in one go.
+    bf_in(root)
+        .args(["apply", "plans/correction-2026-09-15.toml", "--auto-approve"])
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("This plan cannot be applied"));
+    bf_in(root)
+        .args(["apply", "plans/september.toml", "--auto-approve", "-q"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("30 slices committed"));
+}
