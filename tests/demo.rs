@@ -1,5 +1,7 @@
 //! `bf demo` builds the seeds' shop: the numbers below are the seeds' numbers.
 
+use bf::deltalake::arrow::util::display::array_value_to_string;
+use bf::deltalake::datafusion::prelude::SessionContext;
 use predicates::prelude::*;
 
 use crate::common::{bf, count, open_table};
@@ -14,7 +16,9 @@ async fn demo_builds_the_shop_of_the_seeds() {
         .success()
         .stdout(predicate::str::contains("30 files, 130 orders (2001-2130)"))
         .stdout(predicate::str::contains("$ cd "))
-        .stdout(predicate::str::contains("Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue "));
+        .stdout(predicate::str::contains("Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue "))
+        .stdout(predicate::str::contains("ok 2026-03-01: 409 rows for the source's 409 (version 6)"))
+        .stdout(predicate::str::contains("orders_silver version 5 → 7."));
 
     // The walkthrough's plan is saved where `bf show` run in the shop finds it, and the shop's own
     // plans are valid there.
@@ -41,22 +45,24 @@ async fn demo_builds_the_shop_of_the_seeds() {
     assert_eq!(files, 30);
     assert_eq!(ids, (2001..=2130).collect::<Vec<_>>());
 
-    // orders_silver: January to April, March wrong (no EUR, 3 duplicates), five loads after the create.
+    // orders_silver as built (version 5): January to April, March wrong (no EUR, 3 duplicates), five
+    // loads after the create; then the walkthrough's backfill, a slice and a comment.
     let silver = shop.join("warehouse/orders_silver");
-    assert_eq!(open_table(&silver).await.version(), Some(5));
-    assert_eq!(count(&silver, "SELECT count(*) FROM t").await, 1586);
+    let built = bf::table::open(&bf::table::folder_url(&silver).unwrap(), Some(5)).await.unwrap();
+    let ctx = SessionContext::new();
+    ctx.register_table("t", built.table_provider().await.unwrap()).unwrap();
+    let at_build = async |sql: String| {
+        let batches = ctx.sql(&sql).await.unwrap().collect().await.unwrap();
+        array_value_to_string(batches[0].column(0), 0).unwrap()
+    };
     let march = "order_date BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'";
-    assert_eq!(count(&silver, &format!("SELECT count(*) FROM t WHERE {march}")).await, 412);
-    assert_eq!(count(&silver, &format!("SELECT count(DISTINCT order_id) FROM t WHERE {march}")).await, 409);
-    assert_eq!(
-        count(&silver, &format!("SELECT count(*) FROM t WHERE {march} AND currency = 'EUR'")).await,
-        0
-    );
-    assert!(
-        count(&silver, "SELECT count(*) FROM t WHERE order_date < DATE '2026-03-01' AND currency = 'EUR'")
-            .await
-            > 0
-    );
+    assert_eq!(at_build("SELECT count(*) FROM t".into()).await, "1586");
+    assert_eq!(at_build(format!("SELECT count(*) FROM t WHERE {march}")).await, "412");
+    assert_eq!(at_build(format!("SELECT count(DISTINCT order_id) FROM t WHERE {march}")).await, "409");
+    assert_eq!(at_build(format!("SELECT count(*) FROM t WHERE {march} AND currency = 'EUR'")).await, "0");
+    assert_eq!(open_table(&silver).await.version(), Some(7));
+    assert_eq!(count(&silver, &format!("SELECT count(*) FROM t WHERE {march}")).await, 409);
+    assert_eq!(count(&silver, "SELECT count(*) FROM t").await, 1583);
 
     // The corrected March has one line per order.
     let corrected = std::fs::read_to_string(shop.join("landing/orders_march.csv")).unwrap();

@@ -5,17 +5,18 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use bf::apply::{Apply, Silent};
 use bf::plan_file;
 use bf::rehearsal::{self, Quiet};
 use bf::shop::Shop;
 
 use crate::render::plan::{Format, render};
 
-/// Build the example shop and rehearse seed 002's March reload on it.
+/// Build the example shop, then rehearse and apply seed 002's March reload on it.
 ///
 /// The shop: September's till files, a silver orders table whose March has the wrong currency, an
 /// empty daily table, and the bundled plans (in `DIR/plans`, pointing at the shop). The walkthrough
-/// runs `bf plan plans/march.toml` in DIR and saves the plan in `DIR/.bf`.
+/// runs `bf plan plans/march.toml` and `bf apply` in DIR (the plan is saved in `DIR/.bf`).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Folder to build the shop in; it must not hold a shop yet. The repository's `plans/` expect
@@ -62,12 +63,36 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         out,
         "\nThe real orders_silver did not change: the rehearsal ran on a shallow clone beside it."
     )?;
-    writeln!(out, "Next, in {dir}:")?;
-    writeln!(out, "  bf show --format markdown          the plan as a pull-request comment")?;
+
+    writeln!(out, "\n$ bf apply --auto-approve\n")?;
+    let report = Apply::new(&plan).execute(&Silent).await.context("applying plans/march.toml")?;
+    for slice in &report.slices {
+        writeln!(
+            out,
+            "ok {}: {} rows for the source's {} (version {})",
+            slice.first,
+            slice.rows.unwrap_or(0),
+            slice.source_rows.unwrap_or(0),
+            slice.version.unwrap_or(0)
+        )?;
+    }
     writeln!(
         out,
-        "  bf slices plans/september.toml     seed 000: 30 runs, one per day, dated the day after"
+        "Applied backfill {}: orders_silver version {} → {}.",
+        report.backfill_id, report.pre_version, report.post_version
     )?;
+    if let Some(comment) = &report.comment {
+        writeln!(out, "Table comment: {comment}")?;
+    }
+    writeln!(
+        out,
+        "Every slice commit records bf.pre_version = {}: the version to go back to.",
+        report.pre_version
+    )?;
+
+    writeln!(out, "\nNext, in {dir} (seed 000):")?;
+    writeln!(out, "  bf slices plans/september.toml     30 runs, one per day, dated the day after")?;
     writeln!(out, "  bf plan plans/september.toml       rehearse September into the empty orders_daily")?;
+    writeln!(out, "  bf apply --auto-approve            apply it; run it again after a crash to resume")?;
     Ok(ExitCode::SUCCESS)
 }
