@@ -23,6 +23,7 @@ use deltalake::{DeltaTable, DeltaTableError};
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
+use crate::change_log;
 use crate::ledger::{self, Backfill, Entry};
 use crate::plan::{self, Plan};
 use crate::plan_file::{self, PlanFile, WriteMode};
@@ -82,6 +83,8 @@ pub struct ApplyReport {
     pub post_version: u64,
     pub slices: Vec<SliceOutcome>,
     pub comment: Option<String>,
+    /// The change log table the backfill was recorded in, if the plan names one.
+    pub log_table: Option<String>,
 }
 
 /// Told about each slice as it lands.
@@ -111,11 +114,12 @@ impl<'a> Apply<'a> {
     }
 
     pub async fn execute(self, progress: &dyn ApplyProgress) -> Result<ApplyReport, ApplyError> {
+        let started_at = chrono::Utc::now();
         let plan = self.plan;
         // The plan as reviewed, read from the saved text (the file on disk was checked to match).
         let document = plan_file::parse(Path::new(&plan.plan_file.path), plan.plan_file.text.clone())
             .map_err(|e| ApplyError::Stale(format!("the saved plan's text no longer parses:\n{e}")))?;
-        let url = url::Url::parse(&plan.target.uri).map_err(|e| ApplyError::Delta(e.to_string()))?;
+        let url = url_of(plan)?;
         let mut target = table::open(&url, None).await?;
         let since = ledger::commits_after(&target, plan.target.pre_version).await?;
         check_stale(plan, &since)?;
@@ -180,6 +184,23 @@ impl<'a> Apply<'a> {
                 .with_commit_properties(backfill.comment_commit())
                 .await?;
         }
+        let mut log_table = None;
+        if let Some(written) = &spec.record.log_table {
+            let url = table::table_url(&document.resolve(written))?;
+            let row = change_log::LogRow {
+                backfill_id: backfill.backfill_id.clone(),
+                table: display_url(&url_of(plan)?),
+                plan: plan.clone(),
+                post_version: target.version().unwrap_or(0),
+                started_at,
+                finished_at: chrono::Utc::now(),
+                user: std::env::var("USER")
+                    .or_else(|_| std::env::var("USERNAME"))
+                    .unwrap_or_else(|_| "unknown".into()),
+            };
+            change_log::record(&url, &row).await?;
+            log_table = Some(display_url(&url));
+        }
         outcomes.sort_by_key(|o| o.index);
         Ok(ApplyReport {
             backfill_id: backfill.backfill_id,
@@ -188,8 +209,14 @@ impl<'a> Apply<'a> {
             post_version: target.version().unwrap_or(0),
             slices: outcomes,
             comment: Some(comment),
+            log_table,
         })
     }
+}
+
+fn url_of(plan: &Plan) -> Result<url::Url, ApplyError> {
+    url::Url::parse(&plan.target.uri)
+        .map_err(|e| ApplyError::Delta(format!("the saved plan's target URI: {e}")))
 }
 
 /// What writing one slice needs, borrowed for the length of an apply.

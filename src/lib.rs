@@ -9,11 +9,13 @@
 //! 6. [`slice_writer`] with [`predicate`]: the one way bf writes a slice — one commit.
 //! 7. [`diff`] and [`checks`]: before vs after, row changes, checks, guards.
 //! 8. [`plan`]: the saved plan, the value `bf apply` will apply.
-//! 9. [`apply`] with [`ledger`]: the slices committed to the real table, each recorded in it.
+//! 9. [`apply`] with [`ledger`]: the slices committed to the real table, each recorded in it, and
+//!    [`change_log`]: one row per finished backfill in a log table.
 //!
 //! [`shop`] builds the example shop the demo and the tests run on.
 
 pub mod apply;
+pub mod change_log;
 pub mod checks;
 pub mod diff;
 pub mod ledger;

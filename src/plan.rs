@@ -51,6 +51,8 @@ pub struct Plan {
     pub guards: Vec<GuardResult>,
     /// Why the plan cannot be applied; empty when it can.
     pub problems: Vec<String>,
+    /// What a reviewer should know before applying, e.g. a retention shorter than `keep_undo_for`.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -133,6 +133,11 @@ async fn seed_002_march_applied_recorded_and_commented() {
     plan(root, "plans/march.toml");
     let saved: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    assert_eq!(
+        saved["warnings"],
+        serde_json::json!([]),
+        "the default retention covers the default 7 days of undo"
+    );
     let output = apply(root);
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     let table = open_table(&silver).await;
@@ -160,6 +165,55 @@ async fn seed_002_march_applied_recorded_and_commented() {
     assert_eq!(count(&silver, "SELECT count(*) FROM t WHERE currency = 'EUR' AND order_date >= DATE '2026-03-01' AND order_date <= DATE '2026-03-31'").await as u64,
         saved["slices"][0]["changes"]["changed"].as_u64().unwrap());
     assert_eq!(rows_where(&silver, outside).await, outside_rows);
+
+    // The change log got one row, and a second apply (nothing left to do) does not add another.
+    let log = root.join("bf-demo/warehouse/backfill_log");
+    let row = rows_where(&log, "true").await;
+    assert_eq!(row.len(), 1);
+    let fields: Vec<&str> = row[0].split('|').collect();
+    assert_eq!(
+        &fields[..10],
+        [
+            saved["id"].as_str().unwrap(),
+            &bf::table::display_url(&url::Url::parse(saved["target"]["uri"].as_str().unwrap()).unwrap()),
+            "2026-03-01",
+            "2026-03-31",
+            saved["reason"].as_str().unwrap(),
+            "5",
+            "7",
+            "1",
+            "412",
+            "409"
+        ]
+    );
+    assert!(apply(root).status.success());
+    assert_eq!(rows_where(&log, "true").await.len(), 1);
+    assert_eq!(open_table(&silver).await.version(), Some(7), "nothing left to apply, nothing committed");
+}
+
+#[test]
+fn a_retention_shorter_than_the_undo_is_warned_about() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let march = std::fs::read_to_string(root.join("plans/march.toml")).unwrap();
+    write_plan(
+        &root.join("plans"),
+        "long_undo.toml",
+        &march.replace("[record]", "[record]\nkeep_undo_for = \"60 days\""),
+    );
+    bf_in(root)
+        .args(["plan", "plans/long_undo.toml"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "Warning: delta.logRetentionDuration is 30.0 days, less than [record] keep_undo_for = 60 days",
+        ))
+        .stdout(predicate::str::contains("Warning: delta.deletedFileRetentionDuration is 7.0 days"));
+    bf_in(root)
+        .args(["apply", "--auto-approve"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("Warning: delta.logRetentionDuration"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -92,6 +92,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
         return Ok(ExitCode::FAILURE);
     }
+    for warning in &plan.warnings {
+        eprintln!("Warning: {warning}");
+    }
     if !args.auto_approve && !confirm(&plan)? {
         eprintln!("Apply cancelled; nothing was written.");
         return Ok(ExitCode::FAILURE);
@@ -130,6 +133,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     )?;
     if let Some(comment) = &report.comment {
         writeln!(out, "Table comment: {comment}")?;
+    }
+    if let Some(log) = &report.log_table {
+        writeln!(out, "Recorded in the change log {log}.")?;
     }
     writeln!(
         out,

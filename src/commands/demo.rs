@@ -23,6 +23,9 @@ pub struct Args {
     /// `bf-demo` beside them, which is where `bf demo` run from the repository puts it.
     #[arg(value_name = "DIR", default_value = "bf-demo")]
     dir: PathBuf,
+    /// Only build the shop; skip the walkthrough, to try the verbs by hand on untouched tables.
+    #[arg(long)]
+    shop_only: bool,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -50,6 +53,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     )?;
     writeln!(out, "  warehouse/orders_daily        empty: its daily job starts in October")?;
     writeln!(out, "  plans/                        march.toml, september.toml, correction-2026-09-15.toml")?;
+    if args.shop_only {
+        writeln!(out, "\nNext, in {dir}: bf plan plans/march.toml")?;
+        return Ok(ExitCode::SUCCESS);
+    }
 
     writeln!(out, "\n$ cd {dir} && bf plan plans/march.toml\n")?;
     let document = plan_file::load(&shop.plans().join("march.toml"))?;

@@ -280,6 +280,43 @@ pub struct Record {
     /// `{backfill_id}`. Cut to 4000 characters, the most a Delta table comment holds.
     #[serde(default = "default_comment")]
     pub comment: String,
+    /// How long the undo must stay possible, e.g. `"7 days"` (the default). `bf plan` warns when the
+    /// table keeps removed files (`delta.deletedFileRetentionDuration`) or its log
+    /// (`delta.logRetentionDuration`) for less: once VACUUM runs past it, a rollback is impossible.
+    #[serde(default = "default_keep_undo_for")]
+    pub keep_undo_for: DayCount,
+    /// A Delta table (a path relative to this plan, or a URI) that gets one row per finished
+    /// backfill: id, table, window, reason, versions, metrics before and after, times, user. Created
+    /// on first use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_table: Option<String>,
+}
+
+/// A whole number of days, written `"7 days"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct DayCount(pub u32);
+
+impl TryFrom<String> for DayCount {
+    type Error = String;
+    fn try_from(text: String) -> Result<Self, String> {
+        match text.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [n, "day" | "days"] => {
+                n.parse().map(DayCount).map_err(|_| format!("`{n}` is not a whole number of days"))
+            }
+            _ => Err(format!("`{text}` is not a number of days: write e.g. \"7 days\"")),
+        }
+    }
+}
+
+impl From<DayCount> for String {
+    fn from(days: DayCount) -> String {
+        format!("{} day{}", days.0, if days.0 == 1 { "" } else { "s" })
+    }
+}
+
+const fn default_keep_undo_for() -> DayCount {
+    DayCount(7)
 }
 
 /// The placeholders a comment template may use.
@@ -291,7 +328,7 @@ fn default_comment() -> String {
 
 impl Default for Record {
     fn default() -> Self {
-        Record { comment: default_comment() }
+        Record { comment: default_comment(), keep_undo_for: default_keep_undo_for(), log_table: None }
     }
 }
 

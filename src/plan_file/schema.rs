@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 
-use super::{PlanDate, PlanFile};
+use super::{DayCount, PlanDate, PlanFile};
 use crate::window::{Cadence, RunOffset};
 
 /// The plan file's JSON Schema, as committed in `schema/plan.schema.json` (with a final newline).
@@ -59,6 +59,20 @@ impl JsonSchema for RunOffset {
             "type": "string",
             "pattern": "^-?[0-9]+ days?$",
             "default": "0 days"
+        })
+    }
+}
+
+impl JsonSchema for DayCount {
+    fn schema_name() -> Cow<'static, str> {
+        "DayCount".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A whole number of days, e.g. \"7 days\".",
+            "type": "string",
+            "pattern": "^[0-9]+ days?$"
         })
     }
 }

@@ -227,6 +227,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
             .map_err(query_error("the [diff] by breakdown"))?
     };
     let guards = checks::run_guards(&spec.guards, &total.before, &total.after);
+    let warnings = retention_warnings(&target, spec.record.keep_undo_for.0)?;
 
     let mut problems = Vec::new();
     if !outside_window.unchanged {
@@ -279,7 +280,39 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         checks: check_results,
         guards,
         problems,
+        warnings,
     })
+}
+
+/// Warnings for retention settings shorter than the undo must last: VACUUM past them deletes the
+/// files a rollback to the pre-version needs.
+fn retention_warnings(target: &deltalake::DeltaTable, keep_days: u32) -> Result<Vec<String>, RehearsalError> {
+    use deltalake::table::config::TablePropertiesExt;
+    let keep = std::time::Duration::from_secs(u64::from(keep_days) * 86_400);
+    let snapshot = target.snapshot().map_err(|e| RehearsalError::Refused(e.to_string()))?;
+    let config = snapshot.table_config();
+    let settings = [
+        (
+            "delta.deletedFileRetentionDuration",
+            "VACUUM may delete the files it needs",
+            config.deleted_file_retention_duration(),
+        ),
+        (
+            "delta.logRetentionDuration",
+            "log cleanup may delete its versions",
+            config.log_retention_duration(),
+        ),
+    ];
+    Ok(settings
+        .into_iter()
+        .filter(|(_, _, kept)| *kept < keep)
+        .map(|(name, risk, kept)| {
+            format!(
+                "{name} is {:.1} days, less than [record] keep_undo_for = {keep_days} days: after that, {risk} and this backfill cannot be rolled back",
+                kept.as_secs_f64() / 86_400.0
+            )
+        })
+        .collect())
 }
 
 /// The rehearsal's location: the plan's `[rehearsal] table`, or `<target>__rehearsal` beside it.

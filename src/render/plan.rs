@@ -217,6 +217,9 @@ fn text(plan: &Plan) -> String {
             let _ = writeln!(w, "  {mark} {:<width$}  {}", guard.name, guard.detail);
         }
     }
+    for warning in &plan.warnings {
+        let _ = writeln!(w, "\nWarning: {warning}");
+    }
     let _ = writeln!(w, "\n{}", summary(plan));
     if !plan.appliable() {
         let _ = writeln!(w, "This plan cannot be applied:");

@@ -86,11 +86,11 @@ pub fn snapshot(dir: &Path) -> std::collections::BTreeMap<PathBuf, u64> {
     files
 }
 
-/// A folder holding `bf-demo/` (the example shop) and `plans/` (the repository's plans), as the
-/// repository looks after `cargo run -- demo`. bf runs in it, so `.bf/` lands there too.
+/// A folder holding `bf-demo/` (the example shop, untouched: `--shop-only`) and `plans/` (the
+/// repository's plans), as the repository looks after `cargo run -- demo --shop-only`. bf runs in it, so `.bf/` lands there too.
 pub fn demo_workspace() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("a temp dir");
-    bf().arg("demo").arg(dir.path().join("bf-demo")).assert().success();
+    bf().args(["demo", "--shop-only"]).arg(dir.path().join("bf-demo")).assert().success();
     std::fs::create_dir(dir.path().join("plans")).unwrap();
     for entry in std::fs::read_dir(repo("plans")).unwrap() {
         let path = entry.unwrap().path();
