@@ -37,6 +37,11 @@ use crate::window::Slice;
 /// `before-slice:N`, `after-commit:N`, `before-comment`. For crash tests of resumability.
 pub const FAULT_ENV: &str = "BF_FAULT";
 
+/// Environment variable naming a file: before writing slice N (`BF_PAUSE_SLICE=N`), bf creates it
+/// and waits until it is removed. For tests of other writers committing while a slice is written.
+pub const PAUSE_FILE_ENV: &str = "BF_PAUSE_FILE";
+pub const PAUSE_SLICE_ENV: &str = "BF_PAUSE_SLICE";
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
     #[error("the saved plan is stale:\n{0}")]
@@ -51,6 +56,11 @@ pub enum ApplyError {
         "slice {slice} ({first}): the table holds {found} rows of it after the commit, but the source produced {expected}"
     )]
     Verify { slice: usize, first: String, expected: u64, found: u64 },
+    #[error(
+        "slice {slice} ({first}) conflicts with another writer's commit ({kind}), so it was not written:\n{commits}\n\
+         The slices committed before it stay recorded. Run `bf plan` again to plan against the new version."
+    )]
+    Conflict { slice: usize, first: String, kind: String, commits: String },
     #[error("{0}")]
     Delta(String),
 }
@@ -229,7 +239,8 @@ struct SliceRun<'r> {
 }
 
 impl SliceRun<'_> {
-    /// Source query, one commit, verification.
+    /// Source query, one commit, verification. Another writer's commit that does not touch the
+    /// slice's rows is rebased over by deltalake (bounded retries); one that does stops the apply.
     async fn apply(
         &self,
         slice: &Slice,
@@ -237,7 +248,15 @@ impl SliceRun<'_> {
     ) -> Result<(DeltaTable, SliceOutcome), ApplyError> {
         fault(&format!("before-slice:{}", slice.index));
         let rows = self.source.for_slice(slice).await?;
-        let table = self.writer.write(table, slice, &rows, self.backfill.slice_commit(slice)).await?;
+        pause_before(slice.index);
+        let read_version = table.version().unwrap_or(0);
+        let url = table.table_url().clone();
+        let table = match self.writer.write(table, slice, &rows, self.backfill.slice_commit(slice)).await {
+            Ok(table) => table,
+            Err(error) => {
+                return Err(conflict_or(error, slice, &url, read_version, &self.backfill.backfill_id).await);
+            }
+        };
         fault(&format!("after-commit:{}", slice.index));
         let found = verify(&table, self.spec.write.mode, &self.spec.target.date_column, slice, &rows).await?;
         let outcome = SliceOutcome {
@@ -378,6 +397,59 @@ pub fn comment_text(template: &str, backfill: &Backfill, today: chrono::NaiveDat
         .replace("{date}", &today.to_string())
         .replace("{backfill_id}", &backfill.backfill_id);
     text.chars().take(4000).collect()
+}
+
+/// Turns a write that lost a commit race into an error naming the commits it lost to.
+async fn conflict_or(
+    error: crate::slice_writer::WriteError,
+    slice: &Slice,
+    url: &url::Url,
+    read_version: u64,
+    backfill_id: &str,
+) -> ApplyError {
+    let kind = match error.source.as_ref() {
+        DeltaTableError::Transaction {
+            source: deltalake::kernel::transaction::TransactionError::CommitConflict(conflict),
+        } => conflict.to_string(),
+        _ => return ApplyError::Write(error),
+    };
+    let commits = match table::open(url, None).await {
+        Ok(table) => ledger::commits_after(&table, read_version)
+            .await
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e.bf.get("backfill_id").and_then(|v| v.as_str()) != Some(backfill_id))
+            .map(|e| {
+                format!(
+                    "  - version {}: {}{}",
+                    e.version,
+                    e.operation,
+                    e.predicate.map(|p| format!(" ({p})")).unwrap_or_default()
+                )
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Err(e) => format!("  (the table's new commits cannot be listed: {e})"),
+    };
+    ApplyError::Conflict { slice: slice.index, first: slice.first.to_string(), kind, commits }
+}
+
+/// Waits while the pause file of `BF_PAUSE_FILE` exists, when `BF_PAUSE_SLICE` names this slice.
+fn pause_before(index: usize) {
+    let (Ok(file), Ok(wanted)) = (std::env::var(PAUSE_FILE_ENV), std::env::var(PAUSE_SLICE_ENV)) else {
+        return;
+    };
+    if wanted != index.to_string() {
+        return;
+    }
+    let file = Path::new(&file);
+    if std::fs::write(file, b"paused").is_err() {
+        return;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while file.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
 }
 
 /// Aborts the process at a named point when `BF_FAULT` names it: a crash exactly there.

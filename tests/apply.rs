@@ -429,3 +429,92 @@ fn apply_asks_and_refuses_without_a_terminal() {
         .success()
         .stdout(predicate::str::contains("30 slices committed"));
 }
+
+/// Starts `bf apply` paused before writing `slice`, runs `other_writer` while it waits, lets it go on.
+async fn apply_with_other_writer<F: std::future::Future<Output = ()>>(
+    root: &Path,
+    slice: usize,
+    other_writer: F,
+) -> Output {
+    let pause = root.join("paused");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+        .args(["apply", "--auto-approve"])
+        .current_dir(root)
+        .env(bf::apply::PAUSE_FILE_ENV, &pause)
+        .env(bf::apply::PAUSE_SLICE_ENV, slice.to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !pause.exists() {
+        assert!(std::time::Instant::now() < deadline, "bf never reached slice {slice}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    other_writer.await;
+    std::fs::remove_file(&pause).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+async fn append_daily(daily: &Path, id: i64, day: &str) {
+    use std::sync::Arc;
+
+    use bf::deltalake::arrow::array::{
+        ArrayRef, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray,
+    };
+    use bf::deltalake::arrow::datatypes::{DataType, Date32Type, Field, Schema};
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(vec![id])),
+        Arc::new(StringArray::from(vec!["C99"])),
+        Arc::new(Float64Array::from(vec![1.0])),
+        Arc::new(Date32Array::from(vec![Date32Type::from_naive_date(day.parse().unwrap())])),
+    ];
+    let schema = Schema::new(vec![
+        Field::new("order_id", DataType::Int64, true),
+        Field::new("customer", DataType::Utf8, true),
+        Field::new("amount", DataType::Float64, true),
+        Field::new("order_date", DataType::Date32, true),
+    ]);
+    let batch = RecordBatch::try_new(Arc::new(schema), columns).unwrap();
+    open_table(daily).await.write(vec![batch]).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_writer_outside_the_window_lands_beside_the_backfill() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    plan(root, "plans/september.toml");
+    let output = apply_with_other_writer(root, 5, append_daily(&daily, 9001, "2026-10-01")).await;
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        count(&daily, "SELECT count(*) FROM t").await,
+        131,
+        "130 backfilled and the other writer's order"
+    );
+    assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_id = 9001").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_writer_inside_the_window_stops_the_apply_cleanly() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    plan(root, "plans/september.toml");
+    let output = apply_with_other_writer(root, 5, append_daily(&daily, 9002, "2026-09-05")).await;
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("slice 5 (2026-09-05) conflicts with another writer's commit"), "{stderr}");
+    assert!(stderr.contains("version 5: WRITE"), "{stderr}");
+    // Slices 1-4 stay, the other writer's row stays, nothing of slice 5 was written.
+    let slices: Vec<u64> = history(&daily).await.iter().filter_map(|e| e.bf.get("slice")?.as_u64()).collect();
+    assert_eq!(slices, [1, 2, 3, 4]);
+    assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_date = DATE '2026-09-05'").await, 1);
+    assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_id = 9002").await, 1);
+    // Applying the old plan again is refused as stale: someone else wrote since it was made.
+    bf_in(root)
+        .args(["apply", "--auto-approve"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("version 5: WRITE"));
+}
