@@ -518,3 +518,25 @@ async fn another_writer_inside_the_window_stops_the_apply_cleanly() {
         .code(1)
         .stderr(predicate::str::contains("version 5: WRITE"));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rerun_all_applies_every_slice_again_under_a_new_backfill_id() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    plan(root, "plans/september.toml");
+    assert!(apply(root).status.success());
+    let first = rows_where(&daily, "true").await;
+    let output = bf_in(root).args(["apply", "--auto-approve", "--rerun", "all", "--json"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    assert_eq!(report["backfill_id"], format!("{}-r2", saved["id"].as_str().unwrap()));
+    assert_eq!(report["pre_version"], 0);
+    assert_eq!(report["post_version"], 62, "31 commits of the first run, 31 of the rerun");
+    let slices = report["slices"].as_array().unwrap();
+    assert_eq!(slices.len(), 30);
+    assert!(slices.iter().all(|s| s["status"] == "committed"));
+    assert_eq!(rows_where(&daily, "true").await, first, "replacing a day with the same rows changes nothing");
+}

@@ -8,6 +8,7 @@ use bf::apply::{Apply, ApplyProgress, SliceOutcome};
 use bf::plan::Plan;
 use bf::plan_file;
 use bf::rehearsal::{self, Quiet};
+use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::render::plan::{Format, render, summary};
 
@@ -39,8 +40,31 @@ pub struct Args {
     quiet: bool,
 }
 
+/// One line per slice on stderr ("ok 2026-09-15: 4 rows for the source's 4, 0 missing"), under a
+/// progress bar when stderr is a terminal.
 struct Lines {
     quiet: bool,
+    bar: Option<ProgressBar>,
+}
+
+impl Lines {
+    fn new(quiet: bool, slices: usize) -> Lines {
+        let bar = (!quiet && std::io::stderr().is_terminal()).then(|| {
+            let bar = ProgressBar::new(slices as u64);
+            bar.set_style(
+                ProgressStyle::with_template("applying slice {pos}/{len} {wide_bar} {elapsed}")
+                    .expect("a valid template"),
+            );
+            bar
+        });
+        Lines { quiet, bar }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
 }
 
 impl ApplyProgress for Lines {
@@ -48,14 +72,21 @@ impl ApplyProgress for Lines {
         if self.quiet {
             return;
         }
-        match (outcome.status.as_str(), outcome.rows, outcome.source_rows) {
-            ("committed", Some(rows), Some(source)) => eprintln!(
+        let line = match (outcome.status.as_str(), outcome.rows, outcome.source_rows) {
+            ("committed", Some(rows), Some(source)) => format!(
                 "ok {}: {rows} rows for the source's {source}, {} missing (version {})",
                 outcome.first,
                 source.saturating_sub(rows),
                 outcome.version.unwrap_or(0)
             ),
-            _ => eprintln!("skip {}: committed by an earlier run", outcome.first),
+            _ => format!("skip {}: committed by an earlier run", outcome.first),
+        };
+        match &self.bar {
+            Some(bar) => {
+                bar.println(line);
+                bar.inc(1);
+            }
+            None => eprintln!("{line}"),
         }
     }
 }
@@ -99,10 +130,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         eprintln!("Apply cancelled; nothing was written.");
         return Ok(ExitCode::FAILURE);
     }
-    let outcome = Apply::new(&plan)
-        .with_rerun(args.rerun.is_some())
-        .execute(&Lines { quiet: args.quiet || args.json })
-        .await;
+    let lines = Lines::new(args.quiet || args.json, plan.slices.len());
+    let outcome = Apply::new(&plan).with_rerun(args.rerun.is_some()).execute(&lines).await;
+    lines.finish();
     let report = match outcome {
         Ok(report) => report,
         Err(error) => {
