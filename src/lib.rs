@@ -5,7 +5,7 @@
 //! 2. [`window`]: the window and the slices it is cut into; one slice is one run and one commit.
 //! 3. [`table`]: opening the target and the facts later steps rely on (version, date column).
 //! 4. [`source`]: where a slice's corrected rows come from; plan SQL is read-only.
-//! 5. [`rehearsal`]: a shallow clone of the target, every slice written into it.
+//! 5. [`rehearsal`]: a [`clone`] of the target (shallow), every slice written into it.
 //! 6. [`slice_writer`] with [`predicate`]: the one way bf writes a slice — one commit.
 //! 7. [`diff`] and [`checks`]: before vs after, row changes, checks, guards.
 //! 8. [`plan`]: the saved plan, the value `bf apply` will apply.
@@ -17,6 +17,7 @@
 pub mod apply;
 pub mod change_log;
 pub mod checks;
+pub mod clone;
 pub mod diff;
 pub mod ledger;
 pub mod plan;

@@ -12,9 +12,9 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::checks::{CheckResult, GuardResult};
+use crate::clone::CloneMetrics;
 use crate::diff::{BreakdownRow, Measures, RowChanges};
 use crate::plan_file::WriteMode;
-use crate::rehearsal::clone::CloneMetrics;
 use crate::source::run::SourceCounts;
 use crate::window::Window;
 

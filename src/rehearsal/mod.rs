@@ -2,7 +2,7 @@
 //!
 //! 1. Open the target at its latest version — the pre-version the plan is made against — and check
 //!    the date column and the slicing (parallel slices need a table partitioned by that column).
-//! 2. Shallow-clone it into the rehearsal table ([`clone`]), localizing the window's files when the
+//! 2. Shallow-clone it into the rehearsal table ([`crate::clone`]), localizing the window's files when the
 //!    table is not partitioned by the date column.
 //! 3. Run every slice through the [`SliceWriter`] that `bf apply` uses, into the rehearsal: source
 //!    query for the slice, one commit per slice.
@@ -11,8 +11,6 @@
 //!    and everything outside the window, which must not have moved.
 //! 5. Run the checks on each rehearsed slice, the reconcile, and the guards.
 //! 6. Return the [`Plan`]: data to save, show and later apply. The target is only ever read.
-
-pub mod clone;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,6 +22,7 @@ use serde_json::json;
 use url::Url;
 
 use crate::checks::{self, CheckResult};
+use crate::clone::{self, ShallowClone};
 use crate::diff::{Comparison, Side};
 use crate::plan::{
     self, BeforeAfter, InputFingerprint, OutsideWindow, PLAN_FORMAT, Plan, PlanFileRecord, RehearsalRecord,
@@ -34,7 +33,6 @@ use crate::predicate::{slice_predicate, slice_predicate_sql, window_predicate};
 use crate::slice_writer::SliceWriter;
 use crate::source::run::{SliceSource, Source};
 use crate::table::{self, TableError, display_url};
-use clone::ShallowClone;
 
 /// Told about each step, so a terminal can show progress; the library prints nothing itself.
 pub trait Progress {
