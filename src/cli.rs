@@ -2,7 +2,7 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{apply, demo, plan, schema, show, slices, validate};
+use crate::commands::{apply, clean, demo, history, plan, rollback, schema, show, slices, status, validate};
 
 /// Backfills of Delta Lake tables as a reviewed, rehearsed and reversible change.
 ///
@@ -23,6 +23,10 @@ pub enum Command {
     Plan(plan::Args),
     Show(show::Args),
     Apply(apply::Args),
+    Rollback(rollback::Args),
+    History(history::Args),
+    Status(status::Args),
+    Clean(clean::Args),
     Schema(schema::Args),
     Demo(demo::Args),
 }

@@ -243,7 +243,7 @@ fn file_url(root: &Url, relative: &str) -> Url {
 
 /// Whether a file may hold rows of `window`: decided from its partition value, else its statistics;
 /// a file without either may hold anything.
-fn overlaps(
+pub(crate) fn overlaps(
     window: &Window,
     column: &str,
     partition_values: &HashMap<String, Option<String>>,

@@ -45,6 +45,8 @@ pub struct Entry {
     pub timestamp: Option<i64>,
     pub operation: String,
     pub predicate: Option<String>,
+    /// Rows the commit wrote, from its operation metrics (delta-rs or Spark names).
+    pub rows_written: Option<u64>,
     /// bf's keys without the `bf.` prefix; empty for other writers' commits.
     pub bf: HashMap<String, Value>,
 }
@@ -105,6 +107,35 @@ impl Backfill {
     }
 }
 
+impl Recorded {
+    /// The app id of a window-only rollback's slice transaction.
+    pub fn rollback_app_id(&self, slice: u64) -> String {
+        format!("bf-rollback:{}:{slice}", self.backfill_id)
+    }
+
+    /// The commit properties of a rollback commit: which backfill it undoes and why it was done.
+    pub fn rollback_commit(&self, slice: Option<(u64, NaiveDate, NaiveDate)>) -> CommitProperties {
+        let mut keys = vec![
+            ("rollback_of".to_owned(), json!(self.backfill_id)),
+            ("pre_version".to_owned(), json!(self.pre_version)),
+            ("reason".to_owned(), json!(self.reason)),
+        ];
+        let properties = match slice {
+            Some((index, first, last)) => {
+                keys.extend([
+                    ("rollback_slice".to_owned(), json!(index)),
+                    ("slice_first".to_owned(), json!(first)),
+                    ("slice_last".to_owned(), json!(last)),
+                ]);
+                CommitProperties::default()
+                    .with_application_transaction(Transaction::new(self.rollback_app_id(index), index as i64))
+            }
+            None => CommitProperties::default(),
+        };
+        with_keys(properties, keys)
+    }
+}
+
 /// `bf.<key>` entries and a `userMetadata` JSON string holding them all.
 fn with_keys(properties: CommitProperties, keys: Vec<(String, Value)>) -> CommitProperties {
     let user_metadata: serde_json::Map<String, Value> =
@@ -115,16 +146,88 @@ fn with_keys(properties: CommitProperties, keys: Vec<(String, Value)>) -> Commit
     properties.with_metadata(metadata)
 }
 
-/// The table's commits after `after_version`, oldest first, with versions (delta-rs's history has
-/// none: they are derived from the newest version downwards).
+/// A backfill as the table's history records it: found there alone, without `.bf/`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Recorded {
+    pub backfill_id: String,
+    pub plan_id: Option<String>,
+    pub pre_version: u64,
+    pub reason: String,
+    /// The slices its commits wrote: (slice number, first day, last day, version).
+    pub slices: Vec<(u64, NaiveDate, NaiveDate, u64)>,
+    /// Versions of all its commits (slices and comment).
+    pub versions: Vec<u64>,
+}
+
+/// Reads backfill `backfill_id` from the table's history; `None` when no commit names it.
+pub async fn find_backfill(
+    table: &DeltaTable,
+    backfill_id: &str,
+) -> Result<Option<Recorded>, DeltaTableError> {
+    let entries = commits_after(table, 0).await?;
+    let ours: Vec<&Entry> = entries
+        .iter()
+        .filter(|e| e.bf.get("backfill_id").and_then(Value::as_str) == Some(backfill_id))
+        .collect();
+    let Some(first) = ours.first() else { return Ok(None) };
+    let text = |e: &Entry, k: &str| e.bf.get(k).and_then(Value::as_str).map(str::to_owned);
+    Ok(Some(Recorded {
+        backfill_id: backfill_id.to_owned(),
+        plan_id: text(first, "plan_id"),
+        pre_version: first.bf.get("pre_version").and_then(Value::as_u64).unwrap_or(0),
+        reason: text(first, "reason").unwrap_or_default(),
+        slices: ours
+            .iter()
+            .filter_map(|e| {
+                let (first, last) = e.slice_bounds()?;
+                Some((e.bf.get("slice")?.as_u64()?, first, last, e.version))
+            })
+            .collect(),
+        versions: ours.iter().map(|e| e.version).collect(),
+    }))
+}
+
+/// The backfill ids a plan's applies recorded, oldest first.
+pub async fn backfills_of_plan(table: &DeltaTable, plan_id: &str) -> Result<Vec<String>, DeltaTableError> {
+    let mut ids: Vec<String> = Vec::new();
+    for entry in commits_after(table, 0).await? {
+        if entry.bf.get("plan_id").and_then(Value::as_str) == Some(plan_id)
+            && let Some(id) = entry.bf.get("backfill_id").and_then(Value::as_str)
+            && !ids.iter().any(|known| known == id)
+        {
+            ids.push(id.to_owned());
+        }
+    }
+    Ok(ids)
+}
+
+/// The data files a commit added, with their partition values and statistics, read from its log entry.
+pub async fn added_files(table: &DeltaTable, version: u64) -> Result<Vec<Value>, DeltaTableError> {
+    let Some(bytes) = table.log_store().read_commit_entry(version as _).await? else { return Ok(Vec::new()) };
+    Ok(String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok()?.get("add").cloned())
+        .collect())
+}
+
+/// The table's commits after `after_version`, oldest first.
 pub async fn commits_after(table: &DeltaTable, after_version: u64) -> Result<Vec<Entry>, DeltaTableError> {
     let latest = table.version().unwrap_or(0);
     if latest <= after_version {
         return Ok(Vec::new());
     }
-    let wanted = (latest - after_version) as usize;
-    let infos: Vec<_> = table.history(Some(wanted)).try_collect().await?;
-    let mut entries: Vec<Entry> = infos
+    let mut entries = history(table, Some((latest - after_version) as usize)).await?;
+    entries.reverse();
+    Ok(entries)
+}
+
+/// The table's last `limit` commits (all without a limit), newest first, with versions: delta-rs's
+/// history has none, so they are counted down from the latest (every commit delta-rs and Spark
+/// write carries a commitInfo).
+pub async fn history(table: &DeltaTable, limit: Option<usize>) -> Result<Vec<Entry>, DeltaTableError> {
+    let latest = table.version().unwrap_or(0);
+    let infos: Vec<_> = table.history(limit).try_collect().await?;
+    let entries: Vec<Entry> = infos
         .into_iter()
         .zip((0..=latest).rev())
         .map(|(info, version)| {
@@ -138,16 +241,22 @@ pub async fn commits_after(table: &DeltaTable, after_version: u64) -> Result<Vec
                 .as_ref()
                 .and_then(|p| p.get("predicate"))
                 .and_then(|p| p.as_str().map(str::to_owned).or_else(|| Some(p.to_string())));
+            let metrics = info.info.get("operationMetrics");
+            let rows_written =
+                ["num_added_rows", "numOutputRows", "num_target_rows_inserted"].iter().find_map(|k| {
+                    let value = metrics?.get(*k)?;
+                    value.as_u64().or_else(|| value.as_str()?.parse().ok())
+                });
             Entry {
                 version,
                 timestamp: info.timestamp,
                 operation: info.operation.unwrap_or_default(),
                 predicate,
+                rows_written,
                 bf,
             }
         })
         .collect();
-    entries.reverse();
     Ok(entries)
 }
 

@@ -11,6 +11,7 @@
 //! 8. [`plan`]: the saved plan, the value `bf apply` will apply.
 //! 9. [`apply`] with [`ledger`]: the slices committed to the real table, each recorded in it, and
 //!    [`change_log`]: one row per finished backfill in a log table.
+//! 10. [`rollback`]: undoing a backfill from the ledger — a RESTORE, or the window only.
 //!
 //! [`shop`] builds the example shop the demo and the tests run on.
 
@@ -24,6 +25,7 @@ pub mod plan;
 pub mod plan_file;
 pub mod predicate;
 pub mod rehearsal;
+pub mod rollback;
 pub mod shop;
 pub mod slice_writer;
 pub mod source;

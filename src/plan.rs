@@ -173,6 +173,27 @@ impl Plan {
     }
 }
 
+/// Notes a rehearsal table made from this state dir, for `bf clean`.
+pub fn remember_rehearsal(state_dir: &Path, uri: &str) -> std::io::Result<()> {
+    let known = remembered_rehearsals(state_dir);
+    if known.iter().any(|u| u.as_str() == uri) {
+        return Ok(());
+    }
+    std::fs::create_dir_all(state_dir)?;
+    let mut file =
+        std::fs::OpenOptions::new().create(true).append(true).open(state_dir.join("rehearsals"))?;
+    std::io::Write::write_all(&mut file, format!("{uri}\n").as_bytes())
+}
+
+/// The rehearsal tables made from this state dir.
+pub fn remembered_rehearsals(state_dir: &Path) -> Vec<url::Url> {
+    std::fs::read_to_string(state_dir.join("rehearsals"))
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| url::Url::parse(l.trim()).ok())
+        .collect()
+}
+
 /// sha256 of a text, hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))

@@ -7,5 +7,6 @@ mod apply;
 mod demo;
 mod plan;
 mod plan_files;
+mod rollback;
 mod schema;
 mod slices;

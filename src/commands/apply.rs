@@ -110,6 +110,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             };
             plan.save(&saved)?;
+            bf::plan::remember_rehearsal(&args.state_dir, &plan.rehearsal.uri)?;
             print!("{}", render(&plan, Format::Text));
             plan
         }

@@ -2,11 +2,15 @@
 //! Results go to stdout, problems to stderr; a verb returns the exit code it earned.
 
 pub mod apply;
+pub mod clean;
 pub mod demo;
+pub mod history;
 pub mod plan;
+pub mod rollback;
 pub mod schema;
 pub mod show;
 pub mod slices;
+pub mod status;
 pub mod validate;
 
 use std::process::ExitCode;
@@ -20,6 +24,10 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Plan(args) => plan::run(args).await,
         Command::Show(args) => show::run(args),
         Command::Apply(args) => apply::run(args).await,
+        Command::Rollback(args) => rollback::run(args).await,
+        Command::History(args) => history::run(args).await,
+        Command::Status(args) => status::run(args).await,
+        Command::Clean(args) => clean::run(args).await,
         Command::Schema(args) => schema::run(args),
         Command::Demo(args) => demo::run(args).await,
     }

@@ -65,6 +65,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     progress.clear();
     let saved = args.out.clone().unwrap_or_else(|| args.state_dir.join("plan.json"));
     plan.save(&saved)?;
+    bf::plan::remember_rehearsal(&args.state_dir, &plan.rehearsal.uri)?;
     let format = if args.json { Format::Json } else { args.format };
     let mut out = std::io::stdout().lock();
     out.write_all(render(&plan, format).as_bytes())?;

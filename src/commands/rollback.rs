@@ -1,0 +1,145 @@
+//! `bf rollback`: undo a backfill, from the saved plan or from the table's history alone.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::Context;
+use bf::plan::Plan;
+use bf::plan_file::Location;
+use bf::{ledger, rollback, table};
+
+/// Undo a backfill: RESTORE the version recorded before it, or put back only its window.
+///
+/// Without options, undoes the last backfill applied from the saved plan in this folder. With
+/// `--table` and `--backfill`, any backfill found in the table's history, from anywhere. A full
+/// rollback is refused when other writers committed since (use `--window-only`) or when VACUUM
+/// removed files the old version needs.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The table (a path or a URI); default: the saved plan's target.
+    #[arg(long, value_name = "TABLE")]
+    table: Option<String>,
+    /// The backfill id to undo (see `bf history`); default: the saved plan's last apply.
+    #[arg(long, value_name = "ID")]
+    backfill: Option<String>,
+    /// RESTORE this version instead of a backfill's pre-version (needs `--table` or a saved plan).
+    #[arg(long, value_name = "N", conflicts_with_all = ["backfill", "window_only"])]
+    to_version: Option<u64>,
+    /// Put back only the window's rows (one commit per slice), keeping other writers' commits.
+    #[arg(long)]
+    window_only: bool,
+    /// With `--window-only`: roll back even where other writers wrote inside the window since.
+    #[arg(long, requires = "window_only")]
+    force: bool,
+    /// Roll back without asking.
+    #[arg(long)]
+    auto_approve: bool,
+    /// Where bf keeps saved plans.
+    #[arg(long, value_name = "DIR", env = "BF_STATE_DIR", default_value = ".bf")]
+    state_dir: PathBuf,
+    /// Print the outcome as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let saved = || Plan::load(&args.state_dir.join("plan.json"));
+    let url = match &args.table {
+        Some(written) => table::table_url(&Location::resolve(&std::env::current_dir()?, written))?,
+        None => url::Url::parse(&saved()?.target.uri)?,
+    };
+    let name = table::display_url(&url);
+    if let Some(version) = args.to_version {
+        eprintln!("Will RESTORE {name} to version {version}; every commit after it is undone.");
+        if !args.auto_approve && !confirm()? {
+            eprintln!("Rollback cancelled; nothing was written.");
+            return Ok(ExitCode::FAILURE);
+        }
+        let report = rollback::restore_version(&url, version).await?;
+        return finish(&report, args.json);
+    }
+    let backfill = match &args.backfill {
+        Some(id) => id.clone(),
+        None => {
+            let plan = saved().context("no --backfill given, so the saved plan names the backfill")?;
+            let target = table::open(&url, None).await?;
+            ledger::backfills_of_plan(&target, &plan.id)
+                .await?
+                .pop()
+                .with_context(|| format!("the saved plan {} was never applied to {name}", plan.id))?
+        }
+    };
+    let plan = rollback::prepare(&url, &backfill).await?;
+    eprintln!(
+        "Backfill {backfill} of {name}, window {}..{}: {}",
+        plan.window.start, plan.window.end, plan.backfill.reason
+    );
+    eprintln!(
+        "It wrote versions {:?} after version {}.",
+        plan.ours.iter().map(|e| e.version).collect::<Vec<_>>(),
+        plan.backfill.pre_version
+    );
+    if !plan.others.is_empty() {
+        eprintln!(
+            "Other writers committed since: versions {:?}.",
+            plan.others.iter().map(|e| e.version).collect::<Vec<_>>()
+        );
+    }
+    eprintln!(
+        "Will {}.",
+        if args.window_only {
+            format!(
+                "put back the rows the window held at version {}, one commit per slice",
+                plan.backfill.pre_version
+            )
+        } else {
+            format!("RESTORE version {} in one commit", plan.backfill.pre_version)
+        }
+    );
+    if !args.auto_approve && !confirm()? {
+        eprintln!("Rollback cancelled; nothing was written.");
+        return Ok(ExitCode::FAILURE);
+    }
+    let report = if args.window_only { plan.window_only(args.force).await? } else { plan.restore().await? };
+    finish(&report, args.json)
+}
+
+fn finish(report: &rollback::RollbackReport, json: bool) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer_pretty(&mut out, report)?;
+        writeln!(out)?;
+    } else {
+        writeln!(
+            out,
+            "Rolled back{} {}: now version {}, equal to version {} {}({} rows, {} before the rollback).",
+            if report.backfill_id.is_empty() {
+                String::new()
+            } else {
+                format!(" backfill {} of", report.backfill_id)
+            },
+            report.table,
+            report.new_version,
+            report.restored_version,
+            if report.window_only { "inside the window " } else { "" },
+            report.rows_after,
+            report.rows_before,
+        )?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Asks on the terminal; refuses rather than hang when there is no one to ask.
+fn confirm() -> anyhow::Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "refusing to roll back without confirmation: stdin is not a terminal (pass --auto-approve)"
+        );
+    }
+    eprint!("Do you want to roll back? Only 'yes' will be accepted: ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(answer.trim() == "yes")
+}

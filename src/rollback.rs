@@ -1,0 +1,381 @@
+//! Undoing a backfill, safely, from the table's history alone.
+//!
+//! 1. Find the backfill in the ledger: its pre-version, its slices, its commits.
+//! 2. List every commit after the pre-version, split into this backfill's and other writers'.
+//! 3. Full rollback (the default): refuse when other writers committed since — a RESTORE would
+//!    silently discard their work — and offer `--window-only`; refuse when VACUUM removed a data file
+//!    the pre-version needs (naming them and the retention settings), never restoring with missing
+//!    files ignored. Then one RESTORE commit recorded with `bf.rollback_of`, and the comment.
+//! 4. Window-only rollback: refuse when another writer wrote inside the window after the backfill
+//!    (unless forced); then, per slice, one replaceWhere commit with the rows the slice held at the
+//!    pre-version (time travel), exactly once by its own transaction. Writes outside the window stay.
+//! 5. Verify: the window now equals the pre-version's, row by row; a mismatch is an error.
+
+use std::collections::BTreeSet;
+
+use deltalake::datafusion::prelude::SessionContext;
+use deltalake::operations::update_table_metadata::TableMetadataUpdate;
+use deltalake::table::config::TablePropertiesExt;
+use deltalake::{DeltaTable, DeltaTableError};
+use futures::TryStreamExt;
+use object_store::ObjectStoreExt;
+use serde::Serialize;
+use url::Url;
+
+use crate::clone::overlaps;
+use crate::ledger::{self, Entry, Recorded};
+use crate::plan_file::WriteMode;
+use crate::predicate::slice_predicate;
+use crate::slice_writer::SliceWriter;
+use crate::source::run::{SliceSource, SourceCounts};
+use crate::table::{self, display_url};
+use crate::window::{Slice, Window};
+
+#[derive(Debug, thiserror::Error)]
+pub enum RollbackError {
+    #[error("no commit of {table} belongs to backfill {backfill}")]
+    UnknownBackfill { table: String, backfill: String },
+    #[error(
+        "other writers committed to {table} after backfill {backfill}; a full RESTORE would silently discard them:\n{commits}\n\
+         Use `--window-only` to put back only the window's rows and keep their work."
+    )]
+    OthersCommitted { table: String, backfill: String, commits: String },
+    #[error(
+        "other writers wrote inside the window after backfill {backfill}; putting back the pre-version's rows would undo their work too:\n{commits}\n\
+         Pass `--force` to roll the window back anyway."
+    )]
+    OthersInWindow { backfill: String, commits: String },
+    #[error(
+        "version {version} of {table} cannot be restored: VACUUM removed {count} of its data files:\n{files}\n\
+         The table keeps removed files for {retention} (delta.deletedFileRetentionDuration). Nothing was written."
+    )]
+    MissingFiles { table: String, version: u64, count: usize, files: String, retention: String },
+    #[error("after the rollback, the window differs from version {version}: {detail}")]
+    Verify { version: u64, detail: String },
+    #[error(transparent)]
+    Table(#[from] table::TableError),
+    #[error(transparent)]
+    Write(#[from] crate::slice_writer::WriteError),
+    #[error("{0}")]
+    Delta(String),
+}
+
+impl From<DeltaTableError> for RollbackError {
+    fn from(error: DeltaTableError) -> Self {
+        RollbackError::Delta(error.to_string())
+    }
+}
+
+impl From<deltalake::datafusion::error::DataFusionError> for RollbackError {
+    fn from(error: deltalake::datafusion::error::DataFusionError) -> Self {
+        RollbackError::Delta(error.to_string())
+    }
+}
+
+/// What a rollback will do, shown before asking.
+#[derive(Debug, Clone, Serialize)]
+pub struct RollbackPlan {
+    pub table: String,
+    #[serde(skip)]
+    pub url: Url,
+    pub backfill: Recorded,
+    /// The backfill's commits, which the rollback undoes.
+    pub ours: Vec<Entry>,
+    /// Other writers' commits since the pre-version.
+    pub others: Vec<Entry>,
+    /// The window the backfill's slices cover.
+    pub window: Window,
+}
+
+/// What a rollback did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RollbackReport {
+    pub backfill_id: String,
+    pub table: String,
+    pub restored_version: u64,
+    pub window_only: bool,
+    pub new_version: u64,
+    /// Window rows before the rollback and after (equal to the pre-version's).
+    pub rows_before: u64,
+    pub rows_after: u64,
+}
+
+/// Reads what undoing `backfill_id` on the table at `url` involves.
+pub async fn prepare(url: &Url, backfill_id: &str) -> Result<RollbackPlan, RollbackError> {
+    let table = table::open(url, None).await?;
+    let name = display_url(url);
+    let backfill =
+        ledger::find_backfill(&table, backfill_id).await?.filter(|b| !b.slices.is_empty()).ok_or_else(
+            || RollbackError::UnknownBackfill { table: name.clone(), backfill: backfill_id.to_owned() },
+        )?;
+    let since = ledger::commits_after(&table, backfill.pre_version).await?;
+    // Maintenance that changes no row (VACUUM, OPTIMIZE) is nobody's work a RESTORE would lose;
+    // what VACUUM deleted is caught by the file check instead.
+    let since: Vec<Entry> = since
+        .into_iter()
+        .filter(|e| !matches!(e.operation.as_str(), "VACUUM START" | "VACUUM END" | "OPTIMIZE"))
+        .collect();
+    let (ours, others): (Vec<Entry>, Vec<Entry>) = since.into_iter().partition(|e| {
+        e.bf.get("backfill_id").and_then(|v| v.as_str()) == Some(backfill_id)
+            || e.bf.get("rollback_of").and_then(|v| v.as_str()) == Some(backfill_id)
+    });
+    let start = backfill.slices.iter().map(|s| s.1).min().expect("a backfill has slices");
+    let end = backfill.slices.iter().map(|s| s.2).max().expect("a backfill has slices");
+    Ok(RollbackPlan { table: name, url: url.clone(), backfill, ours, others, window: Window { start, end } })
+}
+
+impl RollbackPlan {
+    /// RESTORE the pre-version in one commit, then record the rollback in the comment.
+    pub async fn restore(&self) -> Result<RollbackReport, RollbackError> {
+        if !self.others.is_empty() {
+            return Err(RollbackError::OthersCommitted {
+                table: self.table.clone(),
+                backfill: self.backfill.backfill_id.clone(),
+                commits: list(&self.others),
+            });
+        }
+        let pre_version = self.backfill.pre_version;
+        check_files_exist(&self.url, pre_version).await?;
+        let table = table::open(&self.url, None).await?;
+        let rows_before = self.window_rows(&table).await?;
+        let table = table
+            .restore()
+            .with_version_to_restore(pre_version as _)
+            .with_commit_properties(self.backfill.rollback_commit(None))
+            .await
+            .map(|(table, _metrics)| table)?;
+        // RESTORE brought back the old comment; say in it what happened.
+        let comment = format!(
+            "Backfill {} rolled back on {}: {}",
+            self.backfill.backfill_id,
+            chrono::Utc::now().date_naive(),
+            self.backfill.reason
+        );
+        let table = table
+            .update_table_metadata()
+            .with_update(TableMetadataUpdate {
+                name: None,
+                description: Some(comment.chars().take(4000).collect()),
+            })
+            .with_commit_properties(self.backfill.rollback_commit(None))
+            .await?;
+        self.verify(&table, rows_before, false).await
+    }
+
+    /// Put back the window's rows slice by slice, keeping other writers' work outside it.
+    pub async fn window_only(&self, force: bool) -> Result<RollbackReport, RollbackError> {
+        let mut table = table::open(&self.url, None).await?;
+        let in_window = self.others_in_window(&table).await?;
+        if !in_window.is_empty() && !force {
+            return Err(RollbackError::OthersInWindow {
+                backfill: self.backfill.backfill_id.clone(),
+                commits: list(&in_window),
+            });
+        }
+        let pre_version = self.backfill.pre_version;
+        check_files_exist(&self.url, pre_version).await?;
+        let rows_before = self.window_rows(&table).await?;
+        let date_column = self.date_column(&table).await?;
+        let schema = table::arrow_schema(&table)?;
+        let writer = SliceWriter {
+            date_column: date_column.clone(),
+            mode: WriteMode::Replace,
+            key: Vec::new(),
+            columns: schema.fields().iter().map(|f| f.name().clone()).collect(),
+        };
+        let old = table::open(&self.url, Some(pre_version)).await?;
+        let done: BTreeSet<u64> = {
+            let state = table.snapshot()?;
+            let log_store = table.log_store();
+            let mut done = BTreeSet::new();
+            for (index, ..) in &self.backfill.slices {
+                if state
+                    .transaction_version(log_store.as_ref(), self.backfill.rollback_app_id(*index))
+                    .await?
+                    .is_some()
+                {
+                    done.insert(*index);
+                }
+            }
+            done
+        };
+        for &(index, first, last, _) in self.backfill.slices.iter().filter(|s| !done.contains(&s.0)) {
+            let slice = Slice { index: index as usize, first, last, run_date: first };
+            let ctx = deltalake::delta_datafusion::create_session().into_inner();
+            ctx.register_table("__bf_pre_version", old.table_provider().await?)?;
+            let rows = ctx.table("__bf_pre_version").await?.filter(slice_predicate(&date_column, &slice))?;
+            let in_slice = rows.clone().count().await? as u64;
+            let source = SliceSource {
+                ctx,
+                rows,
+                counts: SourceCounts { in_slice, ..SourceCounts::default() },
+                files: Vec::new(),
+            };
+            table = writer
+                .write(table, &slice, &source, self.backfill.rollback_commit(Some((index, first, last))))
+                .await?;
+        }
+        self.verify(&table, rows_before, true).await
+    }
+
+    /// Other writers' commits since the backfill that added files holding window rows, or removed any.
+    async fn others_in_window(&self, table: &DeltaTable) -> Result<Vec<Entry>, RollbackError> {
+        let column = self.date_column(table).await?;
+        let mut inside = Vec::new();
+        for entry in &self.others {
+            let adds = ledger::added_files(table, entry.version).await?;
+            let touches = adds.iter().any(|add| {
+                let partition_values = add
+                    .get("partitionValues")
+                    .and_then(|p| serde_json::from_value(p.clone()).ok())
+                    .unwrap_or_default();
+                overlaps(&self.window, &column, &partition_values, add.get("stats").and_then(|s| s.as_str()))
+            });
+            let removes = matches!(entry.operation.as_str(), "DELETE" | "UPDATE" | "MERGE" | "RESTORE")
+                || entry.predicate.is_some();
+            if touches || removes {
+                inside.push(entry.clone());
+            }
+        }
+        Ok(inside)
+    }
+
+    /// The date column the backfill's slices filtered on, read from its first slice commit's predicate.
+    async fn date_column(&self, table: &DeltaTable) -> Result<String, RollbackError> {
+        let predicate = self.ours.iter().find_map(|e| e.predicate.clone()).unwrap_or_default();
+        let column =
+            predicate.split([' ', '>', '<', '=']).next().unwrap_or_default().trim_matches('"').to_owned();
+        let schema = table::arrow_schema(table)?;
+        if schema.field_with_name(&column).is_ok() {
+            return Ok(column);
+        }
+        Err(RollbackError::Delta(format!(
+            "cannot tell the date column of backfill {} from its commits' predicate `{predicate}`",
+            self.backfill.backfill_id
+        )))
+    }
+
+    async fn window_rows(&self, table: &DeltaTable) -> Result<u64, RollbackError> {
+        let column = self.date_column(table).await?;
+        let whole =
+            Slice { index: 0, first: self.window.start, last: self.window.end, run_date: self.window.start };
+        let ctx = SessionContext::new();
+        Ok(ctx
+            .read_table(table.table_provider().await?)?
+            .filter(slice_predicate(&column, &whole))?
+            .count()
+            .await? as u64)
+    }
+
+    /// The window now equals the pre-version's, row by row (EXCEPT ALL both ways is empty).
+    async fn verify(
+        &self,
+        table: &DeltaTable,
+        rows_before: u64,
+        window_only: bool,
+    ) -> Result<RollbackReport, RollbackError> {
+        let pre_version = self.backfill.pre_version;
+        let column = self.date_column(table).await?;
+        let whole =
+            Slice { index: 0, first: self.window.start, last: self.window.end, run_date: self.window.start };
+        let old = table::open(&self.url, Some(pre_version)).await?;
+        let ctx = SessionContext::new();
+        let now = ctx.read_table(table.table_provider().await?)?.filter(slice_predicate(&column, &whole))?;
+        let then = ctx.read_table(old.table_provider().await?)?.filter(slice_predicate(&column, &whole))?;
+        let extra = now.clone().except(then.clone())?.count().await?;
+        let lost = then.clone().except(now.clone())?.count().await?;
+        let (rows_now, rows_then) = (now.count().await? as u64, then.count().await? as u64);
+        if extra > 0 || lost > 0 || rows_now != rows_then {
+            return Err(RollbackError::Verify {
+                version: pre_version,
+                detail: format!(
+                    "{extra} rows that were not there, {lost} rows missing, {rows_now} rows for {rows_then}"
+                ),
+            });
+        }
+        Ok(RollbackReport {
+            backfill_id: self.backfill.backfill_id.clone(),
+            table: self.table.clone(),
+            restored_version: pre_version,
+            window_only,
+            new_version: table.version().unwrap_or(0),
+            rows_before,
+            rows_after: rows_now,
+        })
+    }
+}
+
+/// Refuses a restore whose data files VACUUM has removed.
+async fn check_files_exist(url: &Url, version: u64) -> Result<(), RollbackError> {
+    let old = table::open(url, Some(version)).await?;
+    let store = old.log_store().object_store(None);
+    let files: Vec<_> = old.get_active_add_actions_by_predicate(None).try_collect().await?;
+    let mut missing = Vec::new();
+    for file in &files {
+        if let Err(object_store::Error::NotFound { .. }) = store.head(&file.object_store_path()).await {
+            missing.push(file.path().into_owned());
+        }
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let latest = table::open(url, None).await?;
+    let retention = latest.snapshot()?.table_config().deleted_file_retention_duration();
+    Err(RollbackError::MissingFiles {
+        table: display_url(url),
+        version,
+        count: missing.len(),
+        files: missing.iter().take(20).map(|f| format!("  - {f}")).collect::<Vec<_>>().join("\n"),
+        retention: format!("{:.1} days", retention.as_secs_f64() / 86_400.0),
+    })
+}
+
+/// RESTORE an explicit version (`--to-version`): the same file check, one commit, and the whole
+/// table verified equal to that version.
+pub async fn restore_version(url: &Url, version: u64) -> Result<RollbackReport, RollbackError> {
+    check_files_exist(url, version).await?;
+    let table = table::open(url, None).await?;
+    let ctx = SessionContext::new();
+    let rows_before = ctx.read_table(table.table_provider().await?)?.count().await? as u64;
+    let commit = deltalake::kernel::transaction::CommitProperties::default().with_metadata([
+        ("bf.rollback_to".to_owned(), serde_json::json!(version)),
+        ("userMetadata".to_owned(), serde_json::json!(format!("{{\"bf.rollback_to\":{version}}}"))),
+    ]);
+    let (table, _) =
+        table.restore().with_version_to_restore(version as _).with_commit_properties(commit).await?;
+    let old = table::open(url, Some(version)).await?;
+    let now = ctx.read_table(table.table_provider().await?)?;
+    let then = ctx.read_table(old.table_provider().await?)?;
+    let extra = now.clone().except(then.clone())?.count().await?;
+    let lost = then.except(now.clone())?.count().await?;
+    if extra > 0 || lost > 0 {
+        return Err(RollbackError::Verify {
+            version,
+            detail: format!("{extra} rows that were not there, {lost} rows missing"),
+        });
+    }
+    Ok(RollbackReport {
+        backfill_id: String::new(),
+        table: display_url(url),
+        restored_version: version,
+        window_only: false,
+        new_version: table.version().unwrap_or(0),
+        rows_before,
+        rows_after: now.count().await? as u64,
+    })
+}
+
+fn list(entries: &[Entry]) -> String {
+    entries
+        .iter()
+        .map(|e| {
+            let when = e
+                .timestamp
+                .and_then(chrono::DateTime::from_timestamp_millis)
+                .map(|t| t.format(" at %Y-%m-%d %H:%M:%S UTC").to_string())
+                .unwrap_or_default();
+            format!("  - version {}: {}{when}", e.version, e.operation)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

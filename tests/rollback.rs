@@ -1,0 +1,319 @@
+//! `bf rollback`, `bf history`, `bf status`, `bf clean`: the undo button and the ledger, and what
+//! each of them leaves alone.
+
+use std::path::Path;
+
+use bf::deltalake::arrow::util::display::array_value_to_string;
+use bf::deltalake::datafusion::prelude::SessionContext;
+use predicates::prelude::*;
+use serde_json::Value;
+
+use crate::common::{bf_in, demo_workspace, open_table, snapshot};
+
+/// Every row of the table at `version` (latest when `None`) matching `predicate`, as sorted text.
+async fn rows(table: &Path, version: Option<u64>, predicate: &str) -> Vec<String> {
+    let url = bf::table::folder_url(table).unwrap();
+    let opened = bf::table::open(&url, version).await.unwrap();
+    let ctx = SessionContext::new();
+    ctx.register_table("t", opened.table_provider().await.unwrap()).unwrap();
+    let batches =
+        ctx.sql(&format!("SELECT * FROM t WHERE {predicate}")).await.unwrap().collect().await.unwrap();
+    let mut rows: Vec<String> = batches
+        .iter()
+        .flat_map(|b| {
+            (0..b.num_rows())
+                .map(|r| {
+                    b.columns()
+                        .iter()
+                        .map(|c| array_value_to_string(c, r).unwrap())
+                        .collect::<Vec<_>>()
+                        .join("|")
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+const MARCH: &str = "order_date BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'";
+
+fn plan_and_apply(root: &Path) -> String {
+    bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    saved["id"].as_str().unwrap().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rollback_restores_the_pre_version_and_records_it() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let id = plan_and_apply(root);
+    assert_ne!(rows(&silver, None, MARCH).await, rows(&silver, Some(5), MARCH).await);
+    bf_in(root)
+        .args(["rollback", "--auto-approve"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("equal to version 5"));
+    assert_eq!(
+        rows(&silver, None, "true").await,
+        rows(&silver, Some(5), "true").await,
+        "row by row, the pre-version"
+    );
+    let table = open_table(&silver).await;
+    assert_eq!(table.version(), Some(9), "RESTORE and its comment after the backfill's two commits");
+    let description = table.snapshot().unwrap().metadata().description().unwrap().to_owned();
+    assert!(description.starts_with(&format!("Backfill {id} rolled back on ")), "{description}");
+    let history: Value = serde_json::from_slice(
+        &bf_in(root)
+            .args(["history", "bf-demo/warehouse/orders_silver", "--json", "--limit", "2"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    assert_eq!(history[1]["version"], 8);
+    assert_eq!(history[1]["operation"], "RESTORE");
+    assert_eq!(history[1]["bf"]["rollback_of"], id.as_str());
+    assert_eq!(history[1]["bf"]["pre_version"], 5);
+}
+
+async fn append_outside_march(silver: &Path) {
+    use std::sync::Arc;
+
+    use bf::deltalake::arrow::array::{
+        ArrayRef, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray,
+    };
+    use bf::deltalake::arrow::datatypes::{DataType, Date32Type, Field, Schema};
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(vec![9001])),
+        Arc::new(StringArray::from(vec!["C01"])),
+        Arc::new(Float64Array::from(vec![5.0])),
+        Arc::new(StringArray::from(vec!["EUR"])),
+        Arc::new(Float64Array::from(vec![5.0])),
+        Arc::new(Date32Array::from(vec![Date32Type::from_naive_date("2026-05-02".parse().unwrap())])),
+    ];
+    let schema = Schema::new(
+        [
+            ("order_id", DataType::Int64),
+            ("customer", DataType::Utf8),
+            ("amount", DataType::Float64),
+            ("currency", DataType::Utf8),
+            ("amount_eur", DataType::Float64),
+            ("order_date", DataType::Date32),
+        ]
+        .map(|(n, t)| Field::new(n, t, true))
+        .to_vec(),
+    );
+    let batch = RecordBatch::try_new(Arc::new(schema), columns).unwrap();
+    open_table(silver).await.write(vec![batch]).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn after_another_writer_only_the_window_can_be_rolled_back() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    plan_and_apply(root);
+    append_outside_march(&silver).await;
+    let untouched = snapshot(&silver);
+    bf_in(root)
+        .args(["rollback", "--auto-approve"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("a full RESTORE would silently discard them"))
+        .stderr(predicate::str::contains("version 8: WRITE"))
+        .stderr(predicate::str::contains("--window-only"));
+    assert_eq!(snapshot(&silver), untouched, "a refused rollback wrote nothing");
+    bf_in(root).args(["rollback", "--window-only", "--auto-approve"]).assert().success();
+    assert_eq!(
+        rows(&silver, None, MARCH).await,
+        rows(&silver, Some(5), MARCH).await,
+        "March is as before the backfill"
+    );
+    assert_eq!(rows(&silver, None, "order_id = 9001").await.len(), 1, "the other writer's row stays");
+    let outside = "order_date NOT BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'";
+    assert_eq!(
+        rows(&silver, None, outside).await,
+        rows(&silver, Some(8), outside).await,
+        "nothing outside March moved"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rollback_after_vacuum_is_refused_and_touches_nothing() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let id = plan_and_apply(root);
+    open_table(&silver)
+        .await
+        .vacuum()
+        .with_retention_period(chrono::Duration::zero())
+        .with_enforce_retention_duration(false)
+        .await
+        .unwrap();
+    let untouched = snapshot(&silver);
+    bf_in(root)
+        .args(["rollback", "--auto-approve", "--backfill", &id])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("version 5 of"))
+        .stderr(predicate::str::contains("VACUUM removed"))
+        .stderr(predicate::str::contains("delta.deletedFileRetentionDuration"));
+    assert_eq!(snapshot(&silver), untouched, "byte for byte");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn rollback_from_anywhere_with_the_table_and_the_backfill_id() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let id = plan_and_apply(root);
+    let elsewhere = tempfile::tempdir().unwrap();
+    bf_in(elsewhere.path())
+        .args(["rollback", "--auto-approve", "--backfill", &id, "--table"])
+        .arg(&silver)
+        .assert()
+        .success();
+    assert!(!elsewhere.path().join(".bf").exists());
+    assert_eq!(rows(&silver, None, "true").await, rows(&silver, Some(5), "true").await);
+    bf_in(elsewhere.path())
+        .args(["rollback", "--auto-approve", "--backfill", "no-such-backfill", "--table"])
+        .arg(&silver)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("no commit of"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn history_lists_every_commit_with_the_ledger() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let id = plan_and_apply(root);
+    let output = bf_in(root).args(["history", "bf-demo/warehouse/orders_silver", "--json"]).output().unwrap();
+    assert!(output.status.success());
+    let history: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let entries = history.as_array().unwrap();
+    let logs = std::fs::read_dir(root.join("bf-demo/warehouse/orders_silver/_delta_log"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().extension().is_some_and(|x| x == "json"))
+        .count();
+    assert_eq!(entries.len(), logs, "one entry per commit");
+    let versions: Vec<u64> = entries.iter().map(|e| e["version"].as_u64().unwrap()).collect();
+    assert_eq!(versions, (0..logs as u64).rev().collect::<Vec<_>>(), "newest first");
+    for entry in entries {
+        for key in ["version", "timestamp", "operation", "predicate", "rows_written", "bf"] {
+            assert!(entry.get(key).is_some(), "{key} missing in {entry}");
+        }
+    }
+    assert_eq!(entries[1]["operation"], "WRITE");
+    assert_eq!(entries[1]["rows_written"], 409);
+    assert_eq!(entries[1]["bf"]["backfill_id"], id.as_str());
+    assert_eq!(entries[1]["bf"]["slice"], 1);
+    assert_eq!(entries[0]["bf"]["comment"], true);
+    let text =
+        bf_in(root).args(["history", "bf-demo/warehouse/orders_silver", "--limit", "2"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("UPDATE TABLE METADATA") && text.contains("order_date >= '2026-03-01'::date"),
+        "{text}"
+    );
+    assert!(!text.contains("CREATE TABLE"), "--limit 2 shows two commits:\n{text}");
+}
+
+#[test]
+fn status_follows_an_interrupted_apply() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    bf_in(root).args(["plan", "plans/september.toml", "-q"]).assert().success();
+    bf_in(root)
+        .arg("status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("not applied yet: 0 of 30 slices committed"));
+    bf_in(root)
+        .args(["apply", "--auto-approve", "-q"])
+        .env(bf::apply::FAULT_ENV, "before-slice:4")
+        .assert()
+        .failure();
+    bf_in(root)
+        .arg("status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("3 of 30 slices committed"))
+        .stdout(predicate::str::contains("pending: 2026-09-04, 2026-09-05"));
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    bf_in(root)
+        .arg("status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("done: every slice committed and the comment set"));
+}
+
+#[test]
+fn clean_deletes_rehearsals_only() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let warehouse = root.join("bf-demo/warehouse");
+    bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
+    let rehearsal = warehouse.join("orders_silver__rehearsal");
+    assert!(rehearsal.is_dir());
+    bf_in(root).arg("clean").assert().success().stdout(predicate::str::contains("no rehearsal to delete"));
+    assert!(rehearsal.is_dir(), "the saved plan is not applied: its rehearsal is still needed");
+    let silver = warehouse.join("orders_silver");
+    let untouched = snapshot(&silver);
+    // The real table is refused, even named explicitly.
+    bf_in(root)
+        .arg("clean")
+        .arg(&silver)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("not a bf rehearsal"));
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    let applied = snapshot(&silver);
+    bf_in(root).arg("clean").assert().success().stdout(predicate::str::contains("deleted"));
+    assert!(!rehearsal.exists());
+    assert_eq!(snapshot(&silver), applied, "the rehearsal's references into the target were not followed");
+    assert_ne!(applied, untouched);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_writer_inside_the_window_needs_force_and_to_version_restores_any_version() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    plan_and_apply(root);
+    // Another writer corrects a March order after the backfill.
+    let table = open_table(&silver).await;
+    let (table, _) =
+        table.update().with_predicate("order_id = 780").with_update("amount", "99.0").await.unwrap();
+    assert_eq!(table.version(), Some(8));
+    let untouched = snapshot(&silver);
+    bf_in(root)
+        .args(["rollback", "--window-only", "--auto-approve"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("other writers wrote inside the window"))
+        .stderr(predicate::str::contains("version 8: UPDATE"))
+        .stderr(predicate::str::contains("--force"));
+    assert_eq!(snapshot(&silver), untouched);
+    bf_in(root).args(["rollback", "--window-only", "--force", "--auto-approve"]).assert().success();
+    assert_eq!(rows(&silver, None, MARCH).await, rows(&silver, Some(5), MARCH).await);
+    // An explicit version, from the table alone.
+    bf_in(root)
+        .args([
+            "rollback",
+            "--to-version",
+            "3",
+            "--auto-approve",
+            "--table",
+            "bf-demo/warehouse/orders_silver",
+        ])
+        .assert()
+        .success();
+    assert_eq!(rows(&silver, None, "true").await, rows(&silver, Some(3), "true").await);
+}
