@@ -18,7 +18,9 @@ async fn demo_builds_the_shop_of_the_seeds() {
         .stdout(predicate::str::contains("$ cd "))
         .stdout(predicate::str::contains("Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue "))
         .stdout(predicate::str::contains("ok 2026-03-01: 409 rows for the source's 409 (version 6)"))
-        .stdout(predicate::str::contains("orders_silver version 5 → 7."));
+        .stdout(predicate::str::contains("orders_silver version 5 → 7."))
+        .stdout(predicate::str::contains("$ bf history warehouse/orders_silver --limit 3"))
+        .stdout(predicate::str::contains("is at version 9, equal to version 5 (412 rows in March again)"));
 
     // The walkthrough's plan is saved where `bf show` run in the shop finds it, and the shop's own
     // plans are valid there.
@@ -60,9 +62,10 @@ async fn demo_builds_the_shop_of_the_seeds() {
     assert_eq!(at_build(format!("SELECT count(*) FROM t WHERE {march}")).await, "412");
     assert_eq!(at_build(format!("SELECT count(DISTINCT order_id) FROM t WHERE {march}")).await, "409");
     assert_eq!(at_build(format!("SELECT count(*) FROM t WHERE {march} AND currency = 'EUR'")).await, "0");
-    assert_eq!(open_table(&silver).await.version(), Some(7));
-    assert_eq!(count(&silver, &format!("SELECT count(*) FROM t WHERE {march}")).await, 409);
-    assert_eq!(count(&silver, "SELECT count(*) FROM t").await, 1583);
+    // The walkthrough applied (versions 6, 7) and rolled back (8, 9): March is as built again.
+    assert_eq!(open_table(&silver).await.version(), Some(9));
+    assert_eq!(count(&silver, &format!("SELECT count(*) FROM t WHERE {march}")).await, 412);
+    assert_eq!(count(&silver, "SELECT count(*) FROM t").await, 1586);
 
     // The corrected March has one line per order.
     let corrected = std::fs::read_to_string(shop.join("landing/orders_march.csv")).unwrap();

@@ -9,14 +9,16 @@ use bf::apply::{Apply, Silent};
 use bf::plan_file;
 use bf::rehearsal::{self, Quiet};
 use bf::shop::Shop;
+use bf::{ledger, rollback};
 
 use crate::render::plan::{Format, render};
 
-/// Build the example shop, then rehearse and apply seed 002's March reload on it.
+/// Build the example shop, then rehearse, apply and roll back seed 002's March reload on it.
 ///
 /// The shop: September's till files, a silver orders table whose March has the wrong currency, an
 /// empty daily table, and the bundled plans (in `DIR/plans`, pointing at the shop). The walkthrough
-/// runs `bf plan plans/march.toml` and `bf apply` in DIR (the plan is saved in `DIR/.bf`).
+/// runs `bf plan plans/march.toml`, `bf apply`, `bf history` and `bf rollback` in DIR (the plan is
+/// saved in `DIR/.bf`).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Folder to build the shop in; it must not hold a shop yet. The repository's `plans/` expect
@@ -95,6 +97,24 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         out,
         "Every slice commit records bf.pre_version = {}: the version to go back to.",
         report.pre_version
+    )?;
+
+    writeln!(out, "\n$ bf history warehouse/orders_silver --limit 3\n")?;
+    let url = bf::table::folder_url(&shop.orders_silver())?;
+    let table = bf::table::open(&url, None).await?;
+    writeln!(out, "{}", super::history::history_table(&ledger::history(&table, Some(3)).await?))?;
+
+    writeln!(out, "\n$ bf rollback --auto-approve\n")?;
+    let undo = rollback::prepare(&url, &report.backfill_id).await?;
+    let rolled = undo.restore().await.context("rolling back the March reload")?;
+    writeln!(
+        out,
+        "Rolled back backfill {}: orders_silver is at version {}, equal to version {} ({} rows in March again).",
+        rolled.backfill_id, rolled.new_version, rolled.restored_version, rolled.rows_after
+    )?;
+    writeln!(
+        out,
+        "The table's history keeps both: the backfill's commits, then the RESTORE that undid them."
     )?;
 
     writeln!(out, "\nNext, in {dir} (seed 000):")?;

@@ -32,6 +32,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         writeln!(out)?;
         return Ok(ExitCode::SUCCESS);
     }
+    writeln!(out, "{}", history_table(&entries))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The commits as a table, newest first: DESCRIBE HISTORY's columns and bf's.
+pub fn history_table(entries: &[ledger::Entry]) -> comfy_table::Table {
     let mut rows = render::table([
         "version",
         "timestamp",
@@ -42,7 +48,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         "slice",
         "reason",
     ]);
-    for entry in &entries {
+    for entry in entries {
         let text = |k: &str| {
             entry
                 .bf
@@ -71,6 +77,5 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             text("reason").chars().take(60).collect(),
         ]);
     }
-    writeln!(out, "{rows}")?;
-    Ok(ExitCode::SUCCESS)
+    rows
 }
