@@ -63,6 +63,8 @@ pub enum ApplyError {
     Conflict { slice: usize, first: String, kind: String, commits: String },
     #[error("{0}")]
     Delta(String),
+    #[error(transparent)]
+    Unsupported(#[from] crate::compat::Unsupported),
 }
 
 impl From<DeltaTableError> for ApplyError {
@@ -131,6 +133,7 @@ impl<'a> Apply<'a> {
             .map_err(|e| ApplyError::Stale(format!("the saved plan's text no longer parses:\n{e}")))?;
         let url = url_of(plan)?;
         let mut target = table::open(&url, None).await?;
+        crate::compat::check_writable(&target)?;
         let since = ledger::commits_after(&target, plan.target.pre_version).await?;
         check_stale(plan, &since)?;
 

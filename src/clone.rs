@@ -32,6 +32,9 @@ use url::Url;
 use crate::table::display_url;
 use crate::window::Window;
 
+/// The folder of a clone that holds the files copied in from the source.
+pub const LOCALIZED: &str = "bf-localized";
+
 /// The commitInfo key that marks a table as a bf rehearsal, naming the table it rehearses.
 pub const REHEARSAL_OF: &str = "bf.rehearsal_of";
 
@@ -151,9 +154,12 @@ impl<'a> ShallowClone<'a> {
                     .await
                     .map_err(copy_error)?;
                 metrics.bytes_localized += bytes.len() as u64;
-                destination_store.put(&location, bytes.into()).await.map_err(copy_error)?;
+                // A plain name: partition values live in the add action, and a name without
+                // escapes cannot be decoded differently by whoever reads it.
+                let copy = format!("{LOCALIZED}/{}.parquet", uuid::Uuid::new_v4());
+                destination_store.put(&copy.as_str().into(), bytes.into()).await.map_err(copy_error)?;
                 metrics.files_localized += 1;
-                absolute.as_str()[source_root.as_str().len()..].to_owned()
+                copy
             } else {
                 metrics.files_referenced += 1;
                 absolute.to_string()

@@ -3,7 +3,8 @@
 //! The modules follow the path a backfill takes:
 //! 1. [`plan_file`]: the TOML plan a team reviews — window, table, reason, source, checks, guards.
 //! 2. [`window`]: the window and the slices it is cut into; one slice is one run and one commit.
-//! 3. [`table`]: opening the target and the facts later steps rely on (version, date column).
+//! 3. [`table`]: opening the target and the facts later steps rely on (version, date column), and
+//!    [`compat`]: whether bf may write it at all.
 //! 4. [`source`]: where a slice's corrected rows come from; plan SQL is read-only.
 //! 5. [`rehearsal`]: a [`clone`] of the target (shallow), every slice written into it.
 //! 6. [`slice_writer`] with [`predicate`]: the one way bf writes a slice — one commit.
@@ -19,6 +20,7 @@ pub mod apply;
 pub mod change_log;
 pub mod checks;
 pub mod clone;
+pub mod compat;
 pub mod diff;
 pub mod ledger;
 pub mod plan;

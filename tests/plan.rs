@@ -138,7 +138,7 @@ async fn march_is_rehearsed_without_touching_the_target() {
             .await
             .unwrap();
         if rows > 0 {
-            overlapping.insert(file.file_name().unwrap().to_owned());
+            overlapping.insert(std::fs::read(&file).unwrap());
         }
     }
     let slice_commit =
@@ -151,11 +151,15 @@ async fn march_is_rehearsed_without_touching_the_target() {
         .collect();
     let in_clone: BTreeSet<_> = std::fs::read_dir(&rehearsal)
         .unwrap()
-        .map(|e| e.unwrap().file_name())
-        .filter(|n| n != "_delta_log")
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n != "_delta_log" && n != bf::clone::LOCALIZED)
         .collect();
-    let expected: BTreeSet<_> = overlapping.iter().cloned().chain(written.iter().map(|p| p.into())).collect();
-    assert_eq!(in_clone, expected, "the clone holds only the window's files and the slice's new files");
+    assert_eq!(in_clone, written, "besides its copies, the clone holds only the slice's new files");
+    let copies: BTreeSet<Vec<u8>> = std::fs::read_dir(rehearsal.join(bf::clone::LOCALIZED))
+        .unwrap()
+        .map(|e| std::fs::read(e.unwrap().path()).unwrap())
+        .collect();
+    assert_eq!(copies, overlapping, "the copies are exactly the target's files holding March rows");
     assert_eq!(plan["rehearsal"]["clone"]["files_localized"], overlapping.len());
     assert_eq!(plan["rehearsal"]["clone"]["files_referenced"], 5 - overlapping.len());
     // Its first commit is a CLONE naming the source and its version.

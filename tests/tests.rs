@@ -4,7 +4,9 @@
 mod common;
 
 mod apply;
+mod corpus;
 mod demo;
+mod fuzz;
 mod plan;
 mod plan_files;
 mod rollback;

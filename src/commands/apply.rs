@@ -138,9 +138,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(report) => report,
         Err(error) => {
             eprintln!("error: {error}");
-            eprintln!(
-                "Slices committed before this stay recorded in the table; run `bf apply` again to resume."
-            );
+            if matches!(error, bf::apply::ApplyError::Verify { .. }) {
+                eprintln!(
+                    "That slice's commit is in the table: `bf rollback` puts the table back to the pre-version."
+                );
+            } else {
+                eprintln!(
+                    "Slices committed before this stay recorded in the table; run `bf apply` again to resume."
+                );
+            }
             return Ok(ExitCode::FAILURE);
         }
     };

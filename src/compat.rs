@@ -1,0 +1,65 @@
+//! Which tables bf may write.
+//!
+//! A Delta table's protocol tells writers what they must do besides adding and removing files:
+//! enforce CHECK constraints, compute generated columns, write deletion vectors, change-data files,
+//! row ids, clustering metadata… A writer that ignores one of them leaves a table other engines read
+//! wrongly. bf writes through deltalake, and writes only tables whose every writer requirement is one
+//! it has been tested to honour; anything else is refused before the rehearsal and before any commit,
+//! naming the feature.
+//!
+//! Reading is deltalake's: a table it cannot read fails to open with deltalake's own message.
+
+use deltalake::DeltaTable;
+use serde_json::Value;
+
+/// Writer features bf honours: `invariants` (deltalake enforces them on write) and `timestampNtz`
+/// (a type, no writer duty beyond writing it).
+const WRITABLE_FEATURES: [&str; 2] = ["invariants", "timestampNtz"];
+
+/// Why bf will not write a table.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "bf cannot write {table} safely: it needs {what}, which bf does not honour yet. \
+     Nothing was written; backfill it with an engine that supports {them}."
+)]
+pub struct Unsupported {
+    pub table: String,
+    pub what: String,
+    them: String,
+}
+
+/// Refuses a table whose protocol asks writers for something bf does not do.
+pub fn check_writable(table: &DeltaTable) -> Result<(), Unsupported> {
+    let name = crate::table::display_url(table.table_url());
+    let Ok(snapshot) = table.snapshot() else { return Ok(()) };
+    let protocol = serde_json::to_value(snapshot.protocol()).unwrap_or(Value::Null);
+    let writer = protocol.get("minWriterVersion").and_then(Value::as_i64).unwrap_or(0);
+    let features: Vec<String> = protocol
+        .get("writerFeatures")
+        .and_then(Value::as_array)
+        .map(|f| f.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+        .unwrap_or_default();
+    let unsupported: Vec<String> = match writer {
+        0..=2 => Vec::new(),
+        // Legacy versions imply their features whether or not the table uses them.
+        3 => vec!["checkConstraints".into()],
+        4 => vec!["checkConstraints".into(), "changeDataFeed".into(), "generatedColumns".into()],
+        5 => vec!["columnMapping".into()],
+        6 => vec!["identityColumns".into()],
+        _ => features.into_iter().filter(|f| !WRITABLE_FEATURES.contains(&f.as_str())).collect(),
+    };
+    let append_only = snapshot
+        .metadata()
+        .configuration()
+        .get("delta.appendOnly")
+        .is_some_and(|v| v.eq_ignore_ascii_case("true"));
+    let mut needs: Vec<String> = unsupported.iter().map(|f| format!("the writer feature `{f}`")).collect();
+    if append_only {
+        needs.push("`delta.appendOnly = true` (a replace removes rows)".into());
+    }
+    if needs.is_empty() {
+        return Ok(());
+    }
+    let them = if unsupported.is_empty() { "it".to_owned() } else { unsupported.join(", ") };
+    Err(Unsupported { table: name, what: needs.join(" and "), them })
+}

@@ -1,0 +1,171 @@
+//! Real tables written by Spark and Databricks (`../shared/delta-corpus`): bf reads each or refuses it
+//! clearly, writes only those whose protocol it honours, and never changes a byte of the others.
+
+use std::path::{Path, PathBuf};
+
+use bf::deltalake::arrow::datatypes::DataType;
+use bf::deltalake::datafusion::prelude::{ParquetReadOptions, SessionContext};
+use serde_json::Value;
+
+use crate::common::{bf_in, open_table, repo, snapshot, write_plan};
+
+fn corpus() -> Vec<PathBuf> {
+    let mut tables: Vec<PathBuf> = std::fs::read_dir(repo("../shared/delta-corpus"))
+        .expect("../shared/delta-corpus exists")
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("_delta_log").is_dir())
+        .collect();
+    tables.sort();
+    tables
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}
+
+/// The versions the log holds a commit file for.
+fn commit_versions(table: &Path) -> Vec<u64> {
+    let mut versions: Vec<u64> = std::fs::read_dir(table.join("_delta_log"))
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.unwrap().file_name().into_string().unwrap();
+            name.strip_suffix(".json")?.parse().ok()
+        })
+        .collect();
+    versions.sort();
+    versions
+}
+
+/// Rows of DAT's expected content of the table's latest version, when DAT gives it.
+async fn expected_rows(name: &str) -> Option<usize> {
+    let folder = repo(&format!("../shared/delta-corpus-expected/{name}/latest/table_content"));
+    if !folder.is_dir() {
+        return None;
+    }
+    let ctx = SessionContext::new();
+    let frame = ctx.read_parquet(folder.to_str().unwrap(), ParquetReadOptions::default()).await.ok()?;
+    frame.count().await.ok()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_corpus_table_is_read_or_refused_and_only_writable_ones_are_written() {
+    let tables = corpus();
+    assert!(tables.len() >= 17, "the corpus has {} tables", tables.len());
+    let mut report = Vec::new();
+    for source in &tables {
+        let name = source.file_name().unwrap().to_string_lossy().into_owned();
+        let dir = tempfile::tempdir().unwrap();
+        let table = dir.path().join(&name);
+        copy_dir(source, &table);
+        let untouched = snapshot(&table);
+
+        // History: every commit the log holds, newest first — or a clear refusal.
+        let history = bf_in(dir.path()).args(["history", "--json"]).arg(&table).output().unwrap();
+        if !history.status.success() {
+            let stderr = String::from_utf8_lossy(&history.stderr);
+            assert!(
+                stderr.contains("feature") || stderr.contains("Unsupported"),
+                "{name}: unclear refusal: {stderr}"
+            );
+            assert_eq!(snapshot(&table), untouched, "{name}");
+            report.push(format!("{name}: unreadable ({})", stderr.lines().next().unwrap_or_default()));
+            continue;
+        }
+        let entries: Value = serde_json::from_slice(&history.stdout).unwrap();
+        let listed: Vec<u64> =
+            entries.as_array().unwrap().iter().map(|e| e["version"].as_u64().unwrap()).rev().collect();
+        assert_eq!(listed, commit_versions(&table), "{name}: history lists every commit");
+
+        // The real row count, deletion vectors applied, from deltalake's own scan; DAT agrees.
+        let opened = open_table(&table).await;
+        let ctx = SessionContext::new();
+        ctx.register_table("t", opened.table_provider().await.unwrap()).unwrap();
+        let rows = ctx.table("t").await.unwrap().count().await.unwrap();
+        if let Some(expected) = expected_rows(&name).await {
+            assert_eq!(rows, expected, "{name}: rows as DAT expects");
+        }
+
+        let schema = bf::table::arrow_schema(&opened).unwrap();
+        let date =
+            schema.fields().iter().find(|f| f.data_type() == &DataType::Date32).map(|f| f.name().clone());
+        let writable = bf::compat::check_writable(&opened);
+        let Some(date) = date else {
+            report.push(format!(
+                "{name}: read, {rows} rows; no DATE column to plan on; writable: {}",
+                writable.is_ok()
+            ));
+            continue;
+        };
+        // A plan over the whole date range that reloads the table from itself.
+        let range = ctx
+            .sql(&format!("SELECT CAST(MIN(\"{date}\") AS VARCHAR), CAST(MAX(\"{date}\") AS VARCHAR), COUNT(\"{date}\") FROM t"))
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        let text =
+            |i| bf::deltalake::arrow::util::display::array_value_to_string(range[0].column(i), 0).unwrap();
+        let (start, end, dated) = (text(0), text(1), text(2));
+        let plan = format!(
+            "reason = \"Reload {name} from itself.\"\n[target]\ntable = \"{name}\"\ndate_column = \"{date}\"\n\
+             [window]\nstart = {start}\nend = {end}\n[slicing]\nevery = \"year\"\n[guards]\nmax_slices = 1000\n\
+             [source]\ninputs.src = {{ path = \"{name}\", format = \"delta\" }}\nquery = \"SELECT * FROM src\"\n"
+        );
+        write_plan(dir.path(), "plan.toml", &plan);
+        let planned = bf_in(dir.path()).args(["plan", "plan.toml", "--json", "-q"]).output().unwrap();
+        match writable {
+            Err(refusal) => {
+                assert_eq!(planned.status.code(), Some(1), "{name}");
+                let stderr = String::from_utf8_lossy(&planned.stderr);
+                assert!(
+                    stderr.contains("writer feature") || stderr.contains("appendOnly"),
+                    "{name}: {stderr}"
+                );
+                assert_eq!(snapshot(&table), untouched, "{name}: a refused table is byte-identical");
+                report.push(format!("{name}: read, {rows} rows; refused for writing: {}", refusal.what));
+            }
+            Ok(()) => {
+                assert!(planned.status.success(), "{name}: {}", String::from_utf8_lossy(&planned.stderr));
+                assert_eq!(snapshot(&table), untouched, "{name}: bf plan wrote to the target");
+                let saved: Value = serde_json::from_slice(&planned.stdout).unwrap();
+                assert_eq!(
+                    saved["total"]["before"]["rows"].as_u64(),
+                    dated.parse().ok(),
+                    "{name}: before = dated rows"
+                );
+                assert_eq!(saved["total"]["after"]["rows"], saved["total"]["before"]["rows"], "{name}");
+                // Apply and roll back on the copy. An apply either lands, or its post-commit
+                // verification catches a wrong slice and stops; either way the rollback restores
+                // the table exactly.
+                let applied = bf_in(dir.path()).args(["apply", "--auto-approve", "-q"]).output().unwrap();
+                let stderr = String::from_utf8_lossy(&applied.stderr).into_owned();
+                assert!(
+                    applied.status.success() || stderr.contains("the table holds"),
+                    "{name}: apply failed without its verification naming the slice: {stderr}"
+                );
+                let rolled = bf_in(dir.path()).args(["rollback", "--auto-approve"]).output().unwrap();
+                assert!(rolled.status.success(), "{name}: {}", String::from_utf8_lossy(&rolled.stderr));
+                let after = open_table(&table).await;
+                let ctx = SessionContext::new();
+                ctx.register_table("t", after.table_provider().await.unwrap()).unwrap();
+                assert_eq!(ctx.table("t").await.unwrap().count().await.unwrap(), rows, "{name}: round trip");
+                report.push(if applied.status.success() {
+                    format!("{name}: read, {rows} rows; planned, applied and rolled back")
+                } else {
+                    format!("{name}: read, {rows} rows; planned; apply stopped by its verification ({}); rolled back", stderr.lines().next().unwrap_or_default())
+                });
+            }
+        }
+    }
+    eprintln!("{}", report.join("\n"));
+}
