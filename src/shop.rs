@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use chrono::{Datelike, NaiveDate, NaiveDateTime, NaiveTime};
 use deltalake::arrow::array::{ArrayRef, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray};
-use deltalake::arrow::datatypes::{DataType as ArrowType, Field, Schema};
+use deltalake::arrow::datatypes::{DataType as ArrowType, Date32Type, Field, Schema};
 use deltalake::kernel::{DataType, StructField};
 use deltalake::protocol::SaveMode;
 use deltalake::{DeltaTable, DeltaTableError};
@@ -295,7 +295,6 @@ fn rate(currency: &str) -> f64 {
 
 fn silver_batch<'a>(rows: impl Iterator<Item = &'a (Order, NaiveDate)>) -> RecordBatch {
     let rows: Vec<&(Order, NaiveDate)> = rows.collect();
-    let epoch = NaiveDate::from_ymd_opt(1970, 1, 1).expect("the epoch");
     let columns: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from_iter_values(rows.iter().map(|(o, _)| o.id))),
         Arc::new(StringArray::from_iter_values(rows.iter().map(|(o, _)| o.customer.as_str()))),
@@ -304,7 +303,7 @@ fn silver_batch<'a>(rows: impl Iterator<Item = &'a (Order, NaiveDate)>) -> Recor
         Arc::new(Float64Array::from_iter_values(
             rows.iter().map(|(o, _)| (o.amount * rate(o.currency) * 100.0).round() / 100.0),
         )),
-        Arc::new(Date32Array::from_iter_values(rows.iter().map(|(_, d)| (*d - epoch).num_days() as i32))),
+        Arc::new(Date32Array::from_iter_values(rows.iter().map(|(_, d)| Date32Type::from_naive_date(*d)))),
     ];
     let schema = Schema::new(vec![
         Field::new("order_id", ArrowType::Int64, true),

@@ -540,3 +540,39 @@ async fn rerun_all_applies_every_slice_again_under_a_new_backfill_id() {
     assert!(slices.iter().all(|s| s["status"] == "committed"));
     assert_eq!(rows_where(&daily, "true").await, first, "replacing a day with the same rows changes nothing");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_applies_at_once_commit_each_slice_once() {
+    let reference = demo_workspace();
+    plan(reference.path(), "plans/september.toml");
+    assert!(apply(reference.path()).status.success());
+    let expected = rows_where(&reference.path().join("bf-demo/warehouse/orders_daily"), "true").await;
+
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    plan(root, "plans/september.toml");
+    let spawn = || {
+        std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+            .args(["apply", "--auto-approve", "-q"])
+            .current_dir(root)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (first, second) = (spawn(), spawn());
+    let outputs = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
+    for output in &outputs {
+        // A loser stops cleanly, naming the slice it lost; it never reports a wrong commit.
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success() || stderr.contains("conflicts with another writer"), "{stderr}");
+    }
+    // Whatever the race left, one more apply finishes the backfill.
+    assert!(apply(root).status.success());
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    assert_eq!(rows_where(&daily, "true").await, expected);
+    let mut slices: Vec<u64> =
+        history(&daily).await.iter().filter_map(|e| e.bf.get("slice")?.as_u64()).collect();
+    slices.sort();
+    assert_eq!(slices, (1..=30).collect::<Vec<u64>>(), "every slice committed exactly once");
+}
