@@ -24,6 +24,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
 use crate::change_log;
+use crate::fault::{fault, pause_before};
 use crate::ledger::{self, Backfill, Entry};
 use crate::plan::{self, Plan};
 use crate::plan_file::{self, PlanFile, WriteMode};
@@ -32,15 +33,6 @@ use crate::slice_writer::SliceWriter;
 use crate::source::run::Source;
 use crate::table::{self, display_url};
 use crate::window::Slice;
-
-/// Environment variable naming a point where `bf apply` aborts the process, like a kill -9 there:
-/// `before-slice:N`, `after-commit:N`, `before-comment`. For crash tests of resumability.
-pub const FAULT_ENV: &str = "BF_FAULT";
-
-/// Environment variable naming a file: before writing slice N (`BF_PAUSE_SLICE=N`), bf creates it
-/// and waits until it is removed. For tests of other writers committing while a slice is written.
-pub const PAUSE_FILE_ENV: &str = "BF_PAUSE_FILE";
-pub const PAUSE_SLICE_ENV: &str = "BF_PAUSE_SLICE";
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApplyError {
@@ -435,29 +427,4 @@ async fn conflict_or(
         Err(e) => format!("  (the table's new commits cannot be listed: {e})"),
     };
     ApplyError::Conflict { slice: slice.index, first: slice.first.to_string(), kind, commits }
-}
-
-/// Waits while the pause file of `BF_PAUSE_FILE` exists, when `BF_PAUSE_SLICE` names this slice.
-fn pause_before(index: usize) {
-    let (Ok(file), Ok(wanted)) = (std::env::var(PAUSE_FILE_ENV), std::env::var(PAUSE_SLICE_ENV)) else {
-        return;
-    };
-    if wanted != index.to_string() {
-        return;
-    }
-    let file = Path::new(&file);
-    if std::fs::write(file, b"paused").is_err() {
-        return;
-    }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while file.exists() && std::time::Instant::now() < deadline {
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-}
-
-/// Aborts the process at a named point when `BF_FAULT` names it: a crash exactly there.
-fn fault(point: &str) {
-    if std::env::var(FAULT_ENV).is_ok_and(|wanted| wanted == point) {
-        std::process::abort();
-    }
 }

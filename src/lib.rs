@@ -22,6 +22,7 @@ pub mod checks;
 pub mod clone;
 pub mod compat;
 pub mod diff;
+pub mod fault;
 pub mod ledger;
 pub mod plan;
 pub mod plan_file;

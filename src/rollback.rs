@@ -23,6 +23,7 @@ use serde::Serialize;
 use url::Url;
 
 use crate::clone::overlaps;
+use crate::fault::fault;
 use crate::ledger::{self, Entry, Recorded};
 use crate::plan_file::WriteMode;
 use crate::predicate::slice_predicate;
@@ -141,6 +142,7 @@ impl RollbackPlan {
         check_files_exist(&self.url, pre_version).await?;
         let table = table::open(&self.url, None).await?;
         let rows_before = self.window_rows(&table).await?;
+        fault("rollback-before-restore");
         let table = table
             .restore()
             .with_version_to_restore(pre_version as _)
@@ -154,6 +156,7 @@ impl RollbackPlan {
             chrono::Utc::now().date_naive(),
             self.backfill.reason
         );
+        fault("rollback-before-comment");
         let table = table
             .update_table_metadata()
             .with_update(TableMetadataUpdate {
@@ -214,9 +217,11 @@ impl RollbackPlan {
                 counts: SourceCounts { in_slice, ..SourceCounts::default() },
                 files: Vec::new(),
             };
+            fault(&format!("rollback-before-slice:{index}"));
             table = writer
                 .write(table, &slice, &source, self.backfill.rollback_commit(Some((index, first, last))))
                 .await?;
+            fault(&format!("rollback-after-commit:{index}"));
         }
         self.verify(&table, rows_before, true).await
     }

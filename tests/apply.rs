@@ -237,7 +237,7 @@ async fn a_crash_at_any_point_resumes_to_the_same_table() {
         let daily = root.join("bf-demo/warehouse/orders_daily");
         plan(root, "plans/september.toml");
         let crashed =
-            bf_in(root).args(["apply", "--auto-approve"]).env(bf::apply::FAULT_ENV, point).output().unwrap();
+            bf_in(root).args(["apply", "--auto-approve"]).env(bf::fault::FAULT_ENV, point).output().unwrap();
         assert!(!crashed.status.success(), "{point}: the process was meant to die");
         let resumed = apply(root);
         assert!(resumed.status.success(), "{point}: {}", String::from_utf8_lossy(&resumed.stderr));
@@ -440,8 +440,8 @@ async fn apply_with_other_writer<F: std::future::Future<Output = ()>>(
     let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
         .args(["apply", "--auto-approve"])
         .current_dir(root)
-        .env(bf::apply::PAUSE_FILE_ENV, &pause)
-        .env(bf::apply::PAUSE_SLICE_ENV, slice.to_string())
+        .env(bf::fault::PAUSE_FILE_ENV, &pause)
+        .env(bf::fault::PAUSE_SLICE_ENV, slice.to_string())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

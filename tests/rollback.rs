@@ -237,7 +237,7 @@ fn status_follows_an_interrupted_apply() {
         .stdout(predicate::str::contains("not applied yet: 0 of 30 slices committed"));
     bf_in(root)
         .args(["apply", "--auto-approve", "-q"])
-        .env(bf::apply::FAULT_ENV, "before-slice:4")
+        .env(bf::fault::FAULT_ENV, "before-slice:4")
         .assert()
         .failure();
     bf_in(root)

@@ -1,0 +1,39 @@
+//! Test hooks: points where bf can be made to crash or wait, so tests can prove what a crash or a
+//! concurrent writer at exactly that point does. Each is read from the environment only at its point;
+//! unset, they cost one lookup.
+
+use std::path::Path;
+
+/// Names a point where bf aborts the process, like a `kill -9` there: `before-slice:N`,
+/// `after-commit:N`, `before-comment` (apply); `rollback-before-restore`, `rollback-before-comment`,
+/// `rollback-before-slice:N`, `rollback-after-commit:N` (rollback).
+pub const FAULT_ENV: &str = "BF_FAULT";
+
+/// Names a file: before writing slice N (`BF_PAUSE_SLICE=N`), bf creates it and waits while it exists.
+pub const PAUSE_FILE_ENV: &str = "BF_PAUSE_FILE";
+pub const PAUSE_SLICE_ENV: &str = "BF_PAUSE_SLICE";
+
+/// Aborts the process at a named point when `BF_FAULT` names it: a crash exactly there.
+pub(crate) fn fault(point: &str) {
+    if std::env::var(FAULT_ENV).is_ok_and(|wanted| wanted == point) {
+        std::process::abort();
+    }
+}
+
+/// Waits while the pause file of `BF_PAUSE_FILE` exists, when `BF_PAUSE_SLICE` names this slice.
+pub(crate) fn pause_before(index: usize) {
+    let (Ok(file), Ok(wanted)) = (std::env::var(PAUSE_FILE_ENV), std::env::var(PAUSE_SLICE_ENV)) else {
+        return;
+    };
+    if wanted != index.to_string() {
+        return;
+    }
+    let file = Path::new(&file);
+    if std::fs::write(file, b"paused").is_err() {
+        return;
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while file.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
