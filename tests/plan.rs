@@ -260,9 +260,45 @@ fn errors_name_what_is_wrong_and_write_nothing() {
     let plan = variant("parallel.toml", "every = \"month\"", "every = \"day\"\nparallel = 4");
     refused(root, &plan, &silver, "ConcurrentAppend");
 
+    // A value that does not cast to the table's type fails the slice, naming it and the value.
+    let plan = variant(
+        "cast.toml",
+        "SELECT o.order_id,",
+        "SELECT CONCAT('#', CAST(o.order_id AS VARCHAR)) AS order_id,",
+    );
+    refused(root, &plan, &silver, "Cannot cast string '#");
+    // Two source rows for one key make the merge fail; nothing reaches the target.
+    let plan = variant("dupes.toml", "mode = \"replace\"", "mode = \"merge\"");
+    let text = std::fs::read_to_string(&plan).unwrap().replace("JOIN fx ON o.currency = fx.currency\n", "JOIN fx ON o.currency = fx.currency\nUNION ALL SELECT order_id, customer, amount, currency, amount AS amount_eur, CAST(ordered_at AS DATE) AS order_date FROM orders\n");
+    std::fs::write(&plan, text).unwrap();
+    refused(root, &plan, &silver, "slice 1 (2026-03-01..2026-03-31) was not written");
+
     let daily = root.join("bf-demo/warehouse/orders_daily");
     std::fs::remove_file(root.join("bf-demo/landing/orders/2026-09-17.csv")).unwrap();
     refused(root, &root.join("plans/september.toml"), &daily, "slice 17 (2026-09-17): input `orders` reads");
+}
+
+#[test]
+fn source_rows_with_a_null_date_make_the_plan_unappliable() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let march = std::fs::read_to_string(root.join("plans/march.toml")).unwrap();
+    let nulls = march.replace(
+        "CAST(o.ordered_at AS DATE) AS order_date",
+        "CASE WHEN o.order_id % 100 = 0 THEN NULL ELSE CAST(o.ordered_at AS DATE) END AS order_date",
+    );
+    let plan = write_plan(&root.join("plans"), "nulls.toml", &nulls);
+    let output = bf_in(root).arg("plan").arg(&plan).arg("--json").output().unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let saved: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let expected = corrected_march(&root.join("bf-demo")).iter().filter(|r| r.0 % 100 == 0).count();
+    assert_eq!(saved["slices"][0]["source"]["null_date"], expected);
+    let problem = format!("{expected} source rows have a NULL order_date");
+    assert!(
+        saved["problems"].as_array().unwrap().iter().any(|p| p.as_str().unwrap().starts_with(&problem)),
+        "{}",
+        saved["problems"]
+    );
 }
 
 #[test]

@@ -196,3 +196,28 @@ fn the_readme_plan_is_a_valid_plan() {
         panic!("the README's plan is invalid:\n{error}");
     }
 }
+
+#[test]
+fn every_bad_plan_is_refused_by_bf_plan_too_and_the_table_is_untouched() {
+    // The bad plans name `../warehouse/orders_silver`; give them a real one there.
+    let workspace = crate::common::demo_workspace();
+    let root = workspace.path();
+    std::os::unix::fs::symlink(root.join("bf-demo/warehouse"), root.join("warehouse")).unwrap();
+    let silver = root.join("warehouse/orders_silver");
+    let untouched = crate::common::snapshot(&silver);
+    for plan in bad_plans() {
+        let copy = root.join("plans").join(plan.path.file_name().unwrap());
+        std::fs::copy(&plan.path, &copy).unwrap();
+        let output = crate::common::bf_in(root).arg("plan").arg(&copy).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{}: {stderr}", plan.path.display());
+        assert!(stderr.contains(&plan.expect), "{}: {stderr}", plan.path.display());
+        assert!(!root.join(".bf/plan.json").exists(), "{}: a plan was saved", plan.path.display());
+        assert!(
+            !root.join("warehouse/orders_silver__rehearsal").exists(),
+            "{}: a rehearsal was made",
+            plan.path.display()
+        );
+    }
+    assert_eq!(crate::common::snapshot(&silver), untouched);
+}

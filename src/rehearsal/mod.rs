@@ -234,6 +234,13 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     if !outside_window.unchanged {
         problems.push("rows outside the window changed in the rehearsal".to_owned());
     }
+    // Every slice runs the query; a NULL date shows in each, so the largest count is the number.
+    let null_dates = reports.iter().map(|s| s.source.null_date).max().unwrap_or(0);
+    if null_dates > 0 {
+        problems.push(format!(
+            "{null_dates} source rows have a NULL {column}: no slice would write them; fix the query or the input"
+        ));
+    }
     for check in check_results.iter().filter(|c| !c.passed) {
         problems.push(format!("check `{}` failed on slice {}: {}", check.name, check.slice, check.detail));
     }
