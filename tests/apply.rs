@@ -576,3 +576,40 @@ async fn two_applies_at_once_commit_each_slice_once() {
     slices.sort();
     assert_eq!(slices, (1..=30).collect::<Vec<u64>>(), "every slice committed exactly once");
 }
+
+#[test]
+fn a_reason_with_quotes_newlines_and_unicode_survives_the_ledger() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let march = std::fs::read_to_string(root.join("plans/march.toml")).unwrap();
+    let reason = "He said \"it's wrong\"; 'March' \\ USD → EUR.\nSecond line: ✓ ünïcode, tab\there.";
+    let start = march.find("reason = ").unwrap();
+    let end = start + march[start..].find('\n').unwrap();
+    let toml_reason = format!("reason = {}", toml_basic_string(reason));
+    write_plan(
+        &root.join("plans"),
+        "quoted.toml",
+        &format!("{}{}{}", &march[..start], toml_reason, &march[end..]),
+    );
+    bf_in(root).args(["plan", "plans/quoted.toml", "-q"]).assert().success();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    let output = bf_in(root)
+        .args(["history", "bf-demo/warehouse/orders_silver", "--json", "--limit", "2"])
+        .output()
+        .unwrap();
+    let history: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(history[1]["bf"]["reason"], reason);
+    let info = std::fs::read_to_string(
+        root.join("bf-demo/warehouse/orders_silver/_delta_log/00000000000000000006.json"),
+    )
+    .unwrap();
+    let commit: Value =
+        info.lines().find_map(|l| serde_json::from_str::<Value>(l).ok()?.get("commitInfo").cloned()).unwrap();
+    let user: Value = serde_json::from_str(commit["userMetadata"].as_str().unwrap()).unwrap();
+    assert_eq!(user["bf.reason"], reason);
+}
+
+/// `text` as a TOML basic string.
+fn toml_basic_string(text: &str) -> String {
+    serde_json::to_string(text).unwrap()
+}
