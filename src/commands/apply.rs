@@ -1,6 +1,6 @@
 //! `bf apply`: apply a saved plan to the real table, one recorded commit per slice.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -127,9 +127,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     for warning in &plan.warnings {
         eprintln!("Warning: {warning}");
     }
-    if !args.auto_approve && !confirm(&plan)? {
-        eprintln!("Apply cancelled; nothing was written.");
-        return Ok(ExitCode::FAILURE);
+    if !args.auto_approve {
+        eprintln!("{}", summary(&plan));
+        if !super::confirm("Do you want to apply this backfill?", "apply")? {
+            eprintln!("Apply cancelled; nothing was written.");
+            return Ok(ExitCode::FAILURE);
+        }
     }
     let lines = Lines::new(args.quiet || args.json, plan.slices.len());
     let outcome = Apply::new(&plan).with_rerun(args.rerun.is_some()).execute(&lines).await;
@@ -180,19 +183,4 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         report.pre_version
     )?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Asks on the terminal, like Terraform; refuses rather than hang when there is no one to ask.
-fn confirm(plan: &Plan) -> anyhow::Result<bool> {
-    if !std::io::stdin().is_terminal() {
-        anyhow::bail!(
-            "refusing to apply without confirmation: stdin is not a terminal (pass --auto-approve)"
-        );
-    }
-    eprintln!("{}", summary(plan));
-    eprint!("Do you want to apply this backfill? Only 'yes' will be accepted: ");
-    std::io::stderr().flush()?;
-    let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
-    Ok(answer.trim() == "yes")
 }

@@ -13,6 +13,7 @@ pub mod slices;
 pub mod status;
 pub mod validate;
 
+use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 
 use crate::cli::Command;
@@ -31,4 +32,19 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::Schema(args) => schema::run(args),
         Command::Demo(args) => demo::run(args).await,
     }
+}
+
+/// Asks on the terminal, like Terraform: only "yes" goes ahead. Without a terminal to ask on, it
+/// refuses rather than hang or guess.
+pub fn confirm(question: &str, verb: &str) -> anyhow::Result<bool> {
+    if !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "refusing to {verb} without confirmation: stdin is not a terminal (pass --auto-approve)"
+        );
+    }
+    eprint!("{question} Only 'yes' will be accepted: ");
+    std::io::stderr().flush()?;
+    let mut answer = String::new();
+    std::io::stdin().lock().read_line(&mut answer)?;
+    Ok(answer.trim() == "yes")
 }

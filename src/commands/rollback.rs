@@ -1,6 +1,6 @@
 //! `bf rollback`: undo a backfill, from the saved plan or from the table's history alone.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -52,7 +52,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let name = table::display_url(&url);
     if let Some(version) = args.to_version {
         eprintln!("Will RESTORE {name} to version {version}; every commit after it is undone.");
-        if !args.auto_approve && !confirm()? {
+        if !args.auto_approve && !super::confirm("Do you want to roll back?", "roll back")? {
             eprintln!("Rollback cancelled; nothing was written.");
             return Ok(ExitCode::FAILURE);
         }
@@ -97,7 +97,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             format!("RESTORE version {} in one commit", plan.backfill.pre_version)
         }
     );
-    if !args.auto_approve && !confirm()? {
+    if !args.auto_approve && !super::confirm("Do you want to roll back?", "roll back")? {
         eprintln!("Rollback cancelled; nothing was written.");
         return Ok(ExitCode::FAILURE);
     }
@@ -128,18 +128,4 @@ fn finish(report: &rollback::RollbackReport, json: bool) -> anyhow::Result<ExitC
         )?;
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Asks on the terminal; refuses rather than hang when there is no one to ask.
-fn confirm() -> anyhow::Result<bool> {
-    if !std::io::stdin().is_terminal() {
-        anyhow::bail!(
-            "refusing to roll back without confirmation: stdin is not a terminal (pass --auto-approve)"
-        );
-    }
-    eprint!("Do you want to roll back? Only 'yes' will be accepted: ");
-    std::io::stderr().flush()?;
-    let mut answer = String::new();
-    std::io::stdin().lock().read_line(&mut answer)?;
-    Ok(answer.trim() == "yes")
 }
