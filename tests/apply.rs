@@ -613,3 +613,43 @@ fn a_reason_with_quotes_newlines_and_unicode_survives_the_ledger() {
 fn toml_basic_string(text: &str) -> String {
     serde_json::to_string(text).unwrap()
 }
+
+#[test]
+fn credentials_in_the_environment_never_reach_output_plans_or_commits() {
+    let secret = "FAKE-SECRET-7f3a9c1e";
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let with_secrets = |args: &[&str]| {
+        bf_in(root)
+            .args(args)
+            .env("AWS_SECRET_ACCESS_KEY", secret)
+            .env("AWS_ACCESS_KEY_ID", secret)
+            .env("AZURE_STORAGE_ACCOUNT_KEY", secret)
+            .env("GOOGLE_SERVICE_ACCOUNT_KEY", secret)
+            .output()
+            .unwrap()
+    };
+    let mut printed = Vec::new();
+    for args in [
+        &["plan", "plans/march.toml", "--json"][..],
+        &["show", "--format", "markdown"],
+        &["apply", "--auto-approve", "--json"],
+        &["history", "bf-demo/warehouse/orders_silver", "--json"],
+        &["status"],
+        &["rollback", "--auto-approve", "--json"],
+    ] {
+        let output = with_secrets(args);
+        assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        printed.extend(output.stdout);
+        printed.extend(output.stderr);
+    }
+    assert!(!String::from_utf8_lossy(&printed).contains(secret), "a credential was printed");
+    for (path, _) in snapshot(root) {
+        let bytes = std::fs::read(root.join(&path)).unwrap();
+        assert!(
+            !String::from_utf8_lossy(&bytes).contains(secret),
+            "a credential was written to {}",
+            path.display()
+        );
+    }
+}

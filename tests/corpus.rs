@@ -129,7 +129,7 @@ async fn every_corpus_table_is_read_or_refused_and_only_writable_ones_are_writte
                 assert_eq!(planned.status.code(), Some(1), "{name}");
                 let stderr = String::from_utf8_lossy(&planned.stderr);
                 assert!(
-                    stderr.contains("writer feature") || stderr.contains("appendOnly"),
+                    stderr.contains("bf cannot write") && stderr.contains(&refusal.what),
                     "{name}: {stderr}"
                 );
                 assert_eq!(snapshot(&table), untouched, "{name}: a refused table is byte-identical");
