@@ -143,19 +143,7 @@ impl Comparison {
         self.view("__bf_bs", Side::Before, predicate.clone()).await?;
         self.view("__bf_as", Side::After, predicate).await?;
         let columns: Vec<&str> = self.schema.fields().iter().map(|f| f.name().as_str()).collect();
-        let ranked = |side: &str| {
-            format!(
-                "SELECT *, ROW_NUMBER() OVER (PARTITION BY {} ORDER BY {}) AS __bf_rn FROM {side}",
-                key.iter().map(|k| ident(k)).collect::<Vec<_>>().join(", "),
-                self.orderable_columns().join(", ")
-            )
-        };
-        let join = key
-            .iter()
-            .map(|k| format!("b.{0} = a.{0}", ident(k)))
-            .chain(["b.__bf_rn = a.__bf_rn".to_owned()])
-            .collect::<Vec<_>>()
-            .join(" AND ");
+        let (with, join) = self.paired(key);
         let differs =
             columns.iter().map(|c| format!("(b.{0} IS DISTINCT FROM a.{0})", ident(c))).collect::<Vec<_>>();
         let texts = |alias: &str| {
@@ -169,13 +157,11 @@ impl Comparison {
         let order =
             key.iter().map(|k| format!("COALESCE(b.{0}, a.{0})", ident(k))).collect::<Vec<_>>().join(", ");
         let joined = format!(
-            "WITH b AS ({}), a AS ({}) \
+            "{with} \
              SELECT CASE WHEN b.__bf_rn IS NULL THEN 'added' WHEN a.__bf_rn IS NULL THEN 'removed' \
                          WHEN ({}) THEN 'changed' ELSE 'same' END AS __bf_change, \
                     {}, {}, {order} AS __bf_order \
              FROM b FULL OUTER JOIN a ON {join}",
-            ranked("__bf_bs"),
-            ranked("__bf_as"),
             differs.join(" OR "),
             texts("b"),
             texts("a"),
@@ -249,35 +235,19 @@ impl Comparison {
         let label_columns = |prefix: &str| (0..by.len()).map(|i| format!("{prefix}{i}")).collect::<Vec<_>>();
         let (before_sql, after_sql, width) = match key {
             Some(key) => {
-                let ranked = |side: &str| {
-                    format!(
-                        "SELECT *, ROW_NUMBER() OVER (PARTITION BY {} ORDER BY {}) AS __bf_rn FROM {side}",
-                        key.iter().map(|k| ident(k)).collect::<Vec<_>>().join(", "),
-                        self.orderable_columns().join(", ")
-                    )
-                };
+                let (with, join) = self.paired(key);
                 let keys = key
                     .iter()
                     .enumerate()
                     .map(|(i, k)| format!("COALESCE(b.{0}, a.{0}) AS __bf_k{i}", ident(k)))
                     .collect::<Vec<_>>();
-                let join = key
-                    .iter()
-                    .map(|k| format!("b.{0} = a.{0}", ident(k)))
-                    .chain(["b.__bf_rn = a.__bf_rn".to_owned()])
-                    .collect::<Vec<_>>()
-                    .join(" AND ");
                 let transitions = format!(
                     "SELECT {}, COALESCE(b.__bf_rn, a.__bf_rn) AS __bf_trn, {}, {} FROM b FULL OUTER JOIN a ON {join}",
                     keys.join(", "),
                     labels("b.", "__bf_from").join(", "),
                     labels("a.", "__bf_to").join(", "),
                 );
-                let with = format!(
-                    "WITH b AS ({}), a AS ({}), t AS ({transitions})",
-                    ranked("__bf_bs"),
-                    ranked("__bf_as")
-                );
+                let with = format!("{with}, t AS ({transitions})");
                 let group: Vec<String> =
                     label_columns("t.__bf_from").into_iter().chain(label_columns("t.__bf_to")).collect();
                 let side_sql = |side: &str| {
@@ -347,6 +317,26 @@ impl Comparison {
         }
         rows.sort_by(|a, b| (b.after - b.before).abs().total_cmp(&(a.after - a.before).abs()));
         Ok(rows)
+    }
+
+    /// `WITH b AS (…), a AS (…)`: the before and after slices with each row's rank among the rows
+    /// sharing its key, and the join condition that pairs them by key and rank.
+    fn paired(&self, key: &[String]) -> (String, String) {
+        let ranked = |side: &str| {
+            format!(
+                "SELECT *, ROW_NUMBER() OVER (PARTITION BY {} ORDER BY {}) AS __bf_rn FROM {side}",
+                key.iter().map(|k| ident(k)).collect::<Vec<_>>().join(", "),
+                self.orderable_columns().join(", ")
+            )
+        };
+        let with = format!("WITH b AS ({}), a AS ({})", ranked("__bf_bs"), ranked("__bf_as"));
+        let join = key
+            .iter()
+            .map(|k| format!("b.{0} = a.{0}", ident(k)))
+            .chain(["b.__bf_rn = a.__bf_rn".to_owned()])
+            .collect::<Vec<_>>()
+            .join(" AND ");
+        (with, join)
     }
 
     /// Columns a window can order by (nested types cannot be compared).

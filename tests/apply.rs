@@ -5,8 +5,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Output;
 
-use bf::deltalake::arrow::util::display::array_value_to_string;
-use bf::deltalake::datafusion::prelude::SessionContext;
 use bf::ledger::{self, Entry};
 use predicates::prelude::*;
 use serde_json::Value;
@@ -25,22 +23,8 @@ async fn history(table: &Path) -> Vec<Entry> {
     ledger::commits_after(&open_table(table).await, 0).await.unwrap()
 }
 
-/// The rows of a table matching `predicate`, as text, sorted: equal vectors mean equal contents.
 async fn rows_where(table: &Path, predicate: &str) -> Vec<String> {
-    let ctx = SessionContext::new();
-    ctx.register_table("t", open_table(table).await.table_provider().await.unwrap()).unwrap();
-    let batches =
-        ctx.sql(&format!("SELECT * FROM t WHERE {predicate}")).await.unwrap().collect().await.unwrap();
-    let mut rows: Vec<String> = batches
-        .iter()
-        .flat_map(|b| {
-            (0..b.num_rows()).map(move |r| {
-                b.columns().iter().map(|c| array_value_to_string(c, r).unwrap()).collect::<Vec<_>>().join("|")
-            })
-        })
-        .collect();
-    rows.sort();
-    rows
+    crate::common::rows_at(table, None, predicate).await
 }
 
 async fn contents(table: &Path) -> Vec<String> {

@@ -3,9 +3,6 @@
 
 use std::path::Path;
 
-use bf::deltalake::arrow::util::display::array_value_to_string;
-use bf::deltalake::datafusion::prelude::SessionContext;
-
 use crate::common::{bf_in, demo_workspace, open_table};
 
 /// How many crash points a run tries, and the seed that picks them.
@@ -21,25 +18,7 @@ fn week_plan(root: &Path) {
 }
 
 async fn contents(table: &Path) -> Vec<String> {
-    let ctx = SessionContext::new();
-    ctx.register_table("t", open_table(table).await.table_provider().await.unwrap()).unwrap();
-    let batches = ctx.sql("SELECT * FROM t").await.unwrap().collect().await.unwrap();
-    let mut rows: Vec<String> = batches
-        .iter()
-        .flat_map(|b| {
-            (0..b.num_rows())
-                .map(|r| {
-                    b.columns()
-                        .iter()
-                        .map(|c| array_value_to_string(c, r).unwrap())
-                        .collect::<Vec<_>>()
-                        .join("|")
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    rows.sort();
-    rows
+    crate::common::rows_at(table, None, "true").await
 }
 
 /// The bf key `key` of every commit that has it, oldest first.

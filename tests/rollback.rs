@@ -3,38 +3,12 @@
 
 use std::path::Path;
 
-use bf::deltalake::arrow::util::display::array_value_to_string;
-use bf::deltalake::datafusion::prelude::SessionContext;
 use predicates::prelude::*;
 use serde_json::Value;
 
 use crate::common::{bf_in, demo_workspace, open_table, snapshot};
 
-/// Every row of the table at `version` (latest when `None`) matching `predicate`, as sorted text.
-async fn rows(table: &Path, version: Option<u64>, predicate: &str) -> Vec<String> {
-    let url = bf::table::folder_url(table).unwrap();
-    let opened = bf::table::open(&url, version).await.unwrap();
-    let ctx = SessionContext::new();
-    ctx.register_table("t", opened.table_provider().await.unwrap()).unwrap();
-    let batches =
-        ctx.sql(&format!("SELECT * FROM t WHERE {predicate}")).await.unwrap().collect().await.unwrap();
-    let mut rows: Vec<String> = batches
-        .iter()
-        .flat_map(|b| {
-            (0..b.num_rows())
-                .map(|r| {
-                    b.columns()
-                        .iter()
-                        .map(|c| array_value_to_string(c, r).unwrap())
-                        .collect::<Vec<_>>()
-                        .join("|")
-                })
-                .collect::<Vec<_>>()
-        })
-        .collect();
-    rows.sort();
-    rows
-}
+use crate::common::rows_at as rows;
 
 const MARCH: &str = "order_date BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'";
 

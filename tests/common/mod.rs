@@ -156,3 +156,30 @@ pub async fn orders_table(dir: &Path, partitioned: bool, commits: &[&[OrderRow]]
     }
     dir.to_owned()
 }
+
+/// The rows of a table at `version` (the latest with `None`) matching the SQL `predicate`, each as
+/// text, sorted: two equal vectors mean equal contents, duplicates included.
+pub async fn rows_at(table: &Path, version: Option<u64>, predicate: &str) -> Vec<String> {
+    use bf::deltalake::arrow::util::display::array_value_to_string;
+    let opened = bf::table::open(&bf::table::folder_url(table).unwrap(), version).await.unwrap();
+    let ctx = SessionContext::new();
+    ctx.register_table("t", opened.table_provider().await.unwrap()).unwrap();
+    let batches =
+        ctx.sql(&format!("SELECT * FROM t WHERE {predicate}")).await.unwrap().collect().await.unwrap();
+    let mut rows: Vec<String> = batches
+        .iter()
+        .flat_map(|b| {
+            (0..b.num_rows())
+                .map(|r| {
+                    b.columns()
+                        .iter()
+                        .map(|c| array_value_to_string(c, r).unwrap())
+                        .collect::<Vec<_>>()
+                        .join("|")
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    rows.sort();
+    rows
+}
