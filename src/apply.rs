@@ -315,18 +315,7 @@ pub fn check_stale(plan: &Plan, since: &[Entry]) -> Result<(), ApplyError> {
         .filter(|e| e.bf.get("plan_id").and_then(|v| v.as_str()) != Some(plan.id.as_str()))
         .collect();
     if !others.is_empty() {
-        let listed = others
-            .iter()
-            .map(|e| {
-                let when = e
-                    .timestamp
-                    .and_then(chrono::DateTime::from_timestamp_millis)
-                    .map(|t| t.format("%Y-%m-%d %H:%M:%S UTC").to_string())
-                    .unwrap_or_default();
-                format!("  - version {}: {} at {when}", e.version, e.operation)
-            })
-            .collect::<Vec<_>>()
-            .join("\n");
+        let listed = ledger::describe(others);
         reasons.push(format!(
             "the table moved since its planned version {}:\n{listed}",
             plan.target.pre_version
@@ -409,21 +398,14 @@ async fn conflict_or(
         _ => return ApplyError::Write(error),
     };
     let commits = match table::open(url, None).await {
-        Ok(table) => ledger::commits_after(&table, read_version)
-            .await
-            .unwrap_or_default()
-            .into_iter()
-            .filter(|e| e.bf.get("backfill_id").and_then(|v| v.as_str()) != Some(backfill_id))
-            .map(|e| {
-                format!(
-                    "  - version {}: {}{}",
-                    e.version,
-                    e.operation,
-                    e.predicate.map(|p| format!(" ({p})")).unwrap_or_default()
-                )
-            })
-            .collect::<Vec<_>>()
-            .join("\n"),
+        Ok(table) => {
+            let since = ledger::commits_after(&table, read_version).await.unwrap_or_default();
+            ledger::describe(
+                since
+                    .iter()
+                    .filter(|e| e.bf.get("backfill_id").and_then(|v| v.as_str()) != Some(backfill_id)),
+            )
+        }
         Err(e) => format!("  (the table's new commits cannot be listed: {e})"),
     };
     ApplyError::Conflict { slice: slice.index, first: slice.first.to_string(), kind, commits }

@@ -135,7 +135,7 @@ impl RollbackPlan {
             return Err(RollbackError::OthersCommitted {
                 table: self.table.clone(),
                 backfill: self.backfill.backfill_id.clone(),
-                commits: list(&self.others),
+                commits: ledger::describe(&self.others),
             });
         }
         let pre_version = self.backfill.pre_version;
@@ -175,7 +175,7 @@ impl RollbackPlan {
         if !in_window.is_empty() && !force {
             return Err(RollbackError::OthersInWindow {
                 backfill: self.backfill.backfill_id.clone(),
-                commits: list(&in_window),
+                commits: ledger::describe(&in_window),
             });
         }
         let pre_version = self.backfill.pre_version;
@@ -372,19 +372,4 @@ pub async fn restore_version(url: &Url, version: u64) -> Result<RollbackReport, 
         rows_before,
         rows_after: now.count().await? as u64,
     })
-}
-
-fn list(entries: &[Entry]) -> String {
-    entries
-        .iter()
-        .map(|e| {
-            let when = e
-                .timestamp
-                .and_then(chrono::DateTime::from_timestamp_millis)
-                .map(|t| t.format(" at %Y-%m-%d %H:%M:%S UTC").to_string())
-                .unwrap_or_default();
-            format!("  - version {}: {}{when}", e.version, e.operation)
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
 }
