@@ -284,6 +284,7 @@ fn backfill_for(plan: &Plan, since: &[Entry], rerun: bool) -> Backfill {
         pre_version: plan.target.pre_version,
         reason: plan.reason.clone(),
         window: plan.window,
+        date_column: plan.target.date_column.clone(),
         slices: plan.slices.len(),
     }
 }

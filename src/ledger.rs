@@ -35,6 +35,8 @@ pub struct Backfill {
     pub pre_version: u64,
     pub reason: String,
     pub window: Window,
+    /// The column the slices' predicates filter on: what a rollback puts back by.
+    pub date_column: String,
     pub slices: usize,
 }
 
@@ -85,6 +87,7 @@ impl Backfill {
             ("reason".to_owned(), json!(self.reason)),
             ("window_start".to_owned(), json!(self.window.start)),
             ("window_end".to_owned(), json!(self.window.end)),
+            ("date_column".to_owned(), json!(self.date_column)),
             ("slices".to_owned(), json!(self.slices)),
         ]
     }
@@ -153,6 +156,7 @@ pub struct Recorded {
     pub plan_id: Option<String>,
     pub pre_version: u64,
     pub reason: String,
+    pub date_column: String,
     /// The slices its commits wrote: (slice number, first day, last day, version).
     pub slices: Vec<(u64, NaiveDate, NaiveDate, u64)>,
     /// Versions of all its commits (slices and comment).
@@ -176,6 +180,7 @@ pub async fn find_backfill(
         plan_id: text(first, "plan_id"),
         pre_version: first.bf.get("pre_version").and_then(Value::as_u64).unwrap_or(0),
         reason: text(first, "reason").unwrap_or_default(),
+        date_column: text(first, "date_column").unwrap_or_default(),
         slices: ours
             .iter()
             .filter_map(|e| {

@@ -26,7 +26,7 @@ use crate::clone::overlaps;
 use crate::fault::fault;
 use crate::ledger::{self, Entry, Recorded};
 use crate::plan_file::WriteMode;
-use crate::predicate::slice_predicate;
+use crate::predicate::{slice_predicate, window_predicate};
 use crate::slice_writer::SliceWriter;
 use crate::source::run::{SliceSource, SourceCounts};
 use crate::table::{self, display_url};
@@ -181,7 +181,7 @@ impl RollbackPlan {
         let pre_version = self.backfill.pre_version;
         check_files_exist(&self.url, pre_version).await?;
         let rows_before = self.window_rows(&table).await?;
-        let date_column = self.date_column(&table).await?;
+        let date_column = self.backfill.date_column.clone();
         let schema = table::arrow_schema(&table)?;
         let writer = SliceWriter {
             date_column: date_column.clone(),
@@ -228,7 +228,7 @@ impl RollbackPlan {
 
     /// Other writers' commits since the backfill that added files holding window rows, or removed any.
     async fn others_in_window(&self, table: &DeltaTable) -> Result<Vec<Entry>, RollbackError> {
-        let column = self.date_column(table).await?;
+        let column = &self.backfill.date_column;
         let mut inside = Vec::new();
         for entry in &self.others {
             let adds = ledger::added_files(table, entry.version).await?;
@@ -237,7 +237,7 @@ impl RollbackPlan {
                     .get("partitionValues")
                     .and_then(|p| serde_json::from_value(p.clone()).ok())
                     .unwrap_or_default();
-                overlaps(&self.window, &column, &partition_values, add.get("stats").and_then(|s| s.as_str()))
+                overlaps(&self.window, column, &partition_values, add.get("stats").and_then(|s| s.as_str()))
             });
             let removes = matches!(entry.operation.as_str(), "DELETE" | "UPDATE" | "MERGE" | "RESTORE")
                 || entry.predicate.is_some();
@@ -248,31 +248,11 @@ impl RollbackPlan {
         Ok(inside)
     }
 
-    /// The date column the backfill's slices filtered on, read from its first slice commit's predicate.
-    async fn date_column(&self, table: &DeltaTable) -> Result<String, RollbackError> {
-        let predicate = self.ours.iter().find_map(|e| e.predicate.clone()).unwrap_or_default();
-        let column =
-            predicate.split([' ', '>', '<', '=']).next().unwrap_or_default().trim_matches('"').to_owned();
-        let schema = table::arrow_schema(table)?;
-        if schema.field_with_name(&column).is_ok() {
-            return Ok(column);
-        }
-        Err(RollbackError::Delta(format!(
-            "cannot tell the date column of backfill {} from its commits' predicate `{predicate}`",
-            self.backfill.backfill_id
-        )))
-    }
-
     async fn window_rows(&self, table: &DeltaTable) -> Result<u64, RollbackError> {
-        let column = self.date_column(table).await?;
-        let whole =
-            Slice { index: 0, first: self.window.start, last: self.window.end, run_date: self.window.start };
+        let column = &self.backfill.date_column;
+        let window = window_predicate(column, &self.window);
         let ctx = SessionContext::new();
-        Ok(ctx
-            .read_table(table.table_provider().await?)?
-            .filter(slice_predicate(&column, &whole))?
-            .count()
-            .await? as u64)
+        Ok(ctx.read_table(table.table_provider().await?)?.filter(window)?.count().await? as u64)
     }
 
     /// The window now equals the pre-version's, row by row (EXCEPT ALL both ways is empty).
@@ -283,13 +263,12 @@ impl RollbackPlan {
         window_only: bool,
     ) -> Result<RollbackReport, RollbackError> {
         let pre_version = self.backfill.pre_version;
-        let column = self.date_column(table).await?;
-        let whole =
-            Slice { index: 0, first: self.window.start, last: self.window.end, run_date: self.window.start };
+        let column = &self.backfill.date_column;
+        let window = window_predicate(column, &self.window);
         let old = table::open(&self.url, Some(pre_version)).await?;
         let ctx = SessionContext::new();
-        let now = ctx.read_table(table.table_provider().await?)?.filter(slice_predicate(&column, &whole))?;
-        let then = ctx.read_table(old.table_provider().await?)?.filter(slice_predicate(&column, &whole))?;
+        let now = ctx.read_table(table.table_provider().await?)?.filter(window.clone())?;
+        let then = ctx.read_table(old.table_provider().await?)?.filter(window.clone())?;
         let extra = now.clone().except(then.clone())?.count().await?;
         let lost = then.clone().except(now.clone())?.count().await?;
         let (rows_now, rows_then) = (now.count().await? as u64, then.count().await? as u64);

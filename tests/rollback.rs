@@ -188,6 +188,7 @@ async fn history_lists_every_commit_with_the_ledger() {
     assert_eq!(entries[1]["rows_written"], 409);
     assert_eq!(entries[1]["bf"]["backfill_id"], id.as_str());
     assert_eq!(entries[1]["bf"]["slice"], 1);
+    assert_eq!(entries[1]["bf"]["date_column"], "order_date", "what a rollback puts back by");
     assert_eq!(entries[0]["bf"]["comment"], true);
     let text =
         bf_in(root).args(["history", "bf-demo/warehouse/orders_silver", "--limit", "2"]).output().unwrap();
