@@ -23,9 +23,8 @@ pub struct Args {
     /// A saved plan (`.json`) or a plan file (`.toml`) to plan and apply; default: the saved plan.
     #[arg(value_name = "PLAN")]
     plan: Option<PathBuf>,
-    /// Where bf keeps saved plans.
-    #[arg(long, value_name = "DIR", env = "BF_STATE_DIR", default_value = ".bf")]
-    state_dir: PathBuf,
+    #[command(flatten)]
+    state: super::StateDir,
     /// Apply without asking.
     #[arg(long)]
     auto_approve: bool,
@@ -92,7 +91,7 @@ impl ApplyProgress for Lines {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let saved = args.state_dir.join("plan.json");
+    let saved = args.state.saved_plan();
     let plan = match &args.plan {
         Some(path) if path.extension().is_some_and(|e| e == "toml") => {
             let document = match plan_file::load(path) {
@@ -110,7 +109,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
             };
             plan.save(&saved)?;
-            bf::plan::remember_rehearsal(&args.state_dir, &plan.rehearsal.uri)?;
+            bf::plan::remember_rehearsal(args.state.path(), &plan.rehearsal.uri)?;
             print!("{}", render(&plan, Format::Text));
             plan
         }

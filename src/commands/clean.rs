@@ -1,7 +1,6 @@
 //! `bf clean`: delete rehearsal tables no saved plan needs.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use bf::clone::is_rehearsal;
@@ -17,9 +16,8 @@ pub struct Args {
     /// Rehearsal tables to delete; default: every rehearsal made from this folder but the saved plan's.
     #[arg(value_name = "TABLE")]
     tables: Vec<String>,
-    /// Where bf keeps saved plans.
-    #[arg(long, value_name = "DIR", env = "BF_STATE_DIR", default_value = ".bf")]
-    state_dir: PathBuf,
+    #[command(flatten)]
+    state: super::StateDir,
     /// Show what would be deleted, delete nothing.
     #[arg(long)]
     dry_run: bool,
@@ -37,11 +35,11 @@ async fn applied(plan: &Plan) -> bool {
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let candidates: Vec<url::Url> = if args.tables.is_empty() {
-        let needed = match Plan::load(&args.state_dir.join("plan.json")) {
+        let needed = match Plan::load(&args.state.saved_plan()) {
             Ok(plan) if !applied(&plan).await => Some(plan.rehearsal.uri),
             _ => None,
         };
-        remembered_rehearsals(&args.state_dir)
+        remembered_rehearsals(args.state.path())
             .into_iter()
             .filter(|u| Some(u.as_str()) != needed.as_deref())
             .collect()

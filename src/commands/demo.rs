@@ -63,7 +63,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     writeln!(out, "\n$ cd {dir} && bf plan plans/march.toml\n")?;
     let document = plan_file::load(&shop.plans().join("march.toml"))?;
     let plan = rehearsal::rehearse(&document, &Quiet).await.context("rehearsing plans/march.toml")?;
-    let saved = shop.root.join(".bf").join("plan.json");
+    let saved = super::StateDir { dir: shop.root.join(".bf") }.saved_plan();
     plan.save(&saved)?;
     out.write_all(render(&plan, Format::Text).as_bytes())?;
     writeln!(out, "Saved the plan to {}.", saved.display())?;

@@ -14,6 +14,7 @@ pub mod status;
 pub mod validate;
 
 use std::io::{BufRead, IsTerminal, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::cli::Command;
@@ -47,4 +48,24 @@ pub fn confirm(question: &str, verb: &str) -> anyhow::Result<bool> {
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
     Ok(answer.trim() == "yes")
+}
+
+/// Where bf keeps what it remembers between commands (the saved plan, the rehearsals it made):
+/// one option, one place that knows the layout.
+#[derive(Debug, Clone, clap::Args)]
+pub struct StateDir {
+    /// Where bf keeps the saved plan and the list of rehearsals it made.
+    #[arg(long = "state-dir", value_name = "DIR", env = "BF_STATE_DIR", default_value = ".bf")]
+    pub dir: PathBuf,
+}
+
+impl StateDir {
+    /// The plan the last `bf plan` saved.
+    pub fn saved_plan(&self) -> PathBuf {
+        self.dir.join("plan.json")
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
 }

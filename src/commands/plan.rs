@@ -27,9 +27,8 @@ pub struct Args {
     /// Save the plan to this file instead of `<state-dir>/plan.json`.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Where bf keeps saved plans.
-    #[arg(long, value_name = "DIR", env = "BF_STATE_DIR", default_value = ".bf")]
-    state_dir: PathBuf,
+    #[command(flatten)]
+    state: super::StateDir,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -63,9 +62,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     progress.clear();
-    let saved = args.out.clone().unwrap_or_else(|| args.state_dir.join("plan.json"));
+    let saved = args.out.clone().unwrap_or_else(|| args.state.saved_plan());
     plan.save(&saved)?;
-    bf::plan::remember_rehearsal(&args.state_dir, &plan.rehearsal.uri)?;
+    bf::plan::remember_rehearsal(args.state.path(), &plan.rehearsal.uri)?;
     let format = if args.json { Format::Json } else { args.format };
     let mut out = std::io::stdout().lock();
     out.write_all(render(&plan, format).as_bytes())?;

@@ -1,7 +1,6 @@
 //! `bf rollback`: undo a backfill, from the saved plan or from the table's history alone.
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -35,16 +34,15 @@ pub struct Args {
     /// Roll back without asking.
     #[arg(long)]
     auto_approve: bool,
-    /// Where bf keeps saved plans.
-    #[arg(long, value_name = "DIR", env = "BF_STATE_DIR", default_value = ".bf")]
-    state_dir: PathBuf,
+    #[command(flatten)]
+    state: super::StateDir,
     /// Print the outcome as JSON.
     #[arg(long)]
     json: bool,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let saved = || Plan::load(&args.state_dir.join("plan.json"));
+    let saved = || Plan::load(&args.state.saved_plan());
     let url = match &args.table {
         Some(written) => table::table_url(&Location::resolve(&std::env::current_dir()?, written))?,
         None => url::Url::parse(&saved()?.target.uri)?,

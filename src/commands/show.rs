@@ -14,9 +14,8 @@ pub struct Args {
     /// A plan saved with `bf plan --out FILE`; default: the last plan in the state dir.
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
-    /// Where bf keeps saved plans.
-    #[arg(long, value_name = "DIR", env = "BF_STATE_DIR", default_value = ".bf")]
-    state_dir: PathBuf,
+    #[command(flatten)]
+    state: super::StateDir,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     format: Format,
@@ -26,7 +25,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let path = args.file.unwrap_or_else(|| args.state_dir.join("plan.json"));
+    let path = args.file.unwrap_or_else(|| args.state.saved_plan());
     let plan = Plan::load(&path)?;
     let format = if args.json { Format::Json } else { args.format };
     std::io::stdout().lock().write_all(render(&plan, format).as_bytes())?;

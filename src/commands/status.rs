@@ -15,13 +15,12 @@ pub struct Args {
     /// A plan saved with `--out`; default: the saved plan in the state dir.
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
-    /// Where bf keeps saved plans.
-    #[arg(long, value_name = "DIR", env = "BF_STATE_DIR", default_value = ".bf")]
-    state_dir: PathBuf,
+    #[command(flatten)]
+    state: super::StateDir,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let plan = Plan::load(&args.file.unwrap_or_else(|| args.state_dir.join("plan.json")))?;
+    let plan = Plan::load(&args.file.unwrap_or_else(|| args.state.saved_plan()))?;
     let url = url::Url::parse(&plan.target.uri)?;
     let target = table::open(&url, None).await?;
     let mut out = std::io::stdout().lock();
