@@ -166,26 +166,16 @@ async fn every_corpus_table_is_read_or_refused_and_only_writable_ones_are_writte
                     "{name}: before = dated rows"
                 );
                 assert_eq!(saved["total"]["after"]["rows"], saved["total"]["before"]["rows"], "{name}");
-                // Apply and roll back on the copy. An apply either lands, or its post-commit
-                // verification catches a wrong slice and stops; either way the rollback restores
-                // the table exactly.
+                // Apply and roll back on the copy: a table bf agrees to write must round-trip.
                 let applied = bf_in(dir.path()).args(["apply", "--auto-approve", "-q"]).output().unwrap();
-                let stderr = String::from_utf8_lossy(&applied.stderr).into_owned();
-                assert!(
-                    applied.status.success() || stderr.contains("the table holds"),
-                    "{name}: apply failed without its verification naming the slice: {stderr}"
-                );
+                assert!(applied.status.success(), "{name}: {}", String::from_utf8_lossy(&applied.stderr));
                 let rolled = bf_in(dir.path()).args(["rollback", "--auto-approve"]).output().unwrap();
                 assert!(rolled.status.success(), "{name}: {}", String::from_utf8_lossy(&rolled.stderr));
                 let after = open_table(&table).await;
                 let ctx = SessionContext::new();
                 ctx.register_table("t", after.table_provider().await.unwrap()).unwrap();
                 assert_eq!(ctx.table("t").await.unwrap().count().await.unwrap(), rows, "{name}: round trip");
-                report.push(if applied.status.success() {
-                    format!("{name}: read, {rows} rows; planned, applied and rolled back")
-                } else {
-                    format!("{name}: read, {rows} rows; planned; apply stopped by its verification ({}); rolled back", stderr.lines().next().unwrap_or_default())
-                });
+                report.push(format!("{name}: read, {rows} rows; planned, applied and rolled back"));
             }
         }
     }

@@ -3,8 +3,8 @@
 
 use std::fmt::Write;
 
-use bf::diff::{BreakdownRow, SampleRow};
-use bf::plan::Plan;
+use bf::diff::{BreakdownRow, Measures, SampleRow};
+use bf::plan::{Plan, SliceReport};
 use similar::{ChangeTag, TextDiff};
 
 use super::{change, count, number, percent, signed, table};
@@ -98,16 +98,7 @@ fn text(plan: &Plan) -> String {
     }
     let mut slices = table(header);
     for slice in &plan.slices {
-        let mut row = vec![
-            slice.index.to_string(),
-            format!("{}..{}", slice.first, slice.last),
-            change(Some(slice.before.rows as f64), Some(slice.after.rows as f64)),
-        ];
-        for name in &metric_names {
-            let b = slice.before.metrics.get(*name).copied().flatten();
-            let a = slice.after.metrics.get(*name).copied().flatten();
-            row.push(change(b, a));
-        }
+        let mut row = slice_cells(slice, &metric_names);
         if keyed {
             row.push(
                 slice
@@ -119,16 +110,13 @@ fn text(plan: &Plan) -> String {
         slices.add_row(row);
     }
     if plan.slices.len() > 1 {
-        let mut row = vec![
-            "total".to_owned(),
+        let mut row = measured_cells(
+            "total".into(),
             plan.window.to_string(),
-            change(Some(plan.total.before.rows as f64), Some(plan.total.after.rows as f64)),
-        ];
-        for name in &metric_names {
-            let b = plan.total.before.metrics.get(*name).copied().flatten();
-            let a = plan.total.after.metrics.get(*name).copied().flatten();
-            row.push(change(b, a));
-        }
+            &plan.total.before,
+            &plan.total.after,
+            &metric_names,
+        );
         if keyed {
             let sum = |f: fn(&bf::diff::RowChanges) -> u64| {
                 plan.slices.iter().filter_map(|s| s.changes.as_ref()).map(f).sum::<u64>()
@@ -230,6 +218,35 @@ fn text(plan: &Plan) -> String {
     out
 }
 
+/// A slice's row of the before/after table: index, days, rows, then each metric.
+fn slice_cells(slice: &SliceReport, metrics: &[&String]) -> Vec<String> {
+    measured_cells(
+        slice.index.to_string(),
+        format!("{}..{}", slice.first, slice.last),
+        &slice.before,
+        &slice.after,
+        metrics,
+    )
+}
+
+/// A label, the days, and before → after of the row count and each metric.
+fn measured_cells(
+    label: String,
+    days: String,
+    before: &Measures,
+    after: &Measures,
+    metrics: &[&String],
+) -> Vec<String> {
+    let mut cells = vec![label, days, change(Some(before.rows as f64), Some(after.rows as f64))];
+    for name in metrics {
+        cells.push(change(
+            before.metrics.get(*name).copied().flatten(),
+            after.metrics.get(*name).copied().flatten(),
+        ));
+    }
+    cells
+}
+
 /// Sample rows as a unified diff of their fields, row by row: `-  2131 | C02 | 19.99 | USD` then
 /// `+  2131 | C02 | 19.99 | EUR`.
 fn sample_diff(samples: &[SampleRow]) -> String {
@@ -306,18 +323,7 @@ fn markdown(plan: &Plan) -> String {
     let _ = writeln!(w, "| {} |", header.join(" | "));
     let _ = writeln!(w, "|{}", "---|".repeat(header.len()));
     for slice in &plan.slices {
-        let mut row = vec![
-            slice.index.to_string(),
-            format!("{}..{}", slice.first, slice.last),
-            change(Some(slice.before.rows as f64), Some(slice.after.rows as f64)),
-        ];
-        for name in &metric_names {
-            row.push(change(
-                slice.before.metrics.get(*name).copied().flatten(),
-                slice.after.metrics.get(*name).copied().flatten(),
-            ));
-        }
-        let _ = writeln!(w, "| {} |", row.join(" | "));
+        let _ = writeln!(w, "| {} |", slice_cells(slice, &metric_names).join(" | "));
     }
     let _ = writeln!(
         w,
