@@ -28,7 +28,7 @@ use crate::plan::{
     self, BeforeAfter, InputFingerprint, OutsideWindow, PLAN_FORMAT, Plan, PlanFileRecord, RehearsalRecord,
     SliceReport, TargetRecord,
 };
-use crate::plan_file::{PlanDocument, WriteMode};
+use crate::plan_file::{OutsideRows, PlanDocument, WriteMode};
 use crate::predicate::{slice_predicate, slice_predicate_sql, window_predicate};
 use crate::slice_writer::SliceWriter;
 use crate::source::run::{SliceSource, Source};
@@ -239,6 +239,16 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     if null_dates > 0 {
         problems.push(format!(
             "{null_dates} source rows have a NULL {column}: no slice would write them; fix the query or the input"
+        ));
+    }
+    if spec.source.outside_window == OutsideRows::Refuse
+        && let Some(worst) = reports.iter().max_by_key(|s| s.source.outside_window)
+        && worst.source.outside_window > 0
+    {
+        problems.push(format!(
+            "{} source rows of slice {}'s run fall outside the window {window}: no slice would write them; \
+             filter the query (e.g. WHERE {column} BETWEEN $start AND $end) or set source.outside_window = \"skip\"",
+            worst.source.outside_window, worst.index
         ));
     }
     for check in check_results.iter().filter(|c| !c.passed) {

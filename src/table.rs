@@ -16,6 +16,8 @@ use crate::plan_file::Location;
 pub enum TableError {
     #[error("{location}: no such folder")]
     Missing { location: String },
+    #[error("{location} is a file; a Delta table is a folder holding _delta_log/")]
+    NotAFolder { location: String },
     #[error("{location} is not a Delta table (it has no _delta_log with commits)")]
     NotATable { location: String },
     #[error("cannot open the Delta table {location}: {source}")]
@@ -24,9 +26,9 @@ pub enum TableError {
     NoDateColumn { table: String, column: String, columns: String },
     #[error(
         "`{column}` in {table} is {found}, but the window filters on a DATE column; \
-         use a DATE column as target.date_column"
+         use a DATE column as target.date_column{hint}"
     )]
-    DateColumnType { table: String, column: String, found: String },
+    DateColumnType { table: String, column: String, found: String, hint: &'static str },
 }
 
 /// The URL of a table location: folders get a trailing slash, which deltalake needs to join paths.
@@ -54,6 +56,9 @@ pub fn folder_url(path: &Path) -> Result<Url, TableError> {
             parent.canonicalize().map_err(|_| missing())?.join(path.file_name().ok_or_else(missing)?)
         }
     };
+    if absolute.is_file() {
+        return Err(TableError::NotAFolder { location: path.display().to_string() });
+    }
     Url::from_directory_path(&absolute).map_err(|()| missing())
 }
 
@@ -61,8 +66,7 @@ pub fn folder_url(path: &Path) -> Result<Url, TableError> {
 pub async fn open(url: &Url, version: Option<u64>) -> Result<DeltaTable, TableError> {
     let location = display_url(url);
     if url.scheme() == "file" {
-        let exists = url.to_file_path().is_ok_and(|p| p.is_dir());
-        if !exists {
+        if !url.to_file_path().is_ok_and(|p| p.is_dir()) {
             return Err(TableError::Missing { location });
         }
     }
@@ -101,7 +105,25 @@ pub fn check_date_column(table: &DeltaTable, column: &str) -> Result<(), TableEr
             table: name,
             column: column.to_owned(),
             found: sql_type(field.data_type()),
+            hint: date_column_hint(field.data_type()),
         }),
+    }
+}
+
+/// Why the obvious alternatives are not taken, for the types people try.
+fn date_column_hint(found: &DataType) -> &'static str {
+    match found {
+        // Which day an instant falls on depends on a time zone; replaceWhere, the rehearsal's
+        // clone pruning and rollback would each have to agree on it. A DATE column (partitioning
+        // by it makes slices cheap) says the day once, when the row is written.
+        DataType::Timestamp(..) => {
+            " (slicing a timestamp would make each slice's rows depend on a time zone: add a DATE \
+             column, e.g. written as CAST(ts AS DATE) in UTC, and partition by it)"
+        }
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            " (text dates compare as text: '2026-3-1' sorts after '2026-03-31'; store them as DATE)"
+        }
+        _ => "",
     }
 }
 

@@ -246,6 +246,8 @@ fn errors_name_what_is_wrong_and_write_nothing() {
         write_plan(&root.join("plans"), name, &march.replace(from, to))
     };
 
+    let plan = variant("a_file.toml", "warehouse/orders_silver\"", "landing/fx_rates.csv\"");
+    refused(root, &plan, &silver, "landing/fx_rates.csv is a file; a Delta table is a folder");
     std::fs::create_dir_all(root.join("bf-demo/warehouse/empty")).unwrap();
     let plan = variant("not_delta.toml", "warehouse/orders_silver\"", "warehouse/empty\"");
     refused(root, &plan, &silver, "is not a Delta table");
@@ -299,6 +301,109 @@ fn source_rows_with_a_null_date_make_the_plan_unappliable() {
         "{}",
         saved["problems"]
     );
+}
+
+#[test]
+fn source_rows_outside_the_window_fail_the_plan_unless_it_says_skip() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let untouched = snapshot(&silver);
+    // A query that shifts every date by a day, as a wrong time zone would: March 31 lands in April.
+    let march = std::fs::read_to_string(root.join("plans/march.toml")).unwrap();
+    let shifted = march.replace(
+        "CAST(o.ordered_at AS DATE) AS order_date",
+        "CAST(o.ordered_at AS DATE) + INTERVAL '1 day' AS order_date",
+    );
+    let last_day = std::fs::read_to_string(root.join("bf-demo/landing/orders_march.csv"))
+        .unwrap()
+        .lines()
+        .filter(|l| l.split(',').nth(4).is_some_and(|t| t.starts_with("2026-03-31")))
+        .count();
+    assert!(last_day > 0, "the shop has orders on March 31");
+
+    let plan = write_plan(&root.join("plans"), "shifted.toml", &shifted);
+    let output = bf_in(root).arg("plan").arg(&plan).arg("--json").output().unwrap();
+    assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
+    let saved: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(saved["slices"][0]["source"]["outside_window"], last_day);
+    let problem =
+        format!("{last_day} source rows of slice 1's run fall outside the window 2026-03-01..2026-03-31");
+    let problems = saved["problems"].as_array().unwrap();
+    assert!(problems.iter().any(|p| p.as_str().unwrap().starts_with(&problem)), "{problems:?}");
+    bf_in(root).args(["apply", "--auto-approve"]).assert().code(1).stderr(predicate::str::contains(&problem));
+    assert_eq!(snapshot(&silver), untouched);
+
+    // Saying so makes them a count, not a problem.
+    let skipping = shifted.replace("\n[write]", "outside_window = \"skip\"\n\n[write]");
+    let plan = write_plan(&root.join("plans"), "skipping.toml", &skipping);
+    let saved = plan_json(&bf_in(root).arg("plan").arg(&plan).arg("--json").output().unwrap());
+    assert_eq!(saved["slices"][0]["source"]["outside_window"], last_day);
+    assert!(!saved["problems"].as_array().unwrap().iter().any(|p| p.as_str().unwrap().contains("outside")));
+    assert_eq!(snapshot(&silver), untouched);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timestamp_or_text_date_column_is_refused_saying_why() {
+    use std::sync::Arc;
+
+    use bf::deltalake::DeltaTable;
+    use bf::deltalake::arrow::array::{Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray};
+    use bf::deltalake::arrow::datatypes::{DataType as ArrowType, Field, Schema, TimeUnit};
+    use bf::deltalake::kernel::{DataType, PrimitiveType, StructField};
+
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events");
+    std::fs::create_dir(&events).unwrap();
+    let url = url::Url::from_directory_path(events.canonicalize().unwrap()).unwrap();
+    let table = DeltaTable::try_from_url(url)
+        .await
+        .unwrap()
+        .create()
+        .with_columns(vec![
+            StructField::new("order_id", DataType::LONG, true),
+            StructField::new("ordered_at", DataType::Primitive(PrimitiveType::Timestamp), true),
+            StructField::new("day", DataType::STRING, true),
+        ])
+        .await
+        .unwrap();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("order_id", ArrowType::Int64, true),
+        Field::new("ordered_at", ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),
+        Field::new("day", ArrowType::Utf8, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from(vec![1, 2])),
+            Arc::new(
+                TimestampMicrosecondArray::from(vec![1_772_323_200_000_000, 1_772_409_600_000_000])
+                    .with_timezone("UTC"),
+            ),
+            Arc::new(StringArray::from(vec!["2026-03-01", "2026-03-02"])),
+        ],
+    )
+    .unwrap();
+    table.write(vec![batch]).await.unwrap();
+    let untouched = snapshot(&events);
+
+    std::fs::write(dir.path().join("orders.csv"), "order_id,ordered_at,day\n").unwrap();
+    for (column, fragment) in [
+        ("ordered_at", "`ordered_at` in"),
+        ("ordered_at", "is TIMESTAMP, but the window filters on a DATE column"),
+        ("ordered_at", "depend on a time zone"),
+        ("day", "is STRING, but the window filters on a DATE column"),
+        ("day", "text dates compare as text"),
+    ] {
+        let plan = crate::common::VALID_PLAN
+            .replace("../warehouse/orders_silver", "events")
+            .replace("date_column = \"order_date\"", &format!("date_column = \"{column}\""))
+            .replace("SELECT order_id, amount, order_date FROM orders", "SELECT * FROM orders");
+        let plan = write_plan(dir.path(), "events.toml", &plan);
+        bf_in(dir.path()).arg("plan").arg(&plan).assert().code(1).stderr(predicate::str::contains(fragment));
+        assert!(!dir.path().join(".bf/plan.json").exists());
+        assert_eq!(snapshot(&events), untouched);
+    }
 }
 
 #[test]

@@ -157,7 +157,7 @@ fn a_file_that_is_not_a_plan_is_refused() {
 
 #[test]
 fn plan_paths_are_relative_to_the_plan_file() {
-    let text = VALID_PLAN.replace("../warehouse/orders_silver", "s3://lake/orders_silver");
+    let text = VALID_PLAN.replace("../warehouse/orders_silver", "file:///lake/orders_silver");
     let document = plan_file::parse(Path::new("repo/plans/march.toml"), VALID_PLAN.to_owned()).unwrap();
     assert_eq!(
         document.resolve(&document.plan.target.table),
@@ -167,7 +167,7 @@ fn plan_paths_are_relative_to_the_plan_file() {
     let uri = plan_file::parse(Path::new("repo/plans/march.toml"), text).unwrap();
     assert_eq!(
         uri.resolve(&uri.plan.target.table),
-        Location::Uri("s3://lake/orders_silver".parse().unwrap())
+        Location::Uri("file:///lake/orders_silver".parse().unwrap())
     );
 }
 

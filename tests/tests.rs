@@ -6,6 +6,7 @@ mod common;
 mod apply;
 mod corpus;
 mod demo;
+mod disk;
 mod faults;
 mod fuzz;
 mod plan;

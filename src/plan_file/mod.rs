@@ -78,8 +78,9 @@ pub struct PlanFile {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Target {
-    /// The table's location: a folder path (relative to this plan file) or a URI such as
-    /// `file:///data/orders_silver` or `s3://bucket/orders_silver`.
+    /// The table's location: a folder path (relative to this plan file) or a `file://` URI such as
+    /// `file:///data/orders_silver`. bf is built for local tables: cloud URIs (`s3://`, `abfss://`,
+    /// `gs://`) are refused.
     #[schemars(length(min = 1))]
     pub table: String,
     /// The column holding the business-event date (not the load time) that the window and the slices
@@ -136,9 +137,31 @@ pub struct Source {
     pub inputs: BTreeMap<String, Input>,
     /// One read-only `SELECT` (DataFusion SQL) producing the table's columns for a slice. It may use the
     /// slice's bounds as typed DATE parameters `$start`, `$end` and `$run_date`, never as pasted text.
-    /// Rows it returns outside the slice are not written (and are reported).
+    /// Rows it returns in another slice are written by that slice's run.
     #[schemars(length(min = 1))]
     pub query: String,
+    /// What rows the query returns outside the window mean: `"refuse"` (the default) fails the plan,
+    /// because a row no slice writes is usually a bug in the query (a time zone shifting dates, a
+    /// missing filter); `"skip"` leaves them out, for inputs that knowingly cover more than the window.
+    #[serde(default, skip_serializing_if = "OutsideRows::is_refuse")]
+    pub outside_window: OutsideRows,
+}
+
+/// What source rows outside the window mean.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OutsideRows {
+    /// They fail the plan: nothing would write them.
+    #[default]
+    Refuse,
+    /// They are counted and left out.
+    Skip,
+}
+
+impl OutsideRows {
+    fn is_refuse(&self) -> bool {
+        *self == OutsideRows::Refuse
+    }
 }
 
 /// One named input of the source query.
@@ -390,14 +413,18 @@ pub enum Location {
 
 impl Location {
     pub fn resolve(plan_dir: &Path, written: &str) -> Location {
-        match url::Url::parse(written) {
-            // A one-letter scheme is a Windows drive (`C:\data`), not a URI.
-            Ok(url) if url.scheme().len() > 1 => Location::Uri(url),
+        match uri(written) {
+            Some(url) => Location::Uri(url),
             // Lexically cleaned (`plans/../warehouse` → `warehouse`) so messages show the path a person
             // would type; the folder may not exist yet, so it cannot be canonicalized.
             _ => Location::Path(plan_dir.join(written).clean()),
         }
     }
+}
+
+/// `written` as a URI, if it is one: a one-letter scheme is a Windows drive (`C:\data`), not a URI.
+pub fn uri(written: &str) -> Option<url::Url> {
+    url::Url::parse(written).ok().filter(|url| url.scheme().len() > 1)
 }
 
 impl fmt::Display for Location {

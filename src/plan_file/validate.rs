@@ -46,6 +46,7 @@ impl PlanFile {
             check_columns("diff.by", &self.diff.by, &mut issues);
         }
         self.check_comment(&mut issues);
+        self.check_locations(&mut issues);
         if self.diff.samples > 1000 {
             issues.add(
                 "diff.samples",
@@ -281,9 +282,7 @@ impl PlanFile {
             }
         }
     }
-}
 
-impl PlanFile {
     fn check_comment(&self, issues: &mut Issues) {
         let mut rest = self.record.comment.as_str();
         while let Some(open) = rest.find('{') {
@@ -303,6 +302,31 @@ impl PlanFile {
                 );
             }
             rest = &rest[open + close + 1..];
+        }
+    }
+
+    /// bf is built with deltalake's local store only; a cloud URI would fail deep inside a run with
+    /// "cannot infer storage location", so it is refused here, at its line.
+    fn check_locations(&self, issues: &mut Issues) {
+        let mut locations = vec![("target.table".to_owned(), self.target.table.as_str())];
+        locations.extend(self.rehearsal.table.as_deref().map(|t| ("rehearsal.table".to_owned(), t)));
+        locations.extend(self.record.log_table.as_deref().map(|t| ("record.log_table".to_owned(), t)));
+        for (name, input) in &self.source.inputs {
+            locations.push((format!("source.inputs.{name}.path"), input.path.as_str()));
+        }
+        for (key, written) in locations {
+            if let Some(url) = super::uri(written)
+                && url.scheme() != "file"
+            {
+                issues.add_with_help(
+                    key,
+                    format!(
+                        "`{}://` locations are not supported: bf reads and writes local tables and files",
+                        url.scheme()
+                    ),
+                    "give a folder path (relative to the plan file) or a file:// URI",
+                );
+            }
         }
     }
 }
