@@ -65,10 +65,8 @@ pub fn folder_url(path: &Path) -> Result<Url, TableError> {
 /// Opens an existing Delta table at its latest version, or at `version`.
 pub async fn open(url: &Url, version: Option<u64>) -> Result<DeltaTable, TableError> {
     let location = display_url(url);
-    if url.scheme() == "file" {
-        if !url.to_file_path().is_ok_and(|p| p.is_dir()) {
-            return Err(TableError::Missing { location });
-        }
+    if url.scheme() == "file" && !url.to_file_path().is_ok_and(|p| p.is_dir()) {
+        return Err(TableError::Missing { location });
     }
     let open_error = |source| match source {
         DeltaTableError::NotATable(_) => TableError::NotATable { location: location.clone() },
