@@ -125,7 +125,7 @@ impl<'a> Apply<'a> {
             .map_err(|e| ApplyError::Stale(format!("the saved plan's text no longer parses:\n{e}")))?;
         let url = url_of(plan)?;
         let mut target = table::open(&url, None).await?;
-        crate::compat::check_writable(&target)?;
+        crate::compat::check_writable(&target).await?;
         let since = ledger::commits_after(&target, plan.target.pre_version).await?;
         check_stale(plan, &since)?;
 

@@ -78,7 +78,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let target = table::open(&target_url, None).await?;
     let pre_version = target.version().unwrap_or(0);
     let column = spec.target.date_column.as_str();
-    crate::compat::check_writable(&target)?;
+    crate::compat::check_writable(&target).await?;
     table::check_date_column(&target, column)?;
     let partition_columns = table::partition_columns(&target);
     let partitioned_by_date = partition_columns == [column];

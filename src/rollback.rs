@@ -106,7 +106,7 @@ pub struct RollbackReport {
 /// Reads what undoing `backfill_id` on the table at `url` involves.
 pub async fn prepare(url: &Url, backfill_id: &str) -> Result<RollbackPlan, RollbackError> {
     let table = table::open(url, None).await?;
-    crate::compat::check_writable(&table)?;
+    crate::compat::check_writable(&table).await?;
     let name = display_url(url);
     let backfill =
         ledger::find_backfill(&table, backfill_id).await?.filter(|b| !b.slices.is_empty()).ok_or_else(
@@ -320,7 +320,7 @@ async fn check_files_exist(url: &Url, version: u64) -> Result<(), RollbackError>
 /// RESTORE an explicit version (`--to-version`): the same file check, one commit, and the whole
 /// table verified equal to that version.
 pub async fn restore_version(url: &Url, version: u64) -> Result<RollbackReport, RollbackError> {
-    crate::compat::check_writable(&table::open(url, None).await?)?;
+    crate::compat::check_writable(&table::open(url, None).await?).await?;
     check_files_exist(url, version).await?;
     let table = table::open(url, None).await?;
     let ctx = SessionContext::new();

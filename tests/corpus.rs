@@ -113,7 +113,7 @@ async fn every_corpus_table_is_read_or_refused_and_only_writable_ones_are_writte
         let schema = bf::table::arrow_schema(&opened).unwrap();
         let date =
             schema.fields().iter().find(|f| f.data_type() == &DataType::Date32).map(|f| f.name().clone());
-        let writable = bf::compat::check_writable(&opened);
+        let writable = bf::compat::check_writable(&opened).await;
         let Some(date) = date else {
             report.push(format!(
                 "{name}: read, {rows} rows; no DATE column to plan on; writable: {}",

@@ -9,6 +9,7 @@ mod demo;
 mod disk;
 mod faults;
 mod fuzz;
+mod partitions;
 mod plan;
 mod plan_files;
 mod rollback;
