@@ -61,6 +61,9 @@ pub struct CloneMetrics {
     pub files_referenced: usize,
     pub files_localized: usize,
     pub bytes_localized: u64,
+    /// Wall time of the clone: it should not grow with the data, only with the number of files.
+    #[serde(default)]
+    pub millis: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -101,6 +104,7 @@ impl<'a> ShallowClone<'a> {
     }
 
     pub async fn execute(self) -> Result<(DeltaTable, CloneMetrics), CloneError> {
+        let started = std::time::Instant::now();
         let source_name = display_url(self.source.table_url());
         let delta = |source| CloneError::Delta { table: source_name.clone(), source: Box::new(source) };
         replace_previous_rehearsal(&self.destination)?;
@@ -162,7 +166,10 @@ impl<'a> ShallowClone<'a> {
                 copy
             } else {
                 metrics.files_referenced += 1;
-                absolute.to_string()
+                // The URL decoded once: deltalake encodes an add's path when it writes the log and
+                // reads an absolute one back as a file path. Given the encoded URL, a table folder
+                // named `lake ✓` was looked for as `lake%20%E2%9C%93` (tests/partitions.rs).
+                percent_encoding::percent_decode_str(absolute.as_str()).decode_utf8_lossy().into_owned()
             };
             actions.push(Action::Add(Add {
                 path,
@@ -208,6 +215,7 @@ impl<'a> ShallowClone<'a> {
             table: display_url(&self.destination),
             source: Box::new(DeltaTableError::Generic(e.to_string())),
         })?;
+        metrics.millis = started.elapsed().as_millis() as u64;
         Ok((clone, metrics))
     }
 }

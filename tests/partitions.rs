@@ -118,6 +118,11 @@ every = "day"
 [source]
 inputs.corrected = {{ path = "corrected.csv", format = "csv" }}
 query = "SELECT order_id, region, amount, CAST(order_date AS DATE) AS order_date FROM corrected"
+
+# A metric makes the rehearsal read the files outside the window through the clone's absolute URLs.
+[[metrics]]
+name = "revenue"
+sql = "SUM(amount)"
 "#
     );
     write_plan(dir, "march.toml", &plan)
