@@ -1,0 +1,503 @@
+"""bf against what a user would pick instead, side by side in one run.
+
+Workloads (docs/BENCHMARKS.md says why each):
+  W1 apply   an orders table of --months months (unpartitioned, and partitioned by day); backfill
+             --slices monthly slices of --rows-per-month rows each from Parquet inputs.
+  W2 plan    a one-month plan on the whole table vs the same plan on a table holding only that month;
+             and the shallow clone of a table of --clone-files files, at two data sizes.
+  W3 memory  one slice of --w3-rows rows: peak RSS.
+  W4 resume  apply killed after half the slices, then resumed.
+
+Contenders, each a child process so each has its own wall time and peak RSS (wait4):
+  bf         the binary given by --bf (`bf plan`, `bf apply`);
+  loop       the Python deltalake loop of the seed: per month, read its input and
+             write_deltalake(mode="overwrite", predicate=...) on one DeltaTable opened once;
+  limit      the same query written as plain Parquet by DataFusion (no Delta log, no replaceWhere);
+  cp -r      for the clone: a deep copy.
+
+Runs alternate the contenders (the order rotates each run) on fresh hard-linked copies of the
+generated tables (Delta never rewrites a file in place), and report medians and ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+QUERY = "SELECT order_id, customer, sku, quantity, amount, currency, order_date FROM orders"
+FIRST_MONTH = dt.date(2023, 1, 1)
+
+
+# ----------------------------------------------------------------------------------------------
+# Workload generation: deterministic (numpy's PCG64 seeded per month), sizes from the flags.
+
+
+def month_start(index: int) -> dt.date:
+    year, month = divmod(FIRST_MONTH.month - 1 + index, 12)
+    return dt.date(FIRST_MONTH.year + year, month + 1, 1)
+
+
+def month_end(index: int) -> dt.date:
+    return month_start(index + 1) - dt.timedelta(days=1)
+
+
+def orders(seed: int, index: int, rows: int, first_id: int, corrected: bool, days: int | None = None):
+    """One month of orders; `corrected` is the same orders with the amounts a backfill fixes."""
+    import numpy as np
+    import pyarrow as pa
+
+    rng = np.random.default_rng([seed, index])
+    start = month_start(index)
+    days = days or (month_end(index) - start).days + 1
+    day = rng.integers(0, days, rows)
+    customers = pa.array([f"C{i:05d}" for i in range(20_000)])
+    skus = pa.array([f"SKU-{i:04d}" for i in range(2_000)])
+    currencies = pa.array(["EUR", "USD", "GBP", "CHF"])
+    amount = rng.integers(100, 50_000, rows) / 100.0
+    if corrected:
+        amount = np.round(amount * 1.1, 2)
+    dates = (np.datetime64(start.isoformat(), "D") + day.astype("timedelta64[D]")).astype("datetime64[D]")
+    return pa.table(
+        {
+            "order_id": pa.array(np.arange(first_id, first_id + rows, dtype=np.int64)),
+            "customer": customers.take(pa.array(rng.integers(0, len(customers), rows))),
+            "sku": skus.take(pa.array(rng.integers(0, len(skus), rows))),
+            "quantity": pa.array(rng.integers(1, 6, rows).astype(np.int32)),
+            "amount": pa.array(amount),
+            "currency": currencies.take(pa.array(rng.integers(0, len(currencies), rows))),
+            "order_date": pa.array(dates, type=pa.date32()),
+        }
+    )
+
+
+def make_table(path: Path, seed: int, months: range, rows: int, partitioned: bool):
+    """The orders table; made once per work folder, then shared by the workloads that need it."""
+    from deltalake import write_deltalake
+
+    if path.exists():
+        return
+    for index in months:
+        data = orders(seed, index, rows, first_id=index * rows, corrected=False)
+        write_deltalake(str(path), data, mode="append", partition_by=["order_date"] if partitioned else None)
+
+
+def make_inputs(folder: Path, seed: int, months: range, rows: int):
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for index in months:
+        file = folder / f"orders_{month_start(index)}.parquet"
+        if not file.exists():
+            pq.write_table(orders(seed, index, rows, first_id=index * rows, corrected=True), file)
+
+
+def make_many_files(path: Path, files: int, rows_per_file: int):
+    """A table of `files` files, one per day partition, in one commit."""
+    import numpy as np
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    n = files * rows_per_file
+    day = np.repeat(np.arange(files), rows_per_file)
+    data = pa.table(
+        {
+            "order_id": pa.array(np.arange(n, dtype=np.int64)),
+            "customer": pa.array(["C00001"] * n),
+            "sku": pa.array(["SKU-0001"] * n),
+            "quantity": pa.array(np.ones(n, dtype=np.int32)),
+            "amount": pa.array(np.full(n, 9.99)),
+            "currency": pa.array(["EUR"] * n),
+            "order_date": pa.array(
+                np.datetime64("2000-01-01", "D") + day.astype("timedelta64[D]"), type=pa.date32()
+            ),
+        }
+    )
+    write_deltalake(str(path), data, partition_by=["order_date"])
+
+
+def plan_text(table: Path, inputs: Path, first: dt.date, last: dt.date, every: str, rehearsal: Path) -> str:
+    return f'''reason = "Benchmark: reload {first}..{last} from corrected files."
+
+[target]
+table = "{table}"
+date_column = "order_date"
+key = ["order_id"]
+
+[window]
+start = {first}
+end = {last}
+
+[slicing]
+every = "{every}"
+
+[source]
+inputs.orders = {{ path = "{inputs}/orders_{{start}}.parquet", format = "parquet" }}
+query = "{QUERY}"
+
+[[metrics]]
+name = "revenue"
+sql = "SUM(amount)"
+
+[guards]
+max_slices = 1000
+
+[rehearsal]
+table = "{rehearsal}"
+'''
+
+
+# ----------------------------------------------------------------------------------------------
+# The baselines, run as children of this script (`bench.py _loop …`, `bench.py _limit …`).
+
+
+def python_loop(table: str, inputs: str, months: list[int]):
+    """What the seed's loop does with the deltalake package, table opened once (the faster way)."""
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable, write_deltalake
+
+    target = DeltaTable(table)
+    for index in months:
+        first, last = month_start(index), month_end(index)
+        data = pq.read_table(f"{inputs}/orders_{first}.parquet")
+        predicate = f"order_date >= '{first}' AND order_date <= '{last}'"
+        write_deltalake(target, data, mode="overwrite", predicate=predicate)
+        print(f"Backfilled {first} to {last}")
+
+
+def parquet_limit(inputs: str, out: str, months: list[int]):
+    """The same query, written as plain Parquet by DataFusion: no log, no replaceWhere, no checks."""
+    from datafusion import SessionContext
+
+    for index in months:
+        first = month_start(index)
+        ctx = SessionContext()
+        ctx.register_parquet("orders", f"{inputs}/orders_{first}.parquet")
+        ctx.sql(QUERY).write_parquet(f"{out}/{first}")
+
+
+# ----------------------------------------------------------------------------------------------
+# Measuring.
+
+
+class Measured:
+    def __init__(self, seconds: float, peak_rss_mb: float, stdout: str):
+        self.seconds, self.peak_rss_mb, self.stdout = seconds, peak_rss_mb, stdout
+
+
+def measure(argv: list[str], cwd: Path, env: dict | None = None, expect_failure: bool = False) -> Measured:
+    """Runs one child; wall time around it, its own peak RSS from wait4."""
+    out = tempfile.TemporaryFile()
+    err = tempfile.TemporaryFile()
+    started = time.perf_counter()
+    child = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err, env={**os.environ, **(env or {})})
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.perf_counter() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    out.seek(0)
+    err.seek(0)
+    stdout, stderr = out.read().decode(), err.read().decode()
+    if (child.returncode != 0) != expect_failure:
+        sys.exit(f"{' '.join(map(str, argv))} exited {child.returncode} in {cwd}:\n{stdout}\n{stderr}")
+    return Measured(seconds, usage.ru_maxrss / 1024, stdout)
+
+
+def fresh_copy(table: Path, to: Path) -> Path:
+    """A hard-linked copy: instant, and safe since Delta writers only add files."""
+    if to.exists():
+        shutil.rmtree(to)
+    subprocess.run(["cp", "-al", str(table), str(to)], check=True)
+    return to
+
+
+class Results:
+    def __init__(self):
+        self.samples: dict[str, dict[str, list[Measured]]] = {}
+
+    def add(self, workload: str, contender: str, measured: Measured):
+        self.samples.setdefault(workload, {}).setdefault(contender, []).append(measured)
+
+    def median(self, workload: str, contender: str) -> float:
+        return statistics.median(m.seconds for m in self.samples[workload][contender])
+
+    def summary(self) -> dict:
+        return {
+            workload: {
+                contender: {
+                    "runs": len(runs),
+                    "median_s": round(statistics.median(m.seconds for m in runs), 3),
+                    "min_s": round(min(m.seconds for m in runs), 3),
+                    "max_s": round(max(m.seconds for m in runs), 3),
+                    "peak_rss_mb": round(max(m.peak_rss_mb for m in runs), 1),
+                }
+                for contender, runs in contenders.items()
+            }
+            for workload, contenders in self.samples.items()
+        }
+
+
+def rotate(items: list, run: int) -> list:
+    return items[run % len(items):] + items[: run % len(items)]
+
+
+def this_script(*args) -> list[str]:
+    return [sys.executable, str(Path(__file__).resolve()), *map(str, args)]
+
+
+def delta_rows(table: Path) -> int:
+    from deltalake import DeltaTable
+
+    return DeltaTable(str(table)).to_pyarrow_dataset().count_rows()
+
+
+# ----------------------------------------------------------------------------------------------
+# The workloads.
+
+
+def w1_apply(args, work: Path, results: Results, ratios: dict):
+    window = range(args.window_first, args.window_first + args.slices)
+    inputs = work / "inputs"
+    make_inputs(inputs, args.seed, window, args.rows_per_month)
+    for variant in ["unpartitioned", "partitioned"]:
+        base = work / f"orders-{args.months}m-{variant}"
+        make_table(base, args.seed, range(args.months), args.rows_per_month, variant == "partitioned")
+        name = f"W1 apply, {variant}"
+        first, last = month_start(window.start), month_end(window.stop - 1)
+        for run in range(args.runs):
+            for contender in rotate(["bf", "loop", "limit"], run):
+                scratch = work / "scratch"
+                if scratch.exists():
+                    shutil.rmtree(scratch)
+                scratch.mkdir()
+                if contender == "bf":
+                    table = fresh_copy(base, scratch / "table")
+                    plan = scratch / "plan.toml"
+                    plan.write_text(plan_text(table, inputs, first, last, "month", scratch / "rehearsal"))
+                    planned = measure([args.bf, "plan", "plan.toml", "-q"], scratch)
+                    applied = measure([args.bf, "apply", "--auto-approve", "-q"], scratch)
+                    results.add(name, "bf apply", applied)
+                    results.add(name, "bf plan", planned)
+                    results.add(name, "bf plan + apply", Measured(planned.seconds + applied.seconds, max(planned.peak_rss_mb, applied.peak_rss_mb), ""))
+                    if run == 0:
+                        check_rows(table, args.months * args.rows_per_month, "bf apply")
+                elif contender == "loop":
+                    table = fresh_copy(base, scratch / "table")
+                    results.add(name, "loop", measure(this_script("_loop", table, inputs, *window), scratch))
+                    if run == 0:
+                        check_rows(table, args.months * args.rows_per_month, "the loop")
+                else:
+                    results.add(name, "limit", measure(this_script("_limit", inputs, scratch / "out", *window), scratch))
+        loop, limit = results.median(name, "loop"), results.median(name, "limit")
+        ratios[name] = {
+            "bf apply / loop": results.median(name, "bf apply") / loop,
+            "bf apply / limit": results.median(name, "bf apply") / limit,
+            "bf plan + apply / loop": results.median(name, "bf plan + apply") / loop,
+            "loop / limit": loop / limit,
+        }
+
+
+def w2_plan(args, work: Path, results: Results, ratios: dict):
+    month = args.window_first
+    inputs = work / "inputs"
+    make_inputs(inputs, args.seed, range(month, month + 1), args.rows_per_month)
+    whole = work / f"orders-{args.months}m-unpartitioned"
+    make_table(whole, args.seed, range(args.months), args.rows_per_month, partitioned=False)
+    alone = work / "w2-one-month"
+    make_table(alone, args.seed, range(month, month + 1), args.rows_per_month, partitioned=False)
+    name = "W2 one-month plan"
+    for run in range(args.runs):
+        for label, base in rotate([(f"bf plan on {args.months} months", whole), ("bf plan on 1 month", alone)], run):
+            scratch = work / "scratch"
+            if scratch.exists():
+                shutil.rmtree(scratch)
+            scratch.mkdir()
+            (scratch / "plan.toml").write_text(
+                plan_text(base, inputs, month_start(month), month_end(month), "month", scratch / "rehearsal")
+            )
+            results.add(name, label, measure([args.bf, "plan", "plan.toml", "-q"], scratch))
+    ratios[name] = {
+        f"{args.months} months / 1 month": results.median(name, f"bf plan on {args.months} months")
+        / results.median(name, "bf plan on 1 month")
+    }
+
+    # The clone alone: a one-day plan on tables of --clone-files files, small and ten times larger.
+    name = f"W2 clone of {args.clone_files} files"
+    clone_ms: dict[str, list[float]] = {}
+    for size, rows_per_file in [("small", 1), ("10x rows", 10)]:
+        base = work / f"w2-files-{size}"
+        make_many_files(base, args.clone_files, rows_per_file)
+        last_day = dt.date(2000, 1, 1) + dt.timedelta(days=args.clone_files - 1)
+        day_inputs = work / f"w2-day-{size}"
+        day_inputs.mkdir(exist_ok=True)
+        import pyarrow.dataset as ds
+        import pyarrow.parquet as pq
+        from deltalake import DeltaTable
+
+        day_rows = DeltaTable(str(base)).to_pyarrow_dataset().to_table(filter=ds.field("order_date") == last_day)
+        pq.write_table(day_rows, day_inputs / f"orders_{last_day}.parquet")
+        for run in range(args.runs):
+            for contender in rotate(["bf", "cp"], run):
+                scratch = work / "scratch"
+                if scratch.exists():
+                    shutil.rmtree(scratch)
+                scratch.mkdir()
+                if contender == "bf":
+                    (scratch / "plan.toml").write_text(
+                        plan_text(base, day_inputs, last_day, last_day, "day", scratch / "rehearsal")
+                    )
+                    planned = measure([args.bf, "plan", "plan.toml", "-q"], scratch)
+                    saved = json.loads((scratch / ".bf/plan.json").read_text())
+                    clone = saved["rehearsal"]["clone"]
+                    assert clone["files_referenced"] == args.clone_files, clone
+                    clone_ms.setdefault(size, []).append(clone["millis"])
+                    results.add(name, f"bf clone, {size}", Measured(clone["millis"] / 1000, planned.peak_rss_mb, ""))
+                    results.add(name, f"bf plan (one day), {size}", planned)
+                else:
+                    results.add(name, f"cp -r, {size}", measure(["cp", "-r", str(base), str(scratch / "copy")], scratch))
+    ratios[name] = {
+        "bf clone 10x rows / small": statistics.median(clone_ms["10x rows"]) / statistics.median(clone_ms["small"]),
+        "bf clone / cp -r (10x rows)": results.median(name, "bf clone, 10x rows") / results.median(name, "cp -r, 10x rows"),
+    }
+
+
+def w3_memory(args, work: Path, results: Results, ratios: dict):
+    month = 0
+    inputs = work / "w3-inputs"
+    make_inputs(inputs, args.seed, range(month, month + 1), args.w3_rows)
+    base = work / "w3-table"
+    make_table(base, args.seed, range(month, month + 1), args.w3_rows, partitioned=False)
+    name = f"W3 one slice of {args.w3_rows:,} rows"
+    for run in range(max(1, min(args.runs, 3))):
+        for contender in rotate(["bf", "loop", "limit"], run):
+            scratch = work / "scratch"
+            if scratch.exists():
+                shutil.rmtree(scratch)
+            scratch.mkdir()
+            if contender == "bf":
+                table = fresh_copy(base, scratch / "table")
+                (scratch / "plan.toml").write_text(
+                    plan_text(table, inputs, month_start(month), month_end(month), "month", scratch / "rehearsal")
+                )
+                results.add(name, "bf plan", measure([args.bf, "plan", "plan.toml", "-q"], scratch))
+                results.add(name, "bf apply", measure([args.bf, "apply", "--auto-approve", "-q"], scratch))
+            elif contender == "loop":
+                table = fresh_copy(base, scratch / "table")
+                results.add(name, "loop", measure(this_script("_loop", table, inputs, month), scratch))
+            else:
+                results.add(name, "limit", measure(this_script("_limit", inputs, scratch / "out", month), scratch))
+    peak = {c: max(m.peak_rss_mb for m in runs) for c, runs in results.samples[name].items()}
+    ratios[name] = {
+        "bf apply peak RSS / loop": peak["bf apply"] / peak["loop"],
+        "bf plan peak RSS / loop": peak["bf plan"] / peak["loop"],
+        "bf apply peak RSS MiB": peak["bf apply"],
+    }
+
+
+def w4_resume(args, work: Path, results: Results, ratios: dict):
+    window = range(args.window_first, args.window_first + args.slices)
+    inputs = work / "inputs"
+    make_inputs(inputs, args.seed, window, args.rows_per_month)
+    base = work / f"orders-{args.months}m-unpartitioned"
+    make_table(base, args.seed, range(args.months), args.rows_per_month, partitioned=False)
+    half = args.slices // 2
+    name = f"W4 resume after slice {half} of {args.slices}"
+    first, last = month_start(window.start), month_end(window.stop - 1)
+    for run in range(args.runs):
+        for contender in rotate(["full", "resumed"], run):
+            scratch = work / "scratch"
+            if scratch.exists():
+                shutil.rmtree(scratch)
+            scratch.mkdir()
+            table = fresh_copy(base, scratch / "table")
+            (scratch / "plan.toml").write_text(plan_text(table, inputs, first, last, "month", scratch / "rehearsal"))
+            measure([args.bf, "plan", "plan.toml", "-q"], scratch)
+            apply = [args.bf, "apply", "--auto-approve", "-q"]
+            if contender == "full":
+                results.add(name, "bf apply, all slices", measure(apply, scratch))
+                continue
+            measure(apply, scratch, env={"BF_FAULT": f"after-commit:{half}"}, expect_failure=True)
+            resumed = measure(apply, scratch)
+            rest = args.slices - half
+            done = f"{rest} slice{'s' if rest != 1 else ''} committed"
+            if done not in resumed.stdout or f"{half} already there" not in resumed.stdout:
+                sys.exit(f"the resumed apply did not do only slices {half + 1}..{args.slices}:\n{resumed.stdout}")
+            results.add(name, f"bf apply, resumed (slices {half + 1}-{args.slices})", resumed)
+    share = results.median(name, "bf apply, all slices") * (args.slices - half) / args.slices
+    ratios[name] = {
+        "resumed / its share of a full run": results.median(name, f"bf apply, resumed (slices {half + 1}-{args.slices})")
+        / share
+    }
+
+
+def check_rows(table: Path, expected: int, who: str):
+    found = delta_rows(table)
+    if found != expected:
+        sys.exit(f"{who} left {found} rows in {table}, expected {expected}")
+
+
+# ----------------------------------------------------------------------------------------------
+
+
+def main():
+    if len(sys.argv) > 1 and sys.argv[1] in ("_loop", "_limit"):
+        kind, a, b, *months = sys.argv[1:]
+        (python_loop if kind == "_loop" else parquet_limit)(a, b, [int(m) for m in months])
+        return
+
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bf", required=True, help="the bf binary to measure")
+    parser.add_argument("--work", type=Path, help="where workloads are generated (default: a temp dir)")
+    parser.add_argument("--months", type=int, default=36)
+    parser.add_argument("--rows-per-month", type=int, default=200_000)
+    parser.add_argument("--slices", type=int, default=12)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--w3-rows", type=int, default=10_000_000)
+    parser.add_argument("--clone-files", type=int, default=10_000)
+    parser.add_argument("--workloads", default="w1,w2,w3,w4")
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--json", type=Path, help="write the medians and ratios here")
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes and one run, to prove the script works")
+    args = parser.parse_args()
+    if args.smoke:
+        args.months, args.rows_per_month, args.slices, args.runs = 4, 500, 2, 1
+        args.w3_rows, args.clone_files = 2_000, 40
+    if args.slices > args.months:
+        parser.error("--slices cannot exceed --months")
+    args.window_first = min(12, args.months - args.slices)
+    args.bf = str(Path(args.bf).resolve())
+
+    work = args.work or Path(tempfile.mkdtemp(prefix="bf-bench-"))
+    work.mkdir(parents=True, exist_ok=True)
+    results, ratios = Results(), {}
+    workloads = {"w1": w1_apply, "w2": w2_plan, "w3": w3_memory, "w4": w4_resume}
+    started = time.perf_counter()
+    for key in args.workloads.split(","):
+        print(f"== {key} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+        workloads[key.strip()](args, work, results, ratios)
+    if not args.work:
+        shutil.rmtree(work)
+
+    summary = results.summary()
+    for workload, contenders in summary.items():
+        print(f"\n{workload}")
+        print(f"  {'contender':<40} {'median s':>9} {'min s':>8} {'max s':>8} {'peak RSS MiB':>13}")
+        for contender, s in contenders.items():
+            print(f"  {contender:<40} {s['median_s']:>9.3f} {s['min_s']:>8.3f} {s['max_s']:>8.3f} {s['peak_rss_mb']:>13.0f}")
+        for ratio, value in ratios.get(workload, {}).items():
+            print(f"  {ratio:<40} {value:>9.2f}")
+    config = {k: v for k, v in vars(args).items() if k not in ("json", "work")}
+    config["work"] = str(args.work) if args.work else None
+    if args.json:
+        args.json.write_text(json.dumps({"config": config, "medians": summary, "ratios": ratios}, indent=2))
+
+
+if __name__ == "__main__":
+    main()
