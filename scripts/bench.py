@@ -194,20 +194,23 @@ class Measured:
 
 
 def measure(argv: list[str], cwd: Path, env: dict | None = None, expect_failure: bool = False) -> Measured:
-    """Runs one child; wall time around it, its own peak RSS from wait4."""
-    out = tempfile.TemporaryFile()
-    err = tempfile.TemporaryFile()
+    """Runs one child: wall time around it, its own peak RSS from GNU time. (A child forked from
+    this script would count this script's memory in its peak: Linux carries the high-water mark
+    across fork, and `time` is a small process to fork from.)"""
+    rss = tempfile.NamedTemporaryFile()
     started = time.perf_counter()
-    child = subprocess.Popen(argv, cwd=cwd, stdout=out, stderr=err, env={**os.environ, **(env or {})})
-    _, status, usage = os.wait4(child.pid, 0)
+    child = subprocess.run(
+        ["/usr/bin/time", "-f", "%M", "-o", rss.name, *map(str, argv)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
     seconds = time.perf_counter() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    out.seek(0)
-    err.seek(0)
-    stdout, stderr = out.read().decode(), err.read().decode()
     if (child.returncode != 0) != expect_failure:
-        sys.exit(f"{' '.join(map(str, argv))} exited {child.returncode} in {cwd}:\n{stdout}\n{stderr}")
-    return Measured(seconds, usage.ru_maxrss / 1024, stdout)
+        sys.exit(f"{' '.join(map(str, argv))} exited {child.returncode} in {cwd}:\n{child.stdout}\n{child.stderr}")
+    peak_kib = int(Path(rss.name).read_text().split()[-1])
+    return Measured(seconds, peak_kib / 1024, child.stdout)
 
 
 def fresh_copy(table: Path, to: Path) -> Path:

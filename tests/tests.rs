@@ -4,6 +4,7 @@
 mod common;
 
 mod apply;
+mod bench;
 mod corpus;
 mod demo;
 mod disk;

@@ -1,0 +1,53 @@
+//! The benchmark script (`scripts/bench`) at a tiny size, so it cannot rot: every workload generated,
+//! every contender run against the bf this test run built, the work checked equal (row counts after
+//! bf and after the Python loop; the resumed apply doing only the slices left), medians and ratios
+//! written. The figures themselves are docs/BENCHMARKS.md's, from a release build at full size.
+
+use serde_json::Value;
+
+use crate::common::repo;
+
+#[test]
+fn the_benchmark_script_runs_every_workload_at_a_small_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("results.json");
+    let output = std::process::Command::new("bash")
+        .arg(repo("scripts/bench"))
+        .arg("--smoke")
+        .arg("--bf")
+        .arg(assert_cmd::cargo::cargo_bin("bf"))
+        .arg("--work")
+        .arg(dir.path().join("work"))
+        .arg("--json")
+        .arg(&results)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+
+    let results: Value = serde_json::from_str(&std::fs::read_to_string(results).unwrap()).unwrap();
+    let medians = results["medians"].as_object().unwrap();
+    let expected = [
+        ("W1 apply, unpartitioned", vec!["bf apply", "bf plan", "bf plan + apply", "loop", "limit"]),
+        ("W1 apply, partitioned", vec!["bf apply", "loop", "limit"]),
+        ("W2 one-month plan", vec!["bf plan on 4 months", "bf plan on 1 month"]),
+        ("W2 clone of 40 files", vec!["bf clone, small", "bf clone, 10x rows", "cp -r, 10x rows"]),
+        ("W3 one slice of 2,000 rows", vec!["bf plan", "bf apply", "loop", "limit"]),
+        ("W4 resume after slice 1 of 2", vec!["bf apply, all slices", "bf apply, resumed (slices 2-2)"]),
+    ];
+    for (workload, contenders) in expected {
+        for contender in contenders {
+            let measured = &medians[workload][contender];
+            assert_eq!(measured["runs"], 1, "{workload} / {contender}: {measured}");
+            assert!(measured["median_s"].as_f64().unwrap() > 0.0, "{workload} / {contender}: {measured}");
+            // Every child is measured on its own: none is as big as the script that generated the data.
+            assert!(measured["peak_rss_mb"].as_f64().unwrap() > 1.0, "{workload} / {contender}: {measured}");
+        }
+        let ratios = results["ratios"][workload].as_object().unwrap();
+        assert!(
+            !ratios.is_empty() && ratios.values().all(|r| r.as_f64().unwrap() > 0.0),
+            "{workload}: {ratios:?}"
+        );
+        assert!(stdout.contains(workload), "the printed report names {workload}");
+    }
+}
