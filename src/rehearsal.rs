@@ -31,7 +31,7 @@ use crate::plan::{
 use crate::plan_file::{OutsideRows, PlanDocument, WriteMode};
 use crate::predicate::{slice_predicate, slice_predicate_sql, window_predicate};
 use crate::slice_writer::SliceWriter;
-use crate::source::run::{SliceSource, Source};
+use crate::source::run::{SliceSource, Source, SourceCounts};
 use crate::table::{self, TableError, display_url};
 
 /// Told about each step, so a terminal can show progress; the library prints nothing itself.
@@ -122,9 +122,9 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let source = Source::new(document, schema.clone());
     let slices = spec.slices();
     progress.slices(slices.len());
-    let mut sources: Vec<SliceSource> = Vec::with_capacity(slices.len());
+    let mut sources: Vec<(SliceSource, SourceCounts)> = Vec::with_capacity(slices.len());
     for slice in &slices {
-        let rows = source.for_slice(slice).await?;
+        let (rows, counts) = source.for_slice_counted(slice).await?;
         let commit = CommitProperties::default().with_metadata([
             ("bf.plan_id".to_owned(), json!(id)),
             ("bf.slice".to_owned(), json!(slice.index)),
@@ -132,7 +132,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         ]);
         rehearsal = writer.write(rehearsal, slice, &rows, commit).await?;
         progress.slice_written(slice.index, &slice.first.to_string());
-        sources.push(rows);
+        sources.push((rows, counts));
     }
 
     progress.step("comparing before and after");
@@ -144,7 +144,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let metrics = &spec.metrics;
     let mut reports = Vec::with_capacity(slices.len());
     let mut check_results: Vec<CheckResult> = Vec::new();
-    for (slice, rows) in slices.iter().zip(&sources) {
+    for (slice, (rows, counts)) in slices.iter().zip(&sources) {
         let what = format!("slice {} ({})", slice.index, slice.first);
         let predicate = slice_predicate(column, slice);
         let before =
@@ -172,12 +172,12 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         }
         let missing = match (spec.write.mode, &spec.target.key) {
             (WriteMode::Merge, Some(key)) => missing_keys(rows, key).await.map_err(query_error(&what))?,
-            _ => rows.counts.in_slice.abs_diff(after.rows),
+            _ => counts.in_slice.abs_diff(after.rows),
         };
         check_results.push(checks::reconcile(
             slice.index,
             &slice.first.to_string(),
-            rows.counts.in_slice,
+            counts.in_slice,
             after.rows,
             missing,
         ));
@@ -187,7 +187,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
             last: slice.last,
             run_date: slice.run_date,
             predicate: slice_predicate_sql(column, slice),
-            source: rows.counts,
+            source: *counts,
             before,
             after,
             changes,
@@ -370,9 +370,9 @@ async fn missing_keys(rows: &SliceSource, key: &[String]) -> deltalake::datafusi
 }
 
 /// Fingerprints of every input file the slices read, each file once.
-fn fingerprints(sources: &[SliceSource]) -> Result<Vec<InputFingerprint>, RehearsalError> {
+fn fingerprints(sources: &[(SliceSource, SourceCounts)]) -> Result<Vec<InputFingerprint>, RehearsalError> {
     let mut files: BTreeMap<PathBuf, String> = BTreeMap::new();
-    for file in sources.iter().flat_map(|s| &s.files) {
+    for file in sources.iter().flat_map(|(s, _)| &s.files) {
         let path = file.path.canonicalize().unwrap_or_else(|_| file.path.clone());
         files.entry(path).or_insert_with(|| file.input.clone());
     }

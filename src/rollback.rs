@@ -28,7 +28,7 @@ use crate::ledger::{self, Entry, Recorded};
 use crate::plan_file::WriteMode;
 use crate::predicate::{slice_predicate, window_predicate};
 use crate::slice_writer::SliceWriter;
-use crate::source::run::{SliceSource, SourceCounts};
+use crate::source::run::SliceSource;
 use crate::table::{self, display_url};
 use crate::window::{Slice, Window};
 
@@ -210,13 +210,7 @@ impl RollbackPlan {
             let ctx = deltalake::delta_datafusion::create_session().into_inner();
             ctx.register_table("__bf_pre_version", old.table_provider().await?)?;
             let rows = ctx.table("__bf_pre_version").await?.filter(slice_predicate(&date_column, &slice))?;
-            let in_slice = rows.clone().count().await? as u64;
-            let source = SliceSource {
-                ctx,
-                rows,
-                counts: SourceCounts { in_slice, ..SourceCounts::default() },
-                files: Vec::new(),
-            };
+            let source = SliceSource { ctx, rows, files: Vec::new() };
             fault(&format!("rollback-before-slice:{index}"));
             table = writer
                 .write(table, &slice, &source, self.backfill.rollback_commit(Some((index, first, last))))

@@ -38,7 +38,6 @@ pub struct SliceSource {
     pub ctx: SessionContext,
     /// The slice's rows, aligned to the target's columns. Lazy.
     pub rows: DataFrame,
-    pub counts: SourceCounts,
     /// The files each input read, for the saved plan's fingerprints.
     pub files: Vec<InputFile>,
 }
@@ -86,7 +85,24 @@ impl<'a> Source<'a> {
         Source { document, target_schema }
     }
 
+    /// The slice's rows, ready to be written: the query is planned, not run.
     pub async fn for_slice(&self, slice: &Slice) -> Result<SliceSource, SourceError> {
+        let (source, _) = self.query(slice, false).await?;
+        Ok(source)
+    }
+
+    /// The slice's rows and where all the query's rows fell, which takes one pass over the query:
+    /// the rehearsal reports it; apply, whose inputs the saved plan fingerprinted, does not need it.
+    pub async fn for_slice_counted(&self, slice: &Slice) -> Result<(SliceSource, SourceCounts), SourceError> {
+        let (source, counts) = self.query(slice, true).await?;
+        Ok((source, counts.unwrap_or_default()))
+    }
+
+    async fn query(
+        &self,
+        slice: &Slice,
+        counted: bool,
+    ) -> Result<(SliceSource, Option<SourceCounts>), SourceError> {
         let plan = &self.document.plan;
         let first = slice.first.to_string();
         let query_error = |e: &dyn std::fmt::Display| SourceError::Query {
@@ -135,10 +151,14 @@ impl<'a> Source<'a> {
             .map_err(|e| query_error(&e))?;
         let aligned = align(query, &self.target_schema)?;
         let column = &plan.target.date_column;
-        let counts =
-            count_rows(&aligned, column, slice, &plan.window()).await.map_err(|e| query_error(&e))?;
+        let counts = match counted {
+            true => {
+                Some(count_rows(&aligned, column, slice, &plan.window()).await.map_err(|e| query_error(&e))?)
+            }
+            false => None,
+        };
         let rows = aligned.filter(slice_predicate(column, slice)).map_err(|e| query_error(&e))?;
-        Ok(SliceSource { ctx, rows, counts, files })
+        Ok((SliceSource { ctx, rows, files }, counts))
     }
 }
 
