@@ -151,11 +151,10 @@ impl<'a> Source<'a> {
             .map_err(|e| query_error(&e))?;
         let aligned = align(query, &self.target_schema)?;
         let column = &plan.target.date_column;
-        let counts = match counted {
-            true => {
-                Some(count_rows(&aligned, column, slice, &plan.window()).await.map_err(|e| query_error(&e))?)
-            }
-            false => None,
+        let counts = if counted {
+            Some(count_rows(&aligned, column, slice, &plan.window()).await.map_err(|e| query_error(&e))?)
+        } else {
+            None
         };
         let rows = aligned.filter(slice_predicate(column, slice)).map_err(|e| query_error(&e))?;
         Ok((SliceSource { ctx, rows, files }, counts))
