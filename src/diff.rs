@@ -13,13 +13,20 @@
 //!   the values a row had before and after ("currency = USD → EUR").
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use deltalake::DeltaTable;
 use deltalake::arrow::array::{Array, RecordBatch};
 use deltalake::arrow::datatypes::{DataType, SchemaRef};
 use deltalake::arrow::util::display::array_value_to_string;
+use deltalake::datafusion::catalog::TableProvider;
 use deltalake::datafusion::common::ScalarValue;
+use deltalake::datafusion::datasource::empty::EmptyTable;
+use deltalake::datafusion::datasource::file_format::parquet::ParquetFormat;
+use deltalake::datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+};
 use deltalake::datafusion::error::Result as DfResult;
 use deltalake::datafusion::logical_expr::Expr;
 use deltalake::datafusion::prelude::SessionContext;
@@ -124,6 +131,38 @@ impl Comparison {
     /// Row count and metrics of `side`'s rows matching `predicate`.
     pub async fn measure(&self, side: Side, predicate: Expr, metrics: &[Metric]) -> DfResult<Measures> {
         self.view("__bf_measured", side, predicate).await?;
+        self.measure_view(metrics).await
+    }
+
+    /// Row count and metrics of the rows matching `predicate` in some Parquet files of a table
+    /// without partition columns (so each file holds every column), read as plain Parquet.
+    pub async fn measure_files(
+        &self,
+        files: &[PathBuf],
+        predicate: Expr,
+        metrics: &[Metric],
+    ) -> DfResult<Measures> {
+        let urls = files
+            .iter()
+            .map(|f| ListingTableUrl::parse(f.to_string_lossy()))
+            .collect::<DfResult<Vec<_>>>()?;
+        let provider: Arc<dyn TableProvider> = if urls.is_empty() {
+            Arc::new(EmptyTable::new(self.schema.clone()))
+        } else {
+            let options = ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension("");
+            let config = ListingTableConfig::new_with_multi_paths(urls)
+                .with_listing_options(options)
+                .with_schema(self.schema.clone());
+            Arc::new(ListingTable::try_new(config)?)
+        };
+        let rows = self.ctx.read_table(provider)?.filter(predicate)?;
+        self.ctx.deregister_table("__bf_measured")?;
+        self.ctx.register_table("__bf_measured", rows.into_view())?;
+        self.measure_view(metrics).await
+    }
+
+    /// Row count and metrics of the view `__bf_measured`.
+    async fn measure_view(&self, metrics: &[Metric]) -> DfResult<Measures> {
         let mut select = vec!["COUNT(*)".to_owned()];
         // Metric SQL was checked to be one expression without subqueries (`bf validate`).
         select.extend(metrics.iter().map(|m| format!("CAST(({}) AS DOUBLE)", m.sql)));

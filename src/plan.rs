@@ -111,11 +111,22 @@ pub struct BeforeAfter {
     pub after: Measures,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// Rows outside the window, which a backfill must not move. Only files the slices rewrote can hold
+/// such rows differently: every other file the rehearsal shares with the target is the same file.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct OutsideWindow {
+    /// The rows outside the window in the compared files: the target's files the slices replaced…
     pub before: Measures,
+    /// …and the rehearsal's files that replaced them. All files, when they cannot be told apart.
     pub after: Measures,
     pub unchanged: bool,
+    /// Files the target and the rehearsal share, not compared: they are the same files.
+    #[serde(default)]
+    pub shared_files: u64,
+    #[serde(default)]
+    pub replaced_files: u64,
+    #[serde(default)]
+    pub written_files: u64,
 }
 
 #[derive(Debug, thiserror::Error)]

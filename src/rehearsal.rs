@@ -12,12 +12,15 @@
 //! 5. Run the checks on each rehearsed slice, the reconcile, and the guards.
 //! 6. Return the [`Plan`]: data to save, show and later apply. The target is only ever read.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 
 use deltalake::datafusion::common::Column;
+use deltalake::datafusion::error::{DataFusionError, Result as DfResult};
 use deltalake::datafusion::logical_expr::{Expr, not};
 use deltalake::kernel::transaction::CommitProperties;
+use deltalake::{DeltaTable, DeltaTableError};
+use futures::TryStreamExt;
 use serde_json::json;
 use url::Url;
 
@@ -28,11 +31,12 @@ use crate::plan::{
     self, BeforeAfter, InputFingerprint, OutsideWindow, PLAN_FORMAT, Plan, PlanFileRecord, RehearsalRecord,
     SliceReport, TargetRecord,
 };
-use crate::plan_file::{OutsideRows, PlanDocument, WriteMode};
+use crate::plan_file::{Metric, OutsideRows, PlanDocument, WriteMode};
 use crate::predicate::{slice_predicate, slice_predicate_sql, window_predicate};
 use crate::slice_writer::SliceWriter;
 use crate::source::run::{SliceSource, Source, SourceCounts};
 use crate::table::{self, TableError, display_url};
+use crate::window::Window;
 
 /// Told about each step, so a terminal can show progress; the library prints nothing itself.
 pub trait Progress {
@@ -208,17 +212,9 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
             .await
             .map_err(query_error("the window"))?,
     };
-    let outside_before = comparison
-        .measure(Side::Before, outside.clone(), metrics)
+    let outside_window = compare_outside(&target, &rehearsal, &comparison, column, &window, outside, metrics)
         .await
         .map_err(query_error("outside the window"))?;
-    let outside_after =
-        comparison.measure(Side::After, outside, metrics).await.map_err(query_error("outside the window"))?;
-    let outside_window = OutsideWindow {
-        unchanged: outside_before == outside_after,
-        before: outside_before,
-        after: outside_after,
-    };
     let breakdown = if spec.diff.by.is_empty() {
         Vec::new()
     } else {
@@ -343,6 +339,96 @@ fn rehearsal_url(document: &PlanDocument, target: &Url) -> Result<Url, TableErro
     })?;
     let name = format!("{}__rehearsal", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
     table::folder_url(&path.with_file_name(name))
+}
+
+/// Rows outside the window, compared where they can differ. A file the rehearsal shares with the
+/// target is the same file (the clone references it; bf refuses deletion vectors), so only the
+/// files the slices replaced and the files they wrote are read: a one-month plan on a three-year
+/// table reads one month's files, not three years. Where the rewritten files cannot be read on
+/// their own (partition columns other than the date live in the log, not in the files), or are not
+/// local, every row outside the window is compared.
+async fn compare_outside(
+    target: &DeltaTable,
+    rehearsal: &DeltaTable,
+    comparison: &Comparison,
+    column: &str,
+    window: &Window,
+    outside: Expr,
+    metrics: &[Metric],
+) -> DfResult<OutsideWindow> {
+    let files = |e: DeltaTableError| DataFusionError::External(Box::new(e));
+    let before = live_files(target).await.map_err(files)?;
+    let after = live_files(rehearsal).await.map_err(files)?;
+    let (Some(before), Some(after)) = (before, after) else {
+        return compare_all_outside(comparison, outside, metrics).await;
+    };
+    let replaced: Vec<PathBuf> = before.keys().filter(|f| !after.contains_key(*f)).cloned().collect();
+    let written: Vec<PathBuf> = after.keys().filter(|f| !before.contains_key(*f)).cloned().collect();
+    let counts = |o: OutsideWindow| OutsideWindow {
+        shared_files: (before.len() - replaced.len()) as u64,
+        replaced_files: replaced.len() as u64,
+        written_files: written.len() as u64,
+        ..o
+    };
+    let partitions = table::partition_columns(target);
+    if partitions.iter().any(|p| p == column) {
+        // Each file holds one day: files of days inside the window hold no row outside it.
+        let inside = |values: &HashMap<String, Option<String>>| {
+            values
+                .get(column)
+                .cloned()
+                .flatten()
+                .and_then(|d| d.parse().ok())
+                .is_some_and(|d| window.contains(d))
+        };
+        if replaced.iter().all(|f| inside(&before[f])) && written.iter().all(|f| inside(&after[f])) {
+            let none = comparison.measure_files(&[], outside, metrics).await?;
+            return Ok(counts(OutsideWindow {
+                before: none.clone(),
+                after: none,
+                unchanged: true,
+                ..Default::default()
+            }));
+        }
+    }
+    if !partitions.is_empty() {
+        return compare_all_outside(comparison, outside, metrics).await;
+    }
+    let before = comparison.measure_files(&replaced, outside.clone(), metrics).await?;
+    let after = comparison.measure_files(&written, outside, metrics).await?;
+    Ok(counts(OutsideWindow { unchanged: before == after, before, after, ..Default::default() }))
+}
+
+/// Every row outside the window, before and after.
+async fn compare_all_outside(
+    comparison: &Comparison,
+    outside: Expr,
+    metrics: &[Metric],
+) -> DfResult<OutsideWindow> {
+    let before = comparison.measure(Side::Before, outside.clone(), metrics).await?;
+    let after = comparison.measure(Side::After, outside, metrics).await?;
+    Ok(OutsideWindow { unchanged: before == after, before, after, ..Default::default() })
+}
+
+/// A local table's live files as file-system paths, with their partition values; `None` for a table
+/// that is not local. A clone's absolute URLs and a table's relative paths name the same file alike.
+async fn live_files(
+    table: &DeltaTable,
+) -> Result<Option<BTreeMap<PathBuf, HashMap<String, Option<String>>>>, DeltaTableError> {
+    let Ok(root) = table.table_url().to_file_path() else { return Ok(None) };
+    let files: Vec<_> = table.get_active_add_actions_by_predicate(None).try_collect().await?;
+    let mut live = BTreeMap::new();
+    for file in files {
+        // Paths as deltalake decodes them from the log: the name of the file on disk.
+        let path = file.path();
+        let location = match path.strip_prefix("file://") {
+            Some(absolute) => PathBuf::from(absolute),
+            None if Url::parse(&path).is_ok_and(|u| u.scheme().len() > 1) => return Ok(None),
+            None => root.join(path.as_ref()),
+        };
+        live.insert(location, file.partition_values_map());
+    }
+    Ok(Some(live))
 }
 
 /// Source rows whose key is not in the rehearsed slice (a merge keeps other rows, so counts alone

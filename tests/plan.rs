@@ -88,11 +88,14 @@ async fn march_is_rehearsed_without_touching_the_target() {
     assert_eq!(slice["changes"]["removed"], 3);
     assert_eq!(slice["changes"]["added"], 0);
     assert_eq!(slice["changes"]["changed"], eur_orders);
-    // Nothing outside March moved.
+    // Nothing outside March moved: the files the rehearsal shares with the target are the target's
+    // files other than the ones it copied in to rewrite.
     let total_rows = count(&target, "SELECT count(*) FROM t").await;
+    let clone = &plan["rehearsal"]["clone"];
     assert_eq!(plan["outside_window"]["unchanged"], true);
-    assert_eq!(plan["outside_window"]["before"]["rows"], total_rows - before_rows);
-    assert_eq!(plan["outside_window"]["after"]["rows"], total_rows - before_rows);
+    assert_eq!(plan["outside_window"]["shared_files"], clone["files_referenced"]);
+    assert_eq!(plan["outside_window"]["replaced_files"], clone["files_localized"]);
+    assert_eq!(plan["outside_window"]["before"], plan["outside_window"]["after"]);
     // The breakdown puts the revenue change in USD → EUR first.
     let top = &plan["breakdown"][0];
     assert_eq!(
@@ -226,6 +229,54 @@ async fn a_partitioned_target_is_cloned_without_copying_any_file() {
             "unexpected {name} in the rehearsal"
         );
     }
+}
+
+/// Rows outside the window are compared in the files the slices rewrote, not in the whole table:
+/// here a file mixing February, March and April days is replaced, and its February and April rows
+/// must come back in the rewritten file; the January file is shared untouched and not read.
+#[tokio::test(flavor = "multi_thread")]
+async fn rows_outside_the_window_are_compared_in_the_files_the_slices_rewrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: [&[OrderRow]; 3] = [
+        &[(1, "C01", 10.0, "EUR", "2026-01-10")],
+        &[(2, "C02", 20.0, "EUR", "2026-02-28"), (3, "C03", 30.0, "USD", "2026-03-01")],
+        &[(4, "C04", 40.0, "USD", "2026-03-31"), (5, "C05", 50.0, "EUR", "2026-04-01")],
+    ];
+    let target = orders_table(&dir.path().join("orders"), false, &rows).await;
+    std::fs::write(dir.path().join("march.csv"), "order_id,customer,amount,currency,order_date\n3,C03,33.0,EUR,2026-03-01\n4,C04,44.0,EUR,2026-03-31\n").unwrap();
+    let plan_text = crate::common::VALID_PLAN
+        .replace("../warehouse/orders_silver", "orders")
+        .replace("orders.csv", "march.csv")
+        .replace(
+            "SELECT order_id, amount, order_date FROM orders",
+            "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders",
+        )
+        + "\n[[metrics]]\nname = \"amount\"\nsql = \"SUM(amount)\"\n";
+    let plan_file = write_plan(dir.path(), "march.toml", &plan_text);
+    let untouched = snapshot(&target);
+    let plan = plan_json(&bf_in(dir.path()).arg("plan").arg(&plan_file).arg("--json").output().unwrap());
+    assert_eq!(snapshot(&target), untouched);
+
+    // Worked out from the rows above: the two files holding March days are replaced; outside March
+    // they hold orders 2 (February) and 5 (April), 70.0 in all.
+    let outside = &plan["outside_window"];
+    assert_eq!(outside["unchanged"], true, "{outside}");
+    assert_eq!(outside["shared_files"], 1, "{outside}");
+    assert_eq!(outside["replaced_files"], 2, "{outside}");
+    for side in ["before", "after"] {
+        assert_eq!(outside[side]["rows"], 2, "{outside}");
+        assert!(close(&outside[side]["metrics"]["amount"], 70.0), "{outside}");
+    }
+    assert_eq!(plan["total"]["before"]["rows"], 2);
+    assert!(close(&plan["total"]["after"]["metrics"]["amount"], 77.0));
+    let text = bf_in(dir.path()).args(["show"]).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains(
+            "Outside the window: unchanged ✓ (1 file shared untouched; the 2 files the slices replaced"
+        ),
+        "{text}"
+    );
 }
 
 /// A plan that must be refused: exit 1, the message, no saved plan, the target untouched.

@@ -132,7 +132,21 @@ fn text(plan: &Plan) -> String {
     for (name, value) in &outside.before.metrics {
         let _ = write!(outside_line, ", {name} {}", value.map_or_else(|| "NULL".to_owned(), number));
     }
-    if outside.unchanged {
+    let compared_files = outside.shared_files + outside.replaced_files + outside.written_files > 0;
+    if outside.unchanged && compared_files {
+        let held = if outside.before.rows == 0 {
+            "hold no row outside it".to_owned()
+        } else {
+            format!("hold the same {outside_line} outside it")
+        };
+        let _ = writeln!(
+            w,
+            "Outside the window: unchanged ✓ ({} shared untouched; the {} the slices replaced and the {} they wrote {held})",
+            count(outside.shared_files as usize, "file"),
+            count(outside.replaced_files as usize, "file"),
+            outside.written_files,
+        );
+    } else if outside.unchanged {
         let _ = writeln!(w, "Outside the window: {outside_line}: unchanged ✓");
     } else {
         let _ = writeln!(
