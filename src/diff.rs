@@ -182,7 +182,7 @@ impl Comparison {
         self.view("__bf_bs", Side::Before, predicate.clone()).await?;
         self.view("__bf_as", Side::After, predicate).await?;
         let columns: Vec<&str> = self.schema.fields().iter().map(|f| f.name().as_str()).collect();
-        let (with, join) = self.paired(key);
+        let (with, join) = self.paired(key).await?;
         let differs =
             columns.iter().map(|c| format!("(b.{0} IS DISTINCT FROM a.{0})", ident(c))).collect::<Vec<_>>();
         let texts = |alias: &str| {
@@ -221,13 +221,14 @@ impl Comparison {
                 }
             }
         }
-        if samples > 0 && changes.added + changes.removed + changes.changed > 0 {
-            // Up to `samples` rows of each kind: a few removed duplicates must not hide behind
-            // hundreds of changed rows.
+        // Up to `samples` rows of each kind, a query per kind: a few removed duplicates must not hide
+        // behind hundreds of changed rows, and ORDER BY … LIMIT keeps only those rows in memory (a
+        // top-k), where numbering every changed row of a 10M-row slice sorted all of them with their
+        // text (docs/BENCHMARKS.md, W3).
+        let kinds = [("changed", changes.changed), ("added", changes.added), ("removed", changes.removed)];
+        for (kind, _) in kinds.into_iter().filter(|(_, n)| samples > 0 && *n > 0) {
             let sample_sql = format!(
-                "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY __bf_change ORDER BY __bf_order) AS __bf_sn \
-                 FROM ({joined}) WHERE __bf_change <> 'same') WHERE __bf_sn <= {samples} \
-                 ORDER BY CASE __bf_change WHEN 'changed' THEN 0 WHEN 'added' THEN 1 ELSE 2 END, __bf_order"
+                "SELECT * FROM ({joined}) WHERE __bf_change = '{kind}' ORDER BY __bf_order LIMIT {samples}"
             );
             let n = columns.len();
             for batch in self.batches(&sample_sql).await? {
@@ -274,7 +275,7 @@ impl Comparison {
         let label_columns = |prefix: &str| (0..by.len()).map(|i| format!("{prefix}{i}")).collect::<Vec<_>>();
         let (before_sql, after_sql, width) = match key {
             Some(key) => {
-                let (with, join) = self.paired(key);
+                let (with, join) = self.paired(key).await?;
                 let keys = key
                     .iter()
                     .enumerate()
@@ -360,13 +361,29 @@ impl Comparison {
 
     /// `WITH b AS (…), a AS (…)`: the before and after slices with each row's rank among the rows
     /// sharing its key, and the join condition that pairs them by key and rank.
-    fn paired(&self, key: &[String]) -> (String, String) {
+    /// The CTEs `b` and `a` (the views `__bf_bs` and `__bf_as`, each row numbered among the rows
+    /// sharing its key) and the condition joining them. Numbering sorts each side by every column,
+    /// which for a large slice is most of a plan's time and memory; where no key repeats on either
+    /// side (checked with one aggregation each) every row is number 1 and nothing is sorted.
+    async fn paired(&self, key: &[String]) -> DfResult<(String, String)> {
+        let keys = key.iter().map(|k| ident(k)).collect::<Vec<_>>().join(", ");
+        let mut unique = true;
+        for side in ["__bf_bs", "__bf_as"] {
+            let repeated = format!(
+                "SELECT COUNT(*) FROM (SELECT {keys} FROM {side} GROUP BY {keys} HAVING COUNT(*) > 1)"
+            );
+            let batch = self.one_batch(&repeated).await?;
+            unique &= scalar(&batch, 0, 0).and_then(|v| as_f64(&v)).is_some_and(|n| n == 0.0);
+        }
         let ranked = |side: &str| {
-            format!(
-                "SELECT *, ROW_NUMBER() OVER (PARTITION BY {} ORDER BY {}) AS __bf_rn FROM {side}",
-                key.iter().map(|k| ident(k)).collect::<Vec<_>>().join(", "),
-                self.orderable_columns().join(", ")
-            )
+            if unique {
+                format!("SELECT *, 1 AS __bf_rn FROM {side}")
+            } else {
+                format!(
+                    "SELECT *, ROW_NUMBER() OVER (PARTITION BY {keys} ORDER BY {}) AS __bf_rn FROM {side}",
+                    self.orderable_columns().join(", ")
+                )
+            }
         };
         let with = format!("WITH b AS ({}), a AS ({})", ranked("__bf_bs"), ranked("__bf_as"));
         let join = key
@@ -375,7 +392,7 @@ impl Comparison {
             .chain(["b.__bf_rn = a.__bf_rn".to_owned()])
             .collect::<Vec<_>>()
             .join(" AND ");
-        (with, join)
+        Ok((with, join))
     }
 
     /// Columns a window can order by (nested types cannot be compared).
