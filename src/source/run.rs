@@ -111,6 +111,9 @@ impl<'a> Source<'a> {
             message: e.to_string(),
         };
         let ctx = deltalake::delta_datafusion::create_session().into_inner();
+        // Parquet strings as the table's own Utf8: read as Utf8View they were cast back row by row
+        // on the way to the writer (1.8% of an apply, docs/BENCHMARKS.md).
+        ctx.state_ref().write().config_mut().options_mut().execution.parquet.schema_force_view_types = false;
         let mut files = Vec::new();
         for (name, input) in &plan.source.inputs {
             let written = expand(&input.path, slice);
