@@ -249,6 +249,15 @@ class Results:
         }
 
 
+def fresh_scratch(work: Path) -> Path:
+    """An empty folder for one contender's run: its copy of the table, plan, rehearsal, output."""
+    scratch = work / "scratch"
+    if scratch.exists():
+        shutil.rmtree(scratch)
+    scratch.mkdir()
+    return scratch
+
+
 def rotate(items: list, run: int) -> list:
     return items[run % len(items):] + items[: run % len(items)]
 
@@ -278,10 +287,7 @@ def w1_apply(args, work: Path, results: Results, ratios: dict):
         first, last = month_start(window.start), month_end(window.stop - 1)
         for run in range(args.runs):
             for contender in rotate(["bf", "loop", "limit"], run):
-                scratch = work / "scratch"
-                if scratch.exists():
-                    shutil.rmtree(scratch)
-                scratch.mkdir()
+                scratch = fresh_scratch(work)
                 if contender == "bf":
                     table = fresh_copy(base, scratch / "table")
                     plan = scratch / "plan.toml"
@@ -320,10 +326,7 @@ def w2_plan(args, work: Path, results: Results, ratios: dict):
     name = "W2 one-month plan"
     for run in range(args.runs):
         for label, base in rotate([(f"bf plan on {args.months} months", whole), ("bf plan on 1 month", alone)], run):
-            scratch = work / "scratch"
-            if scratch.exists():
-                shutil.rmtree(scratch)
-            scratch.mkdir()
+            scratch = fresh_scratch(work)
             (scratch / "plan.toml").write_text(
                 plan_text(base, inputs, month_start(month), month_end(month), "month", scratch / "rehearsal")
             )
@@ -350,10 +353,7 @@ def w2_plan(args, work: Path, results: Results, ratios: dict):
         pq.write_table(day_rows, day_inputs / f"orders_{last_day}.parquet")
         for run in range(args.runs):
             for contender in rotate(["bf", "cp"], run):
-                scratch = work / "scratch"
-                if scratch.exists():
-                    shutil.rmtree(scratch)
-                scratch.mkdir()
+                scratch = fresh_scratch(work)
                 if contender == "bf":
                     (scratch / "plan.toml").write_text(
                         plan_text(base, day_inputs, last_day, last_day, "day", scratch / "rehearsal")
@@ -382,10 +382,7 @@ def w3_memory(args, work: Path, results: Results, ratios: dict):
     name = f"W3 one slice of {args.w3_rows:,} rows"
     for run in range(max(1, min(args.runs, 3))):
         for contender in rotate(["bf", "loop", "limit"], run):
-            scratch = work / "scratch"
-            if scratch.exists():
-                shutil.rmtree(scratch)
-            scratch.mkdir()
+            scratch = fresh_scratch(work)
             if contender == "bf":
                 table = fresh_copy(base, scratch / "table")
                 (scratch / "plan.toml").write_text(
@@ -417,10 +414,7 @@ def w4_resume(args, work: Path, results: Results, ratios: dict):
     first, last = month_start(window.start), month_end(window.stop - 1)
     for run in range(args.runs):
         for contender in rotate(["full", "resumed"], run):
-            scratch = work / "scratch"
-            if scratch.exists():
-                shutil.rmtree(scratch)
-            scratch.mkdir()
+            scratch = fresh_scratch(work)
             table = fresh_copy(base, scratch / "table")
             (scratch / "plan.toml").write_text(plan_text(table, inputs, first, last, "month", scratch / "rehearsal"))
             measure([args.bf, "plan", "plan.toml", "-q"], scratch)

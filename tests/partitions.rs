@@ -16,7 +16,7 @@ use bf::deltalake::kernel::{DataType, StructField};
 
 use predicates::prelude::*;
 
-use crate::common::{bf_in, open_table, snapshot, write_plan};
+use crate::common::{bf_in, new_table, open_table, snapshot, write_plan};
 
 /// Partitioned by day, then by region.
 const PARTITION_COLUMNS: [&str; 2] = ["order_date", "region"];
@@ -77,21 +77,13 @@ fn as_text(rows: &[Order]) -> Vec<String> {
 
 /// The orders table in `folder`, partitioned by day and region, holding March 1–3 and April 1.
 async fn orders_by_region(folder: &Path) -> (Vec<Order>, Vec<Order>) {
-    std::fs::create_dir_all(folder).unwrap();
-    let url = url::Url::from_directory_path(folder.canonicalize().unwrap()).unwrap();
-    let table = DeltaTable::try_from_url(url)
-        .await
-        .unwrap()
-        .create()
-        .with_columns(vec![
-            StructField::new("order_id", DataType::LONG, true),
-            StructField::new("region", DataType::STRING, true),
-            StructField::new("amount", DataType::DOUBLE, true),
-            StructField::new("order_date", DataType::DATE, true),
-        ])
-        .with_partition_columns(PARTITION_COLUMNS)
-        .await
-        .unwrap();
+    let columns = vec![
+        StructField::new("order_id", DataType::LONG, true),
+        StructField::new("region", DataType::STRING, true),
+        StructField::new("amount", DataType::DOUBLE, true),
+        StructField::new("order_date", DataType::DATE, true),
+    ];
+    let table = new_table(folder, columns, &PARTITION_COLUMNS).await;
     let march = orders(&["2026-03-01", "2026-03-02", "2026-03-03"], 1, 10.0);
     let april = orders(&["2026-04-01"], 100, 10.0);
     write_orders(table, &[march.clone(), april.clone()].concat()).await;

@@ -399,26 +399,18 @@ fn source_rows_outside_the_window_fail_the_plan_unless_it_says_skip() {
 async fn a_timestamp_or_text_date_column_is_refused_saying_why() {
     use std::sync::Arc;
 
-    use bf::deltalake::DeltaTable;
     use bf::deltalake::arrow::array::{Int64Array, RecordBatch, StringArray, TimestampMicrosecondArray};
     use bf::deltalake::arrow::datatypes::{DataType as ArrowType, Field, Schema, TimeUnit};
     use bf::deltalake::kernel::{DataType, PrimitiveType, StructField};
 
     let dir = tempfile::tempdir().unwrap();
     let events = dir.path().join("events");
-    std::fs::create_dir(&events).unwrap();
-    let url = url::Url::from_directory_path(events.canonicalize().unwrap()).unwrap();
-    let table = DeltaTable::try_from_url(url)
-        .await
-        .unwrap()
-        .create()
-        .with_columns(vec![
-            StructField::new("order_id", DataType::LONG, true),
-            StructField::new("ordered_at", DataType::Primitive(PrimitiveType::Timestamp), true),
-            StructField::new("day", DataType::STRING, true),
-        ])
-        .await
-        .unwrap();
+    let columns = vec![
+        StructField::new("order_id", DataType::LONG, true),
+        StructField::new("ordered_at", DataType::Primitive(PrimitiveType::Timestamp), true),
+        StructField::new("day", DataType::STRING, true),
+    ];
+    let table = crate::common::new_table(&events, columns, &[]).await;
     let schema = Arc::new(Schema::new(vec![
         Field::new("order_id", ArrowType::Int64, true),
         Field::new("ordered_at", ArrowType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())), true),

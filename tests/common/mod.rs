@@ -121,20 +121,14 @@ pub async fn orders_table(dir: &Path, partitioned: bool, commits: &[&[OrderRow]]
     use bf::deltalake::kernel::{DataType, StructField};
     use bf::deltalake::protocol::SaveMode;
 
-    std::fs::create_dir_all(dir).unwrap();
-    let url = url::Url::from_directory_path(dir.canonicalize().unwrap()).unwrap();
-    let table = DeltaTable::try_from_url(url).await.unwrap();
-    let mut create = table.create().with_columns(vec![
+    let columns = vec![
         StructField::new("order_id", DataType::LONG, true),
         StructField::new("customer", DataType::STRING, true),
         StructField::new("amount", DataType::DOUBLE, true),
         StructField::new("currency", DataType::STRING, true),
         StructField::new("order_date", DataType::DATE, true),
-    ]);
-    if partitioned {
-        create = create.with_partition_columns(["order_date"]);
-    }
-    let mut table = create.await.unwrap();
+    ];
+    let mut table = new_table(dir, columns, if partitioned { &["order_date"] } else { &[] }).await;
     let schema = Arc::new(Schema::new(vec![
         Field::new("order_id", ArrowType::Int64, true),
         Field::new("customer", ArrowType::Utf8, true),
@@ -155,6 +149,20 @@ pub async fn orders_table(dir: &Path, partitioned: bool, commits: &[&[OrderRow]]
         table = table.write(vec![batch]).with_save_mode(SaveMode::Append).await.unwrap();
     }
     dir.to_owned()
+}
+
+/// Creates an empty Delta table in `dir` (made if missing) with `columns`, partitioned by `partitions`.
+pub async fn new_table(
+    dir: &Path,
+    columns: Vec<bf::deltalake::kernel::StructField>,
+    partitions: &[&str],
+) -> DeltaTable {
+    std::fs::create_dir_all(dir).unwrap();
+    let url = url::Url::from_directory_path(dir.canonicalize().unwrap()).unwrap();
+    let create = DeltaTable::try_from_url(url).await.unwrap().create().with_columns(columns);
+    let create =
+        if partitions.is_empty() { create } else { create.with_partition_columns(partitions.to_vec()) };
+    create.await.unwrap()
 }
 
 /// The rows of a table at `version` (the latest with `None`) matching the SQL `predicate`, each as
