@@ -83,6 +83,9 @@ pub struct BreakdownRow {
 /// The `by` values of a group of rows; `None` where a value is NULL.
 type Labels = Vec<Option<String>>;
 
+/// What the comparison's queries may hold in memory before spilling to disk.
+const MEMORY_POOL: usize = 512 * 1024 * 1024;
+
 const BEFORE: &str = "__bf_before";
 const AFTER: &str = "__bf_after";
 
@@ -98,7 +101,13 @@ impl Comparison {
         after: &DeltaTable,
         schema: SchemaRef,
     ) -> deltalake::DeltaResult<Self> {
-        let ctx = deltalake::delta_datafusion::create_session().into_inner();
+        // A bounded memory pool that sorts and aggregations spill from, and sort-merge joins (which
+        // spill) instead of hash joins (which hold a whole side): pairing the rows of a 10M-row
+        // slice held 2.3 GB otherwise (docs/BENCHMARKS.md, W3).
+        let state =
+            deltalake::delta_datafusion::create_session_state_with_spill_config(Some(MEMORY_POOL), None);
+        let ctx = SessionContext::new_with_state(state);
+        ctx.state_ref().write().config_mut().options_mut().optimizer.prefer_hash_join = false;
         ctx.register_table(BEFORE, before.table_provider().await?)?;
         ctx.register_table(AFTER, after.table_provider().await?)?;
         Ok(Comparison { ctx, schema })
