@@ -17,7 +17,6 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use deltalake::datafusion::prelude::SessionContext;
 use deltalake::operations::update_table_metadata::TableMetadataUpdate;
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::{StreamExt, TryStreamExt};
@@ -28,7 +27,6 @@ use crate::fault::{fault, pause_before};
 use crate::ledger::{self, Backfill, Entry};
 use crate::plan::{self, Plan};
 use crate::plan_file::{self, PlanFile};
-use crate::predicate::slice_predicate;
 use crate::slice_writer::SliceWriter;
 use crate::source::run::Source;
 use crate::table::{self, display_url};
@@ -361,15 +359,7 @@ async fn verify(
     slice: &Slice,
     expected: u64,
 ) -> Result<u64, ApplyError> {
-    let ctx = SessionContext::new();
-    let provider = table.table_provider().await.map_err(|e| ApplyError::Delta(e.to_string()))?;
-    let found = ctx
-        .read_table(provider)
-        .and_then(|df| df.filter(slice_predicate(date_column, slice)))
-        .map_err(|e| ApplyError::Delta(e.to_string()))?
-        .count()
-        .await
-        .map_err(|e| ApplyError::Delta(e.to_string()))? as u64;
+    let found = table::rows_in_slice(table, date_column, slice).await?;
     if found == expected {
         Ok(found)
     } else {

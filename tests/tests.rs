@@ -15,4 +15,5 @@ mod plan;
 mod plan_files;
 mod rollback;
 mod schema;
+mod slice_rows;
 mod slices;
