@@ -175,15 +175,17 @@ def python_loop(table: str, inputs: str, months: list[int]):
         print(f"Backfilled {first} to {last}")
 
 
-def parquet_limit(inputs: str, out: str, months: list[int]):
-    """The same query, written as plain Parquet by DataFusion: no log, no replaceWhere, no checks."""
-    from datafusion import SessionContext
+def parquet_limit(inputs: str, out: str, months: list[int], partitioned: bool = False):
+    """The same query, written as plain Parquet by DataFusion: no log, no replaceWhere, no checks.
+    `partitioned` writes the files a table partitioned by day holds: one folder per day."""
+    from datafusion import DataFrameWriteOptions, SessionContext
 
+    options = DataFrameWriteOptions(partition_by=["order_date"]) if partitioned else None
     for index in months:
         first = month_start(index)
         ctx = SessionContext()
         ctx.register_parquet("orders", f"{inputs}/orders_{first}.parquet")
-        ctx.sql(QUERY).write_parquet(f"{out}/{first}")
+        ctx.sql(QUERY).write_parquet(f"{out}/{first}", write_options=options)
 
 
 # ----------------------------------------------------------------------------------------------
@@ -191,18 +193,21 @@ def parquet_limit(inputs: str, out: str, months: list[int]):
 
 
 class Measured:
-    def __init__(self, seconds: float, peak_rss_mb: float, stdout: str):
+    def __init__(self, seconds: float, peak_rss_mb: float, stdout: str, cpu_seconds: float | None = None):
         self.seconds, self.peak_rss_mb, self.stdout = seconds, peak_rss_mb, stdout
+        # User + system CPU time (over `seconds`: how many cores the child kept busy); None for a
+        # figure that is not one child's run, such as the clone's own timer.
+        self.cpu_seconds = cpu_seconds
 
 
 def measure(argv: list[str], cwd: Path, env: dict | None = None, expect_failure: bool = False) -> Measured:
-    """Runs one child: wall time around it, its own peak RSS from GNU time. (A child forked from
+    """Runs one child: wall time around it, its own peak RSS and CPU time from GNU time. (A child forked from
     this script would count this script's memory in its peak: Linux carries the high-water mark
     across fork, and `time` is a small process to fork from.)"""
     rss = tempfile.NamedTemporaryFile()
     started = time.perf_counter()
     child = subprocess.run(
-        ["/usr/bin/time", "-f", "%M", "-o", rss.name, *map(str, argv)],
+        ["/usr/bin/time", "-f", "%M %U %S", "-o", rss.name, *map(str, argv)],
         cwd=cwd,
         capture_output=True,
         text=True,
@@ -211,8 +216,8 @@ def measure(argv: list[str], cwd: Path, env: dict | None = None, expect_failure:
     seconds = time.perf_counter() - started
     if (child.returncode != 0) != expect_failure:
         sys.exit(f"{' '.join(map(str, argv))} exited {child.returncode} in {cwd}:\n{child.stdout}\n{child.stderr}")
-    peak_kib = int(Path(rss.name).read_text().split()[-1])
-    return Measured(seconds, peak_kib / 1024, child.stdout)
+    peak_kib, user, system = Path(rss.name).read_text().splitlines()[-1].split()
+    return Measured(seconds, int(peak_kib) / 1024, child.stdout, float(user) + float(system))
 
 
 def fresh_copy(table: Path, to: Path) -> Path:
@@ -242,6 +247,9 @@ class Results:
                     "min_s": round(min(m.seconds for m in runs), 3),
                     "max_s": round(max(m.seconds for m in runs), 3),
                     "peak_rss_mb": round(max(m.peak_rss_mb for m in runs), 1),
+                    "cpu_s": None
+                    if any(m.cpu_seconds is None for m in runs)
+                    else round(statistics.median(m.cpu_seconds for m in runs), 3),
                 }
                 for contender, runs in contenders.items()
             }
@@ -286,7 +294,7 @@ def w1_apply(args, work: Path, results: Results, ratios: dict):
         name = f"W1 apply, {variant}"
         first, last = month_start(window.start), month_end(window.stop - 1)
         for run in range(args.runs):
-            for contender in rotate(["bf", "loop", "limit"], run):
+            for contender in rotate(["bf", "loop", "limit", "limit, one core"], run):
                 scratch = fresh_scratch(work)
                 if contender == "bf":
                     table = fresh_copy(base, scratch / "table")
@@ -296,7 +304,7 @@ def w1_apply(args, work: Path, results: Results, ratios: dict):
                     applied = measure([args.bf, "apply", "--auto-approve", "-q"], scratch)
                     results.add(name, "bf apply", applied)
                     results.add(name, "bf plan", planned)
-                    results.add(name, "bf plan + apply", Measured(planned.seconds + applied.seconds, max(planned.peak_rss_mb, applied.peak_rss_mb), ""))
+                    results.add(name, "bf plan + apply", Measured(planned.seconds + applied.seconds, max(planned.peak_rss_mb, applied.peak_rss_mb), "", planned.cpu_seconds + applied.cpu_seconds))
                     if run == 0:
                         check_rows(table, args.months * args.rows_per_month, "bf apply")
                 elif contender == "loop":
@@ -305,13 +313,18 @@ def w1_apply(args, work: Path, results: Results, ratios: dict):
                     if run == 0:
                         check_rows(table, args.months * args.rows_per_month, "the loop")
                 else:
-                    results.add(name, "limit", measure(this_script("_limit", inputs, scratch / "out", *window), scratch))
+                    # The limit writes the files the table's layout needs; "one core" is the same
+                    # run pinned to one CPU, as deltalake's writer of an unpartitioned table is.
+                    limit = this_script("_limit", inputs, scratch / "out", variant, *window)
+                    pin = ["taskset", "-c", "0"] if contender == "limit, one core" else []
+                    results.add(name, contender, measure(pin + limit, scratch))
         loop, limit = results.median(name, "loop"), results.median(name, "limit")
         ratios[name] = {
             "bf apply / loop": results.median(name, "bf apply") / loop,
             "bf apply / limit": results.median(name, "bf apply") / limit,
             "bf plan + apply / loop": results.median(name, "bf plan + apply") / loop,
             "loop / limit": loop / limit,
+            "bf apply / limit on one core": results.median(name, "bf apply") / results.median(name, "limit, one core"),
         }
 
 
@@ -394,7 +407,7 @@ def w3_memory(args, work: Path, results: Results, ratios: dict):
                 table = fresh_copy(base, scratch / "table")
                 results.add(name, "loop", measure(this_script("_loop", table, inputs, month), scratch))
             else:
-                results.add(name, "limit", measure(this_script("_limit", inputs, scratch / "out", month), scratch))
+                results.add(name, "limit", measure(this_script("_limit", inputs, scratch / "out", "unpartitioned", month), scratch))
     peak = {c: max(m.peak_rss_mb for m in runs) for c, runs in results.samples[name].items()}
     ratios[name] = {
         "bf apply peak RSS / loop": peak["bf apply"] / peak["loop"],
@@ -446,9 +459,13 @@ def check_rows(table: Path, expected: int, who: str):
 
 
 def main():
-    if len(sys.argv) > 1 and sys.argv[1] in ("_loop", "_limit"):
-        kind, a, b, *months = sys.argv[1:]
-        (python_loop if kind == "_loop" else parquet_limit)(a, b, [int(m) for m in months])
+    if len(sys.argv) > 1 and sys.argv[1] == "_loop":
+        table, inputs, *months = sys.argv[2:]
+        python_loop(table, inputs, [int(m) for m in months])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "_limit":
+        inputs, out, layout, *months = sys.argv[2:]
+        parquet_limit(inputs, out, [int(m) for m in months], partitioned=layout == "partitioned")
         return
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -487,9 +504,12 @@ def main():
     summary = results.summary()
     for workload, contenders in summary.items():
         print(f"\n{workload}")
-        print(f"  {'contender':<40} {'median s':>9} {'min s':>8} {'max s':>8} {'peak RSS MiB':>13}")
+        print(f"  {'contender':<40} {'median s':>9} {'min s':>8} {'max s':>8} {'peak RSS MiB':>13} {'CPU s':>7}")
         for contender, s in contenders.items():
-            print(f"  {contender:<40} {s['median_s']:>9.3f} {s['min_s']:>8.3f} {s['max_s']:>8.3f} {s['peak_rss_mb']:>13.0f}")
+            print(
+                f"  {contender:<40} {s['median_s']:>9.3f} {s['min_s']:>8.3f} {s['max_s']:>8.3f}"
+                f" {s['peak_rss_mb']:>13.0f} {'-' if s['cpu_s'] is None else format(s['cpu_s'], '.2f'):>7}"
+            )
         for ratio, value in ratios.get(workload, {}).items():
             print(f"  {ratio:<40} {value:>9.2f}")
     config = {k: v for k, v in vars(args).items() if k not in ("json", "work")}

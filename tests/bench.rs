@@ -28,8 +28,11 @@ fn the_benchmark_script_runs_every_workload_at_a_small_size() {
     let results: Value = serde_json::from_str(&std::fs::read_to_string(results).unwrap()).unwrap();
     let medians = results["medians"].as_object().unwrap();
     let expected = [
-        ("W1 apply, unpartitioned", vec!["bf apply", "bf plan", "bf plan + apply", "loop", "limit"]),
-        ("W1 apply, partitioned", vec!["bf apply", "loop", "limit"]),
+        (
+            "W1 apply, unpartitioned",
+            vec!["bf apply", "bf plan", "bf plan + apply", "loop", "limit", "limit, one core"],
+        ),
+        ("W1 apply, partitioned", vec!["bf apply", "loop", "limit", "limit, one core"]),
         ("W2 one-month plan", vec!["bf plan on 4 months", "bf plan on 1 month"]),
         ("W2 clone of 40 files", vec!["bf clone, small", "bf clone, 10x rows", "cp -r, 10x rows"]),
         ("W3 one slice of 2,000 rows", vec!["bf plan", "bf apply", "loop", "limit"]),
@@ -40,6 +43,13 @@ fn the_benchmark_script_runs_every_workload_at_a_small_size() {
     // version), and `cp -r` would look as big as bf.
     let copy = medians["W2 clone of 40 files"]["cp -r, 10x rows"]["peak_rss_mb"].as_f64().unwrap();
     assert!(copy < 50.0, "cp -r measured at {copy} MiB: the script's own memory leaked into a child's peak");
+    // The one-core limit is what bf apply is compared with when deltalake's writer uses one core: it
+    // must really be pinned (CPU time within its wall time, GNU time counting in 10 ms steps).
+    for variant in ["unpartitioned", "partitioned"] {
+        let pinned = &medians[format!("W1 apply, {variant}").as_str()]["limit, one core"];
+        let (cpu, wall) = (pinned["cpu_s"].as_f64().unwrap(), pinned["median_s"].as_f64().unwrap());
+        assert!(cpu <= wall + 0.02, "the one-core limit used {cpu} s of CPU in {wall} s: {pinned}");
+    }
     for (workload, contenders) in expected {
         for contender in contenders {
             let measured = &medians[workload][contender];
