@@ -15,7 +15,7 @@
 //! boundary, and the ledger says which.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use deltalake::operations::update_table_metadata::TableMetadataUpdate;
 use deltalake::{DeltaTable, DeltaTableError};
@@ -122,10 +122,15 @@ impl<'a> Apply<'a> {
         let document = plan_file::parse(Path::new(&plan.plan_file.path), plan.plan_file.text.clone())
             .map_err(|e| ApplyError::Stale(format!("the saved plan's text no longer parses:\n{e}")))?;
         let url = url_of(plan)?;
+        // The inputs are hashed while the table's log is read.
+        let files: Vec<(String, PathBuf)> =
+            plan.inputs.iter().map(|i| (i.input.clone(), PathBuf::from(&i.path))).collect();
+        let hashing = tokio::task::spawn_blocking(move || plan::fingerprint_all(&files));
         let mut target = table::open(&url, None).await?;
         crate::compat::check_writable(&target).await?;
         let since = ledger::commits_after(&target, plan.target.pre_version).await?;
-        check_stale(plan, &since)?;
+        let inputs_now = hashing.await.map_err(|e| ApplyError::Delta(format!("hashing the inputs: {e}")))?;
+        check_stale(plan, &since, &inputs_now)?;
 
         let backfill = backfill_for(plan, &since, self.rerun);
         let slices = document.plan.slices();
@@ -296,7 +301,12 @@ fn backfill_for(plan: &Plan, since: &[Entry], rerun: bool) -> Backfill {
 }
 
 /// Every reason the saved plan no longer describes the world, or `Ok` when it still does.
-pub fn check_stale(plan: &Plan, since: &[Entry]) -> Result<(), ApplyError> {
+/// `inputs_now` fingerprints the plan's inputs, in its order, as they are now.
+pub fn check_stale(
+    plan: &Plan,
+    since: &[Entry],
+    inputs_now: &[std::io::Result<plan::InputFingerprint>],
+) -> Result<(), ApplyError> {
     let mut reasons = Vec::new();
     if !plan.appliable() {
         reasons.push(format!(
@@ -328,9 +338,8 @@ pub fn check_stale(plan: &Plan, since: &[Entry]) -> Result<(), ApplyError> {
             plan.target.pre_version
         ));
     }
-    for input in &plan.inputs {
-        let now = plan::fingerprint(&input.input, Path::new(&input.path));
-        let same = match (&now, &input.sha256) {
+    for (input, now) in plan.inputs.iter().zip(inputs_now) {
+        let same = match (now, &input.sha256) {
             (Ok(now), Some(sha)) => now.sha256.as_ref() == Some(sha),
             (Ok(now), None) => now.size == input.size && now.modified == input.modified,
             (Err(_), _) => false,

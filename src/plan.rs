@@ -210,6 +210,24 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// Fingerprints `(input, path)` files on one thread per core, in their order. Hashing a month of
+/// daily inputs is most of what an apply does before its first slice (docs/BENCHMARKS.md, W4).
+pub fn fingerprint_all(files: &[(String, PathBuf)]) -> Vec<std::io::Result<InputFingerprint>> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let per_thread = files.len().div_ceil(threads).max(1);
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = files
+            .chunks(per_thread)
+            .map(|chunk| {
+                scope.spawn(move || {
+                    chunk.iter().map(|(input, path)| fingerprint(input, path)).collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        workers.into_iter().flat_map(|w| w.join().expect("hashing a file does not panic")).collect()
+    })
+}
+
 /// Fingerprints a file: size, modification time and (under 1 GiB) content hash, streamed.
 pub fn fingerprint(input: &str, path: &Path) -> std::io::Result<InputFingerprint> {
     let metadata = std::fs::metadata(path)?;

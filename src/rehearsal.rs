@@ -462,10 +462,12 @@ fn fingerprints(sources: &[(SliceSource, SourceCounts)]) -> Result<Vec<InputFing
         let path = file.path.canonicalize().unwrap_or_else(|_| file.path.clone());
         files.entry(path).or_insert_with(|| file.input.clone());
     }
-    files
-        .iter()
-        .map(|(path, input)| {
-            plan::fingerprint(input, path).map_err(|e| {
+    let files: Vec<(String, PathBuf)> = files.into_iter().map(|(path, input)| (input, path)).collect();
+    plan::fingerprint_all(&files)
+        .into_iter()
+        .zip(&files)
+        .map(|(fingerprint, (_, path))| {
+            fingerprint.map_err(|e| {
                 RehearsalError::Refused(format!("cannot fingerprint input file {}: {e}", path.display()))
             })
         })
