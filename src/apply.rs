@@ -134,7 +134,12 @@ impl<'a> Apply<'a> {
 
         let backfill = backfill_for(plan, &since, self.rerun);
         let slices = document.plan.slices();
-        let done: BTreeSet<usize> = backfill.committed_slices(&target, &slices).await?.into_iter().collect();
+        // A table no commit has touched since the plan holds none of its slices.
+        let done: BTreeSet<usize> = if since.is_empty() {
+            BTreeSet::new()
+        } else {
+            backfill.committed_slices(&target, &slices).await?.into_iter().collect()
+        };
         let schema = table::arrow_schema(&target)?;
         let spec = &document.plan;
         let writer = SliceWriter {

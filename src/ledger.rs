@@ -93,6 +93,7 @@ impl Backfill {
     }
 
     /// The slice numbers of this backfill already committed to `table` (by their transactions).
+    /// Each lookup replays the log on a blocking thread, so they run side by side.
     pub async fn committed_slices(
         &self,
         table: &DeltaTable,
@@ -100,13 +101,16 @@ impl Backfill {
     ) -> Result<Vec<usize>, DeltaTableError> {
         let state = table.snapshot()?;
         let log_store = table.log_store();
-        let mut done = Vec::new();
-        for slice in slices {
-            if state.transaction_version(log_store.as_ref(), self.app_id(slice.index)).await?.is_some() {
-                done.push(slice.index);
+        let lookups = slices.iter().map(|slice| {
+            let app_id = self.app_id(slice.index);
+            let log_store = log_store.clone();
+            async move {
+                let version = state.transaction_version(log_store.as_ref(), app_id).await?;
+                Ok::<_, DeltaTableError>(version.map(|_| slice.index))
             }
-        }
-        Ok(done)
+        });
+        let found = futures::future::try_join_all(lookups).await?;
+        Ok(found.into_iter().flatten().collect())
     }
 }
 
