@@ -88,6 +88,28 @@ async fn march_is_rehearsed_without_touching_the_target() {
     assert_eq!(slice["changes"]["removed"], 3);
     assert_eq!(slice["changes"]["added"], 0);
     assert_eq!(slice["changes"]["changed"], eur_orders);
+    // Samples, five of each kind by key: the lowest EUR orders as the corrected file has them (only
+    // the currency and the euro amount differ), then the three removed duplicates.
+    let samples = slice["changes"]["samples"].as_array().unwrap();
+    let kinds: Vec<&str> = samples.iter().map(|s| s["change"].as_str().unwrap()).collect();
+    assert_eq!(
+        kinds,
+        ["changed", "changed", "changed", "changed", "changed", "removed", "removed", "removed"]
+    );
+    let mut eur: Vec<&(i64, String, f64)> = corrected.iter().filter(|r| r.1 == "EUR").collect();
+    eur.sort_by_key(|r| r.0);
+    for (sample, expected) in samples[..5].iter().zip(&eur) {
+        let (before, after) = (&sample["before"], &sample["after"]);
+        assert_eq!(after[0].as_str(), Some(expected.0.to_string().as_str()), "{sample}");
+        assert_eq!(before[0], after[0], "{sample}");
+        assert_eq!((before[3].as_str(), after[3].as_str()), (Some("USD"), Some("EUR")), "{sample}");
+        let amount: f64 = after[4].as_str().unwrap().parse().unwrap();
+        assert!((amount - expected.2).abs() < 1e-6, "{sample}");
+    }
+    let removed: Vec<i64> =
+        samples[5..].iter().map(|s| s["before"][0].as_str().unwrap().parse().unwrap()).collect();
+    assert!(removed.is_sorted(), "{removed:?}");
+    assert!(samples[5..].iter().all(|s| s["after"].is_null()));
     // Nothing outside March moved: the files the rehearsal shares with the target are the target's
     // files other than the ones it copied in to rewrite.
     let total_rows = count(&target, "SELECT count(*) FROM t").await;
