@@ -134,11 +134,15 @@ impl<'a> Apply<'a> {
 
         let backfill = backfill_for(plan, &since, self.rerun);
         let slices = document.plan.slices();
-        // A table no commit has touched since the plan holds none of its slices.
-        let done: BTreeSet<usize> = if since.is_empty() {
+        // Only slices this backfill's commits since the plan name can be committed (the stale check
+        // already holds `since` to be every commit after the plan's version); their transactions
+        // confirm it. Each lookup replays the log, so a first apply makes none.
+        let named: Vec<Slice> =
+            slices.iter().filter(|s| since.iter().any(|e| backfill.names(e, s.index))).cloned().collect();
+        let done: BTreeSet<usize> = if named.is_empty() {
             BTreeSet::new()
         } else {
-            backfill.committed_slices(&target, &slices).await?.into_iter().collect()
+            backfill.committed_slices(&target, &named).await?.into_iter().collect()
         };
         let schema = table::arrow_schema(&target)?;
         let spec = &document.plan;

@@ -59,6 +59,12 @@ impl Backfill {
         format!("bf:{}:{slice}", self.backfill_id)
     }
 
+    /// Whether `entry` is this backfill's commit of slice `slice`, by its ledger keys.
+    pub fn names(&self, entry: &Entry, slice: usize) -> bool {
+        entry.bf.get("backfill_id").and_then(|v| v.as_str()) == Some(self.backfill_id.as_str())
+            && entry.bf.get("slice").and_then(|v| v.as_u64()) == Some(slice as u64)
+    }
+
     /// The commit properties of one slice: ledger keys, `userMetadata`, app transaction.
     pub fn slice_commit(&self, slice: &Slice) -> CommitProperties {
         let mut keys = self.keys();
