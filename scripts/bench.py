@@ -8,11 +8,12 @@ Workloads (docs/BENCHMARKS.md says why each):
   W3 memory  one slice of --w3-rows rows: peak RSS.
   W4 resume  apply killed after half the slices, then resumed.
 
-Contenders, each a child process so each has its own wall time and peak RSS (wait4):
+Contenders, each a child process so each has its own wall time, peak RSS and CPU time (GNU time):
   bf         the binary given by --bf (`bf plan`, `bf apply`);
   loop       the Python deltalake loop of the seed: per month, read its input and
              write_deltalake(mode="overwrite", predicate=...) on one DeltaTable opened once;
-  limit      the same query written as plain Parquet by DataFusion (no Delta log, no replaceWhere);
+  limit      the same query written as plain Parquet by DataFusion (no Delta log, no replaceWhere),
+             in the table's layout; in W1 also pinned to one core (taskset);
   cp -r      for the clone: a deep copy.
 
 Runs alternate the contenders (the order rotates each run) on fresh hard-linked copies of the
