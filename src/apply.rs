@@ -137,8 +137,9 @@ impl<'a> Apply<'a> {
         // Only slices this backfill's commits since the plan name can be committed (the stale check
         // already holds `since` to be every commit after the plan's version); their transactions
         // confirm it. Each lookup replays the log, so a first apply makes none.
-        let named: Vec<Slice> =
-            slices.iter().filter(|s| since.iter().any(|e| backfill.names(e, s.index))).cloned().collect();
+        let named: BTreeSet<usize> =
+            since.iter().filter(|e| e.is_slice_of(&backfill.backfill_id)).filter_map(|e| e.slice()).collect();
+        let named: Vec<Slice> = slices.iter().filter(|s| named.contains(&s.index)).cloned().collect();
         let done: BTreeSet<usize> = if named.is_empty() {
             BTreeSet::new()
         } else {

@@ -59,12 +59,6 @@ impl Backfill {
         format!("bf:{}:{slice}", self.backfill_id)
     }
 
-    /// Whether `entry` is this backfill's commit of slice `slice`, by its ledger keys.
-    pub fn names(&self, entry: &Entry, slice: usize) -> bool {
-        entry.bf.get("backfill_id").and_then(|v| v.as_str()) == Some(self.backfill_id.as_str())
-            && entry.bf.get("slice").and_then(|v| v.as_u64()) == Some(slice as u64)
-    }
-
     /// The commit properties of one slice: ledger keys, `userMetadata`, app transaction.
     pub fn slice_commit(&self, slice: &Slice) -> CommitProperties {
         let mut keys = self.keys();
@@ -195,7 +189,7 @@ pub async fn find_backfill(
             .iter()
             .filter_map(|e| {
                 let (first, last) = e.slice_bounds()?;
-                Some((e.bf.get("slice")?.as_u64()?, first, last, e.version))
+                Some((e.slice()? as u64, first, last, e.version))
             })
             .collect(),
         versions: ours.iter().map(|e| e.version).collect(),
@@ -297,6 +291,11 @@ impl Entry {
     pub fn is_slice_of(&self, backfill_id: &str) -> bool {
         self.bf.get("backfill_id").and_then(Value::as_str) == Some(backfill_id)
             && self.bf.contains_key("slice")
+    }
+
+    /// The slice number recorded in a slice commit.
+    pub fn slice(&self) -> Option<usize> {
+        self.bf.get("slice")?.as_u64().map(|n| n as usize)
     }
 
     /// The slice bounds recorded in a slice commit.
