@@ -380,12 +380,11 @@ impl Comparison {
         Ok(rows)
     }
 
-    /// `WITH b AS (…), a AS (…)`: the before and after slices with each row's rank among the rows
-    /// sharing its key, and the join condition that pairs them by key and rank.
-    /// The CTEs `b` and `a` (the views `__bf_bs` and `__bf_as`, each row numbered among the rows
-    /// sharing its key) and the condition joining them. Numbering sorts each side by every column,
-    /// which for a large slice is most of a plan's time and memory; where no key repeats on either
-    /// side (checked with one aggregation each) every row is number 1 and nothing is sorted.
+    /// `WITH b AS (…), a AS (…)`: the before and after slices (the views `__bf_bs` and `__bf_as`)
+    /// with each row's rank among the rows sharing its key, and the join condition that pairs them
+    /// by key and rank. Ranking sorts each side by every column, which for a large slice is most of
+    /// a plan's time and memory; where no key repeats on either side (checked with one aggregation
+    /// each) every row is rank 1 and nothing is sorted.
     async fn paired(&self, key: &[String]) -> DfResult<(String, String)> {
         let keys = key.iter().map(|k| ident(k)).collect::<Vec<_>>().join(", ");
         let mut unique = true;

@@ -8,7 +8,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use bf::deltalake::DeltaTable;
-use bf::deltalake::TableProperty;
 use bf::deltalake::arrow::array::{ArrayRef, Date32Array, Int64Array, RecordBatch};
 use bf::deltalake::arrow::datatypes::{DataType as ArrowType, Date32Type, Field, Schema};
 use bf::deltalake::datafusion::prelude::SessionContext;
@@ -20,7 +19,7 @@ use bf::window::Slice;
 use chrono::NaiveDate;
 use proptest::prelude::*;
 
-use crate::common::new_table;
+use crate::common::new_table_with;
 
 /// Days as offsets from 2026-03-01; `None` is a row whose date is null.
 type Day = Option<u8>;
@@ -39,20 +38,10 @@ async fn table(dir: &Path, partitioned: bool, stats: bool, commits: &[Vec<Day>])
         StructField::new("id", DataType::LONG, true),
         StructField::new("order_date", DataType::DATE, true),
     ];
-    let mut table = if stats {
-        new_table(dir, columns, if partitioned { &["order_date"] } else { &[] }).await
-    } else {
-        std::fs::create_dir_all(dir).unwrap();
-        let url = url::Url::from_directory_path(dir.canonicalize().unwrap()).unwrap();
-        DeltaTable::try_from_url(url)
-            .await
-            .unwrap()
-            .create()
-            .with_columns(columns)
-            .with_configuration_property(TableProperty::DataSkippingNumIndexedCols, Some("0"))
-            .await
-            .unwrap()
-    };
+    let partitions: &[&str] = if partitioned { &["order_date"] } else { &[] };
+    // `delta.dataSkippingNumIndexedCols = 0`: files carry no column statistics at all.
+    let no_stats = [("delta.dataSkippingNumIndexedCols", "0")];
+    let mut table = new_table_with(dir, columns, partitions, if stats { &[] } else { &no_stats }).await;
     let schema = Arc::new(Schema::new(vec![
         Field::new("id", ArrowType::Int64, true),
         Field::new("order_date", ArrowType::Date32, true),

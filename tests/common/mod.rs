@@ -157,9 +157,24 @@ pub async fn new_table(
     columns: Vec<bf::deltalake::kernel::StructField>,
     partitions: &[&str],
 ) -> DeltaTable {
+    new_table_with(dir, columns, partitions, &[]).await
+}
+
+/// [`new_table`] with table properties, such as `("delta.appendOnly", "true")`.
+pub async fn new_table_with(
+    dir: &Path,
+    columns: Vec<bf::deltalake::kernel::StructField>,
+    partitions: &[&str],
+    properties: &[(&str, &str)],
+) -> DeltaTable {
     std::fs::create_dir_all(dir).unwrap();
     let url = url::Url::from_directory_path(dir.canonicalize().unwrap()).unwrap();
-    let create = DeltaTable::try_from_url(url).await.unwrap().create().with_columns(columns);
+    let create = DeltaTable::try_from_url(url)
+        .await
+        .unwrap()
+        .create()
+        .with_columns(columns)
+        .with_configuration(properties.iter().map(|(key, value)| (*key, Some(*value))));
     let create =
         if partitions.is_empty() { create } else { create.with_partition_columns(partitions.to_vec()) };
     create.await.unwrap()
