@@ -20,30 +20,57 @@ const WRITABLE_FEATURES: [&str; 2] = ["invariants", "timestampNtz"];
 
 /// Why bf will not write a table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error(
-    "bf cannot write {table} safely: it needs {what}, which bf does not honour yet. \
-     Nothing was written; backfill it with an engine that supports {them}."
-)]
-pub struct Unsupported {
-    pub table: String,
-    pub what: String,
-    them: String,
+pub enum Unsupported {
+    #[error(
+        "bf cannot write {table} safely: it needs {what}, which bf does not honour yet. \
+         Nothing was written; backfill it with an engine that supports {them}."
+    )]
+    Features { table: String, what: String, them: String },
+    #[error(
+        "bf will not write {table}: its {what} cannot be read ({detail}), so bf cannot tell what the \
+         table asks of its writers. Nothing was written."
+    )]
+    Unreadable { table: String, what: &'static str, detail: String },
+}
+
+/// What bf will do to a table, which decides what its protocol may ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Write {
+    /// Replace or merge slices, restore versions: rows are removed and rewritten.
+    Rewrite,
+    /// Only append rows (the change log): `delta.appendOnly` asks nothing more of it.
+    Append,
 }
 
 /// Refuses a table whose protocol asks writers for something bf does not do, or whose files
-/// deltalake would remove under another name than the one they were added under.
+/// deltalake would remove under another name than the one they were added under. Fails closed: a
+/// table whose protocol or file list cannot be read is refused, saying why.
 pub async fn check_writable(table: &DeltaTable) -> Result<(), Unsupported> {
+    check(table, Write::Rewrite).await
+}
+
+/// [`check_writable`] for a table bf only appends to.
+pub async fn check_appendable(table: &DeltaTable) -> Result<(), Unsupported> {
+    check(table, Write::Append).await
+}
+
+async fn check(table: &DeltaTable, write: Write) -> Result<(), Unsupported> {
     let name = crate::table::display_url(table.table_url());
-    let Ok(snapshot) = table.snapshot() else { return Ok(()) };
-    let protocol = serde_json::to_value(snapshot.protocol()).unwrap_or(Value::Null);
-    let writer = protocol.get("minWriterVersion").and_then(Value::as_i64).unwrap_or(0);
+    let unreadable = |what, detail: String| Unsupported::Unreadable { table: name.clone(), what, detail };
+    let snapshot = table.snapshot().map_err(|e| unreadable("snapshot", e.to_string()))?;
+    let protocol =
+        serde_json::to_value(snapshot.protocol()).map_err(|e| unreadable("protocol", e.to_string()))?;
+    let writer = protocol
+        .get("minWriterVersion")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| unreadable("protocol", format!("no minWriterVersion in {protocol}")))?;
     let features: Vec<String> = protocol
         .get("writerFeatures")
         .and_then(Value::as_array)
         .map(|f| f.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
         .unwrap_or_default();
     let unsupported: Vec<String> = match writer {
-        0..=2 => Vec::new(),
+        ..=2 => Vec::new(),
         // Legacy versions imply their features whether or not the table uses them.
         3 => vec!["checkConstraints".into()],
         4 => vec!["checkConstraints".into(), "changeDataFeed".into(), "generatedColumns".into()],
@@ -57,7 +84,7 @@ pub async fn check_writable(table: &DeltaTable) -> Result<(), Unsupported> {
         .get("delta.appendOnly")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let mut needs: Vec<String> = unsupported.iter().map(|f| format!("the writer feature `{f}`")).collect();
-    if append_only {
+    if append_only && write == Write::Rewrite {
         needs.push("`delta.appendOnly = true` (a replace removes rows)".into());
     }
     // Measured on dat_multi_partitioned: deltalake writes BINARY partition values as escaped text and
@@ -77,22 +104,21 @@ pub async fn check_writable(table: &DeltaTable) -> Result<(), Unsupported> {
     // (`region=Zürich/…`, as java.net.URI leaves them) while deltalake percent-encodes them in the
     // removes it writes (`region=Z%C3%BCrich/…`), so to deltalake a replaced file stays live. Paths
     // deltalake writes itself are ASCII (it encodes partition values), so only foreign ones are caught.
-    let files: Result<Vec<_>, _> = table.get_active_add_actions_by_predicate(None).try_collect().await;
-    match files {
-        Err(error) => needs.push(format!("a readable list of its files ({error})")),
-        Ok(files) => {
-            if let Some(file) = files.iter().find(|f| !f.path().is_ascii()) {
-                needs.push(format!(
-                    "file paths with non-ASCII characters such as `{}` (deltalake would spell them \
-                     differently when removing the files, and the old rows would stay)",
-                    file.path()
-                ));
-            }
-        }
+    let files: Vec<_> = table
+        .get_active_add_actions_by_predicate(None)
+        .try_collect()
+        .await
+        .map_err(|e| unreadable("list of files", e.to_string()))?;
+    if let Some(file) = files.iter().find(|f| !f.path().is_ascii()) {
+        needs.push(format!(
+            "file paths with non-ASCII characters such as `{}` (deltalake would spell them \
+             differently when removing the files, and the old rows would stay)",
+            file.path()
+        ));
     }
     if needs.is_empty() {
         return Ok(());
     }
     let them = if unsupported.is_empty() { "them".to_owned() } else { unsupported.join(", ") };
-    Err(Unsupported { table: name, what: needs.join(" and "), them })
+    Err(Unsupported::Features { table: name, what: needs.join(" and "), them })
 }
