@@ -1,11 +1,12 @@
-//! The example shop the seeds tell about, built on the spot so every number in them can be checked.
+//! The example shop of the September daily backfill and the March reload, built on the spot so every
+//! number those scenarios give can be checked.
 //!
 //! - `landing/orders/2026-09-DD.csv`: the till's file for each day of September 2026, orders 2001 to
-//!   2130 (130 orders; 5 on 2 September, 3 on 15 September, 6 on 30 September). Seed 000 backfills
-//!   them into `warehouse/orders_daily`, an empty table the daily job only started filling in October.
+//!   2130 (130 orders; 5 on 2 September, 3 on 15 September, 6 on 30 September). The September daily
+//!   backfill loads them into `warehouse/orders_daily`, an empty table the daily job only started filling in October.
 //! - `warehouse/orders_silver`: January to April 2026, where the source sent EUR orders of March as USD
 //!   (so March's revenue in EUR is off) and a rerun appended three March orders a second time.
-//!   `landing/orders_march.csv` and `landing/fx_rates.csv` hold the corrected March of seed 002.
+//!   `landing/orders_march.csv` and `landing/fx_rates.csv` hold the corrected March of the March reload.
 //!
 //! Everything is a pure function of the order id, so two builds are identical and tests can assert
 //! exact counts. Each table is written the way a pipeline would have written it, one commit per load,
@@ -22,7 +23,7 @@ use deltalake::kernel::{DataType, StructField};
 use deltalake::protocol::SaveMode;
 use deltalake::{DeltaTable, DeltaTableError};
 
-/// The first order of September, as in seed 000.
+/// The first order of September, as in the September daily backfill.
 pub const SEPTEMBER_FIRST_ORDER: i64 = 2001;
 /// Orders in September's landing files.
 pub const SEPTEMBER_ORDERS: usize = 130;

@@ -53,7 +53,7 @@ pub enum Cadence {
     Year,
 }
 
-/// Days between a slice's first day and its run date; seed 000's load runs the day after the day it
+/// Days between a slice's first day and its run date; the September daily backfill's load runs the day after the day it
 /// loads, so its backfill has an offset of "1 day".
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -358,7 +358,7 @@ mod tests {
 
     #[test]
     fn september_runs_are_dated_the_day_after() {
-        // Seed 000: 30 runs dated 2 September to 1 October load 1 to 30 September.
+        // The September daily backfill: 30 runs dated 2 September to 1 October load 1 to 30 September.
         let window = Window { start: d("2026-09-01"), end: d("2026-09-30") };
         let slices: Vec<Slice> = window.slices(Cadence::Days(1), "1 day".parse().unwrap()).collect();
         assert_eq!(slices.len(), 30);

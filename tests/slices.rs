@@ -121,7 +121,7 @@ fn september_makes_thirty_runs_dated_the_day_after() {
         (slices[29]["first"].as_str(), slices[29]["run_date"].as_str()),
         (Some("2026-09-30"), Some("2026-10-01"))
     );
-    // One-day slices print the predicate the history will record (see apply's seed 000 test).
+    // One-day slices print the predicate the history will record (see apply's September test).
     assert_eq!(slices[14]["predicate"], "order_date = '2026-09-15'::date");
 }
 
