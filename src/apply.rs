@@ -28,7 +28,7 @@ use crate::ledger::{self, Backfill, Entry};
 use crate::plan::{self, Plan};
 use crate::plan_file::{self, PlanFile};
 use crate::slice_writer::SliceWriter;
-use crate::source::run::Source;
+use crate::source::run::{DeltaInput, Source};
 use crate::table::{self, display_url};
 use crate::window::Slice;
 
@@ -63,14 +63,23 @@ impl From<DeltaTableError> for ApplyError {
     }
 }
 
+/// What became of a slice in an apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SliceStatus {
+    /// This run committed it.
+    Committed,
+    /// An earlier run of the same backfill had committed it.
+    Skipped,
+}
+
 /// What one slice's apply did.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct SliceOutcome {
     pub index: usize,
     pub first: String,
     pub last: String,
-    /// `committed`, or `skipped` when an earlier run already committed it.
-    pub status: String,
+    pub status: SliceStatus,
     pub version: Option<u64>,
     pub rows: Option<u64>,
     pub source_rows: Option<u64>,
@@ -128,17 +137,27 @@ impl<'a> Apply<'a> {
         let hashing = tokio::task::spawn_blocking(move || plan::fingerprint_all(&files));
         let mut target = table::open(&url, None).await?;
         crate::compat::check_writable(&target).await?;
+        // The change log is written after the last slice: a log table bf may not write is refused
+        // before the first.
+        let log_url = spec_log_table(&document)?;
+        if let Some(log_url) = &log_url {
+            change_log::check(log_url).await?;
+        }
         let since = ledger::commits_after(&target, plan.target.pre_version).await?;
         let inputs_now = hashing.await.map_err(|e| ApplyError::Delta(format!("hashing the inputs: {e}")))?;
-        check_stale(plan, &since, &inputs_now)?;
+        let delta_now = delta_input_versions(&plan.delta_inputs).await;
+        check_stale(plan, &since, &inputs_now, &delta_now)?;
 
         let backfill = backfill_for(plan, &since, self.rerun);
         let slices = document.plan.slices();
         // Only slices this backfill's commits since the plan name can be committed (the stale check
         // already holds `since` to be every commit after the plan's version); their transactions
         // confirm it. Each lookup replays the log, so a first apply makes none.
-        let named: BTreeSet<usize> =
-            since.iter().filter(|e| e.is_slice_of(&backfill.backfill_id)).filter_map(|e| e.slice()).collect();
+        let named: BTreeSet<usize> = since
+            .iter()
+            .filter(|e| e.is_slice_of(&backfill.backfill_id))
+            .filter_map(|e| e.slice().map(|s| s.index))
+            .collect();
         let named: Vec<Slice> = slices.iter().filter(|s| named.contains(&s.index)).cloned().collect();
         let done: BTreeSet<usize> = if named.is_empty() {
             BTreeSet::new()
@@ -153,14 +172,14 @@ impl<'a> Apply<'a> {
             key: spec.target.key.clone().unwrap_or_default(),
             columns: schema.fields().iter().map(|f| f.name().clone()).collect(),
         };
-        let source = Source::new(&document, schema);
+        let source = Source::new(&document, schema).with_delta_inputs(&plan.delta_inputs);
         let mut outcomes = Vec::with_capacity(slices.len());
         for slice in slices.iter().filter(|s| done.contains(&s.index)) {
             let outcome = SliceOutcome {
                 index: slice.index,
                 first: slice.first.to_string(),
                 last: slice.last.to_string(),
-                status: "skipped".into(),
+                status: SliceStatus::Skipped,
                 version: None,
                 rows: None,
                 source_rows: None,
@@ -190,10 +209,7 @@ impl<'a> Apply<'a> {
         }
 
         fault("before-comment");
-        let already_commented = since.iter().any(|e| {
-            e.bf.get("backfill_id").and_then(|v| v.as_str()) == Some(&backfill.backfill_id)
-                && e.bf.contains_key("comment")
-        });
+        let already_commented = since.iter().any(|e| e.is_comment_of(&backfill.backfill_id));
         let comment = comment_text(&spec.record.comment, &backfill, chrono::Utc::now().date_naive());
         if !already_commented {
             target = target
@@ -203,8 +219,7 @@ impl<'a> Apply<'a> {
                 .await?;
         }
         let mut log_table = None;
-        if let Some(written) = &spec.record.log_table {
-            let url = table::table_url(&document.resolve(written))?;
+        if let Some(url) = log_url {
             let row = change_log::LogRow {
                 backfill_id: backfill.backfill_id.clone(),
                 table: display_url(&url_of(plan)?),
@@ -229,6 +244,60 @@ impl<'a> Apply<'a> {
             comment: Some(comment),
             log_table,
         })
+    }
+}
+
+/// How far applying a saved plan got, read from the table alone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApplyState {
+    pub table: String,
+    pub table_version: u64,
+    /// The plan's latest backfill in the table (commit order), if any of its slices committed.
+    pub backfill_id: Option<String>,
+    /// The slices that backfill committed, and the first days of those it did not, in plan order.
+    pub committed: Vec<usize>,
+    pub pending: Vec<chrono::NaiveDate>,
+    /// Whether its comment commit, the last of an apply, is in the table.
+    pub commented: bool,
+}
+
+impl ApplyState {
+    /// Every slice committed and the comment set.
+    pub fn done(&self) -> bool {
+        self.backfill_id.is_some() && self.pending.is_empty() && self.commented
+    }
+}
+
+/// Reads how far the saved plan's apply got.
+pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
+    let url = url_of(plan)?;
+    let target = table::open(&url, None).await?;
+    let backfill_id = ledger::backfills_of_plan(&target, &plan.id).await.map_err(ledger_error)?.pop();
+    let recorded = match &backfill_id {
+        Some(id) => ledger::find_backfill(&target, id).await.map_err(ledger_error)?,
+        None => None,
+    };
+    let committed: BTreeSet<usize> =
+        recorded.iter().flat_map(|r| r.slices.iter().map(|(s, _)| s.index)).collect();
+    Ok(ApplyState {
+        table: display_url(&url),
+        table_version: target.version().unwrap_or(0),
+        backfill_id,
+        committed: plan.slices.iter().map(|s| s.index).filter(|i| committed.contains(i)).collect(),
+        pending: plan.slices.iter().filter(|s| !committed.contains(&s.index)).map(|s| s.first).collect(),
+        commented: recorded.is_some_and(|r| r.commented),
+    })
+}
+
+fn ledger_error(error: ledger::LedgerError) -> ApplyError {
+    ApplyError::Delta(error.to_string())
+}
+
+/// The plan's `[record] log_table`, if it names one.
+fn spec_log_table(document: &plan_file::PlanDocument) -> Result<Option<url::Url>, ApplyError> {
+    match &document.plan.record.log_table {
+        Some(written) => Ok(Some(table::table_url(&document.resolve(written))?)),
+        None => Ok(None),
     }
 }
 
@@ -279,7 +348,7 @@ impl SliceRun<'_> {
             index: slice.index,
             first: slice.first.to_string(),
             last: slice.last.to_string(),
-            status: "committed".into(),
+            status: SliceStatus::Committed,
             version: table.version(),
             rows: Some(found),
             source_rows: Some(rehearsed.source.in_slice),
@@ -289,12 +358,13 @@ impl SliceRun<'_> {
     }
 }
 
-/// The backfill this apply continues or starts. A resume keeps the id of the backfill whose slices
-/// the table already holds; a first apply takes the plan's id; `--rerun` takes a new one.
+/// The backfill this apply continues or starts. A resume keeps the id of the plan's latest backfill
+/// in commit order (`-r10` after `-r9`, whatever their names sort as); a first apply takes the
+/// plan's id; `--rerun` takes a new one.
 fn backfill_for(plan: &Plan, since: &[Entry], rerun: bool) -> Backfill {
-    let earlier: BTreeSet<&str> = since.iter().filter_map(|e| e.bf.get("backfill_id")?.as_str()).collect();
-    let backfill_id = match (rerun, earlier.iter().next_back()) {
-        (false, Some(last)) => (*last).to_owned(),
+    let earlier = ledger::backfill_ids(since, &plan.id);
+    let backfill_id = match (rerun, earlier.last()) {
+        (false, Some(last)) => last.clone(),
         (false, None) => plan.id.clone(),
         (true, _) => format!("{}-r{}", plan.id, earlier.len() + 1),
     };
@@ -310,12 +380,24 @@ fn backfill_for(plan: &Plan, since: &[Entry], rerun: bool) -> Backfill {
     }
 }
 
+/// The latest version of each Delta input, in the plan's order, or why it cannot be read.
+async fn delta_input_versions(inputs: &[DeltaInput]) -> Vec<Result<u64, String>> {
+    let versions = inputs.iter().map(|input| async move {
+        let url = url::Url::parse(&input.uri).map_err(|e| e.to_string())?;
+        let table = table::open(&url, None).await.map_err(|e| e.to_string())?;
+        Ok(table.version().unwrap_or(0))
+    });
+    futures::future::join_all(versions).await
+}
+
 /// Every reason the saved plan no longer describes the world, or `Ok` when it still does.
-/// `inputs_now` fingerprints the plan's inputs, in its order, as they are now.
+/// `inputs_now` fingerprints the plan's input files, in its order, as they are now; `delta_now` is
+/// the latest version of each of its Delta inputs.
 pub fn check_stale(
     plan: &Plan,
     since: &[Entry],
     inputs_now: &[std::io::Result<plan::InputFingerprint>],
+    delta_now: &[Result<u64, String>],
 ) -> Result<(), ApplyError> {
     let mut reasons = Vec::new();
     if !plan.appliable() {
@@ -337,10 +419,8 @@ pub fn check_stale(
         )),
         Err(e) => reasons.push(format!("the plan file {} cannot be read: {e}", plan.plan_file.path)),
     }
-    let others: Vec<&Entry> = since
-        .iter()
-        .filter(|e| e.bf.get("plan_id").and_then(|v| v.as_str()) != Some(plan.id.as_str()))
-        .collect();
+    let others: Vec<&Entry> =
+        since.iter().filter(|e| e.backfill().is_none_or(|b| b.plan_id != plan.id)).collect();
     if !others.is_empty() {
         let listed = ledger::describe(others);
         reasons.push(format!(
@@ -359,6 +439,37 @@ pub fn check_stale(
                 Ok(_) => format!("input `{}` changed since `bf plan`: {}", input.input, input.path),
                 Err(e) => format!("input `{}` cannot be read: {} ({e})", input.input, input.path),
             });
+        }
+    }
+    for folder in &plan.input_folders {
+        let now = folder.now();
+        if now.files != folder.files {
+            let added: Vec<&String> = now.files.iter().filter(|f| !folder.files.contains(f)).collect();
+            let removed: Vec<&String> = folder.files.iter().filter(|f| !now.files.contains(f)).collect();
+            reasons.push(format!(
+                "input `{}`'s folder {} changed since `bf plan`: {} added {:?}, {} removed {:?}",
+                folder.input,
+                folder.path.display(),
+                added.len(),
+                added,
+                removed.len(),
+                removed
+            ));
+        }
+    }
+    for (input, now) in plan.delta_inputs.iter().zip(delta_now) {
+        if input.uri == plan.target.uri {
+            // A plan that reloads the target from itself: the table's own moves are checked above,
+            // and its slices read the version the plan read.
+            continue;
+        }
+        match now {
+            Ok(version) if *version == input.version => {}
+            Ok(version) => reasons.push(format!(
+                "input `{}` ({}) is at version {version}, but the plan read version {}",
+                input.input, input.uri, input.version
+            )),
+            Err(e) => reasons.push(format!("input `{}` ({}) cannot be read: {e}", input.input, input.uri)),
         }
     }
     if reasons.is_empty() {
@@ -415,11 +526,7 @@ async fn conflict_or(
     let commits = match table::open(url, None).await {
         Ok(table) => {
             let since = ledger::commits_after(&table, read_version).await.unwrap_or_default();
-            ledger::describe(
-                since
-                    .iter()
-                    .filter(|e| e.bf.get("backfill_id").and_then(|v| v.as_str()) != Some(backfill_id)),
-            )
+            ledger::describe(since.iter().filter(|e| !e.is_of(backfill_id)))
         }
         Err(e) => format!("  (the table's new commits cannot be listed: {e})"),
     };

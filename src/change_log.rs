@@ -1,7 +1,8 @@
 //! The change log: one row per finished backfill in a Delta table of its own (`[record] log_table`),
 //! for the people who ask "what was backfilled, when, why" across many tables.
 //!
-//! 1. Open the log table, or create it on first use.
+//! 1. Open the log table, or create it on first use; refuse one bf may not append to (the writer
+//!    gate, checked before the backfill's first slice too).
 //! 2. Skip when it already has a row for this backfill id (an apply resumed after its last slice).
 //! 3. Append the row in one commit.
 
@@ -32,10 +33,24 @@ pub struct LogRow {
     pub user: String,
 }
 
+/// Refuses a log table bf may not append to (the writer gate); one that does not exist yet is
+/// created by [`record`].
+pub async fn check(url: &Url) -> Result<(), crate::compat::Unsupported> {
+    match crate::table::open(url, None).await {
+        Ok(table) => crate::compat::check_appendable(&table).await,
+        Err(_) => Ok(()),
+    }
+}
+
 /// Appends `row` to the log table at `url` unless it already holds it; returns whether it wrote.
 pub async fn record(url: &Url, row: &LogRow) -> Result<bool, DeltaTableError> {
     let table = match crate::table::open(url, None).await {
-        Ok(table) => table,
+        Ok(table) => {
+            crate::compat::check_appendable(&table)
+                .await
+                .map_err(|e| DeltaTableError::Generic(e.to_string()))?;
+            table
+        }
         Err(crate::table::TableError::NotATable { .. } | crate::table::TableError::Missing { .. }) => {
             create(url).await?
         }

@@ -19,12 +19,25 @@ use crate::source::run::read_only_options;
 /// How many offending rows a failed check shows.
 const SAMPLE_ROWS: usize = 3;
 
+/// What a check looks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CheckKind {
+    /// Rows sharing the declared columns' values with another row.
+    Unique,
+    /// Rows with a NULL in a declared column.
+    NotNull,
+    /// The rows the check's own query returns.
+    Sql,
+    /// The slice holds exactly the rows the source produced for it (always run).
+    Reconcile,
+}
+
 /// One check on one slice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CheckResult {
     pub name: String,
-    /// `unique`, `not_null`, `sql` or `reconcile`.
-    pub kind: String,
+    pub kind: CheckKind,
     pub slice: usize,
     pub passed: bool,
     /// Offending rows (for `unique`: rows sharing a key with another row).
@@ -48,7 +61,7 @@ pub async fn run_check(ctx: &SessionContext, check: &Check, slice: usize) -> Res
     let (kind, sql) = if let Some(columns) = &check.unique {
         let list = columns.iter().map(|c| ident(c)).collect::<Vec<_>>().join(", ");
         (
-            "unique",
+            CheckKind::Unique,
             format!(
                 "SELECT {list}, COUNT(*) AS copies FROM slice GROUP BY {list} HAVING COUNT(*) > 1 ORDER BY copies DESC, {list}"
             ),
@@ -56,9 +69,9 @@ pub async fn run_check(ctx: &SessionContext, check: &Check, slice: usize) -> Res
     } else if let Some(columns) = &check.not_null {
         let any_null =
             columns.iter().map(|c| format!("{} IS NULL", ident(c))).collect::<Vec<_>>().join(" OR ");
-        ("not_null", format!("SELECT * FROM slice WHERE {any_null}"))
+        (CheckKind::NotNull, format!("SELECT * FROM slice WHERE {any_null}"))
     } else if let Some(sql) = &check.sql {
-        ("sql", sql.clone())
+        (CheckKind::Sql, sql.clone())
     } else {
         return Err(format!("check `{}` has no kind", check.name));
     };
@@ -73,8 +86,11 @@ pub async fn run_check(ctx: &SessionContext, check: &Check, slice: usize) -> Res
         for row in 0..batch.num_rows() {
             let fields: Vec<String> =
                 batch.columns().iter().map(|c| array_value_to_string(c, row).unwrap_or_default()).collect();
-            offending +=
-                if kind == "unique" { fields.last().and_then(|n| n.parse().ok()).unwrap_or(1) } else { 1 };
+            offending += if kind == CheckKind::Unique {
+                fields.last().and_then(|n| n.parse().ok()).unwrap_or(1)
+            } else {
+                1
+            };
             if sample.len() < SAMPLE_ROWS {
                 sample.push(fields.join(" | "));
             }
@@ -82,7 +98,7 @@ pub async fn run_check(ctx: &SessionContext, check: &Check, slice: usize) -> Res
     }
     let detail = match (kind, offending) {
         (_, 0) => "no offending rows".to_owned(),
-        ("unique", n) => format!(
+        (CheckKind::Unique, n) => format!(
             "{n} rows share their {} with another row",
             check.unique.as_deref().unwrap_or_default().join(", ")
         ),
@@ -90,7 +106,7 @@ pub async fn run_check(ctx: &SessionContext, check: &Check, slice: usize) -> Res
     };
     Ok(CheckResult {
         name: check.name.clone(),
-        kind: kind.into(),
+        kind,
         slice,
         passed: offending == 0,
         offending,
@@ -104,7 +120,7 @@ pub fn reconcile(slice: usize, first: &str, source_rows: u64, slice_rows: u64, m
     let passed = missing == 0 && slice_rows >= source_rows;
     CheckResult {
         name: "reconcile".into(),
-        kind: "reconcile".into(),
+        kind: CheckKind::Reconcile,
         slice,
         passed,
         offending: missing,

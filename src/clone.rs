@@ -18,7 +18,6 @@
 
 use std::collections::HashMap;
 
-use chrono::NaiveDate;
 use deltalake::kernel::transaction::CommitBuilder;
 use deltalake::kernel::{Action, Add, CommitInfo, MetadataExt};
 use deltalake::protocol::{DeltaOperation, SaveMode};
@@ -34,9 +33,6 @@ use crate::window::Window;
 
 /// The folder of a clone that holds the files copied in from the source.
 pub const LOCALIZED: &str = "bf-localized";
-
-/// The commitInfo key that marks a table as a bf rehearsal, naming the table it rehearses.
-pub const REHEARSAL_OF: &str = "bf.rehearsal_of";
 
 /// Builds a shallow clone of `source` at `destination`.
 pub struct ShallowClone<'a> {
@@ -195,10 +191,7 @@ impl<'a> ShallowClone<'a> {
             ])),
             ..CommitInfo::default()
         }));
-        let app_metadata = HashMap::from([
-            (REHEARSAL_OF.to_owned(), Value::String(source_root.to_string())),
-            ("bf.source_version".to_owned(), json!(source_version)),
-        ]);
+        let app_metadata = crate::ledger::clone_metadata(source_root.as_str(), source_version);
         let operation = DeltaOperation::Create {
             mode: SaveMode::ErrorIfExists,
             location: self.destination.clone(),
@@ -227,7 +220,7 @@ pub fn is_rehearsal(url: &Url) -> bool {
     std::fs::read_to_string(first).is_ok_and(|text| {
         text.lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .any(|action| action.get("commitInfo").and_then(|c| c.get(REHEARSAL_OF)).is_some())
+            .any(|action| action.get("commitInfo").is_some_and(crate::ledger::is_clone_commit))
     })
 }
 
@@ -263,18 +256,7 @@ pub(crate) fn overlaps(
     partition_values: &HashMap<String, Option<String>>,
     stats: Option<&str>,
 ) -> bool {
-    if let Some(value) = partition_values.get(column) {
-        return value
-            .as_deref()
-            .and_then(|v| v.parse::<NaiveDate>().ok())
-            .is_none_or(|day| window.contains(day));
-    }
-    let Some(stats) = stats.and_then(|s| serde_json::from_str::<Value>(s).ok()) else { return true };
-    let bound = |key: &str| stats.get(key)?.get(column)?.as_str()?.get(..10)?.parse::<NaiveDate>().ok();
-    match (bound("minValues"), bound("maxValues")) {
-        (Some(min), Some(max)) => min <= window.end && window.start <= max,
-        _ => true,
-    }
+    crate::table::FileDates::read(partition_values, stats, column).may_overlap(window.start, window.end)
 }
 
 #[cfg(test)]

@@ -6,7 +6,9 @@ use std::path::Path;
 
 /// Names a point where bf aborts the process, like a `kill -9` there: `before-slice:N`,
 /// `after-commit:N`, `before-comment` (apply); `rollback-before-restore`, `rollback-before-comment`,
-/// `rollback-before-slice:N`, `rollback-after-commit:N` (rollback).
+/// `rollback-before-slice:N`, `rollback-after-commit:N` (rollback). Or a corruption bf's own checks
+/// must catch: `drop-row:N` (the slice writer loses one row of slice N, in the rehearsal or the
+/// real table) and `rollback-verify` (the rollback's comparison reads the version before its last commit).
 pub const FAULT_ENV: &str = "BF_FAULT";
 
 /// Names a file: before writing slice N (`BF_PAUSE_SLICE=N`), bf creates it and waits while it exists.
@@ -18,6 +20,12 @@ pub(crate) fn fault(point: &str) {
     if std::env::var(FAULT_ENV).is_ok_and(|wanted| wanted == point) {
         std::process::abort();
     }
+}
+
+/// Whether `BF_FAULT` asks for the corruption named `point`: the caller corrupts on purpose, so a
+/// test proves the check that should catch it does.
+pub(crate) fn corrupt(point: &str) -> bool {
+    std::env::var(FAULT_ENV).is_ok_and(|wanted| wanted == point)
 }
 
 /// Waits while the pause file of `BF_PAUSE_FILE` exists, when `BF_PAUSE_SLICE` names this slice.

@@ -2,6 +2,11 @@
 //! done, when, why, and which version to go back to — readable by `bf`, by `DESCRIBE HISTORY` in
 //! Spark and Databricks, and on any machine, without `.bf/`.
 //!
+//! This module is the one owner of the `bf.*` keys: [`Keys`] spells them once, for writing and for
+//! reading, and [`Mark`] is what a commit's keys mean. A commit whose keys are missing one its kind
+//! needs, or hold a value of the wrong type (another tool, a hand edit, a future format), is an error
+//! naming the commit, never a default: a default pre-version is "restore version 0".
+//!
 //! Each slice commit carries:
 //! - `bf.*` keys at the top level of commitInfo (backfill id, plan id and sha256, pre-version,
 //!   reason, window, slice index and bounds);
@@ -19,12 +24,111 @@ use deltalake::kernel::transaction::CommitProperties;
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::window::{Slice, Window};
 
 /// The prefix of every key bf writes into commitInfo.
-pub const PREFIX: &str = "bf.";
+const PREFIX: &str = "bf.";
+
+/// Every key bf writes into a commit, spelled once. Stored as `bf.<field>` at the top level of
+/// commitInfo and as one JSON object in `userMetadata`. Which keys a commit holds says what it is
+/// ([`Mark`]); this record only carries them.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Keys {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backfill_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub plan_sha256: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pre_version: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_start: Option<NaiveDate>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window_end: Option<NaiveDate>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub date_column: Option<String>,
+    /// How many slices the backfill has.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slices: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slice: Option<usize>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slice_first: Option<NaiveDate>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub slice_last: Option<NaiveDate>,
+    /// The commit that sets the table comment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment: Option<bool>,
+    /// The backfill a rollback commit undoes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollback_of: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollback_slice: Option<usize>,
+    /// The version a `--to-version` RESTORE went back to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollback_to: Option<u64>,
+    /// On a rehearsal's first commit: the table it rehearses, and at which version.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rehearsal_of: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source_version: Option<u64>,
+    /// On a rehearsal's slice commits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rehearsal: Option<bool>,
+}
+
+/// What a commit bf made is, read from its keys.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Mark {
+    /// One slice of a backfill applied to the table.
+    Slice { backfill: Backfill, slice: RecordedSlice },
+    /// The metadata commit that ends an apply: the table comment.
+    Comment { backfill: Backfill },
+    /// A step of undoing a backfill.
+    Rollback { backfill_id: String, pre_version: u64, reason: String, step: RollbackStep },
+    /// A RESTORE of an explicit version (`bf rollback --to-version`).
+    RestoredTo { version: u64 },
+    /// A rehearsal's first commit, the shallow clone.
+    Clone { rehearsal_of: String, source_version: u64 },
+    /// A slice written into a rehearsal.
+    Rehearsal { plan_id: String, slice: usize },
+}
+
+/// Which step of a rollback a commit is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RollbackStep {
+    /// The RESTORE of the pre-version.
+    Restore,
+    /// The comment that says the backfill was rolled back.
+    Comment,
+    /// One slice of a window-only rollback.
+    Slice(RecordedSlice),
+}
+
+/// A slice as a commit records it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct RecordedSlice {
+    pub index: usize,
+    pub first: NaiveDate,
+    pub last: NaiveDate,
+}
+
+/// A commit whose `bf.*` keys do not say what it is.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "version {version} of the table carries bf keys that bf cannot read: {problem}. \
+     Another tool or a hand edit may have written them; bf will not guess (a default pre-version \
+     would restore version 0). Inspect it with `bf history`."
+)]
+pub struct Malformed {
+    pub version: u64,
+    pub problem: String,
+}
 
 /// What identifies a backfill in the table's history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -40,19 +144,6 @@ pub struct Backfill {
     pub slices: usize,
 }
 
-/// One commit of the table's history, with bf's keys when bf made it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Entry {
-    pub version: u64,
-    pub timestamp: Option<i64>,
-    pub operation: String,
-    pub predicate: Option<String>,
-    /// Rows the commit wrote, from its operation metrics (delta-rs or Spark names).
-    pub rows_written: Option<u64>,
-    /// bf's keys without the `bf.` prefix; empty for other writers' commits.
-    pub bf: HashMap<String, Value>,
-}
-
 impl Backfill {
     /// The app id of a slice's Delta transaction.
     pub fn app_id(&self, slice: usize) -> String {
@@ -61,35 +152,42 @@ impl Backfill {
 
     /// The commit properties of one slice: ledger keys, `userMetadata`, app transaction.
     pub fn slice_commit(&self, slice: &Slice) -> CommitProperties {
-        let mut keys = self.keys();
-        keys.extend([
-            ("slice".to_owned(), json!(slice.index)),
-            ("slice_first".to_owned(), json!(slice.first)),
-            ("slice_last".to_owned(), json!(slice.last)),
-        ]);
-        with_keys(CommitProperties::default(), keys)
+        self.slice_keys(slice)
+            .commit()
             .with_application_transaction(Transaction::new(self.app_id(slice.index), slice.index as i64))
+    }
+
+    fn slice_keys(&self, slice: &Slice) -> Keys {
+        Keys {
+            slice: Some(slice.index),
+            slice_first: Some(slice.first),
+            slice_last: Some(slice.last),
+            ..self.keys()
+        }
     }
 
     /// The commit properties of the comment commit that ends an apply.
     pub fn comment_commit(&self) -> CommitProperties {
-        let mut keys = self.keys();
-        keys.push(("comment".to_owned(), json!(true)));
-        with_keys(CommitProperties::default(), keys)
+        self.comment_keys().commit()
     }
 
-    fn keys(&self) -> Vec<(String, Value)> {
-        vec![
-            ("backfill_id".to_owned(), json!(self.backfill_id)),
-            ("plan_id".to_owned(), json!(self.plan_id)),
-            ("plan_sha256".to_owned(), json!(self.plan_sha256)),
-            ("pre_version".to_owned(), json!(self.pre_version)),
-            ("reason".to_owned(), json!(self.reason)),
-            ("window_start".to_owned(), json!(self.window.start)),
-            ("window_end".to_owned(), json!(self.window.end)),
-            ("date_column".to_owned(), json!(self.date_column)),
-            ("slices".to_owned(), json!(self.slices)),
-        ]
+    fn comment_keys(&self) -> Keys {
+        Keys { comment: Some(true), ..self.keys() }
+    }
+
+    fn keys(&self) -> Keys {
+        Keys {
+            backfill_id: Some(self.backfill_id.clone()),
+            plan_id: Some(self.plan_id.clone()),
+            plan_sha256: Some(self.plan_sha256.clone()),
+            pre_version: Some(self.pre_version),
+            reason: Some(self.reason.clone()),
+            window_start: Some(self.window.start),
+            window_end: Some(self.window.end),
+            date_column: Some(self.date_column.clone()),
+            slices: Some(self.slices),
+            ..Keys::default()
+        }
     }
 
     /// The slice numbers of this backfill already committed to `table` (by their transactions).
@@ -114,100 +212,351 @@ impl Backfill {
     }
 }
 
-impl Recorded {
-    /// The app id of a window-only rollback's slice transaction.
-    pub fn rollback_app_id(&self, slice: u64) -> String {
-        format!("bf-rollback:{}:{slice}", self.backfill_id)
-    }
-
-    /// The commit properties of a rollback commit: which backfill it undoes and why it was done.
-    pub fn rollback_commit(&self, slice: Option<(u64, NaiveDate, NaiveDate)>) -> CommitProperties {
-        let mut keys = vec![
-            ("rollback_of".to_owned(), json!(self.backfill_id)),
-            ("pre_version".to_owned(), json!(self.pre_version)),
-            ("reason".to_owned(), json!(self.reason)),
-        ];
-        let properties = match slice {
-            Some((index, first, last)) => {
-                keys.extend([
-                    ("rollback_slice".to_owned(), json!(index)),
-                    ("slice_first".to_owned(), json!(first)),
-                    ("slice_last".to_owned(), json!(last)),
-                ]);
-                CommitProperties::default()
-                    .with_application_transaction(Transaction::new(self.rollback_app_id(index), index as i64))
-            }
-            None => CommitProperties::default(),
+impl Keys {
+    /// The commitInfo entries the keys are written as: `bf.<key>` entries and a `userMetadata`
+    /// JSON string holding them all.
+    pub fn metadata(&self) -> HashMap<String, Value> {
+        let Value::Object(keys) = serde_json::to_value(self).expect("keys serialize") else {
+            unreachable!("a struct serializes to an object")
         };
-        with_keys(properties, keys)
+        let prefixed: serde_json::Map<String, Value> =
+            keys.into_iter().map(|(k, v)| (format!("{PREFIX}{k}"), v)).collect();
+        let user_metadata = Value::Object(prefixed.clone()).to_string();
+        let mut metadata: HashMap<String, Value> = prefixed.into_iter().collect();
+        metadata.insert("userMetadata".to_owned(), Value::String(user_metadata));
+        metadata
     }
-}
 
-/// `bf.<key>` entries and a `userMetadata` JSON string holding them all.
-fn with_keys(properties: CommitProperties, keys: Vec<(String, Value)>) -> CommitProperties {
-    let user_metadata: serde_json::Map<String, Value> =
-        keys.iter().map(|(k, v)| (format!("{PREFIX}{k}"), v.clone())).collect();
-    let mut metadata: Vec<(String, Value)> =
-        keys.into_iter().map(|(k, v)| (format!("{PREFIX}{k}"), v)).collect();
-    metadata.push(("userMetadata".to_owned(), Value::String(Value::Object(user_metadata).to_string())));
-    properties.with_metadata(metadata)
+    fn commit(&self) -> CommitProperties {
+        CommitProperties::default().with_metadata(self.metadata())
+    }
+
+    /// The `bf.*` keys of a commitInfo, typed; `Ok(None)` when it has none (another writer's
+    /// commit), an error naming the key when one holds a value of the wrong type.
+    pub fn read(commit_info: &HashMap<String, Value>) -> Result<Option<Keys>, String> {
+        match Keys::read_lenient(commit_info) {
+            (keys, None) => Ok(keys),
+            (_, Some(problem)) => Err(problem),
+        }
+    }
+
+    /// The keys that read, and what is wrong with those that do not: a commit whose `bf.pre_version`
+    /// is text still says whose it is, so the error can be reported for the right backfill.
+    fn read_lenient(commit_info: &HashMap<String, Value>) -> (Option<Keys>, Option<String>) {
+        let mut ours: serde_json::Map<String, Value> = commit_info
+            .iter()
+            .filter_map(|(k, v)| k.strip_prefix(PREFIX).map(|k| (k.to_owned(), v.clone())))
+            .collect();
+        if ours.is_empty() {
+            return (None, None);
+        }
+        let mut problems = Vec::new();
+        // Each round drops the key that failed; there are no more rounds than keys.
+        for _ in 0..=ours.len() {
+            match serde_path_to_error::deserialize::<_, Keys>(Value::Object(ours.clone())) {
+                Ok(keys) => {
+                    let problem = (!problems.is_empty()).then(|| problems.join("; "));
+                    return (Some(keys), problem);
+                }
+                Err(error) => {
+                    let key = error.path().to_string();
+                    problems.push(format!("`{PREFIX}{key}`: {}", error.inner()));
+                    if ours.remove(&key).is_none() {
+                        break;
+                    }
+                }
+            }
+        }
+        (Some(Keys::default()), Some(problems.join("; ")))
+    }
+
+    /// What the keys say the commit is; the error names the first key its kind needs and lacks.
+    pub fn mark(&self) -> Result<Mark, String> {
+        fn need<T: Clone>(value: &Option<T>, key: &str) -> Result<T, String> {
+            value.clone().ok_or_else(|| format!("`{PREFIX}{key}` is missing"))
+        }
+        let slice = |index: &Option<usize>, key| -> Result<RecordedSlice, String> {
+            Ok(RecordedSlice {
+                index: need(index, key)?,
+                first: need(&self.slice_first, "slice_first")?,
+                last: need(&self.slice_last, "slice_last")?,
+            })
+        };
+        if let Some(backfill_id) = &self.rollback_of {
+            let step = match (self.rollback_slice, self.comment) {
+                (Some(_), _) => RollbackStep::Slice(slice(&self.rollback_slice, "rollback_slice")?),
+                (None, Some(true)) => RollbackStep::Comment,
+                (None, _) => RollbackStep::Restore,
+            };
+            return Ok(Mark::Rollback {
+                backfill_id: backfill_id.clone(),
+                pre_version: need(&self.pre_version, "pre_version")?,
+                reason: need(&self.reason, "reason")?,
+                step,
+            });
+        }
+        if let Some(backfill_id) = &self.backfill_id {
+            let backfill = Backfill {
+                backfill_id: backfill_id.clone(),
+                plan_id: need(&self.plan_id, "plan_id")?,
+                plan_sha256: need(&self.plan_sha256, "plan_sha256")?,
+                pre_version: need(&self.pre_version, "pre_version")?,
+                reason: need(&self.reason, "reason")?,
+                window: Window {
+                    start: need(&self.window_start, "window_start")?,
+                    end: need(&self.window_end, "window_end")?,
+                },
+                date_column: need(&self.date_column, "date_column")?,
+                slices: need(&self.slices, "slices")?,
+            };
+            return match self.comment {
+                Some(true) => Ok(Mark::Comment { backfill }),
+                _ => Ok(Mark::Slice { slice: slice(&self.slice, "slice")?, backfill }),
+            };
+        }
+        if let Some(version) = self.rollback_to {
+            return Ok(Mark::RestoredTo { version });
+        }
+        if let Some(rehearsal_of) = &self.rehearsal_of {
+            return Ok(Mark::Clone {
+                rehearsal_of: rehearsal_of.clone(),
+                source_version: need(&self.source_version, "source_version")?,
+            });
+        }
+        if self.rehearsal == Some(true) {
+            return Ok(Mark::Rehearsal {
+                plan_id: need(&self.plan_id, "plan_id")?,
+                slice: need(&self.slice, "slice")?,
+            });
+        }
+        Err(format!("its keys ({}) name no backfill, rollback or rehearsal", self.names().join(", ")))
+    }
+
+    fn names(&self) -> Vec<String> {
+        match serde_json::to_value(self) {
+            Ok(Value::Object(keys)) => keys.keys().map(|k| format!("{PREFIX}{k}")).collect(),
+            _ => Vec::new(),
+        }
+    }
 }
 
 /// A backfill as the table's history records it: found there alone, without `.bf/`.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Recorded {
-    pub backfill_id: String,
-    pub plan_id: Option<String>,
-    pub pre_version: u64,
-    pub reason: String,
-    pub date_column: String,
-    /// The slices its commits wrote: (slice number, first day, last day, version).
-    pub slices: Vec<(u64, NaiveDate, NaiveDate, u64)>,
-    /// Versions of all its commits (slices and comment).
+    pub backfill: Backfill,
+    /// The slices its commits wrote, each with the version that wrote it.
+    pub slices: Vec<(RecordedSlice, u64)>,
+    /// Versions of all its commits (slices and comment), oldest first.
     pub versions: Vec<u64>,
+    /// Whether its comment commit, the last of an apply, is in the table.
+    pub commented: bool,
 }
 
-/// Reads backfill `backfill_id` from the table's history; `None` when no commit names it.
-pub async fn find_backfill(
-    table: &DeltaTable,
-    backfill_id: &str,
-) -> Result<Option<Recorded>, DeltaTableError> {
+/// Reads backfill `backfill_id` from the table's history; `None` when no commit names it. A commit
+/// naming it whose keys cannot be read is an error.
+pub async fn find_backfill(table: &DeltaTable, backfill_id: &str) -> Result<Option<Recorded>, LedgerError> {
     let entries = commits_after(table, 0).await?;
-    let ours: Vec<&Entry> = entries
-        .iter()
-        .filter(|e| e.bf.get("backfill_id").and_then(Value::as_str) == Some(backfill_id))
-        .collect();
-    let Some(first) = ours.first() else { return Ok(None) };
-    let text = |e: &Entry, k: &str| e.bf.get(k).and_then(Value::as_str).map(str::to_owned);
-    Ok(Some(Recorded {
-        backfill_id: backfill_id.to_owned(),
-        plan_id: text(first, "plan_id"),
-        pre_version: first.bf.get("pre_version").and_then(Value::as_u64).unwrap_or(0),
-        reason: text(first, "reason").unwrap_or_default(),
-        date_column: text(first, "date_column").unwrap_or_default(),
-        slices: ours
-            .iter()
-            .filter_map(|e| {
-                let (first, last) = e.slice_bounds()?;
-                Some((e.slice()? as u64, first, last, e.version))
-            })
-            .collect(),
-        versions: ours.iter().map(|e| e.version).collect(),
-    }))
-}
-
-/// The backfill ids a plan's applies recorded, oldest first.
-pub async fn backfills_of_plan(table: &DeltaTable, plan_id: &str) -> Result<Vec<String>, DeltaTableError> {
-    let mut ids: Vec<String> = Vec::new();
-    for entry in commits_after(table, 0).await? {
-        if entry.bf.get("plan_id").and_then(Value::as_str) == Some(plan_id)
-            && let Some(id) = entry.bf.get("backfill_id").and_then(Value::as_str)
-            && !ids.iter().any(|known| known == id)
-        {
-            ids.push(id.to_owned());
+    let mut found: Option<Recorded> = None;
+    for entry in entries.iter().filter(|e| e.keys.backfill_id.as_deref() == Some(backfill_id)) {
+        let (backfill, slice) = match entry.mark()? {
+            Some(Mark::Slice { backfill, slice }) => (backfill, Some(*slice)),
+            Some(Mark::Comment { backfill }) => (backfill, None),
+            _ => continue,
+        };
+        let recorded = found.get_or_insert_with(|| Recorded {
+            backfill: backfill.clone(),
+            slices: Vec::new(),
+            versions: Vec::new(),
+            commented: false,
+        });
+        recorded.versions.push(entry.version);
+        match slice {
+            Some(slice) => recorded.slices.push((slice, entry.version)),
+            None => recorded.commented = true,
         }
     }
-    Ok(ids)
+    Ok(found)
+}
+
+/// The backfill ids a plan's applies recorded, in the order of their first commits (a rerun's
+/// `-r10` after `-r9`, whatever their names sort as).
+pub async fn backfills_of_plan(table: &DeltaTable, plan_id: &str) -> Result<Vec<String>, LedgerError> {
+    Ok(backfill_ids(&commits_after(table, 0).await?, plan_id))
+}
+
+/// The backfill ids of `plan_id` among `entries`, in the order their first commits appear.
+pub fn backfill_ids(entries: &[Entry], plan_id: &str) -> Vec<String> {
+    let mut ids: Vec<String> = Vec::new();
+    for backfill in entries.iter().filter_map(Entry::backfill).filter(|b| b.plan_id == plan_id) {
+        if !ids.contains(&backfill.backfill_id) {
+            ids.push(backfill.backfill_id.clone());
+        }
+    }
+    ids
+}
+
+/// The commit properties of a rollback commit of `recorded`: which backfill it undoes and why it was
+/// done. A window-only slice also carries its own transaction, so it is written exactly once.
+pub fn rollback_commit(backfill: &Backfill, step: RollbackStep) -> CommitProperties {
+    let properties = rollback_keys(backfill, step).commit();
+    match step {
+        RollbackStep::Slice(slice) => properties.with_application_transaction(Transaction::new(
+            rollback_app_id(&backfill.backfill_id, slice.index),
+            slice.index as i64,
+        )),
+        RollbackStep::Restore | RollbackStep::Comment => properties,
+    }
+}
+
+fn rollback_keys(backfill: &Backfill, step: RollbackStep) -> Keys {
+    let keys = Keys {
+        rollback_of: Some(backfill.backfill_id.clone()),
+        pre_version: Some(backfill.pre_version),
+        reason: Some(backfill.reason.clone()),
+        ..Keys::default()
+    };
+    match step {
+        RollbackStep::Restore => keys,
+        RollbackStep::Comment => Keys { comment: Some(true), ..keys },
+        RollbackStep::Slice(slice) => Keys {
+            rollback_slice: Some(slice.index),
+            slice_first: Some(slice.first),
+            slice_last: Some(slice.last),
+            ..keys
+        },
+    }
+}
+
+/// The app id of a window-only rollback's slice transaction.
+pub fn rollback_app_id(backfill_id: &str, slice: usize) -> String {
+    format!("bf-rollback:{backfill_id}:{slice}")
+}
+
+/// The commit properties of `bf rollback --to-version`'s RESTORE.
+pub fn restore_to_commit(version: u64) -> CommitProperties {
+    Keys { rollback_to: Some(version), ..Keys::default() }.commit()
+}
+
+/// The keys of a rehearsal's first commit: what marks a folder as a bf rehearsal.
+pub fn clone_metadata(rehearsal_of: &str, source_version: u64) -> HashMap<String, Value> {
+    Keys {
+        rehearsal_of: Some(rehearsal_of.to_owned()),
+        source_version: Some(source_version),
+        ..Keys::default()
+    }
+    .metadata()
+}
+
+/// The commit properties of a slice written into a rehearsal.
+pub fn rehearsal_commit(plan_id: &str, slice: usize) -> CommitProperties {
+    Keys { plan_id: Some(plan_id.to_owned()), slice: Some(slice), rehearsal: Some(true), ..Keys::default() }
+        .commit()
+}
+
+/// Whether a commitInfo (as JSON) is a bf rehearsal's clone commit.
+pub fn is_clone_commit(commit_info: &Value) -> bool {
+    let Some(info) = commit_info.as_object() else { return false };
+    let info: HashMap<String, Value> = info.clone().into_iter().collect();
+    matches!(Keys::read(&info).map(|keys| keys.map(|k| k.mark())), Ok(Some(Ok(Mark::Clone { .. }))))
+}
+
+/// Reading the ledger failed: the log could not be read, or a commit's keys could not.
+#[derive(Debug, thiserror::Error)]
+pub enum LedgerError {
+    #[error(transparent)]
+    Delta(#[from] DeltaTableError),
+    #[error(transparent)]
+    Malformed(#[from] Malformed),
+}
+
+/// One commit of the table's history, with bf's keys when bf made it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Entry {
+    pub version: u64,
+    pub timestamp: Option<i64>,
+    pub operation: String,
+    pub predicate: Option<String>,
+    /// Rows the commit wrote, from its operation metrics (delta-rs or Spark names).
+    pub rows_written: Option<u64>,
+    /// bf's keys without the `bf.` prefix; empty for other writers' commits.
+    #[serde(rename = "bf")]
+    pub keys: Keys,
+    /// Why the keys do not read as a bf commit, when they do not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub malformed: Option<String>,
+    #[serde(skip)]
+    mark: Option<Mark>,
+}
+
+impl Entry {
+    fn new(
+        version: u64,
+        timestamp: Option<i64>,
+        operation: String,
+        predicate: Option<String>,
+        rows_written: Option<u64>,
+        info: &HashMap<String, Value>,
+    ) -> Entry {
+        let (keys, malformed) = Keys::read_lenient(info);
+        let (mark, malformed) = match (&keys, malformed) {
+            (_, Some(problem)) => (None, Some(problem)),
+            (None, None) => (None, None),
+            (Some(keys), None) => match keys.mark() {
+                Ok(mark) => (Some(mark), None),
+                Err(problem) => (None, Some(problem)),
+            },
+        };
+        let keys = keys.unwrap_or_default();
+        Entry { version, timestamp, operation, predicate, rows_written, keys, malformed, mark }
+    }
+
+    /// What bf recorded in this commit: `None` for another writer's, an error naming the commit
+    /// when its keys cannot be read.
+    pub fn mark(&self) -> Result<Option<&Mark>, Malformed> {
+        match &self.malformed {
+            Some(problem) => Err(Malformed { version: self.version, problem: problem.clone() }),
+            None => Ok(self.mark.as_ref()),
+        }
+    }
+
+    /// The backfill an apply's commit (a slice or the comment) belongs to.
+    pub fn backfill(&self) -> Option<&Backfill> {
+        match &self.mark {
+            Some(Mark::Slice { backfill, .. } | Mark::Comment { backfill }) => Some(backfill),
+            _ => None,
+        }
+    }
+
+    /// Whether this commit is an apply's commit of the given backfill.
+    pub fn is_of(&self, backfill_id: &str) -> bool {
+        self.backfill().is_some_and(|b| b.backfill_id == backfill_id)
+    }
+
+    /// The slice of a backfill this commit wrote.
+    pub fn slice(&self) -> Option<&RecordedSlice> {
+        match &self.mark {
+            Some(Mark::Slice { slice, .. }) => Some(slice),
+            _ => None,
+        }
+    }
+
+    /// Whether this commit is a slice of the given backfill.
+    pub fn is_slice_of(&self, backfill_id: &str) -> bool {
+        self.is_of(backfill_id) && self.slice().is_some()
+    }
+
+    /// Whether this commit is the comment that ended the given backfill's apply.
+    pub fn is_comment_of(&self, backfill_id: &str) -> bool {
+        matches!(&self.mark, Some(Mark::Comment { backfill }) if backfill.backfill_id == backfill_id)
+    }
+
+    /// The rollback step this commit is, of the given backfill.
+    pub fn rollback_step_of(&self, backfill_id: &str) -> Option<RollbackStep> {
+        match &self.mark {
+            Some(Mark::Rollback { backfill_id: of, step, .. }) if of == backfill_id => Some(*step),
+            _ => None,
+        }
+    }
 }
 
 /// The data files a commit added, with their partition values and statistics, read from its log entry.
@@ -240,11 +589,6 @@ pub async fn history(table: &DeltaTable, limit: Option<usize>) -> Result<Vec<Ent
         .into_iter()
         .zip((0..=latest).rev())
         .map(|(info, version)| {
-            let bf = info
-                .info
-                .iter()
-                .filter_map(|(k, v)| k.strip_prefix(PREFIX).map(|k| (k.to_owned(), v.clone())))
-                .collect();
             let predicate = info
                 .operation_parameters
                 .as_ref()
@@ -256,14 +600,14 @@ pub async fn history(table: &DeltaTable, limit: Option<usize>) -> Result<Vec<Ent
                     let value = metrics?.get(*k)?;
                     value.as_u64().or_else(|| value.as_str()?.parse().ok())
                 });
-            Entry {
+            Entry::new(
                 version,
-                timestamp: info.timestamp,
-                operation: info.operation.unwrap_or_default(),
+                info.timestamp,
+                info.operation.clone().unwrap_or_default(),
                 predicate,
                 rows_written,
-                bf,
-            }
+                &info.info,
+            )
         })
         .collect();
     Ok(entries)
@@ -286,21 +630,79 @@ pub fn describe<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> String {
         .join("\n")
 }
 
-impl Entry {
-    /// Whether this commit is a slice of the given backfill.
-    pub fn is_slice_of(&self, backfill_id: &str) -> bool {
-        self.bf.get("backfill_id").and_then(Value::as_str) == Some(backfill_id)
-            && self.bf.contains_key("slice")
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn backfill() -> Backfill {
+        let day = |d: &str| d.parse().unwrap();
+        Backfill {
+            backfill_id: "b1".into(),
+            plan_id: "p1".into(),
+            plan_sha256: "abc".into(),
+            pre_version: 5,
+            reason: "Fix March.".into(),
+            window: Window { start: day("2026-03-01"), end: day("2026-03-31") },
+            date_column: "order_date".into(),
+            slices: 1,
+        }
     }
 
-    /// The slice number recorded in a slice commit.
-    pub fn slice(&self) -> Option<usize> {
-        self.bf.get("slice")?.as_u64().map(|n| n as usize)
+    #[test]
+    fn what_is_written_reads_back_as_the_same_mark() {
+        let backfill = backfill();
+        let (first, last) = (backfill.window.start, backfill.window.end);
+        let slice = Slice { index: 1, first, last, run_date: first };
+        let written = backfill.slice_keys(&slice).metadata();
+        let keys = Keys::read(&written).unwrap().unwrap();
+        let recorded = RecordedSlice { index: 1, first, last };
+        assert_eq!(keys.mark().unwrap(), Mark::Slice { backfill: backfill.clone(), slice: recorded });
+        let user: Value = serde_json::from_str(written["userMetadata"].as_str().unwrap()).unwrap();
+        assert_eq!(user["bf.pre_version"], 5, "userMetadata holds the same keys");
+        let comment = backfill.comment_keys().metadata();
+        assert_eq!(
+            Keys::read(&comment).unwrap().unwrap().mark().unwrap(),
+            Mark::Comment { backfill: backfill.clone() }
+        );
+        for step in [RollbackStep::Restore, RollbackStep::Comment, RollbackStep::Slice(recorded)] {
+            let written = rollback_keys(&backfill, step).metadata();
+            let mark = Keys::read(&written).unwrap().unwrap().mark().unwrap();
+            assert!(matches!(mark, Mark::Rollback { step: s, pre_version: 5, .. } if s == step), "{mark:?}");
+        }
     }
 
-    /// The slice bounds recorded in a slice commit.
-    pub fn slice_bounds(&self) -> Option<(NaiveDate, NaiveDate)> {
-        let day = |k: &str| self.bf.get(k)?.as_str()?.parse().ok();
-        Some((day("slice_first")?, day("slice_last")?))
+    #[test]
+    fn a_missing_or_mistyped_key_is_an_error_naming_it_never_a_default() {
+        let mut keys = backfill().comment_keys().metadata();
+        keys.remove("bf.pre_version");
+        let problem = Keys::read(&keys).unwrap().unwrap().mark().unwrap_err();
+        assert!(problem.contains("`bf.pre_version` is missing"), "{problem}");
+        keys.insert("bf.pre_version".into(), Value::from("five"));
+        let problem = Keys::read(&keys).unwrap_err();
+        assert!(problem.contains("`bf.pre_version`") && problem.contains("invalid type"), "{problem}");
+        let spark = HashMap::from([("engineInfo".to_owned(), Value::from("Apache-Spark/3.5.1"))]);
+        assert_eq!(Keys::read(&spark).unwrap(), None);
+        let entry = Entry::new(7, None, "WRITE".into(), None, None, &keys);
+        let error = entry.mark().unwrap_err();
+        assert_eq!(error.version, 7);
+        assert!(error.to_string().contains("version 7"), "{error}");
+    }
+
+    #[test]
+    fn backfills_are_ordered_by_their_commits_not_their_names() {
+        let mut entries = Vec::new();
+        for (version, id) in ["p", "p-r2", "p-r9", "p-r10"].into_iter().enumerate() {
+            let backfill = Backfill { backfill_id: id.into(), plan_id: "p".into(), ..backfill() };
+            entries.push(Entry::new(
+                version as u64 + 6,
+                None,
+                "WRITE".into(),
+                None,
+                None,
+                &backfill.comment_keys().metadata(),
+            ));
+        }
+        assert_eq!(backfill_ids(&entries, "p"), ["p", "p-r2", "p-r9", "p-r10"]);
+        assert_eq!(backfill_ids(&entries, "other"), Vec::<String>::new());
     }
 }

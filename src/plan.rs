@@ -15,11 +15,11 @@ use crate::checks::{CheckResult, GuardResult};
 use crate::clone::CloneMetrics;
 use crate::diff::{BreakdownRow, Measures, RowChanges};
 use crate::plan_file::WriteMode;
-use crate::source::run::SourceCounts;
+use crate::source::run::{DeltaInput, FolderListing, SourceCounts};
 use crate::window::Window;
 
 /// The version of the saved plan's layout.
-pub const PLAN_FORMAT: u32 = 1;
+pub const PLAN_FORMAT: u32 = 2;
 
 /// Files bigger than this are fingerprinted by size and modification time only.
 const HASH_LIMIT: u64 = 1 << 30;
@@ -38,6 +38,10 @@ pub struct Plan {
     pub mode: WriteMode,
     pub rehearsal: RehearsalRecord,
     pub inputs: Vec<InputFingerprint>,
+    /// The folders inputs read and the files in them: a file added after `bf plan` makes it stale.
+    pub input_folders: Vec<FolderListing>,
+    /// The Delta tables inputs read, at the version apply reads them at too.
+    pub delta_inputs: Vec<DeltaInput>,
     /// In execution order.
     pub slices: Vec<SliceReport>,
     /// The whole window, before and after.

@@ -18,10 +18,8 @@ use std::path::PathBuf;
 use deltalake::datafusion::common::Column;
 use deltalake::datafusion::error::{DataFusionError, Result as DfResult};
 use deltalake::datafusion::logical_expr::{Expr, not};
-use deltalake::kernel::transaction::CommitProperties;
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
-use serde_json::json;
 use url::Url;
 
 use crate::checks::{self, CheckResult};
@@ -34,7 +32,7 @@ use crate::plan::{
 use crate::plan_file::{Metric, OutsideRows, PlanDocument, WriteMode};
 use crate::predicate::{slice_predicate, slice_predicate_sql, window_predicate};
 use crate::slice_writer::SliceWriter;
-use crate::source::run::{SliceSource, Source, SourceCounts};
+use crate::source::run::{FolderListing, SliceSource, Source, SourceCounts};
 use crate::table::{self, TableError, display_url};
 use crate::window::Window;
 
@@ -84,6 +82,9 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let column = spec.target.date_column.as_str();
     crate::compat::check_writable(&target).await?;
     table::check_date_column(&target, column)?;
+    if let Some(written) = &spec.record.log_table {
+        crate::change_log::check(&table::table_url(&document.resolve(written))?).await?;
+    }
     let partition_columns = table::partition_columns(&target);
     let partitioned_by_date = partition_columns == [column];
     if spec.slicing.parallel > 1 && !partitioned_by_date {
@@ -129,12 +130,8 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let mut sources: Vec<(SliceSource, SourceCounts)> = Vec::with_capacity(slices.len());
     for slice in &slices {
         let (rows, counts) = source.for_slice_counted(slice).await?;
-        let commit = CommitProperties::default().with_metadata([
-            ("bf.plan_id".to_owned(), json!(id)),
-            ("bf.slice".to_owned(), json!(slice.index)),
-            ("bf.rehearsal".to_owned(), json!(true)),
-        ]);
-        rehearsal = writer.write(rehearsal, slice, &rows, commit).await?;
+        rehearsal =
+            writer.write(rehearsal, slice, &rows, crate::ledger::rehearsal_commit(&id, slice.index)).await?;
         progress.slice_written(slice.index, &slice.first.to_string());
         sources.push((rows, counts));
     }
@@ -286,6 +283,8 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
             clone: clone_metrics,
         },
         inputs: fingerprints(&sources)?,
+        input_folders: folders(&sources),
+        delta_inputs: source.delta_inputs(),
         slices: reports,
         total,
         outside_window,
@@ -453,6 +452,15 @@ async fn missing_keys(rows: &SliceSource, key: &[String]) -> deltalake::datafusi
         })
         .unwrap_or(0);
     Ok(count)
+}
+
+/// Every folder the slices' inputs read, each once.
+fn folders(sources: &[(SliceSource, SourceCounts)]) -> Vec<FolderListing> {
+    let mut folders: BTreeMap<PathBuf, FolderListing> = BTreeMap::new();
+    for folder in sources.iter().flat_map(|(s, _)| &s.folders) {
+        folders.entry(folder.path.clone()).or_insert_with(|| folder.clone());
+    }
+    folders.into_values().collect()
 }
 
 /// Fingerprints of every input file the slices read, each file once.

@@ -13,6 +13,7 @@
 
 use std::collections::BTreeSet;
 
+use deltalake::datafusion::logical_expr::Expr;
 use deltalake::datafusion::prelude::SessionContext;
 use deltalake::operations::update_table_metadata::TableMetadataUpdate;
 use deltalake::table::config::TablePropertiesExt;
@@ -24,7 +25,7 @@ use url::Url;
 
 use crate::clone::overlaps;
 use crate::fault::fault;
-use crate::ledger::{self, Entry, Recorded};
+use crate::ledger::{self, Entry, Recorded, RollbackStep};
 use crate::plan_file::WriteMode;
 use crate::predicate::{slice_predicate, window_predicate};
 use crate::slice_writer::SliceWriter;
@@ -61,6 +62,17 @@ pub enum RollbackError {
     Delta(String),
     #[error(transparent)]
     Unsupported(#[from] crate::compat::Unsupported),
+    #[error(transparent)]
+    Ledger(#[from] ledger::Malformed),
+}
+
+impl From<ledger::LedgerError> for RollbackError {
+    fn from(error: ledger::LedgerError) -> Self {
+        match error {
+            ledger::LedgerError::Delta(error) => error.into(),
+            ledger::LedgerError::Malformed(error) => RollbackError::Ledger(error),
+        }
+    }
 }
 
 impl From<DeltaTableError> for RollbackError {
@@ -76,14 +88,16 @@ impl From<deltalake::datafusion::error::DataFusionError> for RollbackError {
 }
 
 /// What a rollback will do, shown before asking.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone)]
 pub struct RollbackPlan {
     pub table: String,
-    #[serde(skip)]
     pub url: Url,
     pub backfill: Recorded,
     /// The backfill's commits, which the rollback undoes.
     pub ours: Vec<Entry>,
+    /// Commits of an earlier rollback of this backfill that stopped before its end: a rerun
+    /// finishes what is missing and writes nothing twice.
+    pub earlier: Vec<Entry>,
     /// Other writers' commits since the pre-version.
     pub others: Vec<Entry>,
     /// The window the backfill's slices cover.
@@ -98,6 +112,9 @@ pub struct RollbackReport {
     pub restored_version: u64,
     pub window_only: bool,
     pub new_version: u64,
+    /// The versions this run wrote; fewer than a whole rollback when it finished an earlier one,
+    /// none when the backfill was already rolled back.
+    pub wrote: Vec<u64>,
     /// Window rows before the rollback and after (equal to the pre-version's).
     pub rows_before: u64,
     pub rows_after: u64,
@@ -112,60 +129,112 @@ pub async fn prepare(url: &Url, backfill_id: &str) -> Result<RollbackPlan, Rollb
         ledger::find_backfill(&table, backfill_id).await?.filter(|b| !b.slices.is_empty()).ok_or_else(
             || RollbackError::UnknownBackfill { table: name.clone(), backfill: backfill_id.to_owned() },
         )?;
-    let since = ledger::commits_after(&table, backfill.pre_version).await?;
-    // Maintenance that changes no row (VACUUM, OPTIMIZE) is nobody's work a RESTORE would lose;
-    // what VACUUM deleted is caught by the file check instead.
-    let since: Vec<Entry> = since
-        .into_iter()
-        .filter(|e| !matches!(e.operation.as_str(), "VACUUM START" | "VACUUM END" | "OPTIMIZE"))
-        .collect();
-    let (ours, others): (Vec<Entry>, Vec<Entry>) = since.into_iter().partition(|e| {
-        e.bf.get("backfill_id").and_then(|v| v.as_str()) == Some(backfill_id)
-            || e.bf.get("rollback_of").and_then(|v| v.as_str()) == Some(backfill_id)
-    });
-    let start = backfill.slices.iter().map(|s| s.1).min().expect("a backfill has slices");
-    let end = backfill.slices.iter().map(|s| s.2).max().expect("a backfill has slices");
-    Ok(RollbackPlan { table: name, url: url.clone(), backfill, ours, others, window: Window { start, end } })
+    let since = ledger::commits_after(&table, backfill.backfill.pre_version).await?;
+    let mut plan = RollbackPlan {
+        table: name,
+        url: url.clone(),
+        window: Window {
+            start: backfill.slices.iter().map(|(s, _)| s.first).min().expect("a backfill has slices"),
+            end: backfill.slices.iter().map(|(s, _)| s.last).max().expect("a backfill has slices"),
+        },
+        backfill,
+        ours: Vec::new(),
+        earlier: Vec::new(),
+        others: Vec::new(),
+    };
+    for entry in since {
+        if entry.keys.rollback_of.as_deref() == Some(backfill_id) {
+            // A rollback step of this backfill must read: it decides what a rerun skips.
+            entry.mark()?;
+        }
+        if entry.is_of(backfill_id) {
+            plan.ours.push(entry);
+        } else if entry.rollback_step_of(backfill_id).is_some() {
+            plan.earlier.push(entry);
+        } else if !matches!(entry.operation.as_str(), "VACUUM START" | "VACUUM END" | "OPTIMIZE") {
+            // Maintenance that changes no row (VACUUM, OPTIMIZE) is nobody's work a RESTORE would
+            // lose; what VACUUM deleted is caught by the file check instead.
+            plan.others.push(entry);
+        }
+    }
+    Ok(plan)
 }
 
 impl RollbackPlan {
-    /// RESTORE the pre-version in one commit, then record the rollback in the comment.
+    fn backfill_id(&self) -> &str {
+        &self.backfill.backfill.backfill_id
+    }
+
+    /// The version of an earlier run's RESTORE of this backfill, if one committed.
+    pub fn restored_at(&self) -> Option<u64> {
+        self.earlier
+            .iter()
+            .find(|e| e.rollback_step_of(self.backfill_id()) == Some(RollbackStep::Restore))
+            .map(|e| e.version)
+    }
+
+    fn commented(&self) -> bool {
+        self.earlier.iter().any(|e| e.rollback_step_of(self.backfill_id()) == Some(RollbackStep::Comment))
+    }
+
+    /// RESTORE the pre-version in one commit, then record the rollback in the comment. Exactly once:
+    /// a rerun after a crash writes only the steps no earlier run committed.
     pub async fn restore(&self) -> Result<RollbackReport, RollbackError> {
-        if !self.others.is_empty() {
-            return Err(RollbackError::OthersCommitted {
-                table: self.table.clone(),
-                backfill: self.backfill.backfill_id.clone(),
-                commits: ledger::describe(&self.others),
-            });
+        let pre_version = self.backfill.backfill.pre_version;
+        let mut wrote = Vec::new();
+        let (mut table, restored) = match self.restored_at() {
+            Some(version) => (table::open(&self.url, None).await?, version),
+            None => {
+                if !self.others.is_empty() {
+                    return Err(RollbackError::OthersCommitted {
+                        table: self.table.clone(),
+                        backfill: self.backfill_id().to_owned(),
+                        commits: ledger::describe(&self.others),
+                    });
+                }
+                check_files_exist(&self.url, pre_version).await?;
+                let table = table::open(&self.url, None).await?;
+                fault("rollback-before-restore");
+                let (table, _metrics) = table
+                    .restore()
+                    .with_version_to_restore(pre_version as _)
+                    .with_commit_properties(ledger::rollback_commit(
+                        &self.backfill.backfill,
+                        RollbackStep::Restore,
+                    ))
+                    .await?;
+                let version = table.version().unwrap_or(0);
+                wrote.push(version);
+                (table, version)
+            }
+        };
+        if !self.commented() {
+            // RESTORE brought back the old comment; say in it what happened.
+            let comment = format!(
+                "Backfill {} rolled back on {}: {}",
+                self.backfill_id(),
+                chrono::Utc::now().date_naive(),
+                self.backfill.backfill.reason
+            );
+            fault("rollback-before-comment");
+            table = table
+                .update_table_metadata()
+                .with_update(TableMetadataUpdate {
+                    name: None,
+                    description: Some(comment.chars().take(4000).collect()),
+                })
+                .with_commit_properties(ledger::rollback_commit(
+                    &self.backfill.backfill,
+                    RollbackStep::Comment,
+                ))
+                .await?;
+            wrote.push(table.version().unwrap_or(0));
         }
-        let pre_version = self.backfill.pre_version;
-        check_files_exist(&self.url, pre_version).await?;
-        let table = table::open(&self.url, None).await?;
-        let rows_before = self.window_rows(&table).await?;
-        fault("rollback-before-restore");
-        let table = table
-            .restore()
-            .with_version_to_restore(pre_version as _)
-            .with_commit_properties(self.backfill.rollback_commit(None))
-            .await
-            .map(|(table, _metrics)| table)?;
-        // RESTORE brought back the old comment; say in it what happened.
-        let comment = format!(
-            "Backfill {} rolled back on {}: {}",
-            self.backfill.backfill_id,
-            chrono::Utc::now().date_naive(),
-            self.backfill.reason
-        );
-        fault("rollback-before-comment");
-        let table = table
-            .update_table_metadata()
-            .with_update(TableMetadataUpdate {
-                name: None,
-                description: Some(comment.chars().take(4000).collect()),
-            })
-            .with_commit_properties(self.backfill.rollback_commit(None))
-            .await?;
-        self.verify(&table, rows_before, false).await
+        // The window as the RESTORE left it, whatever anyone committed after it.
+        let rows_before = self.window_rows(&table::open(&self.url, Some(restored - 1)).await?).await?;
+        let restored_table = table::open(&self.url, Some(restored)).await?;
+        let rows_after = self.verify(&restored_table).await?;
+        Ok(self.report(false, table.version().unwrap_or(0), wrote, rows_before, rows_after))
     }
 
     /// Put back the window's rows slice by slice, keeping other writers' work outside it.
@@ -174,14 +243,14 @@ impl RollbackPlan {
         let in_window = self.others_in_window(&table).await?;
         if !in_window.is_empty() && !force {
             return Err(RollbackError::OthersInWindow {
-                backfill: self.backfill.backfill_id.clone(),
+                backfill: self.backfill_id().to_owned(),
                 commits: ledger::describe(&in_window),
             });
         }
-        let pre_version = self.backfill.pre_version;
+        let pre_version = self.backfill.backfill.pre_version;
         check_files_exist(&self.url, pre_version).await?;
         let rows_before = self.window_rows(&table).await?;
-        let date_column = self.backfill.date_column.clone();
+        let date_column = self.backfill.backfill.date_column.clone();
         let schema = table::arrow_schema(&table)?;
         let writer = SliceWriter {
             date_column: date_column.clone(),
@@ -190,39 +259,63 @@ impl RollbackPlan {
             columns: schema.fields().iter().map(|f| f.name().clone()).collect(),
         };
         let old = table::open(&self.url, Some(pre_version)).await?;
-        let done: BTreeSet<u64> = {
+        let done: BTreeSet<usize> = {
             let state = table.snapshot()?;
             let log_store = table.log_store();
             let mut done = BTreeSet::new();
-            for (index, ..) in &self.backfill.slices {
-                if state
-                    .transaction_version(log_store.as_ref(), self.backfill.rollback_app_id(*index))
-                    .await?
-                    .is_some()
-                {
-                    done.insert(*index);
+            for (slice, _) in &self.backfill.slices {
+                let app_id = ledger::rollback_app_id(self.backfill_id(), slice.index);
+                if state.transaction_version(log_store.as_ref(), app_id).await?.is_some() {
+                    done.insert(slice.index);
                 }
             }
             done
         };
-        for &(index, first, last, _) in self.backfill.slices.iter().filter(|s| !done.contains(&s.0)) {
-            let slice = Slice { index: index as usize, first, last, run_date: first };
+        let mut wrote = Vec::new();
+        for (recorded, _) in self.backfill.slices.iter().filter(|(s, _)| !done.contains(&s.index)) {
+            let slice = Slice {
+                index: recorded.index,
+                first: recorded.first,
+                last: recorded.last,
+                run_date: recorded.first,
+            };
             let ctx = deltalake::delta_datafusion::create_session().into_inner();
             ctx.register_table("__bf_pre_version", old.table_provider().await?)?;
             let rows = ctx.table("__bf_pre_version").await?.filter(slice_predicate(&date_column, &slice))?;
-            let source = SliceSource { ctx, rows, files: Vec::new() };
-            fault(&format!("rollback-before-slice:{index}"));
-            table = writer
-                .write(table, &slice, &source, self.backfill.rollback_commit(Some((index, first, last))))
-                .await?;
-            fault(&format!("rollback-after-commit:{index}"));
+            let source = SliceSource { ctx, rows, files: Vec::new(), folders: Vec::new() };
+            fault(&format!("rollback-before-slice:{}", slice.index));
+            let commit = ledger::rollback_commit(&self.backfill.backfill, RollbackStep::Slice(*recorded));
+            table = writer.write(table, &slice, &source, commit).await?;
+            wrote.push(table.version().unwrap_or(0));
+            fault(&format!("rollback-after-commit:{}", slice.index));
         }
-        self.verify(&table, rows_before, true).await
+        let rows_after = self.verify(&table).await?;
+        Ok(self.report(true, table.version().unwrap_or(0), wrote, rows_before, rows_after))
+    }
+
+    fn report(
+        &self,
+        window_only: bool,
+        new_version: u64,
+        wrote: Vec<u64>,
+        rows_before: u64,
+        rows_after: u64,
+    ) -> RollbackReport {
+        RollbackReport {
+            backfill_id: self.backfill_id().to_owned(),
+            table: self.table.clone(),
+            restored_version: self.backfill.backfill.pre_version,
+            window_only,
+            new_version,
+            wrote,
+            rows_before,
+            rows_after,
+        }
     }
 
     /// Other writers' commits since the backfill that added files holding window rows, or removed any.
     async fn others_in_window(&self, table: &DeltaTable) -> Result<Vec<Entry>, RollbackError> {
-        let column = &self.backfill.date_column;
+        let column = &self.backfill.backfill.date_column;
         let mut inside = Vec::new();
         for entry in &self.others {
             let adds = ledger::added_files(table, entry.version).await?;
@@ -243,47 +336,54 @@ impl RollbackPlan {
     }
 
     async fn window_rows(&self, table: &DeltaTable) -> Result<u64, RollbackError> {
-        let column = &self.backfill.date_column;
-        let window = window_predicate(column, &self.window);
+        let window = window_predicate(&self.backfill.backfill.date_column, &self.window);
         let ctx = SessionContext::new();
         Ok(ctx.read_table(table.table_provider().await?)?.filter(window)?.count().await? as u64)
     }
 
-    /// The window now equals the pre-version's, row by row (EXCEPT ALL both ways is empty).
-    async fn verify(
-        &self,
-        table: &DeltaTable,
-        rows_before: u64,
-        window_only: bool,
-    ) -> Result<RollbackReport, RollbackError> {
-        let pre_version = self.backfill.pre_version;
-        let column = &self.backfill.date_column;
-        let window = window_predicate(column, &self.window);
+    /// The window of `table` equals the pre-version's, row by row (EXCEPT ALL both ways is empty);
+    /// returns its row count.
+    async fn verify(&self, table: &DeltaTable) -> Result<u64, RollbackError> {
+        let pre_version = self.backfill.backfill.pre_version;
+        let corrupted;
+        let table = if crate::fault::corrupt("rollback-verify") {
+            // A test hook: the comparison reads the version before the rollback's last commit.
+            corrupted = table::open(&self.url, Some(table.version().unwrap_or(1) - 1)).await?;
+            &corrupted
+        } else {
+            table
+        };
+        let window = window_predicate(&self.backfill.backfill.date_column, &self.window);
         let old = table::open(&self.url, Some(pre_version)).await?;
+        same_rows(table, &old, Some(window))
+            .await
+            .map_err(|detail| RollbackError::Verify { version: pre_version, detail })
+    }
+}
+
+/// Compares two versions row by row (EXCEPT ALL both ways), within `filter` when given; returns the
+/// row count, or what differs.
+async fn same_rows(now: &DeltaTable, then: &DeltaTable, filter: Option<Expr>) -> Result<u64, String> {
+    let compare = async {
         let ctx = SessionContext::new();
-        let now = ctx.read_table(table.table_provider().await?)?.filter(window.clone())?;
-        let then = ctx.read_table(old.table_provider().await?)?.filter(window.clone())?;
+        let mut now = ctx.read_table(now.table_provider().await?)?;
+        let mut then = ctx.read_table(then.table_provider().await?)?;
+        if let Some(filter) = filter {
+            now = now.filter(filter.clone())?;
+            then = then.filter(filter)?;
+        }
         let extra = now.clone().except(then.clone())?.count().await?;
         let lost = then.clone().except(now.clone())?.count().await?;
         let (rows_now, rows_then) = (now.count().await? as u64, then.count().await? as u64);
-        if extra > 0 || lost > 0 || rows_now != rows_then {
-            return Err(RollbackError::Verify {
-                version: pre_version,
-                detail: format!(
-                    "{extra} rows that were not there, {lost} rows missing, {rows_now} rows for {rows_then}"
-                ),
-            });
-        }
-        Ok(RollbackReport {
-            backfill_id: self.backfill.backfill_id.clone(),
-            table: self.table.clone(),
-            restored_version: pre_version,
-            window_only,
-            new_version: table.version().unwrap_or(0),
-            rows_before,
-            rows_after: rows_now,
-        })
+        Ok::<_, deltalake::datafusion::error::DataFusionError>((extra, lost, rows_now, rows_then))
+    };
+    let (extra, lost, rows_now, rows_then) = compare.await.map_err(|e| e.to_string())?;
+    if extra > 0 || lost > 0 || rows_now != rows_then {
+        return Err(format!(
+            "{extra} rows that were not there, {lost} rows missing, {rows_now} rows for {rows_then}"
+        ));
     }
+    Ok(rows_now)
 }
 
 /// Refuses a restore whose data files VACUUM has removed.
@@ -314,35 +414,28 @@ async fn check_files_exist(url: &Url, version: u64) -> Result<(), RollbackError>
 /// RESTORE an explicit version (`--to-version`): the same file check, one commit, and the whole
 /// table verified equal to that version.
 pub async fn restore_version(url: &Url, version: u64) -> Result<RollbackReport, RollbackError> {
-    crate::compat::check_writable(&table::open(url, None).await?).await?;
-    check_files_exist(url, version).await?;
     let table = table::open(url, None).await?;
+    crate::compat::check_writable(&table).await?;
+    check_files_exist(url, version).await?;
     let ctx = SessionContext::new();
     let rows_before = ctx.read_table(table.table_provider().await?)?.count().await? as u64;
-    let commit = deltalake::kernel::transaction::CommitProperties::default().with_metadata([
-        ("bf.rollback_to".to_owned(), serde_json::json!(version)),
-        ("userMetadata".to_owned(), serde_json::json!(format!("{{\"bf.rollback_to\":{version}}}"))),
-    ]);
-    let (table, _) =
-        table.restore().with_version_to_restore(version as _).with_commit_properties(commit).await?;
+    let (table, _) = table
+        .restore()
+        .with_version_to_restore(version as _)
+        .with_commit_properties(ledger::restore_to_commit(version))
+        .await?;
     let old = table::open(url, Some(version)).await?;
-    let now = ctx.read_table(table.table_provider().await?)?;
-    let then = ctx.read_table(old.table_provider().await?)?;
-    let extra = now.clone().except(then.clone())?.count().await?;
-    let lost = then.except(now.clone())?.count().await?;
-    if extra > 0 || lost > 0 {
-        return Err(RollbackError::Verify {
-            version,
-            detail: format!("{extra} rows that were not there, {lost} rows missing"),
-        });
-    }
+    let rows_after =
+        same_rows(&table, &old, None).await.map_err(|detail| RollbackError::Verify { version, detail })?;
+    let new_version = table.version().unwrap_or(0);
     Ok(RollbackReport {
         backfill_id: String::new(),
         table: display_url(url),
         restored_version: version,
         window_only: false,
-        new_version: table.version().unwrap_or(0),
+        new_version,
+        wrote: vec![new_version],
         rows_before,
-        rows_after: now.count().await? as u64,
+        rows_after,
     })
 }

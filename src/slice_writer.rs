@@ -57,10 +57,15 @@ impl SliceWriter {
             source: Box::new(source),
         };
         let predicate = slice_predicate(&self.date_column, slice);
+        let mut rows = source.rows.clone();
+        if crate::fault::corrupt(&format!("drop-row:{}", slice.index)) {
+            // A test hook: one row of the slice is lost on the way to the table.
+            rows = rows.limit(1, None).map_err(|e| error(e.into()))?;
+        }
         match self.mode {
             WriteMode::Replace => table
                 .write(vec![])
-                .with_input_plan(source.rows.logical_plan().clone())
+                .with_input_plan(rows.logical_plan().clone())
                 .with_session_state(session_state(&source.ctx))
                 .with_save_mode(SaveMode::Overwrite)
                 .with_replace_where(predicate)
@@ -78,7 +83,7 @@ impl SliceWriter {
                 let target_slice = slice_predicate(&self.date_column, slice);
                 let target_slice = qualify(target_slice, "target");
                 let (merged, _metrics) = table
-                    .merge(source.rows.clone(), on_key.and(target_slice))
+                    .merge(rows, on_key.and(target_slice))
                     .with_source_alias("source")
                     .with_target_alias("target")
                     .with_session_state(session_state(&source.ctx))

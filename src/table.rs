@@ -212,26 +212,104 @@ pub async fn rows_in_slice_from_log(
 }
 
 fn partition_share(file: &LogicalFileView, column: &str, slice: &Slice) -> Option<u64> {
-    let values = file.partition_values_map();
-    // A null partition value is no day: its rows are in no slice.
-    let Some(day) = values.get(column)? else { return Some(0) };
-    let day: NaiveDate = day.parse().ok()?;
-    if day < slice.first || day > slice.last {
-        return Some(0);
-    }
-    file.num_records().map(|n| n as u64)
+    let share = FileDates::read(&file.partition_values_map(), None, column).share(slice.first, slice.last)?;
+    // The share of a file in the slice's days is all its rows.
+    if share == Share::All { file.num_records().map(|n| n as u64) } else { share.rows() }
 }
 
 fn statistics_share(file: &LogicalFileView, column: &str, slice: &Slice) -> Option<u64> {
-    let stats: Value = serde_json::from_str(&file.stats()?).ok()?;
-    let records = stats.get("numRecords")?.as_u64()?;
-    let nulls = stats.get("nullCount").and_then(|n| n.get(column)).and_then(Value::as_u64);
-    let day = |key: &str| stats.get(key)?.get(column)?.as_str()?.parse::<NaiveDate>().ok();
-    match (day("minValues"), day("maxValues")) {
-        (Some(min), Some(max)) if max < slice.first || min > slice.last => Some(0),
-        // Null dates are in no slice; every other row lies between min and max.
-        (Some(min), Some(max)) if slice.first <= min && max <= slice.last => records.checked_sub(nulls?),
-        (None, None) if nulls == Some(records) => Some(0),
-        _ => None,
+    let stats = file.stats();
+    FileDates::read(&std::collections::HashMap::new(), stats.as_deref(), column)
+        .share(slice.first, slice.last)?
+        .rows()
+}
+
+/// What a file's log entry says about the days of its rows on one date column: its partition value
+/// when the table is partitioned by the column, else its statistics. The one reader of both, for
+/// the clone (which files may hold a window's rows) and the slice counts (how many rows a file has
+/// in a slice).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum FileDates {
+    /// Partitioned by the column: every row has this day (`None`: the NULL partition).
+    Partition(Option<NaiveDate>),
+    /// From statistics: rows, NULL dates and the range of the others, as far as they are recorded.
+    Statistics { records: Option<u64>, nulls: Option<u64>, min: Option<NaiveDate>, max: Option<NaiveDate> },
+    /// Neither: the file may hold any day.
+    Unknown,
+}
+
+/// How much of a file falls on some days.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Share {
+    /// None of its rows.
+    None,
+    /// All its rows (a partition's file: the count is its `numRecords`).
+    All,
+    /// This many rows, from statistics.
+    Rows(u64),
+}
+
+impl Share {
+    fn rows(self) -> Option<u64> {
+        match self {
+            Share::None => Some(0),
+            Share::Rows(n) => Some(n),
+            Share::All => None,
+        }
+    }
+}
+
+impl FileDates {
+    pub(crate) fn read(
+        partition_values: &std::collections::HashMap<String, Option<String>>,
+        stats: Option<&str>,
+        column: &str,
+    ) -> FileDates {
+        // A value that does not parse as a day is treated as unknown, never as "no rows".
+        if let Some(value) = partition_values.get(column) {
+            return match value {
+                None => FileDates::Partition(None),
+                Some(day) => day.parse().map_or(FileDates::Unknown, |day| FileDates::Partition(Some(day))),
+            };
+        }
+        let Some(stats) = stats.and_then(|s| serde_json::from_str::<Value>(s).ok()) else {
+            return FileDates::Unknown;
+        };
+        // Statistics of a DATE are `YYYY-MM-DD`; of a timestamp, they start with it.
+        let day = |key: &str| stats.get(key)?.get(column)?.as_str()?.get(..10)?.parse::<NaiveDate>().ok();
+        FileDates::Statistics {
+            records: stats.get("numRecords").and_then(Value::as_u64),
+            nulls: stats.get("nullCount").and_then(|n| n.get(column)).and_then(Value::as_u64),
+            min: day("minValues"),
+            max: day("maxValues"),
+        }
+    }
+
+    /// Whether the file may hold rows of the days `first..=last`.
+    pub(crate) fn may_overlap(self, first: NaiveDate, last: NaiveDate) -> bool {
+        match self {
+            FileDates::Partition(None) => false,
+            FileDates::Partition(Some(day)) => first <= day && day <= last,
+            FileDates::Statistics { min: Some(min), max: Some(max), .. } => min <= last && first <= max,
+            FileDates::Statistics { .. } | FileDates::Unknown => true,
+        }
+    }
+
+    /// How many of the file's rows fall on the days `first..=last`, when the log settles it.
+    fn share(self, first: NaiveDate, last: NaiveDate) -> Option<Share> {
+        match self {
+            FileDates::Partition(_) if !self.may_overlap(first, last) => Some(Share::None),
+            FileDates::Partition(_) => Some(Share::All),
+            FileDates::Statistics { records: Some(records), nulls, min, max } => match (min, max) {
+                (Some(min), Some(max)) if max < first || min > last => Some(Share::None),
+                // Null dates are in no slice; every other row lies between min and max.
+                (Some(min), Some(max)) if first <= min && max <= last => {
+                    records.checked_sub(nulls?).map(Share::Rows)
+                }
+                (None, None) if nulls == Some(records) => Some(Share::None),
+                _ => None,
+            },
+            FileDates::Statistics { records: None, .. } | FileDates::Unknown => None,
+        }
     }
 }

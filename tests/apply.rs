@@ -1,15 +1,17 @@
-//! `bf apply`: the seeds' backfills on the demo shop, exactly once, resumable after a crash, refused
+//! `bf apply`: the scenarios' backfills on the demo shop, exactly once, resumable after a crash, refused
 //! when the plan is stale — and what it did not touch.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::process::Output;
 
-use bf::ledger::{self, Entry};
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::common::{OrderRow, bf_in, count, demo_workspace, open_table, orders_table, snapshot, write_plan};
+use crate::common::{
+    OrderRow, bf_in, commit_infos, commits_with, count, demo_workspace, open_table, orders_table,
+    slices_committed, snapshot, write_plan,
+};
 
 fn apply(root: &Path) -> Output {
     bf_in(root).args(["apply", "--auto-approve"]).output().unwrap()
@@ -17,10 +19,6 @@ fn apply(root: &Path) -> Output {
 
 fn plan(root: &Path, plan: &str) {
     bf_in(root).args(["plan", plan, "-q"]).assert().success();
-}
-
-async fn history(table: &Path) -> Vec<Entry> {
-    ledger::commits_after(&open_table(table).await, 0).await.unwrap()
 }
 
 async fn rows_where(table: &Path, predicate: &str) -> Vec<String> {
@@ -52,7 +50,7 @@ async fn files_by_day(table: &Path) -> BTreeMap<String, BTreeSet<String>> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn seed_000_september_one_run_per_day_then_the_15th_corrected() {
+async fn september_one_run_per_day_then_the_15th_corrected() {
     let workspace = demo_workspace();
     let root = workspace.path();
     let daily = root.join("bf-demo/warehouse/orders_daily");
@@ -68,10 +66,9 @@ async fn seed_000_september_one_run_per_day_then_the_15th_corrected() {
     assert_eq!(count(&daily, "SELECT count(*) FROM t").await, 130);
     assert_eq!(count(&daily, "SELECT min(order_id) FROM t").await, 2001);
     assert_eq!(count(&daily, "SELECT max(order_id) FROM t").await, 2130);
-    let entries = history(&daily).await;
-    let slices: Vec<u64> = entries.iter().filter_map(|e| e.bf.get("slice")?.as_u64()).collect();
-    assert_eq!(slices, (1..=30).collect::<Vec<u64>>(), "one commit per slice, in order");
-    assert!(entries.iter().all(|e| e.bf.get("pre_version") == Some(&Value::from(0))));
+    assert_eq!(slices_committed(&daily), (1..=30).collect::<Vec<u64>>(), "one commit per slice, in order");
+    let infos = commit_infos(&daily);
+    assert!(infos.iter().filter(|(_, i)| i.get("bf.slice").is_some()).all(|(_, i)| i["bf.pre_version"] == 0));
 
     // The correction: the file of the 15th gets the late order; one run replaces that day only.
     let files_before = files_by_day(&daily).await;
@@ -108,7 +105,7 @@ async fn seed_000_september_one_run_per_day_then_the_15th_corrected() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn seed_002_march_applied_recorded_and_commented() {
+async fn march_reload_applied_recorded_and_commented() {
     let workspace = demo_workspace();
     let root = workspace.path();
     let silver = root.join("bf-demo/warehouse/orders_silver");
@@ -131,12 +128,12 @@ async fn seed_002_march_applied_recorded_and_commented() {
     assert!(
         description.contains(saved["id"].as_str().unwrap()) && description.contains("2026-03-01..2026-03-31")
     );
-    let entries = history(&silver).await;
-    let slice = entries.iter().find(|e| e.bf.contains_key("slice")).unwrap();
-    assert_eq!(slice.version, 6);
-    assert_eq!(slice.bf["pre_version"], 5);
-    assert_eq!(slice.bf["plan_sha256"], saved["plan_file"]["sha256"]);
-    assert_eq!(slice.bf["reason"], saved["reason"]);
+    let infos = commit_infos(&silver);
+    let (version, slice) = infos.iter().find(|(_, i)| i.get("bf.slice").is_some()).unwrap();
+    assert_eq!(*version, 6);
+    assert_eq!(slice["bf.pre_version"], 5);
+    assert_eq!(slice["bf.plan_sha256"], saved["plan_file"]["sha256"]);
+    assert_eq!(slice["bf.reason"], saved["reason"]);
     // The table now holds what the rehearsal showed, and nothing outside March moved.
     assert_eq!(
         count(
@@ -208,13 +205,14 @@ async fn a_crash_at_any_point_resumes_to_the_same_table() {
     assert!(apply(reference.path()).status.success());
     let expected = contents(&reference.path().join("bf-demo/warehouse/orders_daily")).await;
 
-    for point in [
-        "before-slice:1",
-        "after-commit:1",
-        "before-slice:7",
-        "after-commit:16",
-        "after-commit:30",
-        "before-comment",
+    // Each point, with the slices the table holds when the process dies there.
+    for (point, at_crash) in [
+        ("before-slice:1", 0),
+        ("after-commit:1", 1),
+        ("before-slice:7", 6),
+        ("after-commit:16", 16),
+        ("after-commit:30", 30),
+        ("before-comment", 30),
     ] {
         let workspace = demo_workspace();
         let root = workspace.path();
@@ -223,20 +221,42 @@ async fn a_crash_at_any_point_resumes_to_the_same_table() {
         let crashed =
             bf_in(root).args(["apply", "--auto-approve"]).env(bf::fault::FAULT_ENV, point).output().unwrap();
         assert!(!crashed.status.success(), "{point}: the process was meant to die");
+        assert_eq!(slices_committed(&daily), (1..=at_crash).collect::<Vec<u64>>(), "{point}: where it died");
+        assert_eq!(commits_with(&daily, "comment"), 0, "{point}: no comment before the last slice");
         let resumed = apply(root);
         assert!(resumed.status.success(), "{point}: {}", String::from_utf8_lossy(&resumed.stderr));
         assert_eq!(contents(&daily).await, expected, "{point}: the resumed table differs");
-        let entries = history(&daily).await;
-        let slices: Vec<u64> = entries.iter().filter_map(|e| e.bf.get("slice")?.as_u64()).collect();
-        assert_eq!(slices, (1..=30).collect::<Vec<u64>>(), "{point}: every slice exactly once");
         assert_eq!(
-            entries.iter().filter(|e| e.bf.contains_key("comment")).count(),
-            1,
-            "{point}: one comment"
+            slices_committed(&daily),
+            (1..=30).collect::<Vec<u64>>(),
+            "{point}: every slice exactly once"
         );
+        assert_eq!(commits_with(&daily, "comment"), 1, "{point}: one comment");
+        let infos = commit_infos(&daily);
         let backfills: BTreeSet<&str> =
-            entries.iter().filter_map(|e| e.bf.get("backfill_id")?.as_str()).collect();
+            infos.iter().filter_map(|(_, i)| i.get("bf.backfill_id")?.as_str()).collect();
         assert_eq!(backfills.len(), 1, "{point}: the resume continued the same backfill");
+    }
+}
+
+/// Starts `bf apply` of the saved plan in `root` as a child process (its output piped).
+fn spawn_apply(root: &Path, envs: &[(&str, &std::ffi::OsStr)]) -> std::process::Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+        .args(["apply", "--auto-approve", "-q"])
+        .current_dir(root)
+        .envs(envs.iter().copied())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits, bounded, until `done` holds.
+fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
 }
 
@@ -246,32 +266,33 @@ async fn a_kill_9_mid_run_resumes_to_the_same_table() {
     plan(reference.path(), "plans/september.toml");
     assert!(apply(reference.path()).status.success());
     let expected = contents(&reference.path().join("bf-demo/warehouse/orders_daily")).await;
-    // Fixed delays (a seeded choice would do the same): early, middle, late in the slice loop.
-    for delay_ms in [150u64, 700, 1500] {
+    // Killed once the log shows this many slices: early, middle, late in the slice loop. The kill
+    // follows the table, not a clock, so it lands mid-apply on a fast machine and a slow one.
+    for after in [1usize, 12, 24] {
         let workspace = demo_workspace();
         let root = workspace.path();
-        plan(root, "plans/september.toml");
-        let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
-            .args(["apply", "--auto-approve", "-q"])
-            .current_dir(root)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-        let _ = child.kill(); // SIGKILL on Unix
-        let _ = child.wait();
-        let resumed = apply(root);
-        assert!(
-            resumed.status.success(),
-            "after {delay_ms} ms: {}",
-            String::from_utf8_lossy(&resumed.stderr)
-        );
         let daily = root.join("bf-demo/warehouse/orders_daily");
-        assert_eq!(contents(&daily).await, expected, "after {delay_ms} ms");
-        let slices: Vec<u64> =
-            history(&daily).await.iter().filter_map(|e| e.bf.get("slice")?.as_u64()).collect();
-        assert_eq!(slices, (1..=30).collect::<Vec<u64>>(), "after {delay_ms} ms");
+        plan(root, "plans/september.toml");
+        let mut child = spawn_apply(root, &[]);
+        wait_for(&format!("{after} slices"), || slices_committed(&daily).len() >= after);
+        child.kill().unwrap(); // SIGKILL on Unix
+        let status = child.wait().unwrap();
+        let at_kill = slices_committed(&daily).len();
+        assert!(!status.success(), "after {after} slices: the apply finished before the kill");
+        assert!(
+            (after..30).contains(&at_kill),
+            "the kill after {after} slices landed at {at_kill} of 30: not mid-apply"
+        );
+        let resumed = apply(root);
+        assert!(resumed.status.success(), "after {after}: {}", String::from_utf8_lossy(&resumed.stderr));
+        let stderr = String::from_utf8_lossy(&resumed.stderr);
+        assert_eq!(
+            stderr.lines().filter(|l| l.starts_with("skip ")).count(),
+            at_kill,
+            "the resume skips what the killed run committed:\n{stderr}"
+        );
+        assert_eq!(contents(&daily).await, expected, "after {after}");
+        assert_eq!(slices_committed(&daily), (1..=30).collect::<Vec<u64>>(), "after {after}");
     }
 }
 
@@ -329,7 +350,7 @@ async fn a_stale_plan_is_refused_and_nothing_is_written() {
     refused(&["this plan cannot be applied", "amounts are positive"]);
 }
 
-async fn append_silver(silver: &Path, rows: &[OrderRow]) {
+pub(crate) async fn append_silver(silver: &Path, rows: &[OrderRow]) {
     use std::sync::Arc;
 
     use bf::deltalake::arrow::array::{
@@ -383,8 +404,7 @@ async fn four_slices_at_once_on_a_table_partitioned_by_day() {
     let untouched_day = files_by_day(&target).await.get("2026-09-05").cloned();
     let output = bf_in(dir.path()).args(["apply", "--auto-approve"]).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
-    let entries = history(&target).await;
-    let mut slices: Vec<u64> = entries.iter().filter_map(|e| e.bf.get("slice")?.as_u64()).collect();
+    let mut slices = slices_committed(&target);
     slices.sort();
     assert_eq!(slices, [1, 2, 3, 4], "all four slices committed");
     assert_eq!(count(&target, "SELECT count(*) FROM t").await, 5);
@@ -415,7 +435,7 @@ fn apply_asks_and_refuses_without_a_terminal() {
 }
 
 /// Starts `bf apply` paused before writing `slice`, runs `other_writer` while it waits, lets it go on.
-async fn apply_with_other_writer<F: std::future::Future<Output = ()>>(
+pub(crate) async fn apply_with_other_writer<F: std::future::Future<Output = ()>>(
     root: &Path,
     slice: usize,
     other_writer: F,
@@ -491,8 +511,7 @@ async fn another_writer_inside_the_window_stops_the_apply_cleanly() {
     assert!(stderr.contains("slice 5 (2026-09-05) conflicts with another writer's commit"), "{stderr}");
     assert!(stderr.contains("version 5: WRITE"), "{stderr}");
     // Slices 1-4 stay, the other writer's row stays, nothing of slice 5 was written.
-    let slices: Vec<u64> = history(&daily).await.iter().filter_map(|e| e.bf.get("slice")?.as_u64()).collect();
-    assert_eq!(slices, [1, 2, 3, 4]);
+    assert_eq!(slices_committed(&daily), [1, 2, 3, 4]);
     assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_date = DATE '2026-09-05'").await, 1);
     assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_id = 9002").await, 1);
     // Applying the old plan again is refused as stale: someone else wrote since it was made.
@@ -534,31 +553,43 @@ async fn two_applies_at_once_commit_each_slice_once() {
 
     let workspace = demo_workspace();
     let root = workspace.path();
-    plan(root, "plans/september.toml");
-    let spawn = || {
-        std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
-            .args(["apply", "--auto-approve", "-q"])
-            .current_dir(root)
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    let (first, second) = (spawn(), spawn());
-    let outputs = [first.wait_with_output().unwrap(), second.wait_with_output().unwrap()];
-    for output in &outputs {
-        // A loser stops cleanly, naming the slice it lost; it never reports a wrong commit.
-        let stderr = String::from_utf8_lossy(&output.stderr);
-        assert!(output.status.success() || stderr.contains("conflicts with another writer"), "{stderr}");
-    }
-    // Whatever the race left, one more apply finishes the backfill.
-    assert!(apply(root).status.success());
     let daily = root.join("bf-demo/warehouse/orders_daily");
+    plan(root, "plans/september.toml");
+    // Both paused before slice 1, each on its own pause file, then released together: they read
+    // the same version and race for the same commit.
+    let pauses = [root.join("paused-a"), root.join("paused-b")];
+    let children: Vec<_> = pauses
+        .iter()
+        .map(|pause| {
+            spawn_apply(
+                root,
+                &[
+                    (bf::fault::PAUSE_FILE_ENV, pause.as_os_str()),
+                    (bf::fault::PAUSE_SLICE_ENV, std::ffi::OsStr::new("1")),
+                ],
+            )
+        })
+        .collect();
+    wait_for("both applies to reach slice 1", || pauses.iter().all(|p| p.exists()));
+    assert!(slices_committed(&daily).is_empty(), "neither wrote before the release");
+    for pause in &pauses {
+        std::fs::remove_file(pause).unwrap();
+    }
+    let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    let lost: Vec<String> = outputs
+        .iter()
+        .filter(|o| !o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
+        .collect();
+    assert_eq!(lost.len(), 1, "exactly one of two racing applies loses: {lost:?}");
+    assert!(lost[0].contains("slice 1 (2026-09-01) conflicts with another writer"), "{}", lost[0]);
+    // The winner went on to the end; the loser wrote nothing.
+    assert_eq!(
+        slices_committed(&daily),
+        (1..=30).collect::<Vec<u64>>(),
+        "every slice committed exactly once"
+    );
     assert_eq!(rows_where(&daily, "true").await, expected);
-    let mut slices: Vec<u64> =
-        history(&daily).await.iter().filter_map(|e| e.bf.get("slice")?.as_u64()).collect();
-    slices.sort();
-    assert_eq!(slices, (1..=30).collect::<Vec<u64>>(), "every slice committed exactly once");
 }
 
 #[test]
@@ -636,4 +667,146 @@ fn credentials_in_the_environment_never_reach_output_plans_or_commits() {
             path.display()
         );
     }
+}
+
+/// The first six days of September, with `edit` applied to the September plan's text.
+fn week_plan_with(root: &Path, name: &str, edit: impl Fn(String) -> String) -> String {
+    let september = std::fs::read_to_string(root.join("plans/september.toml")).unwrap();
+    let text = edit(september.replace("end = 2026-09-30", "end = 2026-09-06"));
+    write_plan(&root.join("plans"), name, &text);
+    format!("plans/{name}")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_merge_plan_applies_resumes_verifies_and_rolls_back() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    let merge = |text: String| text.replace("parallel = 1", "parallel = 1\n[write]\nmode = \"merge\"");
+    let plan_file = week_plan_with(root, "merge.toml", merge);
+    plan(root, &plan_file);
+    let crashed = bf_in(root)
+        .args(["apply", "--auto-approve"])
+        .env(bf::fault::FAULT_ENV, "after-commit:3")
+        .output()
+        .unwrap();
+    assert!(!crashed.status.success());
+    assert_eq!(slices_committed(&daily), [1, 2, 3]);
+    let output = apply(root);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("ok 2026-09-04: 4 rows for the source's 4, 0 missing"), "verified: {stderr}");
+    assert_eq!(slices_committed(&daily), (1..=6).collect::<Vec<u64>>());
+    // The merged table holds exactly the six days' orders, read independently from the till files.
+    let till = |root: &Path| {
+        let mut orders: Vec<(i64, String, f64, String)> = Vec::new();
+        for day in 1..=6 {
+            let path = root.join(format!("bf-demo/landing/orders/2026-09-{day:02}.csv"));
+            for line in std::fs::read_to_string(path).unwrap().lines().skip(1) {
+                let f: Vec<&str> = line.split(',').collect();
+                orders.push((
+                    f[0].parse().unwrap(),
+                    f[1].to_owned(),
+                    f[2].parse().unwrap(),
+                    f[3][..10].to_owned(),
+                ));
+            }
+        }
+        orders.sort_by_key(|o| o.0);
+        orders
+    };
+    let table_orders = |rows: Vec<String>| {
+        let mut orders: Vec<(i64, String, f64, String)> = rows
+            .iter()
+            .map(|r| {
+                let f: Vec<&str> = r.split('|').collect();
+                (f[0].parse().unwrap(), f[1].to_owned(), f[2].parse().unwrap(), f[3].to_owned())
+            })
+            .collect();
+        orders.sort_by_key(|o| o.0);
+        orders
+    };
+    let expected = contents(&daily).await;
+    assert_eq!(table_orders(expected.clone()), till(root));
+
+    // A second merge corrects one order's amount on 2 September and keeps the rest.
+    let first = root.join("bf-demo/landing/orders/2026-09-02.csv");
+    let original = std::fs::read_to_string(&first).unwrap();
+    let corrected_line = original.lines().nth(1).unwrap();
+    let fields: Vec<&str> = corrected_line.split(',').collect();
+    let corrected =
+        original.replace(corrected_line, &format!("{},{},999.99,{}", fields[0], fields[1], fields[3]));
+    std::fs::write(&first, corrected).unwrap();
+    plan(root, &plan_file);
+    assert!(apply(root).status.success());
+    let id = fields[0];
+    assert_eq!(rows_where(&daily, &format!("order_id = {id}")).await.len(), 1);
+    assert!(rows_where(&daily, &format!("order_id = {id}")).await[0].contains("999.99"));
+    assert_eq!(contents(&daily).await.len(), expected.len(), "a merge adds and updates, it removes nothing");
+
+    // Window-only rollback of the second merge: the first merge's rows again, row by row.
+    let rolled = bf_in(root).args(["rollback", "--auto-approve", "--window-only"]).output().unwrap();
+    assert!(rolled.status.success(), "{}", String::from_utf8_lossy(&rolled.stderr));
+    assert_eq!(contents(&daily).await, expected);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_backward_plan_commits_last_day_first_and_resumes() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    let plan_file =
+        week_plan_with(root, "backward.toml", |t| t.replace("order = \"forward\"", "order = \"backward\""));
+    plan(root, &plan_file);
+    let crashed = bf_in(root)
+        .args(["apply", "--auto-approve"])
+        .env(bf::fault::FAULT_ENV, "after-commit:4")
+        .output()
+        .unwrap();
+    assert!(!crashed.status.success());
+    assert_eq!(slices_committed(&daily), [6, 5, 4], "the last day first, stopped after slice 4");
+    assert!(apply(root).status.success());
+    assert_eq!(slices_committed(&daily), [6, 5, 4, 3, 2, 1]);
+    let forward = demo_workspace();
+    let reference = week_plan_with(forward.path(), "forward.toml", |t| t);
+    plan(forward.path(), &reference);
+    assert!(apply(forward.path()).status.success());
+    assert_eq!(
+        contents(&daily).await,
+        contents(&forward.path().join("bf-demo/warehouse/orders_daily")).await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_log_table_bf_may_not_write_is_refused_before_any_slice() {
+    use bf::deltalake::kernel::{DataType, StructField};
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let log = root.join("bf-demo/warehouse/change_log");
+    let march = std::fs::read_to_string(root.join("plans/march.toml")).unwrap();
+    let text = march.replace("warehouse/backfill_log", "warehouse/change_log");
+    write_plan(&root.join("plans"), "logged.toml", &text);
+    let cdf_log = || async {
+        let columns = vec![StructField::new("backfill_id", DataType::STRING, true)];
+        crate::common::new_table_with(&log, columns, &[], &[("delta.enableChangeDataFeed", "true")]).await;
+    };
+    // At plan time: the log table exists with a change data feed bf does not write.
+    cdf_log().await;
+    let untouched = snapshot(&silver);
+    let output = bf_in(root).args(["plan", "plans/logged.toml", "-q"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("change_log") && stderr.contains("`changeDataFeed`"), "{stderr}");
+    // At apply time: planned while the log table did not exist, created before the apply.
+    std::fs::remove_dir_all(&log).unwrap();
+    plan(root, "plans/logged.toml");
+    cdf_log().await;
+    let logged = snapshot(&log);
+    let output = apply(root);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("`changeDataFeed`"), "{stderr}");
+    assert_eq!(snapshot(&silver), untouched, "refused before the first slice");
+    assert_eq!(snapshot(&log), logged);
 }

@@ -1,4 +1,5 @@
-//! `bf demo` builds the seeds' shop: the numbers below are the seeds' numbers.
+//! `bf demo` builds the example shop: the numbers below are the scenarios' numbers (the September
+//! daily backfill, the 15 September correction, the March reload).
 
 use bf::deltalake::arrow::util::display::array_value_to_string;
 use bf::deltalake::datafusion::prelude::SessionContext;
@@ -7,7 +8,7 @@ use predicates::prelude::*;
 use crate::common::{bf, count, open_table};
 
 #[tokio::test(flavor = "multi_thread")]
-async fn demo_builds_the_shop_of_the_seeds() {
+async fn demo_builds_the_example_shop() {
     let dir = tempfile::tempdir().unwrap();
     let shop = dir.path().join("shop");
     bf().arg("demo")
@@ -17,10 +18,22 @@ async fn demo_builds_the_shop_of_the_seeds() {
         .stdout(predicate::str::contains("30 files, 130 orders (2001-2130)"))
         .stdout(predicate::str::contains("$ cd "))
         .stdout(predicate::str::contains("Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue "))
-        .stdout(predicate::str::contains("ok 2026-03-01: 409 rows for the source's 409 (version 6)"))
-        .stdout(predicate::str::contains("orders_silver version 5 → 7."))
+        // What the verbs themselves print, not a second wording.
+        .stdout(predicate::str::contains(
+            "ok 2026-03-01: 409 rows for the source's 409, 0 missing (version 6)",
+        ))
+        .stdout(predicate::str::contains(": version 5 → 7; 1 slice committed (409 rows), 0 already there."))
         .stdout(predicate::str::contains("$ bf history warehouse/orders_silver --limit 3"))
-        .stdout(predicate::str::contains("is at version 9, equal to version 5 (412 rows in March again)"));
+        .stdout(predicate::str::contains("Will RESTORE version 5 in one commit."))
+        .stdout(predicate::str::contains(
+            "now version 9, equal to version 5 (412 rows, 409 before the rollback); wrote versions [8, 9].",
+        ));
+    // `bf clean` in the shop finds the walkthrough's rehearsal: the demo remembered it like `bf plan`.
+    crate::common::bf_in(&shop)
+        .args(["clean", "--dry-run"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("orders_silver__rehearsal"));
 
     // The walkthrough's plan is saved where `bf show` run in the shop finds it, and the shop's own
     // plans are valid there.

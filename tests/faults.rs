@@ -1,13 +1,12 @@
-//! Crashes at seeded points of apply and rollback: after a rerun, the table is what an uninterrupted
-//! run leaves, no slice is committed twice, and the ledger is complete.
+//! Crashes at every fault point of apply and rollback: each crash lands exactly where its name says
+//! (the commits in the table at the crash prove it), and after a rerun the table is what an
+//! uninterrupted run leaves, no commit is written twice, and the ledger is complete.
 
 use std::path::Path;
 
-use crate::common::{bf_in, demo_workspace, open_table};
+use serde_json::Value;
 
-/// How many crash points a run tries, and the seed that picks them.
-const POINTS: usize = 20;
-const SEED: u64 = 0x5eed_0b0f;
+use crate::common::{bf_in, commit_infos, demo_workspace};
 
 /// September's first six days: six slices keep each run short.
 fn week_plan(root: &Path) {
@@ -21,56 +20,79 @@ async fn contents(table: &Path) -> Vec<String> {
     crate::common::rows_at(table, None, "true").await
 }
 
-/// The bf key `key` of every commit that has it, oldest first.
-async fn recorded(table: &Path, key: &str) -> Vec<u64> {
-    bf::ledger::commits_after(&open_table(table).await, 0)
-        .await
-        .unwrap()
-        .iter()
-        .filter_map(|e| e.bf.get(key)?.as_u64())
-        .collect()
+/// What the table's log holds of bf's work, read raw: apply slices, apply comments, RESTOREs of a
+/// rollback, rollback comments, window-only rollback slices.
+#[derive(Debug, PartialEq)]
+struct Landed {
+    slices: Vec<u64>,
+    comments: usize,
+    restores: usize,
+    rollback_comments: usize,
+    rollback_slices: Vec<u64>,
 }
 
-/// Every crash point of a six-slice apply and of both kinds of rollback.
-fn all_points() -> Vec<String> {
+fn landed(table: &Path) -> Landed {
+    let infos: Vec<Value> = commit_infos(table).into_iter().map(|(_, info)| info).collect();
+    let apply = |i: &&Value| i.get("bf.backfill_id").is_some();
+    let rollback = |i: &&Value| i.get("bf.rollback_of").is_some();
+    let number = |i: &Value, k: &str| i.get(k).and_then(Value::as_u64);
+    Landed {
+        slices: infos.iter().filter(apply).filter_map(|i| number(i, "bf.slice")).collect(),
+        comments: infos.iter().filter(apply).filter(|i| i.get("bf.comment").is_some()).count(),
+        restores: infos.iter().filter(rollback).filter(|i| i["operation"] == "RESTORE").count(),
+        rollback_comments: infos.iter().filter(rollback).filter(|i| i.get("bf.comment").is_some()).count(),
+        rollback_slices: infos
+            .iter()
+            .filter(rollback)
+            .filter_map(|i| number(i, "bf.rollback_slice"))
+            .collect(),
+    }
+}
+
+fn upto(n: u64) -> Vec<u64> {
+    (1..=n).collect()
+}
+
+/// Every crash point of a six-slice apply and of both kinds of rollback, with what the table must
+/// hold at the crash.
+fn all_points() -> Vec<(String, Landed)> {
+    let applied = |slices: u64, comments| Landed {
+        slices: upto(slices),
+        comments,
+        restores: 0,
+        rollback_comments: 0,
+        rollback_slices: Vec::new(),
+    };
+    let rolled = |restores, rollback_comments, rollback_slices: u64| Landed {
+        restores,
+        rollback_comments,
+        rollback_slices: upto(rollback_slices),
+        ..applied(6, 1)
+    };
     let mut points = Vec::new();
     for slice in 1..=6 {
-        points.push(format!("before-slice:{slice}"));
-        points.push(format!("after-commit:{slice}"));
-        points.push(format!("rollback-before-slice:{slice}"));
-        points.push(format!("rollback-after-commit:{slice}"));
+        points.push((format!("before-slice:{slice}"), applied(slice - 1, 0)));
+        points.push((format!("after-commit:{slice}"), applied(slice, 0)));
+        points.push((format!("rollback-before-slice:{slice}"), rolled(0, 0, slice - 1)));
+        points.push((format!("rollback-after-commit:{slice}"), rolled(0, 0, slice)));
     }
-    points.extend(["before-comment", "rollback-before-restore", "rollback-before-comment"].map(String::from));
-    points
-}
-
-/// A fixed-seed shuffle (xorshift64): the same points on every run, any of them on a new seed.
-fn pick(mut points: Vec<String>, count: usize, seed: u64) -> Vec<String> {
-    let mut state = seed;
-    let mut next = || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
-    for i in (1..points.len()).rev() {
-        points.swap(i, (next() % (i as u64 + 1)) as usize);
-    }
-    points.truncate(count);
+    points.push(("before-comment".into(), applied(6, 0)));
+    points.push(("rollback-before-restore".into(), rolled(0, 0, 0)));
+    points.push(("rollback-before-comment".into(), rolled(1, 0, 0)));
     points
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn crashes_at_seeded_points_of_apply_and_rollback_are_recovered() {
+async fn crashes_at_every_point_of_apply_and_rollback_land_there_and_are_recovered() {
     let reference = demo_workspace();
     week_plan(reference.path());
     bf_in(reference.path()).args(["apply", "--auto-approve", "-q"]).assert().success();
     let applied = contents(&reference.path().join("bf-demo/warehouse/orders_daily")).await;
     assert_eq!(applied.len(), 4 + 5 + 5 + 4 + 4 + 5, "orders of 1 to 6 September");
 
-    let points = pick(all_points(), POINTS, SEED);
-    assert_eq!(points.len(), POINTS);
-    for point in &points {
+    let points = all_points();
+    assert_eq!(points.len(), 27);
+    for (point, at_crash) in &points {
         let workspace = demo_workspace();
         let root = workspace.path();
         let daily = root.join("bf-demo/warehouse/orders_daily");
@@ -85,36 +107,100 @@ async fn crashes_at_seeded_points_of_apply_and_rollback_are_recovered() {
         if rollback {
             bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
             bf_in(root).args(&undo).env(bf::fault::FAULT_ENV, point).assert().failure();
+            assert_eq!(&landed(&daily), at_crash, "{point}: where the crash landed");
             bf_in(root).args(&undo).assert().success();
             assert!(contents(&daily).await.is_empty(), "{point}: the rollback ends at the empty pre-version");
-            if window_only {
-                assert_eq!(
-                    recorded(&daily, "rollback_slice").await,
-                    (1..=6).collect::<Vec<u64>>(),
-                    "{point}"
-                );
-            }
+            let done = if window_only {
+                Landed { rollback_slices: upto(6), ..landed_applied() }
+            } else {
+                Landed { restores: 1, rollback_comments: 1, ..landed_applied() }
+            };
+            assert_eq!(
+                landed(&daily),
+                done,
+                "{point}: the rerun finished the rollback, writing nothing twice"
+            );
+            // A third run finds it done and writes nothing.
+            let versions = commit_infos(&daily).len();
+            bf_in(root).args(&undo).assert().success();
+            assert_eq!(commit_infos(&daily).len(), versions, "{point}: a finished rollback writes nothing");
         } else {
             bf_in(root)
                 .args(["apply", "--auto-approve", "-q"])
                 .env(bf::fault::FAULT_ENV, point)
                 .assert()
                 .failure();
+            assert_eq!(&landed(&daily), at_crash, "{point}: where the crash landed");
             bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
             assert_eq!(contents(&daily).await, applied, "{point}");
+            assert_eq!(landed(&daily), landed_applied(), "{point}: each slice and the comment once");
         }
-        assert_eq!(
-            recorded(&daily, "slice").await,
-            (1..=6).collect::<Vec<u64>>(),
-            "{point}: each slice once"
-        );
-        let comments = bf::ledger::commits_after(&open_table(&daily).await, 0)
-            .await
-            .unwrap()
-            .iter()
-            .filter(|e| e.bf.contains_key("comment"))
-            .count();
-        assert_eq!(comments, 1, "{point}: the apply's comment, once");
     }
-    eprintln!("{} crash points recovered: {}", points.len(), points.join(", "));
+    eprintln!("{} crash points recovered", points.len());
+}
+
+fn landed_applied() -> Landed {
+    Landed { slices: upto(6), comments: 1, restores: 0, rollback_comments: 0, rollback_slices: Vec::new() }
+}
+
+/// Corruptions made on purpose at the point each check guards: the check must stop bf, naming the
+/// slice, with exit 1. A check nobody ever saw fire proves nothing.
+#[tokio::test(flavor = "multi_thread")]
+async fn each_corruption_is_caught_by_the_check_that_guards_against_it() {
+    // The reconcile: the rehearsal's slice 2 (2 September, 5 orders) loses a row on the way.
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    let september = std::fs::read_to_string(root.join("plans/september.toml")).unwrap();
+    std::fs::write(root.join("plans/week.toml"), september.replace("end = 2026-09-30", "end = 2026-09-06"))
+        .unwrap();
+    let output = bf_in(root)
+        .args(["plan", "plans/week.toml", "--json", "-q"])
+        .env(bf::fault::FAULT_ENV, "drop-row:2")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(1));
+    let plan: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let failed: Vec<&Value> =
+        plan["checks"].as_array().unwrap().iter().filter(|c| c["passed"] == false).collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert_eq!((failed[0]["kind"].as_str(), failed[0]["slice"].as_u64()), (Some("reconcile"), Some(2)));
+    assert!(plan["problems"][0].as_str().unwrap().contains("check `reconcile` failed on slice 2"), "{plan}");
+    bf_in(root).args(["apply", "--auto-approve"]).assert().code(1);
+    assert!(slices_of(&daily).is_empty(), "a plan that failed its reconcile is not applied");
+
+    // Apply's verification: the real table's slice 2 loses a row; slice 1 stays, nothing after it.
+    bf_in(root).args(["plan", "plans/week.toml", "-q"]).assert().success();
+    let output = bf_in(root)
+        .args(["apply", "--auto-approve"])
+        .env(bf::fault::FAULT_ENV, "drop-row:2")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "slice 2 (2026-09-02): the table holds 4 rows of it after the commit, but the rehearsal held 5"
+        ),
+        "{stderr}"
+    );
+    assert_eq!(slices_of(&daily), [1, 2], "it stopped at the slice that failed verification");
+
+    // The rollback's verification: its comparison sees a row the pre-version lacks.
+    let output = bf_in(root)
+        .args(["rollback", "--auto-approve"])
+        .env(bf::fault::FAULT_ENV, "rollback-verify")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    // The rows of slice 1 (4) and what slice 2 kept (4): the version before the RESTORE.
+    assert!(
+        stderr.contains("after the rollback, the window differs from version 0: 8 rows that were not there"),
+        "{stderr}"
+    );
+}
+
+fn slices_of(table: &Path) -> Vec<u64> {
+    crate::common::slices_committed(table)
 }

@@ -30,7 +30,9 @@ fn bad_plans() -> Vec<BadPlan> {
                     .to_owned()
             };
             let line = header("line").parse().expect("`# line:` holds a number");
-            BadPlan { expect: header("expect"), line, path }
+            let expect = header("expect");
+            assert!(!expect.trim().is_empty(), "{}: `# expect:` names no fragment", path.display());
+            BadPlan { expect, line, path }
         })
         .collect();
     plans.sort_by(|a, b| a.path.cmp(&b.path));
@@ -40,7 +42,12 @@ fn bad_plans() -> Vec<BadPlan> {
 #[test]
 fn every_bad_plan_is_refused_naming_its_key_and_line() {
     let plans = bad_plans();
-    assert!(plans.len() >= 40, "the bad-plan corpus shrank to {}", plans.len());
+    let readme = std::fs::read_to_string(repo("README.md")).unwrap();
+    assert!(
+        readme.contains(&format!("tests/plans/bad/, {} bad plans", plans.len())),
+        "the README's count of bad plans is not {}",
+        plans.len()
+    );
     let mut failures = Vec::new();
     for plan in &plans {
         let output = bf().arg("validate").arg(&plan.path).output().expect("bf runs");
@@ -212,6 +219,12 @@ fn every_bad_plan_is_refused_by_bf_plan_too_and_the_table_is_untouched() {
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{}: {stderr}", plan.path.display());
         assert!(stderr.contains(&plan.expect), "{}: {stderr}", plan.path.display());
+        let location = format!("{}:{}:", copy.display(), plan.line);
+        assert!(
+            stderr.contains(&location),
+            "{}: does not point at {location}: {stderr}",
+            plan.path.display()
+        );
         assert!(!root.join(".bf/plan.json").exists(), "{}: a plan was saved", plan.path.display());
         assert!(
             !root.join("warehouse/orders_silver__rehearsal").exists(),

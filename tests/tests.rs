@@ -10,6 +10,8 @@ mod demo;
 mod disk;
 mod faults;
 mod fuzz;
+mod inputs;
+mod ledger;
 mod partitions;
 mod plan;
 mod plan_files;

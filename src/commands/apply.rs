@@ -6,10 +6,10 @@ use std::process::ExitCode;
 
 use bf::apply::{Apply, ApplyProgress, SliceOutcome};
 use bf::plan::Plan;
-use bf::plan_file;
-use bf::rehearsal::{self, Quiet};
+use bf::rehearsal::Quiet;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use crate::render;
 use crate::render::plan::{Format, render, summary};
 
 /// Apply a saved plan: each slice one atomic commit, recorded in the table, resumable.
@@ -71,15 +71,7 @@ impl ApplyProgress for Lines {
         if self.quiet {
             return;
         }
-        let line = match (outcome.status.as_str(), outcome.rows, outcome.source_rows) {
-            ("committed", Some(rows), Some(source)) => format!(
-                "ok {}: {rows} rows for the source's {source}, {} missing (version {})",
-                outcome.first,
-                source.saturating_sub(rows),
-                outcome.version.unwrap_or(0)
-            ),
-            _ => format!("skip {}: committed by an earlier run", outcome.first),
-        };
+        let line = render::apply::slice_line(outcome);
         match &self.bar {
             Some(bar) => {
                 bar.println(line);
@@ -91,30 +83,23 @@ impl ApplyProgress for Lines {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let saved = args.state.saved_plan();
     let plan = match &args.plan {
         Some(path) if path.extension().is_some_and(|e| e == "toml") => {
-            let document = match plan_file::load(path) {
-                Ok(document) => document,
-                Err(error) => {
-                    eprintln!("{error}");
-                    return Ok(ExitCode::FAILURE);
-                }
+            let Some((plan, _)) = super::plan::rehearse_and_save(path, &args.state, None, &Quiet).await?
+            else {
+                return Ok(ExitCode::FAILURE);
             };
-            let plan = match rehearsal::rehearse(&document, &Quiet).await {
-                Ok(plan) => plan,
-                Err(error) => {
-                    eprintln!("error: {error}\nnothing was written to the target");
-                    return Ok(ExitCode::FAILURE);
-                }
-            };
-            plan.save(&saved)?;
-            bf::plan::remember_rehearsal(args.state.path(), &plan.rehearsal.uri)?;
-            print!("{}", render(&plan, Format::Text));
+            // The plan to decide on; stdout is the outcome's (with `--json`, one JSON document).
+            let shown = render(&plan, Format::Text);
+            if args.json || args.quiet {
+                eprint!("{shown}");
+            } else {
+                print!("{shown}");
+            }
             plan
         }
         Some(path) => Plan::load(path)?,
-        None => Plan::load(&saved)?,
+        None => Plan::load(&args.state.saved_plan())?,
     };
     if !plan.appliable() {
         eprintln!("error: this plan cannot be applied:");
@@ -152,34 +137,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(&mut out, &report)?;
-        writeln!(out)?;
-        return Ok(ExitCode::SUCCESS);
-    }
-    let committed = report.slices.iter().filter(|s| s.status == "committed").count();
-    let rows: u64 = report.slices.iter().filter_map(|s| s.rows).sum();
-    writeln!(
-        out,
-        "Applied backfill {} to {}: version {} → {}; {} committed ({rows} rows), {} already there.",
-        report.backfill_id,
-        report.table,
-        report.pre_version,
-        report.post_version,
-        crate::render::count(committed, "slice"),
-        report.slices.len() - committed,
-    )?;
-    if let Some(comment) = &report.comment {
-        writeln!(out, "Table comment: {comment}")?;
-    }
-    if let Some(log) = &report.log_table {
-        writeln!(out, "Recorded in the change log {log}.")?;
-    }
-    writeln!(
-        out,
-        "The version to go back to is {} (recorded in every commit as bf.pre_version).",
-        report.pre_version
-    )?;
+    let text = if args.json { render::json(&report) } else { render::apply::report(&report) };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -25,11 +25,7 @@ pub struct Args {
 
 /// Whether every slice of the plan is committed: its rehearsal has served its purpose then.
 async fn applied(plan: &Plan) -> bool {
-    let Ok(url) = url::Url::parse(&plan.target.uri) else { return false };
-    let Ok(target) = table::open(&url, None).await else { return false };
-    let Ok(backfills) = bf::ledger::backfills_of_plan(&target, &plan.id).await else { return false };
-    let Some(last) = backfills.last() else { return false };
-    matches!(bf::ledger::find_backfill(&target, last).await, Ok(Some(b)) if b.slices.len() == plan.slices.len())
+    bf::apply::state(plan).await.is_ok_and(|state| state.backfill_id.is_some() && state.pending.is_empty())
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {

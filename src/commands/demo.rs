@@ -1,4 +1,4 @@
-//! `bf demo`: build the example shop of the seeds and walk through a backfill on it.
+//! `bf demo`: build the example shop and walk through the March reload on it.
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -6,14 +6,14 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use bf::apply::{Apply, Silent};
-use bf::plan_file;
-use bf::rehearsal::{self, Quiet};
+use bf::rehearsal::Quiet;
 use bf::shop::Shop;
 use bf::{ledger, rollback};
 
+use crate::render;
 use crate::render::plan::{Format, render};
 
-/// Build the example shop, then rehearse, apply and roll back seed 002's March reload on it.
+/// Build the example shop, then rehearse, apply and roll back the March reload on it.
 ///
 /// The shop: September's till files, a silver orders table whose March has the wrong currency, an
 /// empty daily table, and the bundled plans (in `DIR/plans`, pointing at the shop). The walkthrough
@@ -60,14 +60,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
 
+    // Each step prints what the verb itself prints, through the same renderers.
     writeln!(out, "\n$ cd {dir} && bf plan plans/march.toml\n")?;
-    let document = plan_file::load(&shop.plans().join("march.toml"))?;
-    let plan = rehearsal::rehearse(&document, &Quiet).await.context("rehearsing plans/march.toml")?;
-    let saved = super::StateDir { dir: shop.root.join(".bf") }.saved_plan();
-    plan.save(&saved)?;
-    out.write_all(render(&plan, Format::Text).as_bytes())?;
-    writeln!(out, "Saved the plan to {}.", saved.display())?;
-
+    let state = super::StateDir { dir: shop.root.join(".bf") };
+    let Some((plan, saved)) =
+        super::plan::rehearse_and_save(&shop.plans().join("march.toml"), &state, None, &Quiet).await?
+    else {
+        anyhow::bail!("the bundled March plan was refused (above)");
+    };
+    write!(out, "{}", render(&plan, Format::Text))?;
+    writeln!(out, "{}", super::plan::saved_line(&plan, &saved))?;
     writeln!(
         out,
         "\nThe real orders_silver did not change: the rehearsal ran on a shallow clone beside it."
@@ -76,50 +78,29 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     writeln!(out, "\n$ bf apply --auto-approve\n")?;
     let report = Apply::new(&plan).execute(&Silent).await.context("applying plans/march.toml")?;
     for slice in &report.slices {
-        writeln!(
-            out,
-            "ok {}: {} rows for the source's {} (version {})",
-            slice.first,
-            slice.rows.unwrap_or(0),
-            slice.source_rows.unwrap_or(0),
-            slice.version.unwrap_or(0)
-        )?;
+        writeln!(out, "{}", render::apply::slice_line(slice))?;
     }
-    writeln!(
-        out,
-        "Applied backfill {}: orders_silver version {} → {}.",
-        report.backfill_id, report.pre_version, report.post_version
-    )?;
-    if let Some(comment) = &report.comment {
-        writeln!(out, "Table comment: {comment}")?;
-    }
-    writeln!(
-        out,
-        "Every slice commit records bf.pre_version = {}: the version to go back to.",
-        report.pre_version
-    )?;
+    write!(out, "{}", render::apply::report(&report))?;
 
     writeln!(out, "\n$ bf history warehouse/orders_silver --limit 3\n")?;
     let url = bf::table::folder_url(&shop.orders_silver())?;
     let table = bf::table::open(&url, None).await?;
-    writeln!(out, "{}", super::history::history_table(&ledger::history(&table, Some(3)).await?))?;
+    writeln!(out, "{}", render::history::table(&ledger::history(&table, Some(3)).await?))?;
 
     writeln!(out, "\n$ bf rollback --auto-approve\n")?;
     let undo = rollback::prepare(&url, &report.backfill_id).await?;
+    write!(out, "{}", render::rollback::intent(&undo, false))?;
     let rolled = undo.restore().await.context("rolling back the March reload")?;
-    writeln!(
-        out,
-        "Rolled back backfill {}: orders_silver is at version {}, equal to version {} ({} rows in March again).",
-        rolled.backfill_id, rolled.new_version, rolled.restored_version, rolled.rows_after
-    )?;
+    write!(out, "{}", render::rollback::report(&rolled))?;
     writeln!(
         out,
         "The table's history keeps both: the backfill's commits, then the RESTORE that undid them."
     )?;
 
-    writeln!(out, "\nNext, in {dir} (seed 000):")?;
+    writeln!(out, "\nNext, in {dir}, the September daily backfill (one run per day):")?;
     writeln!(out, "  bf slices plans/september.toml     30 runs, one per day, dated the day after")?;
     writeln!(out, "  bf plan plans/september.toml       rehearse September into the empty orders_daily")?;
     writeln!(out, "  bf apply --auto-approve            apply it; run it again after a crash to resume")?;
+    writeln!(out, "  bf plan plans/correction-2026-09-15.toml   then the 15 September correction")?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,9 +1,10 @@
 //! `bf plan`: rehearse every slice on a shallow clone, show before vs after, save the plan.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use bf::plan::Plan;
 use bf::plan_file;
 use bf::rehearsal::{self, Progress};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -44,47 +45,61 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let document = match plan_file::load(&args.plan) {
-        Ok(document) => document,
-        Err(error) => {
-            eprintln!("{error}");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
     let progress = Bar::new(args.quiet);
-    let plan = match rehearsal::rehearse(&document, &progress).await {
-        Ok(plan) => plan,
-        Err(error) => {
-            progress.clear();
-            eprintln!("error: {error}");
-            eprintln!("nothing was written to the target, and no plan was saved");
-            return Ok(ExitCode::FAILURE);
-        }
-    };
+    let planned = rehearse_and_save(&args.plan, &args.state, args.out.as_deref(), &progress).await;
     progress.clear();
-    let saved = args.out.clone().unwrap_or_else(|| args.state.saved_plan());
-    plan.save(&saved)?;
-    bf::plan::remember_rehearsal(args.state.path(), &plan.rehearsal.uri)?;
+    let Some((plan, saved)) = planned? else { return Ok(ExitCode::FAILURE) };
     let format = if args.json { Format::Json } else { args.format };
     let mut out = std::io::stdout().lock();
     out.write_all(render(&plan, format).as_bytes())?;
     if format == Format::Text {
-        if plan.appliable() {
-            writeln!(
-                out,
-                "Saved the plan to {} (id {}); apply it with `bf apply`.",
-                saved.display(),
-                plan.id
-            )?;
-        } else {
-            writeln!(out, "Saved the plan to {} for `bf show`; it cannot be applied.", saved.display())?;
-        }
+        writeln!(out, "{}", saved_line(&plan, &saved))?;
     }
     Ok(match (plan.appliable(), args.detailed_exitcode && plan.changes_data()) {
         (false, _) => ExitCode::FAILURE,
         (true, true) => ExitCode::from(2),
         (true, false) => ExitCode::SUCCESS,
     })
+}
+
+/// Plans the plan file at `path`: load it, rehearse it, save the plan (in the state dir, or `out`)
+/// and remember its rehearsal for `bf clean` — the one sequence `bf plan`, `bf apply PLAN.toml` and
+/// `bf demo` share. `None` when the plan file or the rehearsal was refused: the reason is on stderr
+/// and nothing was saved.
+pub async fn rehearse_and_save(
+    path: &Path,
+    state: &super::StateDir,
+    out: Option<&Path>,
+    progress: &dyn Progress,
+) -> anyhow::Result<Option<(Plan, PathBuf)>> {
+    let document = match plan_file::load(path) {
+        Ok(document) => document,
+        Err(error) => {
+            eprintln!("{error}");
+            return Ok(None);
+        }
+    };
+    let plan = match rehearsal::rehearse(&document, progress).await {
+        Ok(plan) => plan,
+        Err(error) => {
+            eprintln!("error: {error}");
+            eprintln!("nothing was written to the target, and no plan was saved");
+            return Ok(None);
+        }
+    };
+    let saved = out.map_or_else(|| state.saved_plan(), Path::to_owned);
+    plan.save(&saved)?;
+    bf::plan::remember_rehearsal(state.path(), &plan.rehearsal.uri)?;
+    Ok(Some((plan, saved)))
+}
+
+/// Where the plan was saved and what to run next.
+pub fn saved_line(plan: &Plan, saved: &Path) -> String {
+    if plan.appliable() {
+        format!("Saved the plan to {} (id {}); apply it with `bf apply`.", saved.display(), plan.id)
+    } else {
+        format!("Saved the plan to {} for `bf show`; it cannot be applied.", saved.display())
+    }
 }
 
 /// A progress bar on a terminal's stderr; nothing when piped or quiet.

@@ -8,6 +8,8 @@ use bf::plan::Plan;
 use bf::plan_file::Location;
 use bf::{ledger, rollback, table};
 
+use crate::render;
+
 /// Undo a backfill: RESTORE the version recorded before it, or put back only its window.
 ///
 /// Without options, undoes the last backfill applied from the saved plan in this folder. With
@@ -49,7 +51,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let name = table::display_url(&url);
     if let Some(version) = args.to_version {
-        eprintln!("Will RESTORE {name} to version {version}; every commit after it is undone.");
+        eprint!("{}", render::rollback::restore_intent(&name, version));
         if !args.auto_approve && !super::confirm("Do you want to roll back?", "roll back")? {
             eprintln!("Rollback cancelled; nothing was written.");
             return Ok(ExitCode::FAILURE);
@@ -69,32 +71,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let plan = rollback::prepare(&url, &backfill).await?;
-    eprintln!(
-        "Backfill {backfill} of {name}, window {}..{}: {}",
-        plan.window.start, plan.window.end, plan.backfill.reason
-    );
-    eprintln!(
-        "It wrote versions {:?} after version {}.",
-        plan.ours.iter().map(|e| e.version).collect::<Vec<_>>(),
-        plan.backfill.pre_version
-    );
-    if !plan.others.is_empty() {
-        eprintln!(
-            "Other writers committed since: versions {:?}.",
-            plan.others.iter().map(|e| e.version).collect::<Vec<_>>()
-        );
-    }
-    eprintln!(
-        "Will {}.",
-        if args.window_only {
-            format!(
-                "put back the rows the window held at version {}, one commit per slice",
-                plan.backfill.pre_version
-            )
-        } else {
-            format!("RESTORE version {} in one commit", plan.backfill.pre_version)
-        }
-    );
+    eprint!("{}", render::rollback::intent(&plan, args.window_only));
     if !args.auto_approve && !super::confirm("Do you want to roll back?", "roll back")? {
         eprintln!("Rollback cancelled; nothing was written.");
         return Ok(ExitCode::FAILURE);
@@ -104,26 +81,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 }
 
 fn finish(report: &rollback::RollbackReport, json: bool) -> anyhow::Result<ExitCode> {
-    let mut out = std::io::stdout().lock();
-    if json {
-        serde_json::to_writer_pretty(&mut out, report)?;
-        writeln!(out)?;
-    } else {
-        writeln!(
-            out,
-            "Rolled back{} {}: now version {}, equal to version {} {}({} rows, {} before the rollback).",
-            if report.backfill_id.is_empty() {
-                String::new()
-            } else {
-                format!(" backfill {} of", report.backfill_id)
-            },
-            report.table,
-            report.new_version,
-            report.restored_version,
-            if report.window_only { "inside the window " } else { "" },
-            report.rows_after,
-            report.rows_before,
-        )?;
-    }
+    let text = if json { render::json(report) } else { render::rollback::report(report) };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

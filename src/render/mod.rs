@@ -1,7 +1,17 @@
 //! How reports look in a terminal. Commands build a report value first and render it last, so the
-//! text and `--json` forms cannot say different things.
+//! text and `--json` forms cannot say different things. One module per report; every verb and the
+//! demo print through them.
 
+pub mod apply;
+pub mod history;
 pub mod plan;
+pub mod rollback;
+pub mod status;
+
+/// A report as the one JSON document `--json` prints on stdout.
+pub fn json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string_pretty(value).expect("reports serialize") + "\n"
+}
 
 use comfy_table::{ContentArrangement, Table, presets};
 

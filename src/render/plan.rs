@@ -24,7 +24,7 @@ pub enum Format {
 pub fn render(plan: &Plan, format: Format) -> String {
     match format {
         Format::Text => text(plan),
-        Format::Json => serde_json::to_string_pretty(plan).expect("a plan serializes") + "\n",
+        Format::Json => super::json(plan),
         Format::Markdown => markdown(plan),
     }
 }

@@ -40,6 +40,8 @@ pub struct SliceSource {
     pub rows: DataFrame,
     /// The files each input read, for the saved plan's fingerprints.
     pub files: Vec<InputFile>,
+    /// The folders inputs read, with the files in them, so a file added later is seen.
+    pub folders: Vec<FolderListing>,
 }
 
 /// Where the source's rows fell.
@@ -62,6 +64,32 @@ pub struct InputFile {
     pub path: PathBuf,
 }
 
+/// A folder an input read, and the files the query saw in it (sorted, relative to the folder).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FolderListing {
+    pub input: String,
+    pub path: PathBuf,
+    /// The extension of the files the query reads there.
+    pub extension: String,
+    pub files: Vec<String>,
+}
+
+impl FolderListing {
+    /// The folder's listing now, as the query would see it.
+    pub fn now(&self) -> FolderListing {
+        listing(&self.input, &self.path, &self.extension)
+    }
+}
+
+/// A Delta table an input read, and the version it read: every slice, in the rehearsal and in the
+/// apply, reads that version, so commits to the input after `bf plan` change nothing bf writes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeltaInput {
+    pub input: String,
+    pub uri: String,
+    pub version: u64,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
     #[error("slice {slice} ({first}): input `{input}` reads {path}, which does not exist")]
@@ -78,11 +106,24 @@ pub enum SourceError {
 pub struct Source<'a> {
     document: &'a PlanDocument,
     target_schema: SchemaRef,
+    /// The version each Delta input is read at: the first slice pins it, or the saved plan does.
+    pinned: std::sync::Mutex<Vec<DeltaInput>>,
 }
 
 impl<'a> Source<'a> {
     pub fn new(document: &'a PlanDocument, target_schema: SchemaRef) -> Self {
-        Source { document, target_schema }
+        Source { document, target_schema, pinned: Default::default() }
+    }
+
+    /// Reads each Delta input at the version the saved plan read.
+    pub fn with_delta_inputs(self, pinned: &[DeltaInput]) -> Self {
+        *self.pinned.lock().expect("not poisoned") = pinned.to_vec();
+        self
+    }
+
+    /// The Delta inputs read so far, each at its pinned version.
+    pub fn delta_inputs(&self) -> Vec<DeltaInput> {
+        self.pinned.lock().expect("not poisoned").clone()
     }
 
     /// The slice's rows, ready to be written: the query is planned, not run.
@@ -115,6 +156,7 @@ impl<'a> Source<'a> {
         // on the way to the writer (1.8% of an apply, docs/BENCHMARKS.md).
         ctx.state_ref().write().config_mut().options_mut().execution.parquet.schema_force_view_types = false;
         let mut files = Vec::new();
+        let mut folders = Vec::new();
         for (name, input) in &plan.source.inputs {
             let written = expand(&input.path, slice);
             let location = self.document.resolve(&written);
@@ -134,11 +176,23 @@ impl<'a> Source<'a> {
                         path: path.display().to_string(),
                     });
                 }
-                files.extend(
-                    input_files(path).into_iter().map(|path| InputFile { input: name.clone(), path }),
-                );
+                if input.format == Format::Delta {
+                    // Its files are the table's business: its version says what the query reads.
+                } else if path.is_file() {
+                    files.push(InputFile { input: name.clone(), path: path.clone() });
+                } else {
+                    let folder = listing(name, path, format_extension(input.format));
+                    files.extend(
+                        folder.files.iter().map(|f| InputFile { input: name.clone(), path: path.join(f) }),
+                    );
+                    folders.push(folder);
+                }
             }
-            register(&ctx, name, &location, input.format).await.map_err(input_error)?;
+            if input.format == Format::Delta {
+                self.register_delta(&ctx, name, &location).await.map_err(input_error)?;
+            } else {
+                register(&ctx, name, &location, input.format).await.map_err(input_error)?;
+            }
         }
         let day = |d| Scalar::Date32(Some(Date32Type::from_naive_date(d)));
         let query = ctx
@@ -160,7 +214,34 @@ impl<'a> Source<'a> {
             None
         };
         let rows = aligned.filter(slice_predicate(column, slice)).map_err(|e| query_error(&e))?;
-        Ok((SliceSource { ctx, rows, files }, counts))
+        Ok((SliceSource { ctx, rows, files, folders }, counts))
+    }
+
+    /// Registers a Delta input at its pinned version, pinning it at its latest on first use.
+    async fn register_delta(
+        &self,
+        ctx: &SessionContext,
+        name: &str,
+        location: &Location,
+    ) -> Result<(), String> {
+        let url = table::table_url(location).map_err(|e| e.to_string())?;
+        let pinned = self
+            .pinned
+            .lock()
+            .expect("not poisoned")
+            .iter()
+            .find(|d| d.uri == url.as_str())
+            .map(|d| d.version);
+        let delta = table::open(&url, pinned).await.map_err(|e| e.to_string())?;
+        if pinned.is_none() {
+            let version = delta.version().unwrap_or(0);
+            let mut known = self.pinned.lock().expect("not poisoned");
+            if !known.iter().any(|d| d.uri == url.as_str()) {
+                known.push(DeltaInput { input: name.to_owned(), uri: url.to_string(), version });
+            }
+        }
+        let provider = delta.table_provider().await.map_err(|e| e.to_string())?;
+        ctx.register_table(name, provider).map(drop).map_err(|e| e.to_string())
     }
 }
 
@@ -176,12 +257,7 @@ async fn register(
         Location::Path(p) if p.is_file() => {
             p.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default()
         }
-        _ => match format {
-            Format::Csv => ".csv".into(),
-            Format::Parquet => ".parquet".into(),
-            Format::Json => ".json".into(),
-            Format::Delta => String::new(),
-        },
+        _ => format_extension(format).to_owned(),
     };
     let result = match format {
         Format::Csv => {
@@ -204,26 +280,40 @@ async fn register(
             )
             .await
         }
-        Format::Delta => {
-            let url = table::table_url(location).map_err(|e| e.to_string())?;
-            let delta = table::open(&url, None).await.map_err(|e| e.to_string())?;
-            let provider = delta.table_provider().await.map_err(|e| e.to_string())?;
-            ctx.register_table(name, provider).map(drop)
-        }
+        Format::Delta => unreachable!("Delta inputs are registered at their pinned version"),
     };
     result.map_err(|e| e.to_string())
 }
 
-/// The files under an input path (itself, or the files of a folder), sorted.
-fn input_files(path: &std::path::Path) -> Vec<PathBuf> {
-    if path.is_file() {
-        return vec![path.to_owned()];
+/// The extension of the files a folder input of `format` is read by.
+fn format_extension(format: Format) -> &'static str {
+    match format {
+        Format::Csv => ".csv",
+        Format::Parquet => ".parquet",
+        Format::Json => ".json",
+        Format::Delta => "",
     }
-    let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-        .map(|entries| entries.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.is_file()).collect())
-        .unwrap_or_default();
+}
+
+/// The files under a folder, in its sub-folders too (as DataFusion lists a folder), with the
+/// extension the query reads; sorted, relative to the folder.
+fn listing(input: &str, folder: &std::path::Path, extension: &str) -> FolderListing {
+    let mut files = Vec::new();
+    let mut pending = vec![folder.to_owned()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.to_string_lossy().ends_with(extension)
+                && let Ok(relative) = path.strip_prefix(folder)
+            {
+                files.push(relative.to_string_lossy().into_owned());
+            }
+        }
+    }
     files.sort();
-    files
+    FolderListing { input: input.to_owned(), path: folder.to_owned(), extension: extension.to_owned(), files }
 }
 
 /// Selects the target's columns from the query, in the target's order and types.

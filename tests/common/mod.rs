@@ -206,3 +206,40 @@ pub async fn rows_at(table: &Path, version: Option<u64>, predicate: &str) -> Vec
     rows.sort();
     rows
 }
+
+/// Every commit's commitInfo, read from the log's JSON files — not through bf's ledger — as
+/// `(version, commitInfo)`, oldest first.
+pub fn commit_infos(table: &Path) -> Vec<(u64, serde_json::Value)> {
+    let log = table.join("_delta_log");
+    let mut commits: Vec<(u64, serde_json::Value)> = std::fs::read_dir(&log)
+        .expect("a _delta_log folder")
+        .filter_map(|entry| {
+            let path = entry.unwrap().path();
+            let version: u64 = path.file_name()?.to_str()?.strip_suffix(".json")?.parse().ok()?;
+            let text = std::fs::read_to_string(&path).unwrap();
+            let info = text
+                .lines()
+                .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+                .find_map(|action| action.get("commitInfo").cloned())
+                .unwrap_or(serde_json::Value::Null);
+            Some((version, info))
+        })
+        .collect();
+    commits.sort_by_key(|(version, _)| *version);
+    commits
+}
+
+/// The slice numbers of the commits that carry `bf.slice` and `bf.backfill_id` (an apply's slices),
+/// in commit order, read from the raw log.
+pub fn slices_committed(table: &Path) -> Vec<u64> {
+    commit_infos(table)
+        .iter()
+        .filter(|(_, info)| info.get("bf.backfill_id").is_some())
+        .filter_map(|(_, info)| info.get("bf.slice")?.as_u64())
+        .collect()
+}
+
+/// How many commits carry `bf.<key>` (e.g. `comment`), read from the raw log.
+pub fn commits_with(table: &Path, key: &str) -> usize {
+    commit_infos(table).iter().filter(|(_, info)| info.get(format!("bf.{key}")).is_some()).count()
+}

@@ -1,0 +1,53 @@
+//! What `bf apply` prints: a line per slice as it lands, then the outcome.
+
+use std::fmt::Write;
+
+use bf::apply::{ApplyReport, SliceOutcome, SliceStatus};
+
+use super::count;
+
+/// `ok 2026-09-15: 4 rows for the source's 4, 0 missing (version 16)`, or the slice an earlier run
+/// committed.
+pub fn slice_line(outcome: &SliceOutcome) -> String {
+    match (outcome.status, outcome.rows, outcome.source_rows) {
+        (SliceStatus::Committed, Some(rows), Some(source)) => format!(
+            "ok {}: {rows} rows for the source's {source}, {} missing (version {})",
+            outcome.first,
+            source.saturating_sub(rows),
+            outcome.version.unwrap_or(0)
+        ),
+        (SliceStatus::Committed, ..) => {
+            format!("ok {} (version {})", outcome.first, outcome.version.unwrap_or(0))
+        }
+        (SliceStatus::Skipped, ..) => format!("skip {}: committed by an earlier run", outcome.first),
+    }
+}
+
+/// The outcome: versions, slices, the comment, the change log and the version to go back to.
+pub fn report(report: &ApplyReport) -> String {
+    let committed = report.slices.iter().filter(|s| s.status == SliceStatus::Committed).count();
+    let rows: u64 = report.slices.iter().filter_map(|s| s.rows).sum();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Applied backfill {} to {}: version {} → {}; {} committed ({rows} rows), {} already there.",
+        report.backfill_id,
+        report.table,
+        report.pre_version,
+        report.post_version,
+        count(committed, "slice"),
+        report.slices.len() - committed,
+    );
+    if let Some(comment) = &report.comment {
+        let _ = writeln!(out, "Table comment: {comment}");
+    }
+    if let Some(log) = &report.log_table {
+        let _ = writeln!(out, "Recorded in the change log {log}.");
+    }
+    let _ = writeln!(
+        out,
+        "The version to go back to is {} (recorded in every commit as bf.pre_version).",
+        report.pre_version
+    );
+    out
+}

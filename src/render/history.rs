@@ -1,0 +1,64 @@
+//! A table's history as `bf history` prints it, like DESCRIBE HISTORY with bf's columns beside it.
+
+use bf::ledger::{Entry, Mark, RollbackStep};
+
+/// The commits as a table, newest first: DESCRIBE HISTORY's columns and bf's.
+pub fn table(entries: &[Entry]) -> comfy_table::Table {
+    let mut rows = super::table([
+        "version",
+        "timestamp",
+        "operation",
+        "predicate",
+        "rows",
+        "backfill",
+        "slice",
+        "reason",
+    ]);
+    for entry in entries {
+        let (backfill, slice, reason) = match entry.mark() {
+            Err(malformed) => ("unreadable bf keys".to_owned(), String::new(), malformed.problem),
+            Ok(None) => Default::default(),
+            Ok(Some(mark)) => match mark {
+                Mark::Slice { backfill, slice } => {
+                    (backfill.backfill_id.clone(), slice.index.to_string(), backfill.reason.clone())
+                }
+                Mark::Comment { backfill } => {
+                    (backfill.backfill_id.clone(), "comment".to_owned(), backfill.reason.clone())
+                }
+                Mark::Rollback { backfill_id, reason, step, .. } => (
+                    format!("rollback of {backfill_id}"),
+                    match step {
+                        RollbackStep::Restore => String::new(),
+                        RollbackStep::Comment => "comment".to_owned(),
+                        RollbackStep::Slice(slice) => slice.index.to_string(),
+                    },
+                    reason.clone(),
+                ),
+                Mark::RestoredTo { version } => {
+                    (format!("restore to {version}"), String::new(), String::new())
+                }
+                Mark::Clone { rehearsal_of, source_version } => {
+                    (format!("rehearsal of {rehearsal_of} at {source_version}"), String::new(), String::new())
+                }
+                Mark::Rehearsal { plan_id, slice } => {
+                    (format!("plan {plan_id}"), slice.to_string(), String::new())
+                }
+            },
+        };
+        rows.add_row([
+            entry.version.to_string(),
+            entry
+                .timestamp
+                .and_then(chrono::DateTime::from_timestamp_millis)
+                .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+                .unwrap_or_default(),
+            entry.operation.clone(),
+            entry.predicate.clone().unwrap_or_default(),
+            entry.rows_written.map(|n| n.to_string()).unwrap_or_default(),
+            backfill,
+            slice,
+            reason.chars().take(60).collect(),
+        ]);
+    }
+    rows
+}

@@ -1,0 +1,54 @@
+//! What `bf status` prints: the saved plan, and how far its apply got.
+
+use std::fmt::Write;
+
+use bf::apply::ApplyState;
+use bf::plan::Plan;
+
+use super::plan::summary;
+
+pub fn text(plan: &Plan, state: &ApplyState) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Plan {} for {} (made {}):",
+        plan.id,
+        state.table,
+        plan.created_at.format("%Y-%m-%d %H:%M UTC")
+    );
+    let _ = writeln!(out, "  {}", summary(plan));
+    match &state.backfill_id {
+        None => {
+            let why = if plan.appliable() {
+                "not applied yet"
+            } else {
+                "cannot be applied (failed checks or guards)"
+            };
+            let _ = writeln!(
+                out,
+                "  {why}: 0 of {} slices committed; the table is at version {}",
+                plan.slices.len(),
+                state.table_version
+            );
+            return out;
+        }
+        Some(id) => {
+            let _ = writeln!(
+                out,
+                "  backfill {id}: {} of {} slices committed",
+                state.committed.len(),
+                plan.slices.len()
+            );
+        }
+    }
+    let _ = if !state.pending.is_empty() {
+        let pending: Vec<String> = state.pending.iter().map(|d| d.to_string()).collect();
+        writeln!(out, "  pending: {} — run `bf apply` to resume", pending.join(", "))
+    } else if state.commented {
+        writeln!(out, "  done: every slice committed and the comment set")
+    } else {
+        writeln!(out, "  every slice committed; the comment is not set yet: run `bf apply`")
+    };
+    let _ = writeln!(out, "  the version to go back to: {}", plan.target.pre_version);
+    out
+}

@@ -1,0 +1,160 @@
+//! The ledger read strictly: a malformed `bf.*` key is an error naming the commit, never a default;
+//! backfills are told apart by commit order, not by name; a rollback is exactly once; and every
+//! verb's `--json` prints one JSON document and nothing else.
+
+use std::path::Path;
+
+use predicates::prelude::*;
+use serde_json::Value;
+
+use crate::common::{bf_in, commit_infos, demo_workspace, slices_committed, snapshot};
+
+/// Rewrites the commitInfo of `version` in the table's log with `edit` (a hand edit, another tool).
+fn edit_commit_info(table: &Path, version: u64, edit: impl Fn(&mut serde_json::Map<String, Value>)) {
+    let path = table.join(format!("_delta_log/{version:020}.json"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .map(|line| {
+            let mut action: Value = serde_json::from_str(line).unwrap();
+            if let Some(info) = action.get_mut("commitInfo").and_then(Value::as_object_mut) {
+                edit(info);
+            }
+            action.to_string()
+        })
+        .collect();
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+}
+
+#[test]
+fn a_malformed_pre_version_is_an_error_naming_the_commit_never_version_0() {
+    for (what, edit) in [
+        (
+            "missing",
+            Box::new(|i: &mut serde_json::Map<String, Value>| drop(i.remove("bf.pre_version")))
+                as Box<dyn Fn(&mut serde_json::Map<String, Value>)>,
+        ),
+        (
+            "not a number",
+            Box::new(|i: &mut serde_json::Map<String, Value>| {
+                i.insert("bf.pre_version".into(), Value::from("five"));
+            }),
+        ),
+    ] {
+        let workspace = demo_workspace();
+        let root = workspace.path();
+        let silver = root.join("bf-demo/warehouse/orders_silver");
+        bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
+        bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+        // Version 6 is the March slice; the comment commit (7) keeps its keys.
+        edit_commit_info(&silver, 6, &edit);
+        let untouched = snapshot(&silver);
+        let output = bf_in(root).args(["rollback", "--auto-approve"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{what}: {stderr}");
+        assert!(
+            stderr.contains("version 6 of the table carries bf keys that bf cannot read"),
+            "{what}: {stderr}"
+        );
+        assert!(stderr.contains("`bf.pre_version`"), "{what}: {stderr}");
+        assert_eq!(snapshot(&silver), untouched, "{what}: a refused rollback wrote nothing");
+        // The history still shows every commit, the unreadable one marked.
+        bf_in(root)
+            .args(["history", "bf-demo/warehouse/orders_silver"])
+            .assert()
+            .success()
+            .stdout(predicate::str::contains("unreadable bf keys"));
+    }
+}
+
+#[test]
+fn the_tenth_rerun_resumes_itself_not_the_ninth() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    let september = std::fs::read_to_string(root.join("plans/september.toml")).unwrap();
+    std::fs::write(root.join("plans/two.toml"), september.replace("end = 2026-09-30", "end = 2026-09-02"))
+        .unwrap();
+    bf_in(root).args(["plan", "plans/two.toml", "-q"]).assert().success();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    for _ in 2..=9 {
+        bf_in(root).args(["apply", "--auto-approve", "-q", "--rerun", "all"]).assert().success();
+    }
+    // The tenth dies after its first slice; `-r10` sorts before `-r9` as text.
+    bf_in(root)
+        .args(["apply", "--auto-approve", "-q", "--rerun", "all"])
+        .env(bf::fault::FAULT_ENV, "after-commit:1")
+        .assert()
+        .failure();
+    let output = bf_in(root).args(["apply", "--auto-approve", "--json"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let report: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert!(report["backfill_id"].as_str().unwrap().ends_with("-r10"), "{report}");
+    let statuses: Vec<&str> =
+        report["slices"].as_array().unwrap().iter().map(|s| s["status"].as_str().unwrap()).collect();
+    assert_eq!(statuses, ["skipped", "committed"], "the resume wrote only the tenth run's missing slice");
+    assert_eq!(slices_committed(&daily).len(), 2 * 10, "ten backfills of two slices");
+}
+
+#[test]
+fn a_rollback_that_crashed_after_its_restore_only_writes_the_comment_when_rerun() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    bf_in(root)
+        .args(["rollback", "--auto-approve"])
+        .env(bf::fault::FAULT_ENV, "rollback-before-comment")
+        .assert()
+        .failure();
+    assert_eq!(commit_infos(&silver).len(), 9, "versions 0-8: the RESTORE (8) committed, the comment not");
+    let output = bf_in(root).args(["rollback", "--auto-approve"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("It wrote versions [6, 7] after version 5."),
+        "its own RESTORE is not the backfill's: {stderr}"
+    );
+    assert!(stderr.contains("An earlier rollback of it committed versions [8]"), "{stderr}");
+    assert!(String::from_utf8_lossy(&output.stdout).contains("wrote version 9"));
+    let operations: Vec<String> = commit_infos(&silver)
+        .iter()
+        .map(|(_, i)| i["operation"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        operations.iter().filter(|o| *o == "RESTORE").count(),
+        1,
+        "one RESTORE for one rollback: {operations:?}"
+    );
+    assert_eq!(operations.len(), 10, "and only the comment after it");
+}
+
+/// Each verb with `--json`, run in a workspace where it has something to say: stdout must parse as
+/// exactly one JSON document (serde_json refuses trailing text).
+#[test]
+fn every_json_flag_prints_one_json_document_and_nothing_else() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let json = |args: &[&str]| {
+        let output = bf_in(root).args(args).output().unwrap();
+        assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
+        serde_json::from_slice::<Value>(&output.stdout).unwrap_or_else(|e| {
+            panic!(
+                "{args:?}: stdout is not one JSON document ({e}):\n{}",
+                String::from_utf8_lossy(&output.stdout)
+            )
+        })
+    };
+    json(&["slices", "plans/march.toml", "--json"]);
+    json(&["plan", "plans/march.toml", "--json"]);
+    json(&["show", "--json"]);
+    json(&["status", "--json"]);
+    let applied = json(&["apply", "plans/march.toml", "--auto-approve", "--json"]);
+    assert_eq!(applied["slices"][0]["status"], "committed");
+    json(&["status", "--json"]);
+    json(&["history", "bf-demo/warehouse/orders_silver", "--json"]);
+    let rolled = json(&["rollback", "--auto-approve", "--json"]);
+    assert_eq!(rolled["restored_version"], 5);
+    json(&["apply", "plans/september.toml", "--auto-approve", "--json", "-q"]);
+}
