@@ -1,7 +1,9 @@
 //! Applying a saved plan to the real table: exactly once per slice, resumable, recorded.
 //!
 //! 1. Refuse a stale plan ([`check_stale`]): the plan file edited since `bf plan`, the target moved
-//!    by anyone but this plan's own slices, an input file changed, or a check or guard that failed.
+//!    by anyone but this plan's own slices, an input file changed, a file added to or removed from
+//!    an input folder, a commit to a Delta input, or a check or guard that failed; and a change log
+//!    table bf may not write.
 //! 2. Read which slices of this backfill the table already holds (their Delta transactions): after a
 //!    crash, those are skipped and the apply resumes at the first slice not committed.
 //! 3. For each remaining slice, in the plan's order (N at a time with `parallel = N`, which `bf plan`
@@ -55,6 +57,17 @@ pub enum ApplyError {
     Delta(String),
     #[error(transparent)]
     Unsupported(#[from] crate::compat::Unsupported),
+    #[error(transparent)]
+    Ledger(#[from] ledger::Malformed),
+}
+
+impl From<ledger::LedgerError> for ApplyError {
+    fn from(error: ledger::LedgerError) -> Self {
+        match error {
+            ledger::LedgerError::Delta(error) => error.into(),
+            ledger::LedgerError::Malformed(error) => ApplyError::Ledger(error),
+        }
+    }
 }
 
 impl From<DeltaTableError> for ApplyError {
@@ -262,9 +275,9 @@ pub struct ApplyState {
 }
 
 impl ApplyState {
-    /// Every slice committed and the comment set.
-    pub fn done(&self) -> bool {
-        self.backfill_id.is_some() && self.pending.is_empty() && self.commented
+    /// Whether the plan's latest backfill committed every slice (its comment may still be missing).
+    pub fn all_committed(&self) -> bool {
+        self.backfill_id.is_some() && self.pending.is_empty()
     }
 }
 
@@ -272,9 +285,9 @@ impl ApplyState {
 pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
     let url = url_of(plan)?;
     let target = table::open(&url, None).await?;
-    let backfill_id = ledger::backfills_of_plan(&target, &plan.id).await.map_err(ledger_error)?.pop();
+    let backfill_id = ledger::backfills_of_plan(&target, &plan.id).await?.pop();
     let recorded = match &backfill_id {
-        Some(id) => ledger::find_backfill(&target, id).await.map_err(ledger_error)?,
+        Some(id) => ledger::find_backfill(&target, id).await?,
         None => None,
     };
     let committed: BTreeSet<usize> =
@@ -287,10 +300,6 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
         pending: plan.slices.iter().filter(|s| !committed.contains(&s.index)).map(|s| s.first).collect(),
         commented: recorded.is_some_and(|r| r.commented),
     })
-}
-
-fn ledger_error(error: ledger::LedgerError) -> ApplyError {
-    ApplyError::Delta(error.to_string())
 }
 
 /// The plan's `[record] log_table`, if it names one.

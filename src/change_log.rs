@@ -38,7 +38,12 @@ pub struct LogRow {
 pub async fn check(url: &Url) -> Result<(), crate::compat::Unsupported> {
     match crate::table::open(url, None).await {
         Ok(table) => crate::compat::check_appendable(&table).await,
-        Err(_) => Ok(()),
+        Err(crate::table::TableError::NotATable { .. } | crate::table::TableError::Missing { .. }) => Ok(()),
+        Err(other) => Err(crate::compat::Unsupported::Unreadable {
+            table: crate::table::display_url(url),
+            what: "log",
+            detail: other.to_string(),
+        }),
     }
 }
 

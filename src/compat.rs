@@ -35,7 +35,7 @@ pub enum Unsupported {
 
 /// What bf will do to a table, which decides what its protocol may ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Write {
+enum WriteKind {
     /// Replace or merge slices, restore versions: rows are removed and rewritten.
     Rewrite,
     /// Only append rows (the change log): `delta.appendOnly` asks nothing more of it.
@@ -46,15 +46,15 @@ pub enum Write {
 /// deltalake would remove under another name than the one they were added under. Fails closed: a
 /// table whose protocol or file list cannot be read is refused, saying why.
 pub async fn check_writable(table: &DeltaTable) -> Result<(), Unsupported> {
-    check(table, Write::Rewrite).await
+    check(table, WriteKind::Rewrite).await
 }
 
 /// [`check_writable`] for a table bf only appends to.
 pub async fn check_appendable(table: &DeltaTable) -> Result<(), Unsupported> {
-    check(table, Write::Append).await
+    check(table, WriteKind::Append).await
 }
 
-async fn check(table: &DeltaTable, write: Write) -> Result<(), Unsupported> {
+async fn check(table: &DeltaTable, write: WriteKind) -> Result<(), Unsupported> {
     let name = crate::table::display_url(table.table_url());
     let unreadable = |what, detail: String| Unsupported::Unreadable { table: name.clone(), what, detail };
     let snapshot = table.snapshot().map_err(|e| unreadable("snapshot", e.to_string()))?;
@@ -84,7 +84,7 @@ async fn check(table: &DeltaTable, write: Write) -> Result<(), Unsupported> {
         .get("delta.appendOnly")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"));
     let mut needs: Vec<String> = unsupported.iter().map(|f| format!("the writer feature `{f}`")).collect();
-    if append_only && write == Write::Rewrite {
+    if append_only && write == WriteKind::Rewrite {
         needs.push("`delta.appendOnly = true` (a replace removes rows)".into());
     }
     // Measured on dat_multi_partitioned: deltalake writes BINARY partition values as escaped text and

@@ -671,10 +671,7 @@ fn credentials_in_the_environment_never_reach_output_plans_or_commits() {
 
 /// The first six days of September, with `edit` applied to the September plan's text.
 fn week_plan_with(root: &Path, name: &str, edit: impl Fn(String) -> String) -> String {
-    let september = std::fs::read_to_string(root.join("plans/september.toml")).unwrap();
-    let text = edit(september.replace("end = 2026-09-30", "end = 2026-09-06"));
-    write_plan(&root.join("plans"), name, &text);
-    format!("plans/{name}")
+    crate::common::september_plan(root, name, 6, edit)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -117,10 +117,8 @@ async fn a_disk_that_fills_mid_apply_stops_it_cleanly_and_the_next_run_finishes(
         return;
     };
     let daily = warehouse.join("orders_daily");
-    let september = std::fs::read_to_string(root.join("plans/september.toml")).unwrap();
-    std::fs::write(root.join("plans/week.toml"), september.replace("end = 2026-09-30", "end = 2026-09-06"))
-        .unwrap();
-    bf_in(root).args(["plan", "plans/week.toml", "-q"]).assert().success();
+    let week = crate::common::september_plan(root, "week.toml", 6, |text| text);
+    bf_in(root).args(["plan", &week, "-q"]).assert().success();
     let rehearsed = rows_at(&warehouse.join("orders_daily__rehearsal"), None, "true").await;
     let before = rows_at(&daily, None, "true").await;
     let version = open_table(&daily).await.version().unwrap();

@@ -10,10 +10,8 @@ use crate::common::{bf_in, commit_infos, demo_workspace};
 
 /// September's first six days: six slices keep each run short.
 fn week_plan(root: &Path) {
-    let september = std::fs::read_to_string(root.join("plans/september.toml")).unwrap();
-    std::fs::write(root.join("plans/week.toml"), september.replace("end = 2026-09-30", "end = 2026-09-06"))
-        .unwrap();
-    bf_in(root).args(["plan", "plans/week.toml", "-q"]).assert().success();
+    let week = crate::common::september_plan(root, "week.toml", 6, |text| text);
+    bf_in(root).args(["plan", &week, "-q"]).assert().success();
 }
 
 async fn contents(table: &Path) -> Vec<String> {
@@ -151,9 +149,7 @@ async fn each_corruption_is_caught_by_the_check_that_guards_against_it() {
     let workspace = demo_workspace();
     let root = workspace.path();
     let daily = root.join("bf-demo/warehouse/orders_daily");
-    let september = std::fs::read_to_string(root.join("plans/september.toml")).unwrap();
-    std::fs::write(root.join("plans/week.toml"), september.replace("end = 2026-09-30", "end = 2026-09-06"))
-        .unwrap();
+    crate::common::september_plan(root, "week.toml", 6, |text| text);
     let output = bf_in(root)
         .args(["plan", "plans/week.toml", "--json", "-q"])
         .env(bf::fault::FAULT_ENV, "drop-row:2")

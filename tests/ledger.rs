@@ -72,10 +72,8 @@ fn the_tenth_rerun_resumes_itself_not_the_ninth() {
     let workspace = demo_workspace();
     let root = workspace.path();
     let daily = root.join("bf-demo/warehouse/orders_daily");
-    let september = std::fs::read_to_string(root.join("plans/september.toml")).unwrap();
-    std::fs::write(root.join("plans/two.toml"), september.replace("end = 2026-09-30", "end = 2026-09-02"))
-        .unwrap();
-    bf_in(root).args(["plan", "plans/two.toml", "-q"]).assert().success();
+    let two_days = crate::common::september_plan(root, "two.toml", 2, |text| text);
+    bf_in(root).args(["plan", &two_days, "-q"]).assert().success();
     bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
     for _ in 2..=9 {
         bf_in(root).args(["apply", "--auto-approve", "-q", "--rerun", "all"]).assert().success();

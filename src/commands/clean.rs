@@ -25,7 +25,7 @@ pub struct Args {
 
 /// Whether every slice of the plan is committed: its rehearsal has served its purpose then.
 async fn applied(plan: &Plan) -> bool {
-    bf::apply::state(plan).await.is_ok_and(|state| state.backfill_id.is_some() && state.pending.is_empty())
+    bf::apply::state(plan).await.is_ok_and(|state| state.all_committed())
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {

@@ -7,11 +7,9 @@ use std::process::ExitCode;
 
 use bf::plan_file;
 use bf::predicate::slice_predicate_sql;
-use bf::window::{Order, Window};
-use chrono::NaiveDate;
-use serde::Serialize;
 
 use crate::render;
+use crate::render::slices::{SliceRow, SlicesReport};
 
 /// Show the slices a plan makes: index, first and last day, run date, replaceWhere predicate.
 ///
@@ -24,29 +22,6 @@ pub struct Args {
     /// Print JSON instead of a table.
     #[arg(long)]
     json: bool,
-}
-
-#[derive(Debug, Serialize)]
-struct SlicesReport {
-    plan: String,
-    table: String,
-    date_column: String,
-    window: Window,
-    every: String,
-    run_offset: String,
-    order: Order,
-    parallel: u32,
-    slices: Vec<SliceRow>,
-}
-
-#[derive(Debug, Serialize)]
-struct SliceRow {
-    index: usize,
-    first: NaiveDate,
-    last: NaiveDate,
-    days: i64,
-    run_date: NaiveDate,
-    predicate: String,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -81,38 +56,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
             })
             .collect(),
     };
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        serde_json::to_writer_pretty(&mut out, &report)?;
-        writeln!(out)?;
-    } else {
-        write_text(&mut out, &report)?;
-    }
+    let text = if args.json { render::json(&report) } else { render::slices::text(&report) };
+    std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
-}
-
-fn write_text(out: &mut impl Write, report: &SlicesReport) -> std::io::Result<()> {
-    writeln!(
-        out,
-        "{} of `{}` over {} ({} days), {}, {} at a time, into {}",
-        render::count(report.slices.len(), "slice"),
-        report.every,
-        report.window,
-        report.window.days(),
-        report.order,
-        report.parallel,
-        report.table,
-    )?;
-    let mut table = render::table(["slice", "first", "last", "days", "run date", "replaceWhere"]);
-    for row in &report.slices {
-        table.add_row([
-            row.index.to_string(),
-            row.first.to_string(),
-            row.last.to_string(),
-            row.days.to_string(),
-            row.run_date.to_string(),
-            row.predicate.clone(),
-        ]);
-    }
-    writeln!(out, "{table}")
 }

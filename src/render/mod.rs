@@ -6,6 +6,7 @@ pub mod apply;
 pub mod history;
 pub mod plan;
 pub mod rollback;
+pub mod slices;
 pub mod status;
 
 /// A report as the one JSON document `--json` prints on stdout.

@@ -99,6 +99,15 @@ pub fn demo_workspace() -> tempfile::TempDir {
     dir
 }
 
+/// The September plan cut to its first `days` days, with `edit` applied to its text, written as
+/// `plans/<name>` in a demo workspace; returns that relative path, for `bf plan`.
+pub fn september_plan(root: &Path, name: &str, days: u32, edit: impl Fn(String) -> String) -> String {
+    let september = std::fs::read_to_string(root.join("plans/september.toml")).expect("the September plan");
+    let text = edit(september.replace("end = 2026-09-30", &format!("end = 2026-09-{days:02}")));
+    write_plan(&root.join("plans"), name, &text);
+    format!("plans/{name}")
+}
+
 /// Runs `bf` in `dir`.
 pub fn bf_in(dir: &Path) -> Command {
     let mut command = bf();
