@@ -58,16 +58,7 @@ pub enum ApplyError {
     #[error(transparent)]
     Unsupported(#[from] crate::compat::Unsupported),
     #[error(transparent)]
-    Ledger(#[from] ledger::Malformed),
-}
-
-impl From<ledger::LedgerError> for ApplyError {
-    fn from(error: ledger::LedgerError) -> Self {
-        match error {
-            ledger::LedgerError::Delta(error) => error.into(),
-            ledger::LedgerError::Malformed(error) => ApplyError::Ledger(error),
-        }
-    }
+    Ledger(#[from] ledger::LedgerError),
 }
 
 impl From<DeltaTableError> for ApplyError {

@@ -63,16 +63,7 @@ pub enum RollbackError {
     #[error(transparent)]
     Unsupported(#[from] crate::compat::Unsupported),
     #[error(transparent)]
-    Ledger(#[from] ledger::Malformed),
-}
-
-impl From<ledger::LedgerError> for RollbackError {
-    fn from(error: ledger::LedgerError) -> Self {
-        match error {
-            ledger::LedgerError::Delta(error) => error.into(),
-            ledger::LedgerError::Malformed(error) => RollbackError::Ledger(error),
-        }
-    }
+    Ledger(#[from] ledger::LedgerError),
 }
 
 impl From<DeltaTableError> for RollbackError {
@@ -145,7 +136,7 @@ pub async fn prepare(url: &Url, backfill_id: &str) -> Result<RollbackPlan, Rollb
     for entry in since {
         if entry.keys.rollback_of.as_deref() == Some(backfill_id) {
             // A rollback step of this backfill must read: it decides what a rerun skips.
-            entry.mark()?;
+            entry.mark().map_err(ledger::LedgerError::from)?;
         }
         if entry.is_of(backfill_id) {
             plan.ours.push(entry);
