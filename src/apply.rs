@@ -170,12 +170,7 @@ impl<'a> Apply<'a> {
         };
         let schema = table::arrow_schema(&target)?;
         let spec = &document.plan;
-        let writer = SliceWriter {
-            date_column: spec.target.date_column.clone(),
-            mode: spec.write.mode,
-            key: spec.target.key.clone().unwrap_or_default(),
-            columns: schema.fields().iter().map(|f| f.name().clone()).collect(),
-        };
+        let writer = SliceWriter::for_plan(spec);
         let source = Source::new(&document, schema).with_delta_inputs(&plan.delta_inputs);
         let mut outcomes = Vec::with_capacity(slices.len());
         for slice in slices.iter().filter(|s| done.contains(&s.index)) {

@@ -6,9 +6,9 @@
 //! 2. read the target's protocol, metadata and live files at one version;
 //! 3. localize the files a write on the clone would have to rewrite: deltalake cannot rewrite a file
 //!    outside the table's root, so on a table not partitioned by the date column, the files whose
-//!    statistics overlap the window are copied into the clone (for a MERGE, which deltalake does not
-//!    prune by statistics, every file). Every other file is referenced by its absolute URL — for
-//!    replaceWhere, cost follows the window, not the table;
+//!    statistics overlap the window are copied into the clone (replace and merge slices are both
+//!    replaceWheres of their days). Every other file is referenced by its absolute URL: cost follows
+//!    the window, not the table;
 //! 4. commit version 0 of the clone: the target's protocol, its metadata under a new table id, one
 //!    `add` per file, and a commitInfo with operation `CLONE` naming the source and its version, as
 //!    Spark's SHALLOW CLONE records it.
@@ -46,8 +46,6 @@ enum Localize {
     Nothing,
     /// Files that may hold rows of the window on this date column.
     Window(String, Window),
-    /// Every file: a MERGE on a table not partitioned by the date column rewrites files anywhere.
-    Everything,
 }
 
 /// What a clone cost: files referenced in place and files copied.
@@ -93,12 +91,6 @@ impl<'a> ShallowClone<'a> {
         self
     }
 
-    /// Copies every file: what a write that may rewrite any file (a MERGE) needs.
-    pub fn with_every_file_localized(mut self) -> Self {
-        self.localize = Localize::Everything;
-        self
-    }
-
     pub async fn execute(self) -> Result<(DeltaTable, CloneMetrics), CloneError> {
         let started = std::time::Instant::now();
         let source_name = display_url(self.source.table_url());
@@ -140,7 +132,6 @@ impl<'a> ShallowClone<'a> {
                 Localize::Window(column, window) => {
                     inside_source && overlaps(window, column, &partition_values, file.stats().as_deref())
                 }
-                Localize::Everything => inside_source,
                 Localize::Nothing => false,
             };
             let path = if localize {

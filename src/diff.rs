@@ -21,6 +21,7 @@ use deltalake::arrow::array::{Array, RecordBatch};
 use deltalake::arrow::datatypes::{DataType, SchemaRef};
 use deltalake::arrow::util::display::array_value_to_string;
 use deltalake::datafusion::catalog::TableProvider;
+use deltalake::datafusion::common::Column;
 use deltalake::datafusion::common::ScalarValue;
 use deltalake::datafusion::datasource::empty::EmptyTable;
 use deltalake::datafusion::datasource::file_format::parquet::ParquetFormat;
@@ -28,11 +29,13 @@ use deltalake::datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
 use deltalake::datafusion::error::Result as DfResult;
-use deltalake::datafusion::logical_expr::Expr;
-use deltalake::datafusion::prelude::SessionContext;
+use deltalake::datafusion::functions_aggregate::expr_fn::count;
+use deltalake::datafusion::logical_expr::{Expr, col, lit};
+use deltalake::datafusion::prelude::{DataFrame, SessionContext};
 use serde::{Deserialize, Serialize};
 
 use crate::plan_file::Metric;
+use crate::source::read_only::Summed;
 use crate::source::run::read_only_options;
 
 /// Row count and metric values of some rows.
@@ -41,6 +44,56 @@ pub struct Measures {
     pub rows: u64,
     /// Metric name → value; `None` when the aggregate is NULL (e.g. SUM of no rows).
     pub metrics: BTreeMap<String, Option<f64>>,
+    /// For a metric that sums floating-point values (`SUM` or `AVG` of a DOUBLE or FLOAT): how far
+    /// the value can move when the same values are summed in another order, γ(n)·Σ|x| (Higham,
+    /// *Accuracy and Stability of Numerical Algorithms*, §4.2). Other metrics are exact.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub error: BTreeMap<String, f64>,
+}
+
+impl Measures {
+    /// Whether two measures of what should be the same rows agree as far as the data can tell:
+    /// the same row count, and each metric equal — floating-point sums within the rounding error
+    /// of summing in another order (a file rewritten, a merge, parallel scans), everything else
+    /// exactly.
+    pub fn same_as(&self, other: &Measures) -> bool {
+        self.rows == other.rows
+            && self.metrics.len() == other.metrics.len()
+            && self.metrics.iter().all(|(name, value)| {
+                other.metrics.get(name).is_some_and(|theirs| match (value, theirs) {
+                    (Some(a), Some(b)) => (a - b).abs() <= self.tolerance(name, other),
+                    (a, b) => a == b,
+                })
+            })
+    }
+
+    /// The metrics that differ, by no more than their rounding error: what a reviewer should
+    /// see was compared with a tolerance, and how large it was.
+    pub fn within_error(&self, other: &Measures) -> Vec<String> {
+        self.metrics
+            .iter()
+            .filter_map(|(name, value)| {
+                let (Some(a), Some(Some(b))) = (value, other.metrics.get(name)) else { return None };
+                let tolerance = self.tolerance(name, other);
+                (a != b && (a - b).abs() <= tolerance).then(|| {
+                    format!(
+                        "{name}: {a} and {b} differ by {:.3e}, within the {tolerance:.3e} that summing the same floating-point values in another order can move it",
+                        (a - b).abs()
+                    )
+                })
+            })
+            .collect()
+    }
+
+    fn tolerance(&self, name: &str, other: &Measures) -> f64 {
+        self.error.get(name).copied().unwrap_or(0.0) + other.error.get(name).copied().unwrap_or(0.0)
+    }
+}
+
+/// γ(n) = nε/(1 − nε): the relative bound on the error of n floating-point additions.
+fn gamma(n: u64, epsilon: f64) -> f64 {
+    let ne = n as f64 * epsilon;
+    if ne >= 1.0 { f64::INFINITY } else { ne / (1.0 - ne) }
 }
 
 /// Which table a comparison reads.
@@ -137,6 +190,21 @@ impl Comparison {
         Ok(())
     }
 
+    /// Keys that several of `side`'s rows matching `predicate` share (see [`duplicate_keys`]).
+    pub async fn duplicate_keys(
+        &self,
+        side: Side,
+        predicate: Expr,
+        key: &[String],
+        limit: usize,
+    ) -> DfResult<(u64, Vec<String>)> {
+        let table = match side {
+            Side::Before => BEFORE,
+            Side::After => AFTER,
+        };
+        duplicate_keys(self.ctx.table(table).await?.filter(predicate)?, key, limit).await
+    }
+
     /// Row count and metrics of `side`'s rows matching `predicate`.
     pub async fn measure(&self, side: Side, predicate: Expr, metrics: &[Metric]) -> DfResult<Measures> {
         self.view("__bf_measured", side, predicate).await?;
@@ -170,20 +238,56 @@ impl Comparison {
         self.measure_view(metrics).await
     }
 
-    /// Row count and metrics of the view `__bf_measured`.
+    /// Row count and metrics of the view `__bf_measured`, with the rounding error of each metric
+    /// that sums floating-point values: its magnitude Σ|x| is computed in the same pass.
     async fn measure_view(&self, metrics: &[Metric]) -> DfResult<Measures> {
-        let mut select = vec!["COUNT(*)".to_owned()];
         // Metric SQL was checked to be one expression without subqueries (`bf validate`).
-        select.extend(metrics.iter().map(|m| format!("CAST(({}) AS DOUBLE)", m.sql)));
+        let values = metrics.iter().map(|m| format!("({})", m.sql)).collect::<Vec<_>>();
+        let types: Vec<DataType> = if values.is_empty() {
+            Vec::new()
+        } else {
+            let planned = self
+                .ctx
+                .sql_with_options(
+                    &format!("SELECT {} FROM __bf_measured", values.join(", ")),
+                    read_only_options(),
+                )
+                .await?;
+            planned.schema().fields().iter().map(|f| f.data_type().clone()).collect()
+        };
+        let mut select = vec!["COUNT(*)".to_owned()];
+        select.extend(values.iter().map(|v| format!("CAST({v} AS DOUBLE)")));
+        // (metric, ε, its magnitude's column, whether it is an average)
+        let mut bounded = Vec::new();
+        for (metric, data_type) in metrics.iter().zip(&types) {
+            let epsilon = match data_type {
+                DataType::Float64 => f64::EPSILON / 2.0,
+                DataType::Float32 | DataType::Float16 => f64::from(f32::EPSILON) / 2.0,
+                _ => continue,
+            };
+            let (magnitude, average) = match crate::source::read_only::summed(&metric.sql) {
+                Some(Summed::Sum(e)) => (format!("SUM(ABS(CAST(({e}) AS DOUBLE)))"), false),
+                Some(Summed::Avg(e)) => (format!("AVG(ABS(CAST(({e}) AS DOUBLE)))"), true),
+                None => continue,
+            };
+            bounded.push((metric.name.clone(), epsilon, select.len(), average));
+            select.push(magnitude);
+        }
         let sql = format!("SELECT {} FROM __bf_measured", select.join(", "));
         let batch = self.one_batch(&sql).await?;
-        let rows = scalar(&batch, 0, 0).and_then(|v| as_f64(&v)).map_or(0, |n| n as u64);
-        let metrics = metrics
-            .iter()
-            .enumerate()
-            .map(|(i, m)| (m.name.clone(), scalar(&batch, i + 1, 0).and_then(|v| as_f64(&v))))
+        let value = |column: usize| scalar(&batch, column, 0).and_then(|v| as_f64(&v));
+        let rows = value(0).map_or(0, |n| n as u64);
+        let metrics = metrics.iter().enumerate().map(|(i, m)| (m.name.clone(), value(i + 1))).collect();
+        let error = bounded
+            .into_iter()
+            .map(|(name, epsilon, column, average)| {
+                let magnitude = value(column).unwrap_or(0.0);
+                // A sum of n terms takes n − 1 additions; an average one more rounding, the division.
+                let additions = if average { rows } else { rows.saturating_sub(1) };
+                (name, gamma(additions, epsilon) * magnitude)
+            })
             .collect();
-        Ok(Measures { rows, metrics })
+        Ok(Measures { rows, metrics, error })
     }
 
     /// Added, removed and changed rows between before and after within `predicate`, by `key`.
@@ -447,6 +551,35 @@ impl Comparison {
 }
 
 /// A column name quoted for SQL, so names with capitals, spaces or quotes survive.
+/// Keys that more than one of `rows` share: how many such keys, and up to `limit` of them as text
+/// (`order_id = 780 (2 rows)`), most repeated first.
+pub async fn duplicate_keys(rows: DataFrame, key: &[String], limit: usize) -> DfResult<(u64, Vec<String>)> {
+    let columns: Vec<Expr> = key.iter().map(|k| col(Column::new_unqualified(k))).collect();
+    let repeated = rows
+        .aggregate(columns, vec![count(lit(1)).alias("__bf_copies")])?
+        .filter(col("__bf_copies").gt(lit(1i64)))?
+        .cache()
+        .await?;
+    let total = repeated.clone().count().await? as u64;
+    let sample =
+        repeated.sort(vec![col("__bf_copies").sort(false, false)])?.limit(0, Some(limit))?.collect().await?;
+    let mut keys = Vec::new();
+    for batch in &sample {
+        for row in 0..batch.num_rows() {
+            let values: Vec<String> = key
+                .iter()
+                .enumerate()
+                .map(|(i, k)| {
+                    format!("{k} = {}", array_value_to_string(batch.column(i), row).unwrap_or_default())
+                })
+                .collect();
+            let copies = array_value_to_string(batch.column(key.len()), row).unwrap_or_default();
+            keys.push(format!("{} ({copies} rows)", values.join(", ")));
+        }
+    }
+    Ok((total, keys))
+}
+
 pub fn ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }
@@ -466,5 +599,42 @@ fn as_f64(value: &ScalarValue) -> Option<f64> {
             ScalarValue::Float64(v) => v,
             _ => None,
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A metric summed over 1,000 DOUBLE values totalling 4,517,298 (the flake the issue saw).
+    fn revenue(value: f64) -> Measures {
+        Measures {
+            rows: 1_000,
+            metrics: BTreeMap::from([("revenue".to_owned(), Some(value))]),
+            error: BTreeMap::from([("revenue".to_owned(), gamma(999, f64::EPSILON / 2.0) * 4_517_298.0)]),
+        }
+    }
+
+    #[test]
+    fn a_sum_in_another_order_is_the_same_and_a_cent_is_a_change() {
+        let before = revenue(4_517_298.0);
+        let reordered = revenue(4_517_298.000000002);
+        assert!(before.same_as(&reordered));
+        assert_eq!(before.within_error(&reordered).len(), 1, "the tolerance is shown when it was used");
+        assert!(!before.same_as(&revenue(4_517_298.01)), "one cent is far above the rounding error");
+        assert!(!before.same_as(&Measures { rows: 999, ..reordered }), "row counts compare exactly");
+    }
+
+    #[test]
+    fn metrics_without_a_rounding_error_compare_exactly() {
+        let exact = |value: f64| Measures {
+            rows: 3,
+            metrics: BTreeMap::from([("orders".to_owned(), Some(value))]),
+            error: BTreeMap::new(),
+        };
+        assert!(exact(3.0).same_as(&exact(3.0)));
+        assert!(!exact(3.0).same_as(&exact(3.000000000000001)));
+        let none = Measures { metrics: BTreeMap::from([("orders".to_owned(), None)]), ..exact(0.0) };
+        assert!(none.same_as(&none.clone()) && !none.same_as(&exact(0.0)));
     }
 }

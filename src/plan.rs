@@ -131,6 +131,23 @@ pub struct OutsideWindow {
     pub replaced_files: u64,
     #[serde(default)]
     pub written_files: u64,
+    /// Metrics that differ by no more than their floating-point rounding error, and by how much.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub within_error: Vec<String>,
+}
+
+impl OutsideWindow {
+    /// The rows outside the window measured before and after: unchanged when they agree as far as
+    /// the data can tell ([`Measures::same_as`]).
+    pub fn compared(before: Measures, after: Measures) -> OutsideWindow {
+        OutsideWindow {
+            unchanged: before.same_as(&after),
+            within_error: before.within_error(&after),
+            before,
+            after,
+            ..OutsideWindow::default()
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -156,7 +173,8 @@ impl Plan {
     /// Whether applying it would change any row.
     pub fn changes_data(&self) -> bool {
         self.slices.iter().any(|s| {
-            s.before != s.after || s.changes.as_ref().is_some_and(|c| c.added + c.removed + c.changed > 0)
+            !s.before.same_as(&s.after)
+                || s.changes.as_ref().is_some_and(|c| c.added + c.removed + c.changed > 0)
         })
     }
 

@@ -109,20 +109,13 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     progress.step("cloning the target");
     let mut clone = ShallowClone::new(&target, rehearsal_url.clone());
     if !partitioned_by_date {
-        clone = match spec.write.mode {
-            WriteMode::Replace => clone.with_localized_window(column, spec.window()),
-            WriteMode::Merge => clone.with_every_file_localized(),
-        };
+        // Merge slices are replaceWheres too (crate::slice_writer): the same files are rewritten.
+        clone = clone.with_localized_window(column, spec.window());
     }
     let (mut rehearsal, clone_metrics) = clone.execute().await?;
 
     let schema = table::arrow_schema(&target)?;
-    let writer = SliceWriter {
-        date_column: column.to_owned(),
-        mode: spec.write.mode,
-        key: spec.target.key.clone().unwrap_or_default(),
-        columns: schema.fields().iter().map(|f| f.name().clone()).collect(),
-    };
+    let writer = SliceWriter::for_plan(spec);
     let id = plan_id();
     let source = Source::new(document, schema.clone());
     let slices = spec.slices();
@@ -130,6 +123,21 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let mut sources: Vec<(SliceSource, SourceCounts)> = Vec::with_capacity(slices.len());
     for slice in &slices {
         let (rows, counts) = source.for_slice_counted(slice).await?;
+        if let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) {
+            // A merge takes one source row per key; two would leave the slice's result to chance.
+            let (repeated, keys) = crate::diff::duplicate_keys(rows.rows.clone(), key, 5)
+                .await
+                .map_err(query_error(format!("slice {} ({})", slice.index, slice.first)))?;
+            if repeated > 0 {
+                return Err(RehearsalError::Refused(format!(
+                    "slice {} ({}..{}): the source has several rows for {repeated} key(s), and a merge needs one row per key: {}",
+                    slice.index,
+                    slice.first,
+                    slice.last,
+                    keys.join("; ")
+                )));
+            }
+        }
         rehearsal =
             writer.write(rehearsal, slice, &rows, crate::ledger::rehearsal_commit(&id, slice.index)).await?;
         progress.slice_written(slice.index, &slice.first.to_string());
@@ -145,6 +153,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let metrics = &spec.metrics;
     let mut reports = Vec::with_capacity(slices.len());
     let mut check_results: Vec<CheckResult> = Vec::new();
+    let mut merge_notes: Vec<String> = Vec::new();
     for (slice, (rows, counts)) in slices.iter().zip(&sources) {
         let what = format!("slice {} ({})", slice.index, slice.first);
         let predicate = slice_predicate(column, slice);
@@ -170,6 +179,20 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
                 .await
                 .map_err(|message| RehearsalError::Query { what: what.clone(), message })?;
             check_results.push(result);
+        }
+        if let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) {
+            let (repeated, keys) = comparison
+                .duplicate_keys(Side::Before, predicate.clone(), key, 5)
+                .await
+                .map_err(query_error(&what))?;
+            if repeated > 0 {
+                merge_notes.push(format!(
+                    "slice {} ({}): the table holds several rows for {repeated} key(s); a source row for such a key replaces all of them: {}",
+                    slice.index,
+                    slice.first,
+                    keys.join("; ")
+                ));
+            }
         }
         let missing = match (spec.write.mode, &spec.target.key) {
             (WriteMode::Merge, Some(key)) => missing_keys(rows, key).await.map_err(query_error(&what))?,
@@ -221,7 +244,8 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
             .map_err(query_error("the [diff] by breakdown"))?
     };
     let guards = checks::run_guards(&spec.guards, &total.before, &total.after);
-    let warnings = retention_warnings(&target, spec.record.keep_undo_for.0)?;
+    let mut warnings = retention_warnings(&target, spec.record.keep_undo_for.0)?;
+    warnings.extend(merge_notes);
 
     let mut problems = Vec::new();
     if !outside_window.unchanged {
@@ -395,7 +419,7 @@ async fn compare_outside(
     }
     let before = comparison.measure_files(&replaced, outside.clone(), metrics).await?;
     let after = comparison.measure_files(&written, outside, metrics).await?;
-    Ok(counts(OutsideWindow { unchanged: before == after, before, after, ..Default::default() }))
+    Ok(counts(OutsideWindow::compared(before, after)))
 }
 
 /// Every row outside the window, before and after.
@@ -406,7 +430,7 @@ async fn compare_all_outside(
 ) -> DfResult<OutsideWindow> {
     let before = comparison.measure(Side::Before, outside.clone(), metrics).await?;
     let after = comparison.measure(Side::After, outside, metrics).await?;
-    Ok(OutsideWindow { unchanged: before == after, before, after, ..Default::default() })
+    Ok(OutsideWindow::compared(before, after))
 }
 
 /// A local table's live files as file-system paths, with their partition values; `None` for a table

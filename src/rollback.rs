@@ -26,7 +26,6 @@ use url::Url;
 use crate::clone::overlaps;
 use crate::fault::fault;
 use crate::ledger::{self, Entry, Recorded, RollbackStep};
-use crate::plan_file::WriteMode;
 use crate::predicate::{slice_predicate, window_predicate};
 use crate::slice_writer::SliceWriter;
 use crate::source::run::SliceSource;
@@ -242,13 +241,7 @@ impl RollbackPlan {
         check_files_exist(&self.url, pre_version).await?;
         let rows_before = self.window_rows(&table).await?;
         let date_column = self.backfill.backfill.date_column.clone();
-        let schema = table::arrow_schema(&table)?;
-        let writer = SliceWriter {
-            date_column: date_column.clone(),
-            mode: WriteMode::Replace,
-            key: Vec::new(),
-            columns: schema.fields().iter().map(|f| f.name().clone()).collect(),
-        };
+        let writer = SliceWriter::replace(&date_column);
         let old = table::open(&self.url, Some(pre_version)).await?;
         let done: BTreeSet<usize> = {
             let state = table.snapshot()?;

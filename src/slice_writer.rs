@@ -1,22 +1,30 @@
 //! Writing one slice: the single code path by which bf changes a table.
 //!
 //! `bf plan` writes every slice into the rehearsal through this writer and `bf apply` writes them into
-//! the target through it, so the rehearsal proves what apply will do. A slice is exactly one commit:
-//! - `replace`: a replaceWhere on `date_column >= first AND date_column <= last`; every row of those days
-//!   is swapped for the source's, and a row outside them makes the whole write fail;
-//! - `merge`: a MERGE on the key, with the target side restricted to the slice's days: matched rows are
-//!   updated, new ones inserted, others in the slice kept.
+//! the target through it, so the rehearsal proves what apply will do. A slice is exactly one commit,
+//! a replaceWhere on `date_column >= first AND date_column <= last`:
+//! - `replace`: every row of those days is swapped for the source's; a row outside them makes the
+//!   whole write fail;
+//! - `merge`: the slice's rows become the source's rows plus the target's rows of the slice whose key
+//!   the source lacks (with `delete_missing`, only the source's). That is a MERGE on the key restricted
+//!   to the slice — matched rows take the source's values, new keys are inserted, the rest are kept —
+//!   written as the slice's replaceWhere. deltalake's own MERGE cannot run on a rehearsal: it
+//!   resolves every live file of the table against the table's root, and a shallow clone's files
+//!   outside the window live in the target's folder ("merge remove … is outside table root"). As a
+//!   replaceWhere, a merge slice reads and rewrites only the files of its days, on every layout,
+//!   in the rehearsal and in the real table alike. Target rows sharing a key with a source row are
+//!   all replaced by that one row: a merge never multiplies rows.
 //!
 //! The commit carries the caller's `CommitProperties` (bf's ledger keys, the app transaction), so
 //! whoever reads the table's history can tell which backfill and slice wrote it.
 
-use deltalake::datafusion::common::Column;
-use deltalake::datafusion::logical_expr::Expr;
+use deltalake::datafusion::common::JoinType;
+use deltalake::datafusion::prelude::DataFrame;
 use deltalake::kernel::transaction::CommitProperties;
 use deltalake::protocol::SaveMode;
 use deltalake::{DeltaTable, DeltaTableError};
 
-use crate::plan_file::WriteMode;
+use crate::plan_file::{PlanFile, WriteMode};
 use crate::predicate::slice_predicate;
 use crate::source::run::{SliceSource, session_state};
 use crate::window::Slice;
@@ -26,9 +34,10 @@ use crate::window::Slice;
 pub struct SliceWriter {
     pub date_column: String,
     pub mode: WriteMode,
+    /// The key a merge matches rows on.
     pub key: Vec<String>,
-    /// Columns of the table, for the merge's update and insert clauses.
-    pub columns: Vec<String>,
+    /// Whether a merge also deletes the slice's rows whose key the source lacks.
+    pub delete_missing: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +51,26 @@ pub struct WriteError {
 }
 
 impl SliceWriter {
+    /// The writer a plan's slices are written with, in the rehearsal and in the real table.
+    pub fn for_plan(spec: &PlanFile) -> SliceWriter {
+        SliceWriter {
+            date_column: spec.target.date_column.clone(),
+            mode: spec.write.mode,
+            key: spec.target.key.clone().unwrap_or_default(),
+            delete_missing: spec.write.delete_missing,
+        }
+    }
+
+    /// A writer that replaces slices of `date_column` (a window-only rollback).
+    pub fn replace(date_column: &str) -> SliceWriter {
+        SliceWriter {
+            date_column: date_column.to_owned(),
+            mode: WriteMode::Replace,
+            key: Vec::new(),
+            delete_missing: false,
+        }
+    }
+
     /// Writes `source`'s rows for `slice` into `table` as one commit and returns the table after it.
     pub async fn write(
         &self,
@@ -62,57 +91,36 @@ impl SliceWriter {
             // A test hook: one row of the slice is lost on the way to the table.
             rows = rows.limit(1, None).map_err(|e| error(e.into()))?;
         }
-        match self.mode {
-            WriteMode::Replace => table
-                .write(vec![])
-                .with_input_plan(rows.logical_plan().clone())
-                .with_session_state(session_state(&source.ctx))
-                .with_save_mode(SaveMode::Overwrite)
-                .with_replace_where(predicate)
-                .with_commit_properties(commit)
-                .await
-                .map_err(error),
-            WriteMode::Merge => {
-                let side = |name: &str, column: &str| Expr::Column(Column::new(Some(name), column));
-                let on_key = self
-                    .key
-                    .iter()
-                    .map(|k| side("target", k).eq(side("source", k)))
-                    .reduce(Expr::and)
-                    .expect("merge plans have a key (validated)");
-                let target_slice = slice_predicate(&self.date_column, slice);
-                let target_slice = qualify(target_slice, "target");
-                let (merged, _metrics) = table
-                    .merge(rows, on_key.and(target_slice))
-                    .with_source_alias("source")
-                    .with_target_alias("target")
-                    .with_session_state(session_state(&source.ctx))
-                    .with_commit_properties(commit)
-                    .when_matched_update(|update| {
-                        self.columns.iter().fold(update, |u, c| u.update(c.as_str(), side("source", c)))
-                    })
-                    .and_then(|m| {
-                        m.when_not_matched_insert(|insert| {
-                            self.columns.iter().fold(insert, |i, c| i.set(c.as_str(), side("source", c)))
-                        })
-                    })
-                    .map_err(error)?
-                    .await
-                    .map_err(error)?;
-                Ok(merged)
-            }
+        if self.mode == WriteMode::Merge && !self.delete_missing {
+            rows = self.merged(&table, source, rows, predicate.clone()).await.map_err(error)?;
         }
+        table
+            .write(vec![])
+            .with_input_plan(rows.logical_plan().clone())
+            .with_session_state(session_state(&source.ctx))
+            .with_save_mode(SaveMode::Overwrite)
+            .with_replace_where(predicate)
+            .with_commit_properties(commit)
+            .await
+            .map_err(error)
     }
-}
 
-/// The slice predicate with its column qualified by the merge's target alias.
-fn qualify(predicate: Expr, alias: &str) -> Expr {
-    use deltalake::datafusion::common::tree_node::{Transformed, TreeNode};
-    predicate
-        .transform(|e| match e {
-            Expr::Column(c) => Ok(Transformed::yes(Expr::Column(Column::new(Some(alias), c.name)))),
-            other => Ok(Transformed::no(other)),
-        })
-        .map(|t| t.data)
-        .expect("rewriting column references cannot fail")
+    /// The slice's rows after a merge: the source's, and the target's whose key the source lacks.
+    async fn merged(
+        &self,
+        table: &DeltaTable,
+        source: &SliceSource,
+        rows: DataFrame,
+        predicate: deltalake::datafusion::logical_expr::Expr,
+    ) -> Result<DataFrame, DeltaTableError> {
+        let key: Vec<&str> = self.key.iter().map(String::as_str).collect();
+        let kept = source.ctx.read_table(table.table_provider().await?)?.filter(predicate)?.join(
+            rows.clone(),
+            JoinType::LeftAnti,
+            &key,
+            &key,
+            None,
+        )?;
+        Ok(kept.union(rows)?)
+    }
 }

@@ -343,11 +343,16 @@ fn errors_name_what_is_wrong_and_write_nothing() {
         "SELECT CONCAT('#', CAST(o.order_id AS VARCHAR)) AS order_id,",
     );
     refused(root, &plan, &silver, "Cannot cast string '#");
-    // Two source rows for one key make the merge fail; nothing reaches the target.
+    // Two source rows for one key refuse the merge plan, naming keys; nothing reaches the target.
     let plan = variant("dupes.toml", "mode = \"replace\"", "mode = \"merge\"");
     let text = std::fs::read_to_string(&plan).unwrap().replace("JOIN fx ON o.currency = fx.currency\n", "JOIN fx ON o.currency = fx.currency\nUNION ALL SELECT order_id, customer, amount, currency, amount AS amount_eur, CAST(ordered_at AS DATE) AS order_date FROM orders\n");
     std::fs::write(&plan, text).unwrap();
-    refused(root, &plan, &silver, "slice 1 (2026-03-01..2026-03-31) was not written");
+    refused(
+        root,
+        &plan,
+        &silver,
+        "the source has several rows for 409 key(s), and a merge needs one row per key",
+    );
 
     let daily = root.join("bf-demo/warehouse/orders_daily");
     std::fs::remove_file(root.join("bf-demo/landing/orders/2026-09-17.csv")).unwrap();
@@ -501,26 +506,70 @@ fn a_failed_check_or_guard_makes_the_plan_fail_and_unappliable() {
     assert_eq!(check["sample"].as_array().unwrap().len(), 3);
 }
 
-#[test]
-fn merge_mode_keeps_rows_the_source_lacks_and_the_unique_check_sees_them() {
+#[tokio::test(flavor = "multi_thread")]
+async fn a_merge_keeps_the_rows_the_source_lacks_unless_delete_missing_and_never_multiplies_rows() {
     let workspace = demo_workspace();
     let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
     let march = std::fs::read_to_string(root.join("plans/march.toml")).unwrap();
-    let plan = write_plan(
-        &root.join("plans"),
-        "merge.toml",
-        &march.replace("mode = \"replace\"", "mode = \"merge\""),
+    // The corrected source holds only the even orders; the table's March has 3 orders twice.
+    let even = march.replace("mode = \"replace\"", "mode = \"merge\"").replace(
+        "JOIN fx ON o.currency = fx.currency\n",
+        "JOIN fx ON o.currency = fx.currency\nWHERE o.order_id % 2 = 0\n",
     );
-    let output = bf_in(root).arg("plan").arg(&plan).arg("--json").output().unwrap();
-    assert_eq!(output.status.code(), Some(1), "the duplicates stay, so `one row per order` fails");
-    let plan: Value = serde_json::from_slice(&output.stdout).unwrap();
-    assert_eq!(plan["slices"][0]["after"]["rows"], 412, "a merge updates and inserts, it does not delete");
-    let unique =
-        plan["checks"].as_array().unwrap().iter().find(|c| c["name"] == "one row per order").unwrap();
-    assert_eq!(unique["passed"], false);
-    assert_eq!(unique["offending"], 6, "3 orders, twice each");
+    let in_march = "order_date BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'";
+    let odd_rows =
+        count(&silver, &format!("SELECT count(*) FROM t WHERE {in_march} AND order_id % 2 = 1")).await;
+    let even_copies = count(
+        &silver,
+        &format!("SELECT count(*) - count(DISTINCT order_id) FROM t WHERE {in_march} AND order_id % 2 = 0"),
+    )
+    .await;
+    let plan_of = |name: &str, text: &str| {
+        let plan = write_plan(&root.join("plans"), name, text);
+        let output = bf_in(root).arg("plan").arg(&plan).arg("--json").output().unwrap();
+        let json: Value = serde_json::from_slice(&output.stdout).unwrap();
+        (output.status.code(), json)
+    };
+
+    let (code, plan) = plan_of("merge.toml", &even);
+    let source = plan["slices"][0]["source"]["in_slice"].as_i64().unwrap();
+    assert_eq!(
+        plan["slices"][0]["after"]["rows"].as_i64().unwrap(),
+        source + odd_rows,
+        "the source's rows, and the table's rows whose key the source lacks"
+    );
+    let changes = &plan["slices"][0]["changes"];
+    assert_eq!(changes["added"], 0, "every even order was in the table");
+    assert_eq!(
+        changes["removed"].as_i64().unwrap(),
+        even_copies,
+        "only the surplus copies of corrected keys go"
+    );
+    let warned = plan["warnings"].as_array().unwrap().iter().any(|w| {
+        w.as_str().unwrap().contains(
+            "the table holds several rows for 3 key(s); a source row for such a key replaces all of them",
+        )
+    });
+    assert!(warned, "the duplicated keys are reported: {}", plan["warnings"]);
     let reconcile = plan["checks"].as_array().unwrap().iter().find(|c| c["kind"] == "reconcile").unwrap();
     assert_eq!(reconcile["passed"], true, "every source order is in the merged slice");
+    // The odd duplicates the source does not correct stay duplicated, and the unique check says so.
+    let unique =
+        plan["checks"].as_array().unwrap().iter().find(|c| c["name"] == "one row per order").unwrap();
+    assert_eq!(code == Some(0), unique["passed"] == true, "{plan}");
+
+    let (code, plan) = plan_of(
+        "replace-by-key.toml",
+        &even.replace("mode = \"merge\"", "mode = \"merge\"\ndelete_missing = true"),
+    );
+    assert_eq!(
+        plan["slices"][0]["after"]["rows"].as_i64().unwrap(),
+        source,
+        "delete_missing: the slice holds exactly the source's rows"
+    );
+    assert_eq!(plan["slices"][0]["changes"]["removed"].as_i64().unwrap(), odd_rows + even_copies);
+    assert_eq!(code, Some(1), "the rows guard (5%) refuses removing half of March: {}", plan["problems"]);
 }
 
 #[test]

@@ -12,6 +12,7 @@ mod faults;
 mod fuzz;
 mod inputs;
 mod ledger;
+mod merge;
 mod partitions;
 mod plan;
 mod plan_files;

@@ -196,10 +196,15 @@ pub enum Format {
 #[serde(deny_unknown_fields)]
 pub struct Write {
     /// `"replace"` (default): each slice is one replaceWhere commit that swaps all the table's rows of
-    /// those days for the source's. `"merge"`: each slice is one MERGE on `target.key`, restricted to
-    /// the slice (update matched rows, insert new ones).
+    /// those days for the source's. `"merge"`: each slice is one commit merging the source into the
+    /// slice on `target.key` (matched rows take the source's values, new keys are inserted, the
+    /// slice's other rows are kept).
     #[serde(default)]
     pub mode: WriteMode,
+    /// With `mode = "merge"`: also delete the slice's rows whose key the source lacks (the key-based
+    /// equivalent of replace). Default false: they are kept.
+    #[serde(default)]
+    pub delete_missing: bool,
 }
 
 /// See [`Write::mode`].

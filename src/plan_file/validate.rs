@@ -95,6 +95,13 @@ impl PlanFile {
                 "add e.g. `key = [\"order_id\"]` under [target], or use mode = \"replace\"",
             );
         }
+        if self.write.delete_missing && self.write.mode != WriteMode::Merge {
+            issues.add_with_help(
+                "write.delete_missing",
+                "`write.delete_missing` applies to `mode = \"merge\"`: a replace already deletes the slice's rows the source lacks",
+                "remove it, or set mode = \"merge\"",
+            );
+        }
         if let Some(rehearsal) = &self.rehearsal.table
             && rehearsal.trim_end_matches('/') == target.table.trim_end_matches('/')
         {

@@ -155,6 +155,9 @@ fn text(plan: &Plan) -> String {
             change(Some(outside.before.rows as f64), Some(outside.after.rows as f64))
         );
     }
+    for note in &outside.within_error {
+        let _ = writeln!(w, "  compared within rounding: {note}");
+    }
     let outside_source: u64 = plan.slices.iter().map(|s| s.source.outside_window).max().unwrap_or(0);
     let null_source: u64 = plan.slices.iter().map(|s| s.source.null_date).max().unwrap_or(0);
     if outside_source + null_source > 0 {

@@ -76,6 +76,36 @@ pub fn check_expression(sql: &str) -> Result<(), SqlError> {
     }
 }
 
+/// A metric that is one SUM or AVG of an expression, with that expression's SQL: the metrics whose
+/// floating-point rounding bf can bound (see [`crate::diff::Measures::same_as`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Summed {
+    Sum(String),
+    Avg(String),
+}
+
+/// What `sql` (a metric) sums, when it is exactly `SUM(e)` or `AVG(e)` over all rows.
+pub fn summed(sql: &str) -> Option<Summed> {
+    use deltalake::datafusion::sql::sqlparser::ast::{
+        DuplicateTreatment, FunctionArg, FunctionArgExpr, FunctionArguments,
+    };
+    let parsed = DFParser::parse_sql_into_expr(sql).ok()?;
+    let Expr::Function(function) = parsed.expr else { return None };
+    if function.filter.is_some() || function.over.is_some() || !function.within_group.is_empty() {
+        return None;
+    }
+    let FunctionArguments::List(list) = &function.args else { return None };
+    if list.duplicate_treatment.is_some_and(|d| d != DuplicateTreatment::All) || !list.clauses.is_empty() {
+        return None;
+    }
+    let [FunctionArg::Unnamed(FunctionArgExpr::Expr(argument))] = list.args.as_slice() else { return None };
+    match function.name.to_string().to_ascii_lowercase().as_str() {
+        "sum" => Some(Summed::Sum(argument.to_string())),
+        "avg" | "mean" => Some(Summed::Avg(argument.to_string())),
+        _ => None,
+    }
+}
+
 fn refused(what: &str, why: &str) -> SqlError {
     SqlError(format!("{what} is not allowed in a plan ({why}); plan SQL is exactly one read-only SELECT"))
 }
