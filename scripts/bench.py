@@ -3,7 +3,8 @@
 Workloads (docs/BENCHMARKS.md says why each):
   W1 apply   an orders table of --months months (unpartitioned, and partitioned by day); backfill
              --slices monthly slices of --rows-per-month rows each from Parquet inputs.
-  W2 plan    a one-month plan on the whole table vs the same plan on a table holding only that month;
+  W2 plan    a one-month plan (replace, then merge) on the whole table vs the same plan on a table
+             holding only that month;
              and the shallow clone of a table of --clone-files files, at two data sizes.
   W3 memory  one slice of --w3-rows rows: peak RSS.
   W4 resume  apply killed after half the slices, then resumed.
@@ -127,7 +128,7 @@ def make_many_files(path: Path, files: int, rows_per_file: int):
     write_deltalake(str(path), data, partition_by=["order_date"])
 
 
-def plan_text(table: Path, inputs: Path, first: dt.date, last: dt.date, every: str, rehearsal: Path) -> str:
+def plan_text(table: Path, inputs: Path, first: dt.date, last: dt.date, every: str, rehearsal: Path, mode: str = "replace") -> str:
     return f'''reason = "Benchmark: reload {first}..{last} from corrected files."
 
 [target]
@@ -152,6 +153,9 @@ sql = "SUM(amount)"
 
 [guards]
 max_slices = 1000
+
+[write]
+mode = "{mode}"
 
 [rehearsal]
 table = "{rehearsal}"
@@ -337,18 +341,19 @@ def w2_plan(args, work: Path, results: Results, ratios: dict):
     make_table(whole, args.seed, range(args.months), args.rows_per_month, partitioned=False)
     alone = work / "w2-one-month"
     make_table(alone, args.seed, range(month, month + 1), args.rows_per_month, partitioned=False)
-    name = "W2 one-month plan"
-    for run in range(args.runs):
-        for label, base in rotate([(f"bf plan on {args.months} months", whole), ("bf plan on 1 month", alone)], run):
-            scratch = fresh_scratch(work)
-            (scratch / "plan.toml").write_text(
-                plan_text(base, inputs, month_start(month), month_end(month), "month", scratch / "rehearsal")
-            )
-            results.add(name, label, measure([args.bf, "plan", "plan.toml", "-q"], scratch))
-    ratios[name] = {
-        f"{args.months} months / 1 month": results.median(name, f"bf plan on {args.months} months")
-        / results.median(name, "bf plan on 1 month")
-    }
+    # Replace and merge plans alike: a merge rehearsal copies only the window's files too.
+    for mode, name in [("replace", "W2 one-month plan"), ("merge", "W2 one-month merge plan")]:
+        for run in range(args.runs):
+            for label, base in rotate([(f"bf plan on {args.months} months", whole), ("bf plan on 1 month", alone)], run):
+                scratch = fresh_scratch(work)
+                (scratch / "plan.toml").write_text(
+                    plan_text(base, inputs, month_start(month), month_end(month), "month", scratch / "rehearsal", mode)
+                )
+                results.add(name, label, measure([args.bf, "plan", "plan.toml", "-q"], scratch))
+        ratios[name] = {
+            f"{args.months} months / 1 month": results.median(name, f"bf plan on {args.months} months")
+            / results.median(name, "bf plan on 1 month")
+        }
 
     # The clone alone: a one-day plan on tables of --clone-files files, small and ten times larger.
     name = f"W2 clone of {args.clone_files} files"
