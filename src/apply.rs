@@ -253,8 +253,9 @@ pub struct ApplyState {
     pub table_version: u64,
     /// The plan's latest backfill in the table (commit order), if any of its slices committed.
     pub backfill_id: Option<String>,
-    /// The slices that backfill committed, and the first days of those it did not, in plan order.
+    /// The numbers of the slices that backfill committed, in plan order.
     pub committed: Vec<usize>,
+    /// The first days of the slices it has not committed, in plan order.
     pub pending: Vec<chrono::NaiveDate>,
     /// Whether its comment commit, the last of an apply, is in the table.
     pub commented: bool,
@@ -414,8 +415,13 @@ pub fn check_stale(
         )),
         Err(e) => reasons.push(format!("the plan file {} cannot be read: {e}", plan.plan_file.path)),
     }
-    let others: Vec<&Entry> =
-        since.iter().filter(|e| e.backfill().is_none_or(|b| b.plan_id != plan.id)).collect();
+    for malformed in since.iter().filter_map(|e| e.mark().err()) {
+        reasons.push(malformed.to_string());
+    }
+    let others: Vec<&Entry> = since
+        .iter()
+        .filter(|e| e.mark().is_ok() && e.backfill().is_none_or(|b| b.plan_id != plan.id))
+        .collect();
     if !others.is_empty() {
         let listed = ledger::describe(others);
         reasons.push(format!(
@@ -452,10 +458,12 @@ pub fn check_stale(
             ));
         }
     }
+    // Slices read a Delta input at the version the plan read, so a commit to it after the apply
+    // began changes nothing a resume writes: only a first apply refuses it.
+    let resuming = since.iter().any(|e| e.backfill().is_some_and(|b| b.plan_id == plan.id));
     for (input, now) in plan.delta_inputs.iter().zip(delta_now) {
-        if input.uri == plan.target.uri {
-            // A plan that reloads the target from itself: the table's own moves are checked above,
-            // and its slices read the version the plan read.
+        if input.uri == plan.target.uri || (resuming && now.is_ok()) {
+            // A target reloaded from itself: its own moves are checked above.
             continue;
         }
         match now {

@@ -109,7 +109,8 @@ async fn check(table: &DeltaTable, write: WriteKind) -> Result<(), Unsupported> 
         .try_collect()
         .await
         .map_err(|e| unreadable("list of files", e.to_string()))?;
-    if let Some(file) = files.iter().find(|f| !f.path().is_ascii()) {
+    // Only a rewrite removes files; an append never names an old one.
+    if let Some(file) = files.iter().find(|f| write == WriteKind::Rewrite && !f.path().is_ascii()) {
         needs.push(format!(
             "file paths with non-ASCII characters such as `{}` (deltalake would spell them \
              differently when removing the files, and the old rows would stay)",

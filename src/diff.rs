@@ -61,7 +61,7 @@ impl Measures {
             && self.metrics.len() == other.metrics.len()
             && self.metrics.iter().all(|(name, value)| {
                 other.metrics.get(name).is_some_and(|theirs| match (value, theirs) {
-                    (Some(a), Some(b)) => (a - b).abs() <= self.tolerance(name, other),
+                    (Some(a), Some(b)) => a == b || (a - b).abs() <= self.tolerance(name, other),
                     (a, b) => a == b,
                 })
             })
@@ -552,10 +552,12 @@ impl Comparison {
 
 /// A column name quoted for SQL, so names with capitals, spaces or quotes survive.
 /// Keys that more than one of `rows` share: how many such keys, and up to `limit` of them as text
-/// (`order_id = 780 (2 rows)`), most repeated first.
+/// (`order_id = 780 (2 rows)`), most repeated first. A key with a NULL in it matches nothing, so
+/// rows holding one share no key (see [`null_keys`]).
 pub async fn duplicate_keys(rows: DataFrame, key: &[String], limit: usize) -> DfResult<(u64, Vec<String>)> {
     let columns: Vec<Expr> = key.iter().map(|k| col(Column::new_unqualified(k))).collect();
     let repeated = rows
+        .filter(has_key(key))?
         .aggregate(columns, vec![count(lit(1)).alias("__bf_copies")])?
         .filter(col("__bf_copies").gt(lit(1i64)))?
         .cache()
@@ -580,6 +582,20 @@ pub async fn duplicate_keys(rows: DataFrame, key: &[String], limit: usize) -> Df
     Ok((total, keys))
 }
 
+/// How many of `rows` have a NULL in a key column: rows a merge cannot match to anything.
+pub async fn null_keys(rows: DataFrame, key: &[String]) -> DfResult<u64> {
+    Ok(rows.filter(has_key(key).is_not_true())?.count().await? as u64)
+}
+
+/// Every key column is set.
+fn has_key(key: &[String]) -> Expr {
+    key.iter()
+        .map(|k| col(Column::new_unqualified(k)).is_not_null())
+        .reduce(Expr::and)
+        .unwrap_or_else(|| lit(true))
+}
+
+/// A column name quoted for SQL.
 pub fn ident(name: &str) -> String {
     format!("\"{}\"", name.replace('"', "\"\""))
 }

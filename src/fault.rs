@@ -8,7 +8,7 @@ use std::path::Path;
 /// `after-commit:N`, `before-comment` (apply); `rollback-before-restore`, `rollback-before-comment`,
 /// `rollback-before-slice:N`, `rollback-after-commit:N` (rollback). Or a corruption bf's own checks
 /// must catch: `drop-row:N` (the slice writer loses one row of slice N, in the rehearsal or the
-/// real table) and `rollback-verify` (the rollback's comparison reads the version before its last commit).
+/// real table) and `rollback-verify` (the rollback's comparison reads the table as the backfill left it).
 pub const FAULT_ENV: &str = "BF_FAULT";
 
 /// Names a file: before writing slice N (`BF_PAUSE_SLICE=N`), bf creates it and waits while it exists.
@@ -17,13 +17,13 @@ pub const PAUSE_SLICE_ENV: &str = "BF_PAUSE_SLICE";
 
 /// Aborts the process at a named point when `BF_FAULT` names it: a crash exactly there.
 pub(crate) fn fault(point: &str) {
-    if std::env::var(FAULT_ENV).is_ok_and(|wanted| wanted == point) {
+    if corrupt(point) {
         std::process::abort();
     }
 }
 
-/// Whether `BF_FAULT` asks for the corruption named `point`: the caller corrupts on purpose, so a
-/// test proves the check that should catch it does.
+/// Whether `BF_FAULT` names `point`: for a corruption, the caller corrupts on purpose, so a test
+/// proves the check that should catch it does.
 pub(crate) fn corrupt(point: &str) -> bool {
     std::env::var(FAULT_ENV).is_ok_and(|wanted| wanted == point)
 }

@@ -346,8 +346,6 @@ pub struct Recorded {
     pub backfill: Backfill,
     /// The slices its commits wrote, each with the version that wrote it.
     pub slices: Vec<(RecordedSlice, u64)>,
-    /// Versions of all its commits (slices and comment), oldest first.
-    pub versions: Vec<u64>,
     /// Whether its comment commit, the last of an apply, is in the table.
     pub commented: bool,
 }
@@ -366,10 +364,8 @@ pub async fn find_backfill(table: &DeltaTable, backfill_id: &str) -> Result<Opti
         let recorded = found.get_or_insert_with(|| Recorded {
             backfill: backfill.clone(),
             slices: Vec::new(),
-            versions: Vec::new(),
             commented: false,
         });
-        recorded.versions.push(entry.version);
         match slice {
             Some(slice) => recorded.slices.push((slice, entry.version)),
             None => recorded.commented = true,
@@ -395,7 +391,7 @@ pub fn backfill_ids(entries: &[Entry], plan_id: &str) -> Vec<String> {
     ids
 }
 
-/// The commit properties of a rollback commit of `recorded`: which backfill it undoes and why it was
+/// The commit properties of a rollback commit of `backfill`: which backfill it undoes and why it was
 /// done. A window-only slice also carries its own transaction, so it is written exactly once.
 pub fn rollback_commit(backfill: &Backfill, step: RollbackStep) -> CommitProperties {
     let properties = rollback_keys(backfill, step).commit();

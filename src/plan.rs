@@ -39,8 +39,10 @@ pub struct Plan {
     pub rehearsal: RehearsalRecord,
     pub inputs: Vec<InputFingerprint>,
     /// The folders inputs read and the files in them: a file added after `bf plan` makes it stale.
+    #[serde(default)]
     pub input_folders: Vec<FolderListing>,
     /// The Delta tables inputs read, at the version apply reads them at too.
+    #[serde(default)]
     pub delta_inputs: Vec<DeltaInput>,
     /// In execution order.
     pub slices: Vec<SliceReport>,
@@ -158,7 +160,7 @@ pub enum SavedPlanError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("{} is not a bf saved plan: {source}", path.display())]
     Parse { path: PathBuf, source: serde_json::Error },
-    #[error("{} was saved by a bf with plan format {found}; this bf reads format {PLAN_FORMAT}: run `bf plan` again", path.display())]
+    #[error("{} was saved by a bf with plan format {found}; this bf reads formats 1 to {PLAN_FORMAT}: run `bf plan` again", path.display())]
     Format { path: PathBuf, found: u32 },
     #[error("cannot save the plan to {}: {source}", path.display())]
     Write { path: PathBuf, source: std::io::Error },
@@ -198,11 +200,20 @@ impl Plan {
         let value: serde_json::Value = serde_json::from_str(&text)
             .map_err(|source| SavedPlanError::Parse { path: path.to_owned(), source })?;
         let found = value.get("format").and_then(|f| f.as_u64()).unwrap_or(0) as u32;
-        if found != PLAN_FORMAT {
+        if !(1..=PLAN_FORMAT).contains(&found) {
             return Err(SavedPlanError::Format { path: path.to_owned(), found });
         }
-        serde_json::from_value(value)
-            .map_err(|source| SavedPlanError::Parse { path: path.to_owned(), source })
+        let mut plan: Plan = serde_json::from_value(value)
+            .map_err(|source| SavedPlanError::Parse { path: path.to_owned(), source })?;
+        if found == 1 {
+            // An apply a bf before format 2 started can still be resumed; say what it cannot check.
+            plan.warnings.push(
+                "this plan was saved by an older bf (format 1): files added to input folders and commits to Delta \
+                 inputs since `bf plan` are not detected; run `bf plan` again to record them"
+                    .to_owned(),
+            );
+        }
+        Ok(plan)
     }
 }
 

@@ -124,10 +124,21 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     for slice in &slices {
         let (rows, counts) = source.for_slice_counted(slice).await?;
         if let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) {
+            let what = format!("slice {} ({})", slice.index, slice.first);
+            // A NULL key matches nothing: each rerun of the merge would add the row again.
+            let nulls = crate::diff::null_keys(rows.rows.clone(), key).await.map_err(query_error(&what))?;
+            if nulls > 0 {
+                return Err(RehearsalError::Refused(format!(
+                    "slice {} ({}..{}): {nulls} source rows have a NULL in the key ({}), and a merge matches rows by key",
+                    slice.index,
+                    slice.first,
+                    slice.last,
+                    key.join(", ")
+                )));
+            }
             // A merge takes one source row per key; two would leave the slice's result to chance.
-            let (repeated, keys) = crate::diff::duplicate_keys(rows.rows.clone(), key, 5)
-                .await
-                .map_err(query_error(format!("slice {} ({})", slice.index, slice.first)))?;
+            let (repeated, keys) =
+                crate::diff::duplicate_keys(rows.rows.clone(), key, 5).await.map_err(query_error(&what))?;
             if repeated > 0 {
                 return Err(RehearsalError::Refused(format!(
                     "slice {} ({}..{}): the source has several rows for {repeated} key(s), and a merge needs one row per key: {}",

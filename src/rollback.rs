@@ -10,6 +10,10 @@
 //!    (unless forced); then, per slice, one replaceWhere commit with the rows the slice held at the
 //!    pre-version (time travel), exactly once by its own transaction. Writes outside the window stay.
 //! 5. Verify: the window now equals the pre-version's, row by row; a mismatch is an error.
+//!
+//! Exactly once: a rollback reads its own earlier commits (the RESTORE, the comment, window-only
+//! slices by their transactions) and writes only what an interrupted run left out. Finishing a full
+//! rollback whose RESTORE committed first checks that the window is still the pre-version's.
 
 use std::collections::BTreeSet;
 
@@ -53,6 +57,11 @@ pub enum RollbackError {
     MissingFiles { table: String, version: u64, count: usize, files: String, retention: String },
     #[error("after the rollback, the window differs from version {version}: {detail}")]
     Verify { version: u64, detail: String },
+    #[error(
+        "backfill {backfill} was rolled back at version {restored}, but the window has changed since ({detail}):\n{commits}\n\
+         Nothing was written. `bf rollback --to-version N` restores any version."
+    )]
+    ChangedSinceRollback { backfill: String, restored: u64, detail: String, commits: String },
     #[error(transparent)]
     Table(#[from] table::TableError),
     #[error(transparent)]
@@ -157,14 +166,25 @@ impl RollbackPlan {
 
     /// The version of an earlier run's RESTORE of this backfill, if one committed.
     pub fn restored_at(&self) -> Option<u64> {
-        self.earlier
-            .iter()
-            .find(|e| e.rollback_step_of(self.backfill_id()) == Some(RollbackStep::Restore))
-            .map(|e| e.version)
+        self.earlier.iter().find(|e| self.is_restore(e) && e.operation == "RESTORE").map(|e| e.version)
     }
 
+    /// Whether an earlier run wrote the rollback's comment. bf before the typed ledger marked its
+    /// rollback comment like its RESTORE; the operation tells them apart.
     fn commented(&self) -> bool {
-        self.earlier.iter().any(|e| e.rollback_step_of(self.backfill_id()) == Some(RollbackStep::Comment))
+        self.earlier.iter().any(|e| {
+            e.rollback_step_of(self.backfill_id()) == Some(RollbackStep::Comment)
+                || (self.is_restore(e) && e.operation != "RESTORE")
+        })
+    }
+
+    fn is_restore(&self, entry: &Entry) -> bool {
+        entry.rollback_step_of(self.backfill_id()) == Some(RollbackStep::Restore)
+    }
+
+    /// Whether a full rollback has nothing left to write.
+    pub fn finished(&self) -> bool {
+        self.restored_at().is_some() && self.commented()
     }
 
     /// RESTORE the pre-version in one commit, then record the rollback in the comment. Exactly once:
@@ -173,7 +193,24 @@ impl RollbackPlan {
         let pre_version = self.backfill.backfill.pre_version;
         let mut wrote = Vec::new();
         let (mut table, restored) = match self.restored_at() {
-            Some(version) => (table::open(&self.url, None).await?, version),
+            Some(version) => {
+                // An earlier run restored. Finishing it claims the window is the pre-version's
+                // again: true only if nothing since has changed it.
+                let table = table::open(&self.url, None).await?;
+                match self.verify(&table).await {
+                    Ok(_) => {}
+                    Err(RollbackError::Verify { detail, .. }) => {
+                        return Err(RollbackError::ChangedSinceRollback {
+                            backfill: self.backfill_id().to_owned(),
+                            restored: version,
+                            detail,
+                            commits: ledger::describe(self.others.iter().filter(|e| e.version > version)),
+                        });
+                    }
+                    Err(other) => return Err(other),
+                }
+                (table, version)
+            }
             None => {
                 if !self.others.is_empty() {
                     return Err(RollbackError::OthersCommitted {
@@ -220,10 +257,9 @@ impl RollbackPlan {
                 .await?;
             wrote.push(table.version().unwrap_or(0));
         }
-        // The window as the RESTORE left it, whatever anyone committed after it.
+        // The window's rows before the RESTORE undid the backfill, and now.
         let rows_before = self.window_rows(&table::open(&self.url, Some(restored - 1)).await?).await?;
-        let restored_table = table::open(&self.url, Some(restored)).await?;
-        let rows_after = self.verify(&restored_table).await?;
+        let rows_after = self.verify(&table).await?;
         Ok(self.report(false, table.version().unwrap_or(0), wrote, rows_before, rows_after))
     }
 
@@ -331,8 +367,9 @@ impl RollbackPlan {
         let pre_version = self.backfill.backfill.pre_version;
         let corrupted;
         let table = if crate::fault::corrupt("rollback-verify") {
-            // A test hook: the comparison reads the version before the rollback's last commit.
-            corrupted = table::open(&self.url, Some(table.version().unwrap_or(1) - 1)).await?;
+            // A test hook: the comparison reads the table as the backfill left it.
+            let backfilled = self.ours.iter().map(|e| e.version).max();
+            corrupted = table::open(&self.url, backfilled).await?;
             &corrupted
         } else {
             table

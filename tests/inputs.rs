@@ -54,12 +54,19 @@ fn a_file_added_to_an_input_folder_after_the_plan_makes_it_stale() {
     let daily = root.join("bf-demo/warehouse/orders_daily");
     write_plan(&root.join("plans"), "folder.toml", FOLDER_PLAN);
     bf_in(root).args(["plan", "plans/folder.toml", "-q"]).assert().success();
-    let late = root.join("bf-demo/landing/orders/late/2026-09-02-late.csv");
-    std::fs::create_dir_all(late.parent().unwrap()).unwrap();
+    let late = root.join("bf-demo/landing/orders/2026-09-02-late.csv");
     std::fs::write(&late, "order_id,customer,amount,ordered_at\n9001,C01,5.0,2026-09-02T10:00:00\n").unwrap();
     refused(root, &daily, "input `orders`'s folder");
-    refused(root, &daily, "1 added [\"late/2026-09-02-late.csv\"]");
+    refused(root, &daily, "1 added [\"2026-09-02-late.csv\"]");
     std::fs::remove_file(&late).unwrap();
+    // A sub-folder that is not a `key=value` partition is not read by the query, so not listed.
+    let archive = root.join("bf-demo/landing/orders/archive");
+    std::fs::create_dir_all(&archive).unwrap();
+    std::fs::write(
+        archive.join("old.csv"),
+        "order_id,customer,amount,ordered_at\n1,C01,5.0,2026-09-02T10:00:00\n",
+    )
+    .unwrap();
     bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
 }
 
@@ -74,6 +81,44 @@ async fn a_commit_to_a_delta_input_after_the_plan_makes_it_stale() {
     append_silver(&silver, &[(9001, "C01", 1.0, "EUR", "2026-03-02")]).await;
     refused(root, &daily, "input `silver`");
     refused(root, &daily, "is at version 6, but the plan read version 5");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_to_a_delta_input_after_a_crash_does_not_stop_the_resume() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    write_plan(&root.join("plans"), "delta.toml", DELTA_PLAN);
+    bf_in(root).args(["plan", "plans/delta.toml", "-q"]).assert().success();
+    bf_in(root)
+        .args(["apply", "--auto-approve", "-q"])
+        .env(bf::fault::FAULT_ENV, "after-commit:1")
+        .assert()
+        .failure();
+    append_silver(&silver, &[(9003, "C01", 1.0, "EUR", "2026-03-03")]).await;
+    // The slices left read the version the plan read, so the resume writes what was reviewed.
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_id = 9003").await, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plan_saved_by_an_older_bf_still_applies_and_says_what_it_cannot_check() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
+    let saved = root.join(".bf/plan.json");
+    let mut plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    plan["format"] = 1.into();
+    plan.as_object_mut().unwrap().remove("input_folders");
+    plan.as_object_mut().unwrap().remove("delta_inputs");
+    std::fs::write(&saved, plan.to_string()).unwrap();
+    bf_in(root)
+        .args(["apply", "--auto-approve", "-q"])
+        .assert()
+        .success()
+        .stderr(predicates::str::contains("saved by an older bf (format 1)"));
 }
 
 #[tokio::test(flavor = "multi_thread")]

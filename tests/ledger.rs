@@ -128,6 +128,29 @@ fn a_rollback_that_crashed_after_its_restore_only_writes_the_comment_when_rerun(
     assert_eq!(operations.len(), 10, "and only the comment after it");
 }
 
+#[test]
+fn a_rollback_is_not_finished_over_a_window_that_changed_since_its_restore() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    bf_in(root)
+        .args(["rollback", "--auto-approve"])
+        .env(bf::fault::FAULT_ENV, "rollback-before-comment")
+        .assert()
+        .failure();
+    // Someone brings the backfill's rows back (version 7: the slice and the comment) before the rerun.
+    bf_in(root).args(["rollback", "--auto-approve", "--to-version", "7"]).assert().success();
+    let untouched = snapshot(&silver);
+    let output = bf_in(root).args(["rollback", "--auto-approve"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("was rolled back at version 8, but the window has changed since"), "{stderr}");
+    assert!(stderr.contains("version 9: RESTORE"), "the commit since is named: {stderr}");
+    assert_eq!(snapshot(&silver), untouched, "nothing written");
+}
+
 /// Each verb with `--json`, run in a workspace where it has something to say: stdout must parse as
 /// exactly one JSON document (serde_json refuses trailing text).
 #[test]

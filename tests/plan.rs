@@ -594,6 +594,8 @@ fn saved_plan_shape_show_formats_and_exit_codes() {
         "mode",
         "rehearsal",
         "inputs",
+        "input_folders",
+        "delta_inputs",
         "slices",
         "total",
         "outside_window",

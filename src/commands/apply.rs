@@ -125,14 +125,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         Ok(report) => report,
         Err(error) => {
             eprintln!("error: {error}");
-            if matches!(error, bf::apply::ApplyError::Verify { .. }) {
-                eprintln!(
+            use bf::apply::ApplyError;
+            match error {
+                ApplyError::Verify { .. } => eprintln!(
                     "That slice's commit is in the table: `bf rollback` puts the table back to the pre-version."
-                );
-            } else {
-                eprintln!(
+                ),
+                // Refused before writing: the message says what to do instead of a resume.
+                ApplyError::Stale(_) | ApplyError::Unsupported(_) | ApplyError::Ledger(_) => {}
+                _ => eprintln!(
                     "Slices committed before this stay recorded in the table; run `bf apply` again to resume."
-                );
+                ),
             }
             return Ok(ExitCode::FAILURE);
         }

@@ -72,7 +72,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let plan = rollback::prepare(&url, &backfill).await?;
     eprint!("{}", render::rollback::intent(&plan, args.window_only));
-    if !args.auto_approve && !super::confirm("Do you want to roll back?", "roll back")? {
+    let nothing_to_write = !args.window_only && plan.finished();
+    if !args.auto_approve && !nothing_to_write && !super::confirm("Do you want to roll back?", "roll back")? {
         eprintln!("Rollback cancelled; nothing was written.");
         return Ok(ExitCode::FAILURE);
     }

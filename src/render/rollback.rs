@@ -32,7 +32,10 @@ pub fn intent(plan: &RollbackPlan, window_only: bool) -> String {
             backfill.pre_version
         ),
         (false, None) => format!("RESTORE version {} in one commit", backfill.pre_version),
-        (false, Some(version)) => format!("keep the RESTORE of version {version} and finish the rollback"),
+        (false, Some(_)) if plan.finished() => "write nothing: the backfill is rolled back".to_owned(),
+        (false, Some(version)) => {
+            format!("keep the RESTORE committed at version {version} and finish the rollback")
+        }
     };
     let _ = writeln!(out, "Will {will}.");
     out

@@ -64,7 +64,7 @@ pub struct InputFile {
     pub path: PathBuf,
 }
 
-/// A folder an input read, and the files the query saw in it (sorted, relative to the folder).
+/// A folder an input read, and the files the query reads in it (sorted, relative to the folder).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FolderListing {
     pub input: String,
@@ -295,8 +295,9 @@ fn format_extension(format: Format) -> &'static str {
     }
 }
 
-/// The files under a folder, in its sub-folders too (as DataFusion lists a folder), with the
-/// extension the query reads; sorted, relative to the folder.
+/// The files under a folder with the extension the query reads, sorted, relative to the folder: its
+/// own files and those of `key=value` partition folders, as DataFusion lists a folder (it skips
+/// other sub-folders, `listing_table_ignore_subdirectory`).
 fn listing(input: &str, folder: &std::path::Path, extension: &str) -> FolderListing {
     let mut files = Vec::new();
     let mut pending = vec![folder.to_owned()];
@@ -304,7 +305,9 @@ fn listing(input: &str, folder: &std::path::Path, extension: &str) -> FolderList
         for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
             let path = entry.path();
             if path.is_dir() {
-                pending.push(path);
+                if entry.file_name().to_string_lossy().contains('=') {
+                    pending.push(path);
+                }
             } else if path.to_string_lossy().ends_with(extension)
                 && let Ok(relative) = path.strip_prefix(folder)
             {
