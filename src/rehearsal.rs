@@ -127,12 +127,15 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
             let what = format!("slice {} ({})", slice.index, slice.first);
             // A NULL key matches nothing: each rerun of the merge would add the row again.
             let nulls = crate::diff::null_keys(rows.rows.clone(), key).await.map_err(query_error(&what))?;
+            let refused = |why: String| {
+                RehearsalError::Refused(format!(
+                    "slice {} ({}..{}): {why}",
+                    slice.index, slice.first, slice.last
+                ))
+            };
             if nulls > 0 {
-                return Err(RehearsalError::Refused(format!(
-                    "slice {} ({}..{}): {nulls} source rows have a NULL in the key ({}), and a merge matches rows by key",
-                    slice.index,
-                    slice.first,
-                    slice.last,
+                return Err(refused(format!(
+                    "{nulls} source rows have a NULL in the key ({}), and a merge matches rows by key",
                     key.join(", ")
                 )));
             }
@@ -140,11 +143,8 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
             let (repeated, keys) =
                 crate::diff::duplicate_keys(rows.rows.clone(), key, 5).await.map_err(query_error(&what))?;
             if repeated > 0 {
-                return Err(RehearsalError::Refused(format!(
-                    "slice {} ({}..{}): the source has several rows for {repeated} key(s), and a merge needs one row per key: {}",
-                    slice.index,
-                    slice.first,
-                    slice.last,
+                return Err(refused(format!(
+                    "the source has several rows for {repeated} key(s), and a merge needs one row per key: {}",
                     keys.join("; ")
                 )));
             }

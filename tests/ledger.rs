@@ -94,11 +94,9 @@ fn the_tenth_rerun_resumes_itself_not_the_ninth() {
     assert_eq!(slices_committed(&daily).len(), 2 * 10, "ten backfills of two slices");
 }
 
-#[test]
-fn a_rollback_that_crashed_after_its_restore_only_writes_the_comment_when_rerun() {
-    let workspace = demo_workspace();
-    let root = workspace.path();
-    let silver = root.join("bf-demo/warehouse/orders_silver");
+/// The March reload applied (versions 6 and 7), then a rollback that crashed after its RESTORE
+/// (version 8), before its comment.
+fn march_rollback_crashed_after_its_restore(root: &Path) {
     bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
     bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
     bf_in(root)
@@ -106,6 +104,14 @@ fn a_rollback_that_crashed_after_its_restore_only_writes_the_comment_when_rerun(
         .env(bf::fault::FAULT_ENV, "rollback-before-comment")
         .assert()
         .failure();
+}
+
+#[test]
+fn a_rollback_that_crashed_after_its_restore_only_writes_the_comment_when_rerun() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    march_rollback_crashed_after_its_restore(root);
     assert_eq!(commit_infos(&silver).len(), 9, "versions 0-8: the RESTORE (8) committed, the comment not");
     let output = bf_in(root).args(["rollback", "--auto-approve"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -133,13 +139,7 @@ fn a_rollback_is_not_finished_over_a_window_that_changed_since_its_restore() {
     let workspace = demo_workspace();
     let root = workspace.path();
     let silver = root.join("bf-demo/warehouse/orders_silver");
-    bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
-    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
-    bf_in(root)
-        .args(["rollback", "--auto-approve"])
-        .env(bf::fault::FAULT_ENV, "rollback-before-comment")
-        .assert()
-        .failure();
+    march_rollback_crashed_after_its_restore(root);
     // Someone brings the backfill's rows back (version 7: the slice and the comment) before the rerun.
     bf_in(root).args(["rollback", "--auto-approve", "--to-version", "7"]).assert().success();
     let untouched = snapshot(&silver);

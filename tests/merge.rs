@@ -11,7 +11,6 @@ use bf::deltalake::arrow::array::{
     ArrayRef, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray,
 };
 use bf::deltalake::arrow::datatypes::{DataType as ArrowType, Date32Type, Field, Schema};
-use bf::deltalake::kernel::{DataType, StructField};
 use bf::deltalake::protocol::SaveMode;
 use chrono::NaiveDate;
 use serde_json::Value;
@@ -111,14 +110,7 @@ fn batch(orders: &[Order]) -> RecordBatch {
 
 /// An orders table partitioned by `partitions`, written one commit per group of rows.
 async fn table_of(dir: &Path, partitions: &[&str], commits: &[Vec<Order>]) {
-    let columns = vec![
-        StructField::new("order_id", DataType::LONG, true),
-        StructField::new("customer", DataType::STRING, true),
-        StructField::new("amount", DataType::DOUBLE, true),
-        StructField::new("currency", DataType::STRING, true),
-        StructField::new("order_date", DataType::DATE, true),
-    ];
-    let mut table = new_table(dir, columns, partitions).await;
+    let mut table = new_table(dir, crate::common::orders_columns(), partitions).await;
     for rows in commits {
         table = table.write(vec![batch(rows)]).with_save_mode(SaveMode::Append).await.unwrap();
     }

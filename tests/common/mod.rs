@@ -118,6 +118,18 @@ pub fn bf_in(dir: &Path) -> Command {
 /// One row of the orders tables the tests build: id, customer, amount, currency, day.
 pub type OrderRow = (i64, &'static str, f64, &'static str, &'static str);
 
+/// The columns of the orders tables the tests build.
+pub fn orders_columns() -> Vec<bf::deltalake::kernel::StructField> {
+    use bf::deltalake::kernel::{DataType, StructField};
+    vec![
+        StructField::new("order_id", DataType::LONG, true),
+        StructField::new("customer", DataType::STRING, true),
+        StructField::new("amount", DataType::DOUBLE, true),
+        StructField::new("currency", DataType::STRING, true),
+        StructField::new("order_date", DataType::DATE, true),
+    ]
+}
+
 /// Writes an orders table (order_id, customer, amount, currency, order_date), optionally partitioned
 /// by order_date, one commit per group of rows, and returns its folder.
 pub async fn orders_table(dir: &Path, partitioned: bool, commits: &[&[OrderRow]]) -> PathBuf {
@@ -127,17 +139,9 @@ pub async fn orders_table(dir: &Path, partitioned: bool, commits: &[&[OrderRow]]
         ArrayRef, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray,
     };
     use bf::deltalake::arrow::datatypes::{DataType as ArrowType, Date32Type, Field, Schema};
-    use bf::deltalake::kernel::{DataType, StructField};
     use bf::deltalake::protocol::SaveMode;
 
-    let columns = vec![
-        StructField::new("order_id", DataType::LONG, true),
-        StructField::new("customer", DataType::STRING, true),
-        StructField::new("amount", DataType::DOUBLE, true),
-        StructField::new("currency", DataType::STRING, true),
-        StructField::new("order_date", DataType::DATE, true),
-    ];
-    let mut table = new_table(dir, columns, if partitioned { &["order_date"] } else { &[] }).await;
+    let mut table = new_table(dir, orders_columns(), if partitioned { &["order_date"] } else { &[] }).await;
     let schema = Arc::new(Schema::new(vec![
         Field::new("order_id", ArrowType::Int64, true),
         Field::new("customer", ArrowType::Utf8, true),
