@@ -71,6 +71,10 @@ pub struct PlanFileRecord {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TargetRecord {
     pub uri: String,
+    /// The table as the plan file names it (a path relative to the plan file, or a URI): how a
+    /// pull-request comment names it, rather than the planning machine's absolute path.
+    #[serde(default)]
+    pub table: String,
     /// The version the plan was made against, and the one a rollback restores.
     pub pre_version: u64,
     pub date_column: String,

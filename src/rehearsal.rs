@@ -304,6 +304,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         reason: spec.reason.clone(),
         target: TargetRecord {
             uri: target_url.to_string(),
+            table: spec.target.table.clone(),
             pre_version,
             date_column: column.to_owned(),
             key: spec.target.key.clone(),

@@ -16,6 +16,7 @@ mod merge;
 mod partitions;
 mod plan;
 mod plan_files;
+mod review;
 mod rollback;
 mod schema;
 mod slice_rows;

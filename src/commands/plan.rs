@@ -9,7 +9,7 @@ use bf::plan_file;
 use bf::rehearsal::{self, Progress};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::render::plan::{Format, render};
+use crate::render::plan::{Detail, Format, render_with};
 
 /// Rehearse a plan on a shallow clone of the table and show what it would change.
 ///
@@ -36,6 +36,9 @@ pub struct Args {
     /// Same as `--format json`.
     #[arg(long, conflicts_with = "format")]
     json: bool,
+    /// How much of the plan to show (text and markdown).
+    #[arg(long, value_enum, default_value_t = Detail::Auto)]
+    detail: Detail,
     /// Exit 2 (instead of 0) when the plan would change data.
     #[arg(long)]
     detailed_exitcode: bool,
@@ -51,7 +54,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Some((plan, saved)) = planned? else { return Ok(ExitCode::FAILURE) };
     let format = if args.json { Format::Json } else { args.format };
     let mut out = std::io::stdout().lock();
-    out.write_all(render(&plan, format).as_bytes())?;
+    out.write_all(render_with(&plan, format, args.detail).as_bytes())?;
     if format == Format::Text {
         writeln!(out, "{}", saved_line(&plan, &saved))?;
     }

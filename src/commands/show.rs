@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use bf::plan::Plan;
 
-use crate::render::plan::{Format, render};
+use crate::render::plan::{Detail, Format, render_with};
 
 /// Show a saved plan (the last `bf plan`, or a file saved with `--out`).
 #[derive(Debug, clap::Args)]
@@ -22,12 +22,15 @@ pub struct Args {
     /// Same as `--format json`.
     #[arg(long, conflicts_with = "format")]
     json: bool,
+    /// How much of the plan to show (text and markdown).
+    #[arg(long, value_enum, default_value_t = Detail::Auto)]
+    detail: Detail,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let path = args.file.unwrap_or_else(|| args.state.saved_plan());
     let plan = Plan::load(&path)?;
     let format = if args.json { Format::Json } else { args.format };
-    std::io::stdout().lock().write_all(render(&plan, format).as_bytes())?;
+    std::io::stdout().lock().write_all(render_with(&plan, format, args.detail).as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -53,9 +53,14 @@ pub fn number(value: f64) -> String {
     }
 }
 
-/// `412 → 409 (−3, −0.7%)`: a before/after pair with its change.
+/// A value a report shows, or `—` where there is none (the SUM of no rows).
+pub fn value(value: Option<f64>) -> String {
+    value.map_or_else(|| "—".to_owned(), number)
+}
+
+/// `412 → 409 (−3, −0.7%)`: a before/after pair with its change; `— → 6,487.85` from nothing.
 pub fn change(before: Option<f64>, after: Option<f64>) -> String {
-    let show = |v: Option<f64>| v.map_or_else(|| "NULL".to_owned(), number);
+    let show = value;
     match (before, after) {
         (Some(b), Some(a)) if a == b => format!("{} (=)", number(b)),
         (Some(b), Some(a)) => format!(

@@ -21,11 +21,79 @@ pub enum Format {
     Markdown,
 }
 
+/// How much of a plan the text and markdown forms show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Detail {
+    /// Everything for a plan of up to 12 slices; for a longer one, the summary, the slices with the
+    /// most changes and their changed rows: a screen, not a scroll.
+    #[default]
+    Auto,
+    /// The summary, checks, guards and the slices with the most changes.
+    Summary,
+    /// Every slice's row; changed rows of the slices with the most changes.
+    Slices,
+    /// Everything: every slice and every slice's changed rows.
+    All,
+}
+
+/// Plans longer than this are shown as a summary first, with their largest slices.
+const LONG_PLAN: usize = 12;
+/// How many slices a summary lists, and how many slices' changed rows it shows.
+const TOP_SLICES: usize = 10;
+const TOP_SAMPLES: usize = 3;
+/// GitHub refuses comments longer than this many characters.
+const COMMENT_LIMIT: usize = 65_536;
+
 pub fn render(plan: &Plan, format: Format) -> String {
+    render_with(plan, format, Detail::Auto)
+}
+
+pub fn render_with(plan: &Plan, format: Format, detail: Detail) -> String {
     match format {
-        Format::Text => text(plan),
+        Format::Text => text(plan, detail),
         Format::Json => super::json(plan),
-        Format::Markdown => markdown(plan),
+        Format::Markdown => markdown(plan, detail),
+    }
+}
+
+/// What a detail level shows of a plan: which slices' rows, and which slices' changed rows.
+struct Shown<'p> {
+    slices: Vec<&'p SliceReport>,
+    samples: Vec<&'p SliceReport>,
+}
+
+impl<'p> Shown<'p> {
+    fn of(plan: &'p Plan, detail: Detail) -> Shown<'p> {
+        let everything = detail == Detail::All || (detail == Detail::Auto && plan.slices.len() <= LONG_PLAN);
+        let largest = |n: usize| {
+            let mut by_change: Vec<&SliceReport> = plan.slices.iter().collect();
+            by_change.sort_by_key(|s| std::cmp::Reverse(changed_rows(s)));
+            let mut top: Vec<&SliceReport> = by_change.into_iter().take(n).collect();
+            top.sort_by_key(|s| s.index);
+            top
+        };
+        let with_samples = |slices: Vec<&'p SliceReport>| -> Vec<&'p SliceReport> {
+            slices.into_iter().filter(|s| s.changes.as_ref().is_some_and(|c| !c.samples.is_empty())).collect()
+        };
+        match detail {
+            _ if everything => Shown {
+                slices: plan.slices.iter().collect(),
+                samples: with_samples(plan.slices.iter().collect()),
+            },
+            Detail::Slices => {
+                Shown { slices: plan.slices.iter().collect(), samples: with_samples(largest(TOP_SAMPLES)) }
+            }
+            Detail::Summary => Shown { slices: largest(TOP_SLICES), samples: Vec::new() },
+            _ => Shown { slices: largest(TOP_SLICES), samples: with_samples(largest(TOP_SAMPLES)) },
+        }
+    }
+}
+
+/// How much a slice changes: rows added, removed and changed by key, else the change in its count.
+fn changed_rows(slice: &SliceReport) -> u64 {
+    match &slice.changes {
+        Some(c) => c.added + c.removed + c.changed,
+        None => slice.before.rows.abs_diff(slice.after.rows),
     }
 }
 
@@ -46,7 +114,7 @@ pub fn summary(plan: &Plan) -> String {
 }
 
 fn short_change(before: Option<f64>, after: Option<f64>) -> String {
-    let show = |v: Option<f64>| v.map_or_else(|| "NULL".to_owned(), number);
+    let show = super::value;
     match (before, after) {
         (Some(b), Some(a)) => match percent(b, a) {
             Some(p) if a != b => format!("{} → {} ({p})", number(b), number(a)),
@@ -57,7 +125,8 @@ fn short_change(before: Option<f64>, after: Option<f64>) -> String {
     }
 }
 
-fn text(plan: &Plan) -> String {
+fn text(plan: &Plan, detail: Detail) -> String {
+    let shown = Shown::of(plan, detail);
     let mut out = String::new();
     let w = &mut out;
     let target = display(&plan.target.uri);
@@ -87,6 +156,14 @@ fn text(plan: &Plan) -> String {
         count(clone.files_localized, "file"),
         number(clone.bytes_localized as f64)
     );
+    let _ = writeln!(w, "\n{}", summary(plan));
+    if !plan.appliable() {
+        let _ = writeln!(w, "This plan cannot be applied:");
+        for problem in &plan.problems {
+            let _ = writeln!(w, "  - {problem}");
+        }
+    }
+    checks_and_guards(w, plan);
     let _ = writeln!(w);
 
     let metric_names: Vec<&String> = plan.total.before.metrics.keys().collect();
@@ -97,7 +174,7 @@ fn text(plan: &Plan) -> String {
         header.push("added / removed / changed".into());
     }
     let mut slices = table(header);
-    for slice in &plan.slices {
+    for slice in &shown.slices {
         let mut row = slice_cells(slice, &metric_names);
         if keyed {
             row.push(
@@ -126,11 +203,19 @@ fn text(plan: &Plan) -> String {
         slices.add_row(row);
     }
     let _ = writeln!(w, "{slices}");
+    if shown.slices.len() < plan.slices.len() {
+        let _ = writeln!(
+            w,
+            "{} of {} slices shown, those with the most changes; `--detail slices` lists every slice.",
+            shown.slices.len(),
+            plan.slices.len()
+        );
+    }
 
     let outside = &plan.outside_window;
     let mut outside_line = format!("{} rows", number(outside.before.rows as f64));
     for (name, value) in &outside.before.metrics {
-        let _ = write!(outside_line, ", {name} {}", value.map_or_else(|| "NULL".to_owned(), number));
+        let _ = write!(outside_line, ", {name} {}", super::value(*value));
     }
     let compared_files = outside.shared_files + outside.replaced_files + outside.written_files > 0;
     if outside.unchanged && compared_files {
@@ -168,17 +253,6 @@ fn text(plan: &Plan) -> String {
         );
     }
 
-    for slice in &plan.slices {
-        let Some(changes) = &slice.changes else { continue };
-        if changes.samples.is_empty() {
-            continue;
-        }
-        let total = changes.added + changes.removed + changes.changed;
-        let _ =
-            writeln!(w, "\nChanged rows in slice {} ({} of {total}):", slice.index, changes.samples.len());
-        let _ = writeln!(w, "{}", sample_diff(&changes.samples));
-    }
-
     if !plan.breakdown.is_empty() {
         let _ = writeln!(w, "\nWhere the change is:");
         for line in breakdown_lines(&plan.breakdown, plan) {
@@ -186,7 +260,33 @@ fn text(plan: &Plan) -> String {
         }
     }
 
-    let _ = writeln!(w, "\nChecks");
+    for slice in &shown.samples {
+        let Some(changes) = &slice.changes else { continue };
+        let total = changes.added + changes.removed + changes.changed;
+        let _ =
+            writeln!(w, "\nChanged rows in slice {} ({} of {total}):", slice.index, changes.samples.len());
+        let _ = writeln!(w, "{}", sample_diff(&changes.samples));
+    }
+    let with_samples =
+        plan.slices.iter().filter(|s| s.changes.as_ref().is_some_and(|c| !c.samples.is_empty())).count();
+    if shown.samples.len() < with_samples {
+        let _ = writeln!(
+            w,
+            "\nChanged rows of {} of {with_samples} slices shown; `--detail all` shows every slice's.",
+            shown.samples.len()
+        );
+    }
+
+    for warning in &plan.warnings {
+        let _ = writeln!(w, "\nWarning: {warning}");
+    }
+    let _ = writeln!(w, "\n{}", summary(plan));
+    out
+}
+
+/// Checks, one line each when they passed on every slice, and guards.
+fn checks_and_guards(w: &mut String, plan: &Plan) {
+    let _ = writeln!(w, "Checks");
     let width = plan
         .checks
         .iter()
@@ -222,17 +322,6 @@ fn text(plan: &Plan) -> String {
             let _ = writeln!(w, "  {mark} {:<width$}  {}", guard.name, guard.detail);
         }
     }
-    for warning in &plan.warnings {
-        let _ = writeln!(w, "\nWarning: {warning}");
-    }
-    let _ = writeln!(w, "\n{}", summary(plan));
-    if !plan.appliable() {
-        let _ = writeln!(w, "This plan cannot be applied:");
-        for problem in &plan.problems {
-            let _ = writeln!(w, "  - {problem}");
-        }
-    }
-    out
 }
 
 /// A slice's row of the before/after table: index, days, rows, then each metric.
@@ -321,54 +410,153 @@ fn breakdown_lines(rows: &[BreakdownRow], plan: &Plan) -> Vec<String> {
     lines
 }
 
-fn markdown(plan: &Plan) -> String {
-    let mut out = String::new();
-    let w = &mut out;
+/// A pull-request comment a reviewer can decide on: the summary, what apply will do, checks and
+/// guards, outside the window — never cut — then the slices, the breakdown and the changed rows,
+/// cut where GitHub's comment limit would be reached, saying so.
+fn markdown(plan: &Plan, detail: Detail) -> String {
+    let shown = Shown::of(plan, detail);
+    let mut head = String::new();
+    let w = &mut head;
     let status = if plan.appliable() { "✅" } else { "❌" };
     let _ = writeln!(w, "### {status} {}\n", summary(plan));
+    let table =
+        if plan.target.table.is_empty() { display(&plan.target.uri) } else { plan.target.table.clone() };
     let _ = writeln!(
         w,
-        "**Table** `{}` at version {} · **window** {} · **reason** {}\n",
-        display(&plan.target.uri),
+        "**Table** `{table}` at version {} · **window** {} in {} of `{}` on `{}` · **mode** {}\n\n**Reason** {}\n",
         plan.target.pre_version,
         plan.window,
+        count(plan.slices.len(), "slice"),
+        plan.every,
+        plan.target.date_column,
+        match plan.mode {
+            bf::plan_file::WriteMode::Replace => "replace",
+            bf::plan_file::WriteMode::Merge => "merge",
+        },
         plan.reason
     );
-    let metric_names: Vec<&String> = plan.total.before.metrics.keys().collect();
-    let mut header = vec!["slice", "days", "rows"];
-    header.extend(metric_names.iter().map(|n| n.as_str()));
-    let _ = writeln!(w, "| {} |", header.join(" | "));
-    let _ = writeln!(w, "|{}", "---|".repeat(header.len()));
-    for slice in &plan.slices {
-        let _ = writeln!(w, "| {} |", slice_cells(slice, &metric_names).join(" | "));
-    }
-    let _ = writeln!(
-        w,
-        "\nOutside the window: {}",
-        if plan.outside_window.unchanged { "unchanged ✅" } else { "**changed** ❌" }
-    );
-    let _ = writeln!(w, "\n**Checks**\n");
-    for check in
-        plan.checks.iter().filter(|c| !c.passed).chain(plan.checks.iter().filter(|c| c.passed).take(20))
-    {
+    if plan.appliable() {
         let _ = writeln!(
             w,
-            "- {} `{}` (slice {}): {}",
-            if check.passed { "✅" } else { "❌" },
-            check.name,
-            check.slice,
-            check.detail
+            "**`bf apply`** writes {} (one per slice, each recorded with the backfill's id) and then the table comment; \
+             `bf rollback` returns the table to version {}.\n",
+            count(plan.slices.len(), "commit"),
+            plan.target.pre_version
         );
+    } else {
+        let _ = writeln!(w, "**This plan cannot be applied:**\n");
+        for problem in &plan.problems {
+            let _ = writeln!(w, "- {problem}");
+        }
+        let _ = writeln!(w);
+    }
+    let _ = writeln!(w, "**Checks and guards**\n");
+    let mut names: Vec<&str> = Vec::new();
+    for check in &plan.checks {
+        if !names.contains(&check.name.as_str()) {
+            names.push(&check.name);
+        }
+    }
+    for name in names {
+        let results: Vec<_> = plan.checks.iter().filter(|c| c.name == name).collect();
+        let failed: Vec<_> = results.iter().filter(|c| !c.passed).collect();
+        if failed.is_empty() {
+            let detail = if results.len() == 1 {
+                results[0].detail.clone()
+            } else {
+                format!("passed on all {} slices", results.len())
+            };
+            let _ = writeln!(w, "- ✅ `{name}`: {detail}");
+        }
+        for check in failed {
+            let _ = writeln!(w, "- ❌ `{name}` (slice {}): {}", check.slice, check.detail);
+        }
     }
     for guard in &plan.guards {
+        let mark = if guard.passed { "✅" } else { "❌" };
+        let _ = writeln!(w, "- {mark} guard `{}`: {}", guard.name, guard.detail);
+    }
+    let outside = &plan.outside_window;
+    let _ = writeln!(
+        w,
+        "\n**Outside the window** {}",
+        if outside.unchanged { "unchanged ✅" } else { "**changed** ❌" }
+    );
+    for note in &outside.within_error {
+        let _ = writeln!(w, "- compared within rounding: {note}");
+    }
+    for warning in &plan.warnings {
+        let _ = writeln!(w, "\n> ⚠️ {warning}");
+    }
+
+    // The detail, section by section, as long as the comment stays under GitHub's limit.
+    let mut sections: Vec<String> = Vec::new();
+    let metric_names: Vec<&String> = plan.total.before.metrics.keys().collect();
+    let mut header = vec!["slice".to_owned(), "days".to_owned(), "rows".to_owned()];
+    header.extend(metric_names.iter().map(|n| n.to_string()));
+    let keyed = plan.target.key.is_some();
+    if keyed {
+        header.push("added / removed / changed".into());
+    }
+    let mut slices = format!("\n| {} |\n|{}\n", header.join(" | "), "---|".repeat(header.len()));
+    for slice in &shown.slices {
+        let mut cells = slice_cells(slice, &metric_names);
+        if keyed {
+            cells.push(
+                slice
+                    .changes
+                    .as_ref()
+                    .map_or_else(String::new, |c| format!("+{} / −{} / ~{}", c.added, c.removed, c.changed)),
+            );
+        }
+        let _ = writeln!(slices, "| {} |", cells.join(" | "));
+    }
+    if shown.slices.len() < plan.slices.len() {
         let _ = writeln!(
-            w,
-            "- {} guard `{}`: {}",
-            if guard.passed { "✅" } else { "❌" },
-            guard.name,
-            guard.detail
+            slices,
+            "\n{} of {} slices shown, those with the most changes (`bf show --format markdown --detail slices` lists every slice).",
+            shown.slices.len(),
+            plan.slices.len()
         );
     }
+    sections.push(slices);
+    if !plan.breakdown.is_empty() {
+        let mut breakdown = String::from("\n**Where the change is**\n\n");
+        for line in breakdown_lines(&plan.breakdown, plan) {
+            let _ = writeln!(breakdown, "- {line}");
+        }
+        sections.push(breakdown);
+    }
+    for slice in &shown.samples {
+        let Some(changes) = &slice.changes else { continue };
+        let total = changes.added + changes.removed + changes.changed;
+        sections.push(format!(
+            "\n<details><summary>Changed rows in slice {} ({}..{}): {} of {total}</summary>\n\n```diff\n{}\n```\n</details>\n",
+            slice.index,
+            slice.first,
+            slice.last,
+            changes.samples.len(),
+            // A diff block colours lines by their first character.
+            sample_diff(&changes.samples).lines().map(|l| l.strip_prefix("  ").unwrap_or(l)).collect::<Vec<_>>().join("\n")
+        ));
+    }
+
+    let mut out = head;
+    let reserve = 400; // the truncation note
+    for (i, section) in sections.iter().enumerate() {
+        if out.len() + section.len() + reserve > COMMENT_LIMIT {
+            let _ = writeln!(
+                out,
+                "\n> Cut here to stay under GitHub's {} characters: {} more section(s) of detail. `bf show --format markdown --detail all` prints everything.",
+                number(COMMENT_LIMIT as f64),
+                sections.len() - i
+            );
+            break;
+        }
+        out.push_str(section);
+    }
+    // How a CI job finds its earlier comment on the pull request to update it.
+    out.push_str("\n<!-- bf plan -->\n");
     out
 }
 
