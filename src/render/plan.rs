@@ -166,23 +166,13 @@ fn text(plan: &Plan, detail: Detail) -> String {
     checks_and_guards(w, plan);
     let _ = writeln!(w);
 
-    let metric_names: Vec<&String> = plan.total.before.metrics.keys().collect();
-    let mut header = vec!["slice".to_owned(), "days".to_owned(), "rows".to_owned()];
-    header.extend(metric_names.iter().map(|n| n.to_string()));
+    let (metric_names, header) = slice_columns(plan);
     let keyed = plan.target.key.is_some();
-    if keyed {
-        header.push("added / removed / changed".into());
-    }
     let mut slices = table(header);
     for slice in &shown.slices {
         let mut row = slice_cells(slice, &metric_names);
         if keyed {
-            row.push(
-                slice
-                    .changes
-                    .as_ref()
-                    .map_or_else(String::new, |c| format!("+{} / −{} / ~{}", c.added, c.removed, c.changed)),
-            );
+            row.push(changes_cell(slice));
         }
         slices.add_row(row);
     }
@@ -284,6 +274,18 @@ fn text(plan: &Plan, detail: Detail) -> String {
     out
 }
 
+/// Each check's results on every slice, in the order the plan declares them.
+fn checks_by_name(plan: &Plan) -> Vec<(&str, Vec<&bf::checks::CheckResult>)> {
+    let mut grouped: Vec<(&str, Vec<&bf::checks::CheckResult>)> = Vec::new();
+    for check in &plan.checks {
+        match grouped.iter_mut().find(|(name, _)| *name == check.name) {
+            Some((_, results)) => results.push(check),
+            None => grouped.push((&check.name, vec![check])),
+        }
+    }
+    grouped
+}
+
 /// Checks, one line each when they passed on every slice, and guards.
 fn checks_and_guards(w: &mut String, plan: &Plan) {
     let _ = writeln!(w, "Checks");
@@ -295,14 +297,7 @@ fn checks_and_guards(w: &mut String, plan: &Plan) {
         .max()
         .unwrap_or(0);
     // A check that passed on every slice is one line; failures are listed slice by slice.
-    let mut names: Vec<&str> = Vec::new();
-    for check in &plan.checks {
-        if !names.contains(&check.name.as_str()) {
-            names.push(&check.name);
-        }
-    }
-    for name in names {
-        let results: Vec<_> = plan.checks.iter().filter(|c| c.name == name).collect();
+    for (name, results) in checks_by_name(plan) {
         if results.len() > 1 && results.iter().all(|c| c.passed) {
             let _ = writeln!(w, "  ✓ {name:<width$}  passed on all {} slices", results.len());
             continue;
@@ -322,6 +317,26 @@ fn checks_and_guards(w: &mut String, plan: &Plan) {
             let _ = writeln!(w, "  {mark} {:<width$}  {}", guard.name, guard.detail);
         }
     }
+}
+
+/// The metrics a plan measures, and the header of its slices' table: slice, days, rows, each
+/// metric, and with a key the row changes.
+fn slice_columns(plan: &Plan) -> (Vec<&String>, Vec<String>) {
+    let metric_names: Vec<&String> = plan.total.before.metrics.keys().collect();
+    let mut header = vec!["slice".to_owned(), "days".to_owned(), "rows".to_owned()];
+    header.extend(metric_names.iter().map(|n| n.to_string()));
+    if plan.target.key.is_some() {
+        header.push("added / removed / changed".into());
+    }
+    (metric_names, header)
+}
+
+/// `+0 / −3 / ~287`: rows added, removed and changed by key.
+fn changes_cell(slice: &SliceReport) -> String {
+    slice
+        .changes
+        .as_ref()
+        .map_or_else(String::new, |c| format!("+{} / −{} / ~{}", c.added, c.removed, c.changed))
 }
 
 /// A slice's row of the before/after table: index, days, rows, then each metric.
@@ -451,14 +466,7 @@ fn markdown(plan: &Plan, detail: Detail) -> String {
         let _ = writeln!(w);
     }
     let _ = writeln!(w, "**Checks and guards**\n");
-    let mut names: Vec<&str> = Vec::new();
-    for check in &plan.checks {
-        if !names.contains(&check.name.as_str()) {
-            names.push(&check.name);
-        }
-    }
-    for name in names {
-        let results: Vec<_> = plan.checks.iter().filter(|c| c.name == name).collect();
+    for (name, results) in checks_by_name(plan) {
         let failed: Vec<_> = results.iter().filter(|c| !c.passed).collect();
         if failed.is_empty() {
             let detail = if results.len() == 1 {
@@ -491,23 +499,13 @@ fn markdown(plan: &Plan, detail: Detail) -> String {
 
     // The detail, section by section, as long as the comment stays under GitHub's limit.
     let mut sections: Vec<String> = Vec::new();
-    let metric_names: Vec<&String> = plan.total.before.metrics.keys().collect();
-    let mut header = vec!["slice".to_owned(), "days".to_owned(), "rows".to_owned()];
-    header.extend(metric_names.iter().map(|n| n.to_string()));
+    let (metric_names, header) = slice_columns(plan);
     let keyed = plan.target.key.is_some();
-    if keyed {
-        header.push("added / removed / changed".into());
-    }
     let mut slices = format!("\n| {} |\n|{}\n", header.join(" | "), "---|".repeat(header.len()));
     for slice in &shown.slices {
         let mut cells = slice_cells(slice, &metric_names);
         if keyed {
-            cells.push(
-                slice
-                    .changes
-                    .as_ref()
-                    .map_or_else(String::new, |c| format!("+{} / −{} / ~{}", c.added, c.removed, c.changed)),
-            );
+            cells.push(changes_cell(slice));
         }
         let _ = writeln!(slices, "| {} |", cells.join(" | "));
     }
