@@ -65,36 +65,49 @@ struct Shown<'p> {
 impl<'p> Shown<'p> {
     fn of(plan: &'p Plan, detail: Detail) -> Shown<'p> {
         let everything = detail == Detail::All || (detail == Detail::Auto && plan.slices.len() <= LONG_PLAN);
-        let largest = |n: usize| {
-            let mut by_change: Vec<&SliceReport> = plan.slices.iter().collect();
-            by_change.sort_by_key(|s| std::cmp::Reverse(changed_rows(s)));
+        let has_samples = |s: &&SliceReport| s.changes.as_ref().is_some_and(|c| !c.samples.is_empty());
+        let largest = |n: usize, candidates: Vec<&'p SliceReport>| {
+            let mut by_change = candidates;
+            by_change.sort_by(|a, b| change_size(b).total_cmp(&change_size(a)));
             let mut top: Vec<&SliceReport> = by_change.into_iter().take(n).collect();
             top.sort_by_key(|s| s.index);
             top
         };
+        let all = || plan.slices.iter().collect::<Vec<_>>();
         let with_samples = |slices: Vec<&'p SliceReport>| -> Vec<&'p SliceReport> {
-            slices.into_iter().filter(|s| s.changes.as_ref().is_some_and(|c| !c.samples.is_empty())).collect()
+            slices.into_iter().filter(has_samples).collect()
         };
+        let largest_samples = || largest(TOP_SAMPLES, with_samples(all()));
         match detail {
             _ if everything => Shown {
                 slices: plan.slices.iter().collect(),
                 samples: with_samples(plan.slices.iter().collect()),
             },
-            Detail::Slices => {
-                Shown { slices: plan.slices.iter().collect(), samples: with_samples(largest(TOP_SAMPLES)) }
-            }
-            Detail::Summary => Shown { slices: largest(TOP_SLICES), samples: Vec::new() },
-            _ => Shown { slices: largest(TOP_SLICES), samples: with_samples(largest(TOP_SAMPLES)) },
+            Detail::Slices => Shown { slices: all(), samples: largest_samples() },
+            Detail::Summary => Shown { slices: largest(TOP_SLICES, all()), samples: Vec::new() },
+            _ => Shown { slices: largest(TOP_SLICES, all()), samples: largest_samples() },
         }
     }
 }
 
-/// How much a slice changes: rows added, removed and changed by key, else the change in its count.
-fn changed_rows(slice: &SliceReport) -> u64 {
-    match &slice.changes {
+/// How much a slice changes: rows added, removed and changed by key (else the change in its row
+/// count), then, to rank slices whose rows are as many as before, each metric's relative change.
+fn change_size(slice: &SliceReport) -> f64 {
+    let rows = match &slice.changes {
         Some(c) => c.added + c.removed + c.changed,
         None => slice.before.rows.abs_diff(slice.after.rows),
-    }
+    };
+    let metrics: f64 = slice
+        .before
+        .metrics
+        .iter()
+        .map(|(name, before)| {
+            let (b, a) =
+                (before.unwrap_or(0.0), slice.after.metrics.get(name).copied().flatten().unwrap_or(0.0));
+            if a == b { 0.0 } else { ((a - b) / b.abs().max(f64::MIN_POSITIVE)).abs().min(1e6) }
+        })
+        .sum();
+    rows as f64 + metrics.min(0.999)
 }
 
 /// `Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue 18,204.10 → 16,880.55 (−7.3%)`.
@@ -271,6 +284,9 @@ fn text(plan: &Plan, detail: Detail) -> String {
         let _ = writeln!(w, "\nWarning: {warning}");
     }
     let _ = writeln!(w, "\n{}", summary(plan));
+    if !plan.appliable() {
+        let _ = writeln!(w, "This plan cannot be applied: {}.", count(plan.problems.len(), "problem"));
+    }
     out
 }
 
@@ -438,17 +454,18 @@ fn markdown(plan: &Plan, detail: Detail) -> String {
         if plan.target.table.is_empty() { display(&plan.target.uri) } else { plan.target.table.clone() };
     let _ = writeln!(
         w,
-        "**Table** `{table}` at version {} · **window** {} in {} of `{}` on `{}` · **mode** {}\n\n**Reason** {}\n",
+        "**Table** {} at version {} · **window** {} in {} of `{}` on {} · **mode** {}\n\n**Reason** {}\n",
+        code(&table),
         plan.target.pre_version,
         plan.window,
         count(plan.slices.len(), "slice"),
         plan.every,
-        plan.target.date_column,
+        code(&plan.target.date_column),
         match plan.mode {
             bf::plan_file::WriteMode::Replace => "replace",
             bf::plan_file::WriteMode::Merge => "merge",
         },
-        plan.reason
+        inline(&plan.reason)
     );
     if plan.appliable() {
         let _ = writeln!(
@@ -460,8 +477,15 @@ fn markdown(plan: &Plan, detail: Detail) -> String {
         );
     } else {
         let _ = writeln!(w, "**This plan cannot be applied:**\n");
-        for problem in &plan.problems {
-            let _ = writeln!(w, "- {problem}");
+        for problem in plan.problems.iter().take(LISTED) {
+            let _ = writeln!(w, "- {}", inline(problem));
+        }
+        if plan.problems.len() > LISTED {
+            let _ = writeln!(
+                w,
+                "- … and {} more (`bf show --json` lists them all)",
+                plan.problems.len() - LISTED
+            );
         }
         let _ = writeln!(w);
     }
@@ -474,15 +498,18 @@ fn markdown(plan: &Plan, detail: Detail) -> String {
             } else {
                 format!("passed on all {} slices", results.len())
             };
-            let _ = writeln!(w, "- ✅ `{name}`: {detail}");
+            let _ = writeln!(w, "- ✅ {}: {}", code(name), inline(&detail));
         }
-        for check in failed {
-            let _ = writeln!(w, "- ❌ `{name}` (slice {}): {}", check.slice, check.detail);
+        for check in failed.iter().take(LISTED) {
+            let _ = writeln!(w, "- ❌ {} (slice {}): {}", code(name), check.slice, inline(&check.detail));
+        }
+        if failed.len() > LISTED {
+            let _ = writeln!(w, "- ❌ {} failed on {} more slices", code(name), failed.len() - LISTED);
         }
     }
     for guard in &plan.guards {
         let mark = if guard.passed { "✅" } else { "❌" };
-        let _ = writeln!(w, "- {mark} guard `{}`: {}", guard.name, guard.detail);
+        let _ = writeln!(w, "- {mark} guard {}: {}", code(&guard.name), inline(&guard.detail));
     }
     let outside = &plan.outside_window;
     let _ = writeln!(
@@ -493,8 +520,11 @@ fn markdown(plan: &Plan, detail: Detail) -> String {
     for note in &outside.within_error {
         let _ = writeln!(w, "- compared within rounding: {note}");
     }
-    for warning in &plan.warnings {
-        let _ = writeln!(w, "\n> ⚠️ {warning}");
+    for warning in plan.warnings.iter().take(LISTED) {
+        let _ = writeln!(w, "\n> ⚠️ {}", inline(warning));
+    }
+    if plan.warnings.len() > LISTED {
+        let _ = writeln!(w, "\n> ⚠️ … and {} more warnings (`bf show --json`)", plan.warnings.len() - LISTED);
     }
 
     // The detail, section by section, as long as the comment stays under GitHub's limit.
@@ -528,19 +558,49 @@ fn markdown(plan: &Plan, detail: Detail) -> String {
     for slice in &shown.samples {
         let Some(changes) = &slice.changes else { continue };
         let total = changes.added + changes.removed + changes.changed;
+        // A diff block colours lines by their first character; a value's own line breaks would
+        // start lines of their own, so they are written as \n.
+        let escaped: Vec<_> = changes
+            .samples
+            .iter()
+            .map(|sample| {
+                let fields = |f: &Option<Vec<String>>| {
+                    f.as_ref()
+                        .map(|f| f.iter().map(|v| v.replace('\r', "\\r").replace('\n', "\\n")).collect())
+                };
+                SampleRow {
+                    change: sample.change.clone(),
+                    before: fields(&sample.before),
+                    after: fields(&sample.after),
+                }
+            })
+            .collect();
+        let diff = sample_diff(&escaped)
+            .lines()
+            .map(|l| l.strip_prefix("  ").unwrap_or(l))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let fence = "`".repeat(longest_run(&diff, '`').max(2) + 1);
         sections.push(format!(
-            "\n<details><summary>Changed rows in slice {} ({}..{}): {} of {total}</summary>\n\n```diff\n{}\n```\n</details>\n",
+            "\n<details><summary>Changed rows in slice {} ({}..{}): {} of {total}</summary>\n\n{fence}diff\n{diff}\n{fence}\n</details>\n",
             slice.index,
             slice.first,
             slice.last,
             changes.samples.len(),
-            // A diff block colours lines by their first character.
-            sample_diff(&changes.samples).lines().map(|l| l.strip_prefix("  ").unwrap_or(l)).collect::<Vec<_>>().join("\n")
         ));
     }
 
-    let mut out = head;
     let reserve = 400; // the truncation note
+    let mut out = head;
+    if out.len() + reserve > COMMENT_LIMIT {
+        // Only a plan file with thousands of checks gets here: keep what fits, whole lines.
+        let cut = out[..COMMENT_LIMIT - reserve].rfind('\n').unwrap_or(0);
+        out.truncate(cut);
+        let _ =
+            writeln!(out, "\n> Cut here to stay under GitHub's {} characters.", number(COMMENT_LIMIT as f64));
+        out.push_str("\n<!-- bf plan -->\n");
+        return out;
+    }
     for (i, section) in sections.iter().enumerate() {
         if out.len() + section.len() + reserve > COMMENT_LIMIT {
             let _ = writeln!(
@@ -556,6 +616,26 @@ fn markdown(plan: &Plan, detail: Detail) -> String {
     // How a CI job finds its earlier comment on the pull request to update it.
     out.push_str("\n<!-- bf plan -->\n");
     out
+}
+
+/// How many problems and failures of one check the comment lists before it counts the rest.
+const LISTED: usize = 10;
+
+/// Text from the plan or the data on one line of markdown: line breaks as spaces, and no HTML.
+fn inline(text: &str) -> String {
+    text.replace(['\r', '\n'], " ").replace('<', "&lt;")
+}
+
+/// `text` as inline code, whatever backticks it holds.
+fn code(text: &str) -> String {
+    let ticks = "`".repeat(longest_run(text, '`') + 1);
+    let pad = if text.starts_with('`') || text.ends_with('`') { " " } else { "" };
+    format!("{ticks}{pad}{}{pad}{ticks}", inline(text))
+}
+
+/// The longest run of `c` in `text`.
+fn longest_run(text: &str, c: char) -> usize {
+    text.split(|x| x != c).map(str::len).max().unwrap_or(0)
 }
 
 fn display(uri: &str) -> String {
