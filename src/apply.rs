@@ -143,7 +143,7 @@ impl<'a> Apply<'a> {
         crate::compat::check_writable(&target).await?;
         // The change log is written after the last slice: a log table bf may not write is refused
         // before the first.
-        let log_url = spec_log_table(&document)?;
+        let log_url = change_log::location(&document)?;
         if let Some(log_url) = &log_url {
             change_log::check(log_url).await?;
         }
@@ -272,9 +272,11 @@ impl ApplyState {
 pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
     let url = url_of(plan)?;
     let target = table::open(&url, None).await?;
-    let backfill_id = ledger::backfills_of_plan(&target, &plan.id).await?.pop();
+    // One read of the history answers both: which backfill, and what it committed.
+    let history = ledger::commits_after(&target, 0).await?;
+    let backfill_id = ledger::backfill_ids(&history, &plan.id).pop();
     let recorded = match &backfill_id {
-        Some(id) => ledger::find_backfill(&target, id).await?,
+        Some(id) => ledger::recorded(&history, id).map_err(ledger::LedgerError::from)?,
         None => None,
     };
     let committed: BTreeSet<usize> =
@@ -287,14 +289,6 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
         pending: plan.slices.iter().filter(|s| !committed.contains(&s.index)).map(|s| s.first).collect(),
         commented: recorded.is_some_and(|r| r.commented),
     })
-}
-
-/// The plan's `[record] log_table`, if it names one.
-fn spec_log_table(document: &plan_file::PlanDocument) -> Result<Option<url::Url>, ApplyError> {
-    match &document.plan.record.log_table {
-        Some(written) => Ok(Some(table::table_url(&document.resolve(written))?)),
-        None => Ok(None),
-    }
 }
 
 fn url_of(plan: &Plan) -> Result<url::Url, ApplyError> {

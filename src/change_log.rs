@@ -33,6 +33,17 @@ pub struct LogRow {
     pub user: String,
 }
 
+/// The plan's `[record] log_table`, if it names one.
+pub fn location(document: &crate::plan_file::PlanDocument) -> Result<Option<Url>, crate::table::TableError> {
+    document
+        .plan
+        .record
+        .log_table
+        .as_ref()
+        .map(|written| crate::table::table_url(&document.resolve(written)))
+        .transpose()
+}
+
 /// Refuses a log table bf may not append to (the writer gate); one that does not exist yet is
 /// created by [`record`].
 pub async fn check(url: &Url) -> Result<(), crate::compat::Unsupported> {

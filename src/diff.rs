@@ -190,19 +190,19 @@ impl Comparison {
         Ok(())
     }
 
-    /// Keys that several of `side`'s rows matching `predicate` share (see [`duplicate_keys`]).
-    pub async fn duplicate_keys(
+    /// How `side`'s rows matching `predicate` use `key` (see [`key_report`]).
+    pub async fn key_report(
         &self,
         side: Side,
         predicate: Expr,
         key: &[String],
         limit: usize,
-    ) -> DfResult<(u64, Vec<String>)> {
+    ) -> DfResult<KeyReport> {
         let table = match side {
             Side::Before => BEFORE,
             Side::After => AFTER,
         };
-        duplicate_keys(self.ctx.table(table).await?.filter(predicate)?, key, limit).await
+        key_report(self.ctx.table(table).await?.filter(predicate)?, key, limit).await
     }
 
     /// Row count and metrics of `side`'s rows matching `predicate`.
@@ -550,22 +550,34 @@ impl Comparison {
     }
 }
 
-/// A column name quoted for SQL, so names with capitals, spaces or quotes survive.
-/// Keys that more than one of `rows` share: how many such keys, and up to `limit` of them as text
-/// (`order_id = 780 (2 rows)`), most repeated first. A key with a NULL in it matches nothing, so
-/// rows holding one share no key (see [`null_keys`]).
-pub async fn duplicate_keys(rows: DataFrame, key: &[String], limit: usize) -> DfResult<(u64, Vec<String>)> {
+/// How the rows of a slice use a key, from one pass over them.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct KeyReport {
+    /// Rows with a NULL in a key column: a merge cannot match them to anything.
+    pub null_rows: u64,
+    /// Keys (without NULLs) that several rows share…
+    pub repeated: u64,
+    /// …and some of them as text (`order_id = 780 (2 rows)`), most repeated first.
+    pub samples: Vec<String>,
+}
+
+/// Counts `rows` per key once, then reads NULL keys and repeated keys off the counts.
+pub async fn key_report(rows: DataFrame, key: &[String], limit: usize) -> DfResult<KeyReport> {
     let columns: Vec<Expr> = key.iter().map(|k| col(Column::new_unqualified(k))).collect();
-    let repeated = rows
-        .filter(has_key(key))?
-        .aggregate(columns, vec![count(lit(1)).alias("__bf_copies")])?
-        .filter(col("__bf_copies").gt(lit(1i64)))?
-        .cache()
+    let copies = col("__bf_copies");
+    let counted = rows.aggregate(columns, vec![count(lit(1)).alias("__bf_copies")])?.cache().await?;
+    let nulls = counted
+        .clone()
+        .filter(has_key(key).is_not_true())?
+        .aggregate(vec![], vec![deltalake::datafusion::functions_aggregate::expr_fn::sum(copies.clone())])?
+        .collect()
         .await?;
+    let null_rows =
+        nulls.first().and_then(|b| scalar(b, 0, 0)).and_then(|v| as_f64(&v)).map_or(0, |n| n as u64);
+    let repeated = counted.filter(has_key(key).and(copies.clone().gt(lit(1i64))))?;
     let total = repeated.clone().count().await? as u64;
-    let sample =
-        repeated.sort(vec![col("__bf_copies").sort(false, false)])?.limit(0, Some(limit))?.collect().await?;
-    let mut keys = Vec::new();
+    let sample = repeated.sort(vec![copies.sort(false, false)])?.limit(0, Some(limit))?.collect().await?;
+    let mut samples = Vec::new();
     for batch in &sample {
         for row in 0..batch.num_rows() {
             let values: Vec<String> = key
@@ -576,15 +588,10 @@ pub async fn duplicate_keys(rows: DataFrame, key: &[String], limit: usize) -> Df
                 })
                 .collect();
             let copies = array_value_to_string(batch.column(key.len()), row).unwrap_or_default();
-            keys.push(format!("{} ({copies} rows)", values.join(", ")));
+            samples.push(format!("{} ({copies} rows)", values.join(", ")));
         }
     }
-    Ok((total, keys))
-}
-
-/// How many of `rows` have a NULL in a key column: rows a merge cannot match to anything.
-pub async fn null_keys(rows: DataFrame, key: &[String]) -> DfResult<u64> {
-    Ok(rows.filter(has_key(key).is_not_true())?.count().await? as u64)
+    Ok(KeyReport { null_rows, repeated: total, samples })
 }
 
 /// Every key column is set.

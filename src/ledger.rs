@@ -197,19 +197,27 @@ impl Backfill {
         table: &DeltaTable,
         slices: &[Slice],
     ) -> Result<Vec<usize>, DeltaTableError> {
-        let state = table.snapshot()?;
-        let log_store = table.log_store();
-        let lookups = slices.iter().map(|slice| {
-            let app_id = self.app_id(slice.index);
-            let log_store = log_store.clone();
-            async move {
-                let version = state.transaction_version(log_store.as_ref(), app_id).await?;
-                Ok::<_, DeltaTableError>(version.map(|_| slice.index))
-            }
-        });
-        let found = futures::future::try_join_all(lookups).await?;
-        Ok(found.into_iter().flatten().collect())
+        committed(table, slices.iter().map(|s| (s.index, self.app_id(s.index)))).await
     }
+}
+
+/// Which of `slices` (number, app id) have a Delta transaction in `table`: the commits bf makes
+/// exactly once. Each lookup replays the log on a blocking thread, so they run side by side.
+pub async fn committed(
+    table: &DeltaTable,
+    slices: impl IntoIterator<Item = (usize, String)>,
+) -> Result<Vec<usize>, DeltaTableError> {
+    let state = table.snapshot()?;
+    let log_store = table.log_store();
+    let lookups = slices.into_iter().map(|(index, app_id)| {
+        let log_store = log_store.clone();
+        async move {
+            let version = state.transaction_version(log_store.as_ref(), app_id).await?;
+            Ok::<_, DeltaTableError>(version.map(|_| index))
+        }
+    });
+    let found = futures::future::try_join_all(lookups).await?;
+    Ok(found.into_iter().flatten().collect())
 }
 
 impl Keys {
@@ -350,10 +358,9 @@ pub struct Recorded {
     pub commented: bool,
 }
 
-/// Reads backfill `backfill_id` from the table's history; `None` when no commit names it. A commit
-/// naming it whose keys cannot be read is an error.
-pub async fn find_backfill(table: &DeltaTable, backfill_id: &str) -> Result<Option<Recorded>, LedgerError> {
-    let entries = commits_after(table, 0).await?;
+/// Backfill `backfill_id` as `entries` (the table's history, oldest first) record it, found there
+/// alone; `None` when no commit names it. A commit naming it whose keys cannot be read is an error.
+pub fn recorded(entries: &[Entry], backfill_id: &str) -> Result<Option<Recorded>, Malformed> {
     let mut found: Option<Recorded> = None;
     for entry in entries.iter().filter(|e| e.keys.backfill_id.as_deref() == Some(backfill_id)) {
         let (backfill, slice) = match entry.mark()? {

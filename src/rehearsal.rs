@@ -82,8 +82,8 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let column = spec.target.date_column.as_str();
     crate::compat::check_writable(&target).await?;
     table::check_date_column(&target, column)?;
-    if let Some(written) = &spec.record.log_table {
-        crate::change_log::check(&table::table_url(&document.resolve(written))?).await?;
+    if let Some(log) = crate::change_log::location(document)? {
+        crate::change_log::check(&log).await?;
     }
     let partition_columns = table::partition_columns(&target);
     let partitioned_by_date = partition_columns == [column];
@@ -125,27 +125,28 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         let (rows, counts) = source.for_slice_counted(slice).await?;
         if let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) {
             let what = format!("slice {} ({})", slice.index, slice.first);
-            // A NULL key matches nothing: each rerun of the merge would add the row again.
-            let nulls = crate::diff::null_keys(rows.rows.clone(), key).await.map_err(query_error(&what))?;
+            let keys =
+                crate::diff::key_report(rows.rows.clone(), key, 5).await.map_err(query_error(&what))?;
             let refused = |why: String| {
                 RehearsalError::Refused(format!(
                     "slice {} ({}..{}): {why}",
                     slice.index, slice.first, slice.last
                 ))
             };
-            if nulls > 0 {
+            // A NULL key matches nothing: each rerun of the merge would add the row again.
+            if keys.null_rows > 0 {
                 return Err(refused(format!(
-                    "{nulls} source rows have a NULL in the key ({}), and a merge matches rows by key",
+                    "{} source rows have a NULL in the key ({}), and a merge matches rows by key",
+                    keys.null_rows,
                     key.join(", ")
                 )));
             }
             // A merge takes one source row per key; two would leave the slice's result to chance.
-            let (repeated, keys) =
-                crate::diff::duplicate_keys(rows.rows.clone(), key, 5).await.map_err(query_error(&what))?;
-            if repeated > 0 {
+            if keys.repeated > 0 {
                 return Err(refused(format!(
-                    "the source has several rows for {repeated} key(s), and a merge needs one row per key: {}",
-                    keys.join("; ")
+                    "the source has several rows for {} key(s), and a merge needs one row per key: {}",
+                    keys.repeated,
+                    keys.samples.join("; ")
                 )));
             }
         }
@@ -192,16 +193,17 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
             check_results.push(result);
         }
         if let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) {
-            let (repeated, keys) = comparison
-                .duplicate_keys(Side::Before, predicate.clone(), key, 5)
+            let keys = comparison
+                .key_report(Side::Before, predicate.clone(), key, 5)
                 .await
                 .map_err(query_error(&what))?;
-            if repeated > 0 {
+            if keys.repeated > 0 {
                 merge_notes.push(format!(
-                    "slice {} ({}): the table holds several rows for {repeated} key(s); a source row for such a key replaces all of them: {}",
+                    "slice {} ({}): the table holds several rows for {} key(s); a source row for such a key replaces all of them: {}",
                     slice.index,
                     slice.first,
-                    keys.join("; ")
+                    keys.repeated,
+                    keys.samples.join("; ")
                 ));
             }
         }

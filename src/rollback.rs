@@ -124,11 +124,16 @@ pub async fn prepare(url: &Url, backfill_id: &str) -> Result<RollbackPlan, Rollb
     let table = table::open(url, None).await?;
     crate::compat::check_writable(&table).await?;
     let name = display_url(url);
-    let backfill =
-        ledger::find_backfill(&table, backfill_id).await?.filter(|b| !b.slices.is_empty()).ok_or_else(
-            || RollbackError::UnknownBackfill { table: name.clone(), backfill: backfill_id.to_owned() },
-        )?;
-    let since = ledger::commits_after(&table, backfill.backfill.pre_version).await?;
+    let history = ledger::commits_after(&table, 0).await?;
+    let backfill = ledger::recorded(&history, backfill_id)
+        .map_err(ledger::LedgerError::from)?
+        .filter(|b| !b.slices.is_empty())
+        .ok_or_else(|| RollbackError::UnknownBackfill {
+            table: name.clone(),
+            backfill: backfill_id.to_owned(),
+        })?;
+    let pre_version = backfill.backfill.pre_version;
+    let since = history.into_iter().filter(|e| e.version > pre_version);
     let mut plan = RollbackPlan {
         table: name,
         url: url.clone(),
@@ -192,13 +197,15 @@ impl RollbackPlan {
     pub async fn restore(&self) -> Result<RollbackReport, RollbackError> {
         let pre_version = self.backfill.backfill.pre_version;
         let mut wrote = Vec::new();
-        let (mut table, restored) = match self.restored_at() {
+        // (the table, the RESTORE's version, the window's rows if already verified)
+        let (mut table, restored, verified) = match self.restored_at() {
             Some(version) => {
                 // An earlier run restored. Finishing it claims the window is the pre-version's
-                // again: true only if nothing since has changed it.
+                // again: true only if nothing since has changed it. The comment it may still
+                // write changes no row, so this check is the rollback's verification.
                 let table = table::open(&self.url, None).await?;
-                match self.verify(&table).await {
-                    Ok(_) => {}
+                let rows = match self.verify(&table).await {
+                    Ok(rows) => rows,
                     Err(RollbackError::Verify { detail, .. }) => {
                         return Err(RollbackError::ChangedSinceRollback {
                             backfill: self.backfill_id().to_owned(),
@@ -208,8 +215,8 @@ impl RollbackPlan {
                         });
                     }
                     Err(other) => return Err(other),
-                }
-                (table, version)
+                };
+                (table, version, Some(rows))
             }
             None => {
                 if !self.others.is_empty() {
@@ -232,7 +239,7 @@ impl RollbackPlan {
                     .await?;
                 let version = table.version().unwrap_or(0);
                 wrote.push(version);
-                (table, version)
+                (table, version, None)
             }
         };
         if !self.commented() {
@@ -259,7 +266,10 @@ impl RollbackPlan {
         }
         // The window's rows before the RESTORE undid the backfill, and now.
         let rows_before = self.window_rows(&table::open(&self.url, Some(restored - 1)).await?).await?;
-        let rows_after = self.verify(&table).await?;
+        let rows_after = match verified {
+            Some(rows) => rows,
+            None => self.verify(&table).await?,
+        };
         Ok(self.report(false, table.version().unwrap_or(0), wrote, rows_before, rows_after))
     }
 
@@ -279,18 +289,12 @@ impl RollbackPlan {
         let date_column = self.backfill.backfill.date_column.clone();
         let writer = SliceWriter::replace(&date_column);
         let old = table::open(&self.url, Some(pre_version)).await?;
-        let done: BTreeSet<usize> = {
-            let state = table.snapshot()?;
-            let log_store = table.log_store();
-            let mut done = BTreeSet::new();
-            for (slice, _) in &self.backfill.slices {
-                let app_id = ledger::rollback_app_id(self.backfill_id(), slice.index);
-                if state.transaction_version(log_store.as_ref(), app_id).await?.is_some() {
-                    done.insert(slice.index);
-                }
-            }
-            done
-        };
+        let slices = self
+            .backfill
+            .slices
+            .iter()
+            .map(|(s, _)| (s.index, ledger::rollback_app_id(self.backfill_id(), s.index)));
+        let done: BTreeSet<usize> = ledger::committed(&table, slices).await?.into_iter().collect();
         let mut wrote = Vec::new();
         for (recorded, _) in self.backfill.slices.iter().filter(|(s, _)| !done.contains(&s.index)) {
             let slice = Slice {
