@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 
 use predicates::prelude::*;
 
-use crate::common::{bf_in, demo_workspace, open_table, rows_at, snapshot};
+use crate::common::{bf_in, demo_workspace, open_table, rows_at, slices_committed, snapshot};
 
 /// A folder made to refuse writes, or a tmpfs mounted over one; undone on drop (also when an
 /// assertion fails).
@@ -94,11 +94,6 @@ fn fill(folder: &Path) -> PathBuf {
 /// Set by `.ci/run` where it runs as root: the full-disk test must run there, never skip.
 const REQUIRE_MOUNT: &str = "BF_REQUIRE_MOUNT";
 
-/// The `bf.slice` key of the table's commits that have one, oldest first.
-async fn committed_slices(table: &Path) -> Vec<u64> {
-    crate::common::slices_committed(table)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn a_disk_that_fills_mid_apply_stops_it_cleanly_and_the_next_run_finishes() {
     let workspace = demo_workspace();
@@ -149,7 +144,7 @@ async fn a_disk_that_fills_mid_apply_stops_it_cleanly_and_the_next_run_finishes(
 
     // The table reads at its last commit: slices 1–3 whole, 4–6 as before, nothing half-written.
     assert_eq!(open_table(&daily).await.version(), Some(version + 3));
-    assert_eq!(committed_slices(&daily).await, [1, 2, 3]);
+    assert_eq!(slices_committed(&daily), [1, 2, 3]);
     let done = "order_date <= DATE '2026-09-03'";
     let rehearsed_done = rows_at(&warehouse.join("orders_daily__rehearsal"), None, done).await;
     assert_eq!(rows_at(&daily, None, done).await, rehearsed_done);
@@ -165,7 +160,7 @@ async fn a_disk_that_fills_mid_apply_stops_it_cleanly_and_the_next_run_finishes(
         predicate::str::contains("3 slices committed").and(predicate::str::contains("3 already there")),
     );
     assert_eq!(rows_at(&daily, None, "true").await, rehearsed);
-    assert_eq!(committed_slices(&daily).await, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(slices_committed(&daily), [1, 2, 3, 4, 5, 6]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -193,7 +188,7 @@ async fn a_read_only_table_can_be_planned_but_not_written_and_stays_byte_identic
     // Writable again, the same saved plan applies: the failed run left nothing in its way.
     drop(read_only);
     bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
-    assert_eq!(committed_slices(&silver).await, [1]);
+    assert_eq!(slices_committed(&silver), [1]);
 
     // A rollback that may not write stops before its RESTORE and leaves the applied table as it was.
     let applied = snapshot(&silver);
