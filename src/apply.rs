@@ -17,7 +17,7 @@
 //! boundary, and the ledger says which.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use deltalake::operations::update_table_metadata::TableMetadataUpdate;
 use deltalake::{DeltaTable, DeltaTableError};
@@ -30,8 +30,9 @@ use crate::ledger::{self, Backfill, Entry};
 use crate::plan::{self, Plan};
 use crate::plan_file::{self, PlanFile};
 use crate::slice_writer::SliceWriter;
-use crate::source::run::{DeltaInput, Source};
-use crate::table::{self, display_url};
+use crate::source::run::{DeltaInput, FolderListing, Source};
+use crate::store::{StoreError, Stores, display_url};
+use crate::table;
 use crate::window::Slice;
 
 #[derive(Debug, thiserror::Error)]
@@ -40,6 +41,10 @@ pub enum ApplyError {
     Stale(String),
     #[error(transparent)]
     Table(#[from] table::TableError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    UnsafeCommits(#[from] crate::store::UnsafeCommits),
     #[error(transparent)]
     Source(#[from] crate::source::run::SourceError),
     #[error(transparent)]
@@ -135,22 +140,29 @@ impl<'a> Apply<'a> {
         let document = plan_file::parse(Path::new(&plan.plan_file.path), plan.plan_file.text.clone())
             .map_err(|e| ApplyError::Stale(format!("the saved plan's text no longer parses:\n{e}")))?;
         let url = url_of(plan)?;
-        // The inputs are hashed while the table's log is read.
-        let files: Vec<(String, PathBuf)> =
-            plan.inputs.iter().map(|i| (i.input.clone(), PathBuf::from(&i.path))).collect();
-        let hashing = tokio::task::spawn_blocking(move || plan::fingerprint_all(&files));
-        let mut target = table::open(&url, None).await?;
+        let stores = document.stores();
+        stores.require_safe_commits(&url)?;
+        // The inputs are fingerprinted while the table's log is read.
+        let files = plan.input_files();
+        let hashing = {
+            let stores = stores.clone();
+            tokio::spawn(async move { plan::fingerprint_all(&stores, &files).await })
+        };
+        let mut target = stores.open(&url, None).await?;
         crate::compat::check_writable(&target).await?;
         // The change log is written after the last slice: a log table bf may not write is refused
         // before the first.
         let log_url = change_log::location(&document)?;
         if let Some(log_url) = &log_url {
-            change_log::check(log_url).await?;
+            stores.require_safe_commits(log_url)?;
+            change_log::check(&stores, log_url).await?;
         }
         let since = ledger::commits_after(&target, plan.target.pre_version).await?;
-        let inputs_now = hashing.await.map_err(|e| ApplyError::Delta(format!("hashing the inputs: {e}")))?;
-        let delta_now = delta_input_versions(&plan.delta_inputs).await;
-        check_stale(plan, &since, &inputs_now, &delta_now)?;
+        let inputs_now =
+            hashing.await.map_err(|e| ApplyError::Delta(format!("fingerprinting the inputs: {e}")))?;
+        let folders_now = futures::future::join_all(plan.input_folders.iter().map(|f| f.now(&stores))).await;
+        let delta_now = delta_input_versions(&stores, &plan.delta_inputs).await;
+        check_stale(plan, &since, &Now { inputs: &inputs_now, folders: &folders_now, delta: &delta_now })?;
 
         let backfill = backfill_for(plan, &since, self.rerun);
         let slices = document.plan.slices();
@@ -188,7 +200,15 @@ impl<'a> Apply<'a> {
         }
         let pending: Vec<&Slice> = slices.iter().filter(|s| !done.contains(&s.index)).collect();
         let parallel = spec.slicing.parallel.max(1) as usize;
-        let run = SliceRun { plan, source: &source, writer: &writer, backfill: &backfill, spec, progress };
+        let run = SliceRun {
+            plan,
+            stores: &stores,
+            source: &source,
+            writer: &writer,
+            backfill: &backfill,
+            spec,
+            progress,
+        };
         if parallel == 1 {
             // Each slice writes on the table the previous one returned: commits follow one another.
             for slice in pending {
@@ -230,7 +250,7 @@ impl<'a> Apply<'a> {
                     .or_else(|_| std::env::var("USERNAME"))
                     .unwrap_or_else(|_| "unknown".into()),
             };
-            change_log::record(&url, &row).await?;
+            change_log::record(&stores, &url, &row).await?;
             log_table = Some(display_url(&url));
         }
         outcomes.sort_by_key(|o| o.index);
@@ -271,7 +291,7 @@ impl ApplyState {
 /// Reads how far the saved plan's apply got.
 pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
     let url = url_of(plan)?;
-    let target = table::open(&url, None).await?;
+    let target = plan.stores().open(&url, None).await?;
     // One read of the history answers both: which backfill, and what it committed.
     let history = ledger::commits_after(&target, 0).await?;
     let backfill_id = ledger::backfill_ids(&history, &plan.id).pop();
@@ -299,6 +319,7 @@ fn url_of(plan: &Plan) -> Result<url::Url, ApplyError> {
 /// What writing one slice needs, borrowed for the length of an apply.
 struct SliceRun<'r> {
     plan: &'r Plan,
+    stores: &'r Stores,
     source: &'r Source<'r>,
     writer: &'r SliceWriter,
     backfill: &'r Backfill,
@@ -328,7 +349,15 @@ impl SliceRun<'_> {
         let table = match self.writer.write(table, slice, &rows, self.backfill.slice_commit(slice)).await {
             Ok(table) => table,
             Err(error) => {
-                return Err(conflict_or(error, slice, &url, read_version, &self.backfill.backfill_id).await);
+                return Err(conflict_or(
+                    self.stores,
+                    error,
+                    slice,
+                    &url,
+                    read_version,
+                    &self.backfill.backfill_id,
+                )
+                .await);
             }
         };
         fault(&format!("after-commit:{}", slice.index));
@@ -371,24 +400,27 @@ fn backfill_for(plan: &Plan, since: &[Entry], rerun: bool) -> Backfill {
 }
 
 /// The latest version of each Delta input, in the plan's order, or why it cannot be read.
-async fn delta_input_versions(inputs: &[DeltaInput]) -> Vec<Result<u64, String>> {
+async fn delta_input_versions(stores: &Stores, inputs: &[DeltaInput]) -> Vec<Result<u64, String>> {
     let versions = inputs.iter().map(|input| async move {
         let url = url::Url::parse(&input.uri).map_err(|e| e.to_string())?;
-        let table = table::open(&url, None).await.map_err(|e| e.to_string())?;
+        let table = stores.open(&url, None).await.map_err(|e| e.to_string())?;
         Ok(table.version().unwrap_or(0))
     });
     futures::future::join_all(versions).await
 }
 
+/// The plan's inputs as they are now, each list in the saved plan's order.
+pub struct Now<'n> {
+    /// The input files' fingerprints.
+    pub inputs: &'n [Result<plan::InputFingerprint, String>],
+    /// The input folders' listings.
+    pub folders: &'n [Result<FolderListing, StoreError>],
+    /// The latest version of each Delta input.
+    pub delta: &'n [Result<u64, String>],
+}
+
 /// Every reason the saved plan no longer describes the world, or `Ok` when it still does.
-/// `inputs_now` fingerprints the plan's input files, in its order, as they are now; `delta_now` is
-/// the latest version of each of its Delta inputs.
-pub fn check_stale(
-    plan: &Plan,
-    since: &[Entry],
-    inputs_now: &[std::io::Result<plan::InputFingerprint>],
-    delta_now: &[Result<u64, String>],
-) -> Result<(), ApplyError> {
+pub fn check_stale(plan: &Plan, since: &[Entry], now: &Now) -> Result<(), ApplyError> {
     let mut reasons = Vec::new();
     if !plan.appliable() {
         reasons.push(format!(
@@ -423,28 +455,29 @@ pub fn check_stale(
             plan.target.pre_version
         ));
     }
-    for (input, now) in plan.inputs.iter().zip(inputs_now) {
-        let same = match (now, &input.sha256) {
-            (Ok(now), Some(sha)) => now.sha256.as_ref() == Some(sha),
-            (Ok(now), None) => now.size == input.size && now.modified == input.modified,
-            (Err(_), _) => false,
-        };
-        if !same {
+    for (input, now) in plan.inputs.iter().zip(now.inputs) {
+        if !now.as_ref().is_ok_and(|now| input.matches(now)) {
             reasons.push(match now {
                 Ok(_) => format!("input `{}` changed since `bf plan`: {}", input.input, input.path),
                 Err(e) => format!("input `{}` cannot be read: {} ({e})", input.input, input.path),
             });
         }
     }
-    for folder in &plan.input_folders {
-        let now = folder.now();
+    for (folder, now) in plan.input_folders.iter().zip(now.folders) {
+        let now = match now {
+            Ok(now) => now,
+            Err(e) => {
+                reasons.push(format!("input `{}`'s folder cannot be listed: {e}", folder.input));
+                continue;
+            }
+        };
         if now.files != folder.files {
             let added: Vec<&String> = now.files.iter().filter(|f| !folder.files.contains(f)).collect();
             let removed: Vec<&String> = folder.files.iter().filter(|f| !now.files.contains(f)).collect();
             reasons.push(format!(
                 "input `{}`'s folder {} changed since `bf plan`: {} added {:?}, {} removed {:?}",
                 folder.input,
-                folder.path.display(),
+                crate::store::uri(&folder.location).map_or(folder.location.clone(), |u| display_url(&u)),
                 added.len(),
                 added,
                 removed.len(),
@@ -455,7 +488,7 @@ pub fn check_stale(
     // Slices read a Delta input at the version the plan read, so a commit to it after the apply
     // began changes nothing a resume writes: only a first apply refuses it.
     let resuming = since.iter().any(|e| e.backfill().is_some_and(|b| b.plan_id == plan.id));
-    for (input, now) in plan.delta_inputs.iter().zip(delta_now) {
+    for (input, now) in plan.delta_inputs.iter().zip(now.delta) {
         if input.uri == plan.target.uri || (resuming && now.is_ok()) {
             // A target reloaded from itself: its own moves are checked above.
             continue;
@@ -508,6 +541,7 @@ pub fn comment_text(template: &str, backfill: &Backfill, today: chrono::NaiveDat
 
 /// Turns a write that lost a commit race into an error naming the commits it lost to.
 async fn conflict_or(
+    stores: &Stores,
     error: crate::slice_writer::WriteError,
     slice: &Slice,
     url: &url::Url,
@@ -520,7 +554,7 @@ async fn conflict_or(
         } => conflict.to_string(),
         _ => return ApplyError::Write(error),
     };
-    let commits = match table::open(url, None).await {
+    let commits = match stores.open(url, None).await {
         Ok(table) => {
             let since = ledger::commits_after(&table, read_version).await.unwrap_or_default();
             ledger::describe(since.iter().filter(|e| !e.is_of(backfill_id)))

@@ -19,6 +19,8 @@ use deltalake::protocol::SaveMode;
 use deltalake::{DeltaTable, DeltaTableError};
 use url::Url;
 
+use crate::store::Stores;
+
 use crate::plan::Plan;
 
 /// One finished backfill.
@@ -40,18 +42,18 @@ pub fn location(document: &crate::plan_file::PlanDocument) -> Result<Option<Url>
         .record
         .log_table
         .as_ref()
-        .map(|written| crate::table::table_url(&document.resolve(written)))
+        .map(|written| crate::store::table_url(&document.resolve(written)))
         .transpose()
 }
 
 /// Refuses a log table bf may not append to (the writer gate); one that does not exist yet is
 /// created by [`record`].
-pub async fn check(url: &Url) -> Result<(), crate::compat::Unsupported> {
-    match crate::table::open(url, None).await {
+pub async fn check(stores: &Stores, url: &Url) -> Result<(), crate::compat::Unsupported> {
+    match stores.open(url, None).await {
         Ok(table) => crate::compat::check_appendable(&table).await,
         Err(crate::table::TableError::NotATable { .. } | crate::table::TableError::Missing { .. }) => Ok(()),
         Err(other) => Err(crate::compat::Unsupported::Unreadable {
-            table: crate::table::display_url(url),
+            table: crate::store::display_url(url),
             what: "log",
             detail: other.to_string(),
         }),
@@ -59,8 +61,8 @@ pub async fn check(url: &Url) -> Result<(), crate::compat::Unsupported> {
 }
 
 /// Appends `row` to the log table at `url` unless it already holds it; returns whether it wrote.
-pub async fn record(url: &Url, row: &LogRow) -> Result<bool, DeltaTableError> {
-    let table = match crate::table::open(url, None).await {
+pub async fn record(stores: &Stores, url: &Url, row: &LogRow) -> Result<bool, DeltaTableError> {
+    let table = match stores.open(url, None).await {
         Ok(table) => {
             crate::compat::check_appendable(&table)
                 .await
@@ -68,7 +70,7 @@ pub async fn record(url: &Url, row: &LogRow) -> Result<bool, DeltaTableError> {
             table
         }
         Err(crate::table::TableError::NotATable { .. } | crate::table::TableError::Missing { .. }) => {
-            create(url).await?
+            create(stores, url).await?
         }
         Err(other) => return Err(DeltaTableError::Generic(other.to_string())),
     };
@@ -113,14 +115,17 @@ fn columns() -> Vec<(&'static str, DataType, ArrowType)> {
     .collect()
 }
 
-async fn create(url: &Url) -> Result<DeltaTable, DeltaTableError> {
-    if let Ok(path) = url.to_file_path() {
+async fn create(stores: &Stores, url: &Url) -> Result<DeltaTable, DeltaTableError> {
+    if let Ok(path) = url.to_file_path()
+        && url.scheme() == "file"
+    {
         std::fs::create_dir_all(path).map_err(|e| DeltaTableError::Generic(e.to_string()))?;
     }
     let fields: Vec<StructField> =
         columns().into_iter().map(|(name, delta, _)| StructField::new(name, delta, true)).collect();
-    DeltaTable::try_from_url(url.clone())
-        .await?
+    stores
+        .builder(url)?
+        .build()?
         .create()
         .with_columns(fields)
         .with_comment("bf change log: one row per finished backfill")

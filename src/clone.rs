@@ -14,21 +14,22 @@
 //!    Spark's SHALLOW CLONE records it.
 //!
 //! Nothing is written under the target's folder; a clone's later commits only remove the target's
-//! files from the clone's own log.
+//! files from the clone's own log. In an object store the localized files are copied by the store
+//! itself (S3 CopyObject, Azure Copy Blob, GCS rewrite): no table data passes through this machine.
 
 use std::collections::HashMap;
 
 use deltalake::kernel::transaction::CommitBuilder;
 use deltalake::kernel::{Action, Add, CommitInfo, MetadataExt};
 use deltalake::protocol::{DeltaOperation, SaveMode};
-use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError};
+use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
 use object_store::ObjectStoreExt;
 use serde::Serialize;
 use serde_json::{Value, json};
 use url::Url;
 
-use crate::table::display_url;
+use crate::store::{self, Found, StoreError, Stores, display_url};
 use crate::window::Window;
 
 /// The folder of a clone that holds the files copied in from the source.
@@ -38,6 +39,7 @@ pub const LOCALIZED: &str = "bf-localized";
 pub struct ShallowClone<'a> {
     source: &'a DeltaTable,
     destination: Url,
+    stores: &'a Stores,
     localize: Localize,
 }
 
@@ -55,6 +57,9 @@ pub struct CloneMetrics {
     pub files_referenced: usize,
     pub files_localized: usize,
     pub bytes_localized: u64,
+    /// Of the localized files, those the store copied itself, without this machine reading them.
+    #[serde(default)]
+    pub files_copied_by_store: usize,
     /// Wall time of the clone: it should not grow with the data, only with the number of files.
     #[serde(default)]
     pub millis: u64,
@@ -66,8 +71,8 @@ pub enum CloneError {
         "{0} exists and is not a bf rehearsal; refusing to replace it (choose another [rehearsal] table)"
     )]
     NotARehearsal(String),
-    #[error("cannot remove the previous rehearsal {path}: {source}")]
-    Remove { path: String, source: std::io::Error },
+    #[error("cannot replace the previous rehearsal: {0}")]
+    Remove(StoreError),
     #[error(
         "{0} uses deletion vectors; bf cannot rehearse on a shallow clone of it yet \
          (its deletion-vector files would not resolve from the clone)"
@@ -76,12 +81,12 @@ pub enum CloneError {
     #[error("cannot clone {table}: {source}")]
     Delta { table: String, source: Box<DeltaTableError> },
     #[error("cannot copy {file} into the rehearsal: {source}")]
-    Copy { file: String, source: deltalake::ObjectStoreError },
+    Copy { file: String, source: StoreError },
 }
 
 impl<'a> ShallowClone<'a> {
-    pub fn new(source: &'a DeltaTable, destination: Url) -> Self {
-        ShallowClone { source, destination, localize: Localize::Nothing }
+    pub fn new(source: &'a DeltaTable, destination: Url, stores: &'a Stores) -> Self {
+        ShallowClone { source, destination, stores, localize: Localize::Nothing }
     }
 
     /// Copies the files that hold rows of `window` on `date_column` into the clone, so that writes
@@ -95,7 +100,7 @@ impl<'a> ShallowClone<'a> {
         let started = std::time::Instant::now();
         let source_name = display_url(self.source.table_url());
         let delta = |source| CloneError::Delta { table: source_name.clone(), source: Box::new(source) };
-        replace_previous_rehearsal(&self.destination)?;
+        replace_previous_rehearsal(self.stores, &self.destination).await?;
 
         let snapshot = self.source.snapshot().map_err(delta)?;
         let source_version = snapshot.version();
@@ -108,10 +113,7 @@ impl<'a> ShallowClone<'a> {
         let files: Vec<_> =
             self.source.get_active_add_actions_by_predicate(None).try_collect().await.map_err(delta)?;
 
-        let destination =
-            DeltaTableBuilder::from_url(self.destination.clone()).map_err(delta)?.build().map_err(delta)?;
-        let source_store = self.source.log_store().object_store(None);
-        let destination_store = destination.log_store().object_store(None);
+        let destination = self.stores.builder(&self.destination).map_err(delta)?.build().map_err(delta)?;
         let source_root = self.source.table_url().clone();
 
         let mut metrics = CloneMetrics { source_version, ..CloneMetrics::default() };
@@ -124,7 +126,7 @@ impl<'a> ShallowClone<'a> {
             // Files of a table that is itself a clone are already absolute.
             let absolute = match Url::parse(&decoded) {
                 Ok(url) if url.scheme().len() > 1 => url,
-                _ => file_url(&source_root, &decoded),
+                _ => store::join(&source_root, &decoded),
             };
             let partition_values = file.partition_values_map();
             let inside_source = absolute.as_str().starts_with(source_root.as_str());
@@ -135,21 +137,17 @@ impl<'a> ShallowClone<'a> {
                 Localize::Nothing => false,
             };
             let path = if localize {
-                let location = file.object_store_path();
-                let copy_error = |source| CloneError::Copy { file: decoded.clone(), source };
-                let bytes = source_store
-                    .get(&location)
-                    .await
-                    .map_err(copy_error)?
-                    .bytes()
-                    .await
-                    .map_err(copy_error)?;
-                metrics.bytes_localized += bytes.len() as u64;
                 // A plain name: partition values live in the add action, and a name without
                 // escapes cannot be decoded differently by whoever reads it.
                 let copy = format!("{LOCALIZED}/{}.parquet", uuid::Uuid::new_v4());
-                destination_store.put(&copy.as_str().into(), bytes.into()).await.map_err(copy_error)?;
+                let (bytes, by_store) = self
+                    .stores
+                    .copy(&absolute, &store::join(&self.destination, &copy))
+                    .await
+                    .map_err(|source| CloneError::Copy { file: decoded.clone(), source })?;
+                metrics.bytes_localized += bytes;
                 metrics.files_localized += 1;
+                metrics.files_copied_by_store += usize::from(by_store);
                 copy
             } else {
                 metrics.files_referenced += 1;
@@ -195,7 +193,7 @@ impl<'a> ShallowClone<'a> {
             .build(None, destination.log_store(), operation)
             .await
             .map_err(delta)?;
-        let clone = crate::table::open(&self.destination, None).await.map_err(|e| CloneError::Delta {
+        let clone = self.stores.open(&self.destination, None).await.map_err(|e| CloneError::Delta {
             table: display_url(&self.destination),
             source: Box::new(DeltaTableError::Generic(e.to_string())),
         })?;
@@ -205,38 +203,28 @@ impl<'a> ShallowClone<'a> {
 }
 
 /// Whether the table at `url` is a bf rehearsal (its first commit says so).
-pub fn is_rehearsal(url: &Url) -> bool {
-    let Ok(folder) = url.to_file_path() else { return false };
-    let first = folder.join("_delta_log").join(format!("{:020}.json", 0));
-    std::fs::read_to_string(first).is_ok_and(|text| {
-        text.lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .any(|action| action.get("commitInfo").is_some_and(crate::ledger::is_clone_commit))
-    })
+pub async fn is_rehearsal(stores: &Stores, url: &Url) -> bool {
+    let first = store::join(url, &format!("_delta_log/{:020}.json", 0));
+    let Ok((store, key)) = stores.object_store(&first) else { return false };
+    let Ok(found) = store.get(&key).await else { return false };
+    let Ok(bytes) = found.bytes().await else { return false };
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .any(|action| action.get("commitInfo").is_some_and(crate::ledger::is_clone_commit))
 }
 
-fn replace_previous_rehearsal(destination: &Url) -> Result<(), CloneError> {
-    let name = display_url(destination);
-    let Ok(folder) = destination.to_file_path() else {
-        return Err(CloneError::NotARehearsal(format!("{name} (only local rehearsal tables are supported)")));
-    };
-    let empty = std::fs::read_dir(&folder).map(|mut entries| entries.next().is_none()).unwrap_or(true);
-    if empty {
+/// Removes the previous rehearsal at `destination`, and refuses to touch anything else there.
+async fn replace_previous_rehearsal(stores: &Stores, destination: &Url) -> Result<(), CloneError> {
+    if matches!(stores.find(destination).await.map_err(CloneError::Remove)?, Found::Nothing) {
         return Ok(());
     }
-    if !is_rehearsal(destination) {
-        return Err(CloneError::NotARehearsal(name));
+    if !is_rehearsal(stores, destination).await {
+        return Err(CloneError::NotARehearsal(display_url(destination)));
     }
     // Only the rehearsal's own folder goes: files it references in the target are absolute URLs in
-    // its log and are never followed, and remove_dir_all does not follow symlinks.
-    std::fs::remove_dir_all(&folder).map_err(|source| CloneError::Remove { path: name, source })
-}
-
-/// The absolute URL of a table file, its path segments percent-encoded as the Delta log expects.
-fn file_url(root: &Url, relative: &str) -> Url {
-    let mut url = root.clone();
-    url.path_segments_mut().expect("a table URL has a path").pop_if_empty().extend(relative.split('/'));
-    url
+    // its log and are never followed.
+    stores.remove_folder(destination).await.map_err(CloneError::Remove)
 }
 
 /// Whether a file may hold rows of `window`: decided from its partition value, else its statistics;
@@ -267,14 +255,5 @@ mod tests {
         assert!(overlaps(&march, "d", &HashMap::new(), Some(&stats("2026-02-20", "2026-03-01"))));
         assert!(!overlaps(&march, "d", &HashMap::new(), Some(&stats("2026-01-01", "2026-02-28"))));
         assert!(overlaps(&march, "d", &HashMap::new(), None), "no statistics: may hold anything");
-    }
-
-    #[test]
-    fn file_urls_encode_partition_values() {
-        let root: Url = "file:///lake/t/".parse().unwrap();
-        assert_eq!(
-            file_url(&root, "d=a b%/part-0.parquet").as_str(),
-            "file:///lake/t/d=a%20b%25/part-0.parquet"
-        );
     }
 }

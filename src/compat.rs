@@ -55,7 +55,7 @@ pub async fn check_appendable(table: &DeltaTable) -> Result<(), Unsupported> {
 }
 
 async fn check(table: &DeltaTable, write: WriteKind) -> Result<(), Unsupported> {
-    let name = crate::table::display_url(table.table_url());
+    let name = crate::store::display_url(table.table_url());
     let unreadable = |what, detail: String| Unsupported::Unreadable { table: name.clone(), what, detail };
     let snapshot = table.snapshot().map_err(|e| unreadable("snapshot", e.to_string()))?;
     let protocol =

@@ -13,7 +13,6 @@
 //!   the values a row had before and after ("currency = USD → EUR").
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use deltalake::DeltaTable;
@@ -150,6 +149,7 @@ pub struct Comparison {
 
 impl Comparison {
     pub async fn new(
+        stores: &crate::store::Stores,
         before: &DeltaTable,
         after: &DeltaTable,
         schema: SchemaRef,
@@ -161,6 +161,12 @@ impl Comparison {
             deltalake::delta_datafusion::create_session_state_with_spill_config(Some(MEMORY_POOL), None);
         let ctx = SessionContext::new_with_state(state);
         ctx.state_ref().write().config_mut().options_mut().optimizer.prefer_hash_join = false;
+        // The rehearsal reads the target's files by their absolute URLs, from the target's store.
+        for table in [before, after] {
+            stores
+                .register(&ctx, table.table_url())
+                .map_err(|e| deltalake::DeltaTableError::Generic(e.to_string()))?;
+        }
         ctx.register_table(BEFORE, before.table_provider().await?)?;
         ctx.register_table(AFTER, after.table_provider().await?)?;
         Ok(Comparison { ctx, schema })
@@ -215,13 +221,14 @@ impl Comparison {
     /// without partition columns (so each file holds every column), read as plain Parquet.
     pub async fn measure_files(
         &self,
-        files: &[PathBuf],
+        files: &[String],
         predicate: Expr,
         metrics: &[Metric],
     ) -> DfResult<Measures> {
+        // Local files by their path: a decoded name may hold what a URL cannot (`%`, spaces).
         let urls = files
             .iter()
-            .map(|f| ListingTableUrl::parse(f.to_string_lossy()))
+            .map(|f| ListingTableUrl::parse(f.strip_prefix("file://").unwrap_or(f)))
             .collect::<DfResult<Vec<_>>>()?;
         let provider: Arc<dyn TableProvider> = if urls.is_empty() {
             Arc::new(EmptyTable::new(self.schema.clone()))

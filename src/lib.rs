@@ -3,7 +3,8 @@
 //! The modules follow the path a backfill takes:
 //! 1. [`plan_file`]: the TOML plan a team reviews — window, table, reason, source, checks, guards.
 //! 2. [`window`]: the window and the slices it is cut into; one slice is one run and one commit.
-//! 3. [`table`]: opening the target and the facts later steps rely on (version, date column), and
+//! 3. [`store`]: where tables and files live — local folders, S3, Azure, GCS — and how bf reaches
+//!    them; [`table`]: the facts about the target later steps rely on (version, date column), and
 //!    [`compat`]: whether bf may write it at all.
 //! 4. [`source`]: where a slice's corrected rows come from; plan SQL is read-only.
 //! 5. [`rehearsal`]: a [`clone`] of the target (shallow), every slice written into it.
@@ -32,6 +33,7 @@ pub mod rollback;
 pub mod shop;
 pub mod slice_writer;
 pub mod source;
+pub mod store;
 pub mod table;
 pub mod window;
 

@@ -8,14 +8,17 @@
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, NaiveDate, Utc};
+use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
+use url::Url;
 
 use crate::checks::{CheckResult, GuardResult};
 use crate::clone::CloneMetrics;
 use crate::diff::{BreakdownRow, Measures, RowChanges};
 use crate::plan_file::WriteMode;
 use crate::source::run::{DeltaInput, FolderListing, SourceCounts};
+use crate::store::{Found, Location, Stores};
 use crate::window::Window;
 
 /// The version of the saved plan's layout.
@@ -97,8 +100,28 @@ pub struct InputFingerprint {
     pub path: String,
     pub size: u64,
     pub modified: Option<DateTime<Utc>>,
-    /// sha256 of the content, for files under 1 GiB.
+    /// sha256 of the content, for local files under 1 GiB.
     pub sha256: Option<String>,
+    /// In an object store: the store's ETag, which changes with the content; bf does not download
+    /// a file to hash it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub etag: Option<String>,
+    /// In a versioned bucket: the object's version.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+}
+
+impl InputFingerprint {
+    /// Whether `now` is the same file as this one, as far as its fingerprint can tell.
+    pub fn matches(&self, now: &InputFingerprint) -> bool {
+        match (&self.sha256, &self.etag) {
+            (Some(sha), _) => now.sha256.as_ref() == Some(sha),
+            (None, Some(etag)) => {
+                now.etag.as_ref() == Some(etag) && now.size == self.size && now.version == self.version
+            }
+            (None, None) => now.size == self.size && now.modified == self.modified,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -196,6 +219,17 @@ impl Plan {
         std::fs::rename(&partial, path).map_err(write)
     }
 
+    /// The stores the plan's tables and inputs are in, with the `[storage]` settings it was made with.
+    pub fn stores(&self) -> Stores {
+        let planned = toml::from_str::<crate::plan_file::PlanFile>(&self.plan_file.text);
+        Stores::new(&planned.map(|p| p.storage).unwrap_or_default())
+    }
+
+    /// The saved inputs as `(input, file)` pairs, to fingerprint them again.
+    pub fn input_files(&self) -> Vec<(String, Location)> {
+        self.inputs.iter().map(|i| (i.input.clone(), Location::resolve(Path::new("/"), &i.path))).collect()
+    }
+
     pub fn load(path: &Path) -> Result<Plan, SavedPlanError> {
         let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => SavedPlanError::Missing(path.to_owned()),
@@ -247,9 +281,64 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
-/// Fingerprints `(input, path)` files on one thread per core, in their order. Hashing a month of
-/// daily inputs is most of what an apply does before its first slice (docs/BENCHMARKS.md, W4).
-pub fn fingerprint_all(files: &[(String, PathBuf)]) -> Vec<std::io::Result<InputFingerprint>> {
+/// Fingerprints `(input, file)` pairs, in their order: local files hashed on one thread per core
+/// (hashing a month of daily inputs is most of what an apply does before its first slice,
+/// docs/BENCHMARKS.md, W4), files in object stores by a HEAD each, sixteen at a time.
+pub async fn fingerprint_all(
+    stores: &Stores,
+    files: &[(String, Location)],
+) -> Vec<Result<InputFingerprint, String>> {
+    let local: Vec<(usize, String, PathBuf)> = files
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (input, location))| match location {
+            Location::Path(path) => Some((i, input.clone(), path.clone())),
+            Location::Uri(url) => {
+                Some((i, input.clone(), url.to_file_path().ok().filter(|_| url.scheme() == "file")?))
+            }
+        })
+        .collect();
+    let remote: Vec<(usize, String, Url)> = files
+        .iter()
+        .enumerate()
+        .filter_map(|(i, (input, location))| match location {
+            Location::Uri(url) if url.scheme() != "file" => Some((i, input.clone(), url.clone())),
+            _ => None,
+        })
+        .collect();
+    let hashing = tokio::task::spawn_blocking(move || {
+        let hashed = hash_all(&local);
+        local.into_iter().map(|(i, ..)| i).zip(hashed).collect::<Vec<_>>()
+    });
+    let remote = remote.into_iter().map(|(i, input, url)| async move {
+        let found = stores.find(&url).await.map_err(|e| e.to_string());
+        let fingerprint = match found {
+            Ok(Found::File(meta)) => Ok(InputFingerprint {
+                input,
+                path: url.to_string(),
+                size: meta.size,
+                modified: Some(meta.last_modified),
+                sha256: None,
+                etag: meta.e_tag,
+                version: meta.version,
+            }),
+            Ok(_) => Err(format!("{url} does not exist")),
+            Err(e) => Err(e),
+        };
+        (i, fingerprint)
+    });
+    let mut found: Vec<(usize, Result<InputFingerprint, String>)> =
+        futures::stream::iter(remote).buffer_unordered(16).collect().await;
+    match hashing.await {
+        Ok(hashed) => found.extend(hashed.into_iter().map(|(i, f)| (i, f.map_err(|e| e.to_string())))),
+        Err(e) => return files.iter().map(|_| Err(format!("hashing the inputs: {e}"))).collect(),
+    }
+    found.sort_by_key(|(i, _)| *i);
+    found.into_iter().map(|(_, f)| f).collect()
+}
+
+/// Hashes local files on one thread per core, in their order.
+fn hash_all(files: &[(usize, String, PathBuf)]) -> Vec<std::io::Result<InputFingerprint>> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let per_thread = files.len().div_ceil(threads).max(1);
     std::thread::scope(|scope| {
@@ -257,7 +346,7 @@ pub fn fingerprint_all(files: &[(String, PathBuf)]) -> Vec<std::io::Result<Input
             .chunks(per_thread)
             .map(|chunk| {
                 scope.spawn(move || {
-                    chunk.iter().map(|(input, path)| fingerprint(input, path)).collect::<Vec<_>>()
+                    chunk.iter().map(|(_, input, path)| fingerprint(input, path)).collect::<Vec<_>>()
                 })
             })
             .collect();
@@ -265,8 +354,8 @@ pub fn fingerprint_all(files: &[(String, PathBuf)]) -> Vec<std::io::Result<Input
     })
 }
 
-/// Fingerprints a file: size, modification time and (under 1 GiB) content hash, streamed.
-pub fn fingerprint(input: &str, path: &Path) -> std::io::Result<InputFingerprint> {
+/// Fingerprints a local file: size, modification time and (under 1 GiB) content hash, streamed.
+fn fingerprint(input: &str, path: &Path) -> std::io::Result<InputFingerprint> {
     let metadata = std::fs::metadata(path)?;
     let modified = metadata.modified().ok().map(DateTime::<Utc>::from);
     let sha256 = if metadata.len() < HASH_LIMIT {
@@ -290,5 +379,7 @@ pub fn fingerprint(input: &str, path: &Path) -> std::io::Result<InputFingerprint
         size: metadata.len(),
         modified,
         sha256,
+        etag: None,
+        version: None,
     })
 }

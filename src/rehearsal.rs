@@ -13,7 +13,6 @@
 //! 6. Return the [`Plan`]: data to save, show and later apply. The target is only ever read.
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 
 use deltalake::datafusion::common::Column;
 use deltalake::datafusion::error::{DataFusionError, Result as DfResult};
@@ -33,7 +32,8 @@ use crate::plan_file::{Metric, OutsideRows, PlanDocument, WriteMode};
 use crate::predicate::{slice_predicate, slice_predicate_sql, window_predicate};
 use crate::slice_writer::SliceWriter;
 use crate::source::run::{FolderListing, SliceSource, Source, SourceCounts};
-use crate::table::{self, TableError, display_url};
+use crate::store::{self, display_url};
+use crate::table::{self, TableError};
 use crate::window::Window;
 
 /// Told about each step, so a terminal can show progress; the library prints nothing itself.
@@ -75,15 +75,16 @@ fn query_error(
 /// Rehearses the plan and returns it as a saved-plan value.
 pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Result<Plan, RehearsalError> {
     let spec = &document.plan;
-    let target_url = table::table_url(&document.resolve(&spec.target.table))?;
+    let stores = document.stores();
+    let target_url = store::table_url(&document.resolve(&spec.target.table))?;
     progress.step("opening the target");
-    let target = table::open(&target_url, None).await?;
+    let target = stores.open(&target_url, None).await?;
     let pre_version = target.version().unwrap_or(0);
     let column = spec.target.date_column.as_str();
     crate::compat::check_writable(&target).await?;
     table::check_date_column(&target, column)?;
     if let Some(log) = crate::change_log::location(document)? {
-        crate::change_log::check(&log).await?;
+        crate::change_log::check(&stores, &log).await?;
     }
     let partition_columns = table::partition_columns(&target);
     let partitioned_by_date = partition_columns == [column];
@@ -107,7 +108,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     }
 
     progress.step("cloning the target");
-    let mut clone = ShallowClone::new(&target, rehearsal_url.clone());
+    let mut clone = ShallowClone::new(&target, rehearsal_url.clone(), &stores);
     if !partitioned_by_date {
         // Merge slices are replaceWheres too (crate::slice_writer): the same files are rewritten.
         clone = clone.with_localized_window(column, spec.window());
@@ -158,7 +159,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
 
     progress.step("comparing before and after");
     let comparison =
-        Comparison::new(&target, &rehearsal, schema).await.map_err(|e| RehearsalError::Query {
+        Comparison::new(&stores, &target, &rehearsal, schema).await.map_err(|e| RehearsalError::Query {
             what: "registering the target and the rehearsal".into(),
             message: e.to_string(),
         })?;
@@ -258,6 +259,9 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     };
     let guards = checks::run_guards(&spec.guards, &total.before, &total.after);
     let mut warnings = retention_warnings(&target, spec.record.keep_undo_for.0)?;
+    if let Err(unsafe_commits) = stores.require_safe_commits(&target_url) {
+        warnings.push(format!("`bf apply` will refuse to write to {unsafe_commits}"));
+    }
     warnings.extend(merge_notes);
 
     let mut problems = Vec::new();
@@ -320,7 +324,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
             version: rehearsal.version().unwrap_or(0),
             clone: clone_metrics,
         },
-        inputs: fingerprints(&sources)?,
+        inputs: fingerprints(&stores, &sources).await?,
         input_folders: folders(&sources),
         delta_inputs: source.delta_inputs(),
         slices: reports,
@@ -366,24 +370,39 @@ fn retention_warnings(target: &deltalake::DeltaTable, keep_days: u32) -> Result<
         .collect())
 }
 
-/// The rehearsal's location: the plan's `[rehearsal] table`, or `<target>__rehearsal` beside it.
+/// The rehearsal's location: the plan's `[rehearsal] table`, or `<table>__rehearsal` beside the
+/// target, in the same folder or bucket (a server-side copy needs both in one bucket).
 fn rehearsal_url(document: &PlanDocument, target: &Url) -> Result<Url, TableError> {
     if let Some(written) = &document.plan.rehearsal.table {
-        return table::table_url(&document.resolve(written));
+        return store::table_url(&document.resolve(written));
     }
-    let path = target.to_file_path().map_err(|()| TableError::Missing {
-        location: format!("{target} (set [rehearsal] table for tables that are not local folders)"),
-    })?;
-    let name = format!("{}__rehearsal", path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default());
-    table::folder_url(&path.with_file_name(name))
+    let name = target.path_segments().and_then(|mut s| s.rfind(|s| !s.is_empty())).map(|encoded| {
+        // Decoded, as `push` encodes it again: `orders by région`, not `orders%20by%20r%C3%A9gion`.
+        percent_encoding::percent_decode_str(encoded).decode_utf8_lossy().into_owned()
+    });
+    let Some(name) = name else {
+        return Err(TableError::Missing {
+            location: format!(
+                "{target} is a bucket's root: set [rehearsal] table to a folder for the rehearsal"
+            ),
+        });
+    };
+    let mut url = target.clone();
+    url.path_segments_mut()
+        .expect("a table URL has a path")
+        .pop_if_empty()
+        .pop()
+        .push(&format!("{name}__rehearsal"))
+        .push("");
+    Ok(url)
 }
 
 /// Rows outside the window, compared where they can differ. A file the rehearsal shares with the
 /// target is the same file (the clone references it; bf refuses deletion vectors), so only the
 /// files the slices replaced and the files they wrote are read: a one-month plan on a three-year
 /// table reads one month's files, not three years. Where the rewritten files cannot be read on
-/// their own (partition columns other than the date live in the log, not in the files), or are not
-/// local, every row outside the window is compared.
+/// their own (partition columns other than the date live in the log, not in the files), every row
+/// outside the window is compared.
 async fn compare_outside(
     target: &DeltaTable,
     rehearsal: &DeltaTable,
@@ -396,11 +415,8 @@ async fn compare_outside(
     let files = |e: DeltaTableError| DataFusionError::External(Box::new(e));
     let before = live_files(target).await.map_err(files)?;
     let after = live_files(rehearsal).await.map_err(files)?;
-    let (Some(before), Some(after)) = (before, after) else {
-        return compare_all_outside(comparison, outside, metrics).await;
-    };
-    let replaced: Vec<PathBuf> = before.keys().filter(|f| !after.contains_key(*f)).cloned().collect();
-    let written: Vec<PathBuf> = after.keys().filter(|f| !before.contains_key(*f)).cloned().collect();
+    let replaced: Vec<String> = before.keys().filter(|f| !after.contains_key(*f)).cloned().collect();
+    let written: Vec<String> = after.keys().filter(|f| !before.contains_key(*f)).cloned().collect();
     let counts = |o: OutsideWindow| OutsideWindow {
         shared_files: (before.len() - replaced.len()) as u64,
         replaced_files: replaced.len() as u64,
@@ -447,25 +463,24 @@ async fn compare_all_outside(
     Ok(OutsideWindow::compared(before, after))
 }
 
-/// A local table's live files as file-system paths, with their partition values; `None` for a table
-/// that is not local. A clone's absolute URLs and a table's relative paths name the same file alike.
+/// A table's live files by their absolute location (decoded, as the log holds a clone's), with
+/// their partition values: a clone's absolute paths and a table's relative paths name one file alike.
 async fn live_files(
     table: &DeltaTable,
-) -> Result<Option<BTreeMap<PathBuf, HashMap<String, Option<String>>>>, DeltaTableError> {
-    let Ok(root) = table.table_url().to_file_path() else { return Ok(None) };
+) -> Result<BTreeMap<String, HashMap<String, Option<String>>>, DeltaTableError> {
+    let root =
+        percent_encoding::percent_decode_str(table.table_url().as_str()).decode_utf8_lossy().into_owned();
     let files: Vec<_> = table.get_active_add_actions_by_predicate(None).try_collect().await?;
     let mut live = BTreeMap::new();
     for file in files {
-        // Paths as deltalake decodes them from the log: the name of the file on disk.
         let path = file.path();
-        let location = match path.strip_prefix("file://") {
-            Some(absolute) => PathBuf::from(absolute),
-            None if Url::parse(&path).is_ok_and(|u| u.scheme().len() > 1) => return Ok(None),
-            None => root.join(path.as_ref()),
+        let location = match store::uri(&path) {
+            Some(_) => path.into_owned(),
+            None => format!("{root}{path}"),
         };
         live.insert(location, file.partition_values_map());
     }
-    Ok(Some(live))
+    Ok(live)
 }
 
 /// Source rows whose key is not in the rehearsed slice (a merge keeps other rows, so counts alone
@@ -494,27 +509,34 @@ async fn missing_keys(rows: &SliceSource, key: &[String]) -> deltalake::datafusi
 
 /// Every folder the slices' inputs read, each once.
 fn folders(sources: &[(SliceSource, SourceCounts)]) -> Vec<FolderListing> {
-    let mut folders: BTreeMap<PathBuf, FolderListing> = BTreeMap::new();
+    let mut folders: BTreeMap<String, FolderListing> = BTreeMap::new();
     for folder in sources.iter().flat_map(|(s, _)| &s.folders) {
-        folders.entry(folder.path.clone()).or_insert_with(|| folder.clone());
+        folders.entry(folder.location.clone()).or_insert_with(|| folder.clone());
     }
     folders.into_values().collect()
 }
 
 /// Fingerprints of every input file the slices read, each file once.
-fn fingerprints(sources: &[(SliceSource, SourceCounts)]) -> Result<Vec<InputFingerprint>, RehearsalError> {
-    let mut files: BTreeMap<PathBuf, String> = BTreeMap::new();
+async fn fingerprints(
+    stores: &store::Stores,
+    sources: &[(SliceSource, SourceCounts)],
+) -> Result<Vec<InputFingerprint>, RehearsalError> {
+    let mut files: BTreeMap<String, (String, store::Location)> = BTreeMap::new();
     for file in sources.iter().flat_map(|(s, _)| &s.files) {
-        let path = file.path.canonicalize().unwrap_or_else(|_| file.path.clone());
-        files.entry(path).or_insert_with(|| file.input.clone());
+        let location = match file.url.to_file_path() {
+            Ok(path) if file.url.scheme() == "file" => store::Location::Path(path),
+            _ => store::Location::Uri(file.url.clone()),
+        };
+        files.entry(file.url.to_string()).or_insert_with(|| (file.input.clone(), location));
     }
-    let files: Vec<(String, PathBuf)> = files.into_iter().map(|(path, input)| (input, path)).collect();
-    plan::fingerprint_all(&files)
+    let files: Vec<(String, store::Location)> = files.into_values().collect();
+    plan::fingerprint_all(stores, &files)
+        .await
         .into_iter()
         .zip(&files)
-        .map(|(fingerprint, (_, path))| {
+        .map(|(fingerprint, (_, location))| {
             fingerprint.map_err(|e| {
-                RehearsalError::Refused(format!("cannot fingerprint input file {}: {e}", path.display()))
+                RehearsalError::Refused(format!("cannot fingerprint input file {location}: {e}"))
             })
         })
         .collect()

@@ -22,7 +22,7 @@ use deltalake::datafusion::prelude::SessionContext;
 use deltalake::operations::update_table_metadata::TableMetadataUpdate;
 use deltalake::table::config::TablePropertiesExt;
 use deltalake::{DeltaTable, DeltaTableError};
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
 use serde::Serialize;
 use url::Url;
@@ -33,7 +33,8 @@ use crate::ledger::{self, Entry, Recorded, RollbackStep};
 use crate::predicate::{slice_predicate, window_predicate};
 use crate::slice_writer::SliceWriter;
 use crate::source::run::SliceSource;
-use crate::table::{self, display_url};
+use crate::store::{StoreError, Stores, display_url};
+use crate::table;
 use crate::window::{Slice, Window};
 
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +66,10 @@ pub enum RollbackError {
     #[error(transparent)]
     Table(#[from] table::TableError),
     #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    UnsafeCommits(#[from] crate::store::UnsafeCommits),
+    #[error(transparent)]
     Write(#[from] crate::slice_writer::WriteError),
     #[error("{0}")]
     Delta(String),
@@ -91,6 +96,7 @@ impl From<deltalake::datafusion::error::DataFusionError> for RollbackError {
 pub struct RollbackPlan {
     pub table: String,
     pub url: Url,
+    stores: Stores,
     pub backfill: Recorded,
     /// The backfill's commits, which the rollback undoes.
     pub ours: Vec<Entry>,
@@ -120,8 +126,9 @@ pub struct RollbackReport {
 }
 
 /// Reads what undoing `backfill_id` on the table at `url` involves.
-pub async fn prepare(url: &Url, backfill_id: &str) -> Result<RollbackPlan, RollbackError> {
-    let table = table::open(url, None).await?;
+pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<RollbackPlan, RollbackError> {
+    stores.require_safe_commits(url)?;
+    let table = stores.open(url, None).await?;
     crate::compat::check_writable(&table).await?;
     let name = display_url(url);
     let history = ledger::commits_after(&table, 0).await?;
@@ -137,6 +144,7 @@ pub async fn prepare(url: &Url, backfill_id: &str) -> Result<RollbackPlan, Rollb
     let mut plan = RollbackPlan {
         table: name,
         url: url.clone(),
+        stores: stores.clone(),
         window: Window {
             start: backfill.slices.iter().map(|(s, _)| s.first).min().expect("a backfill has slices"),
             end: backfill.slices.iter().map(|(s, _)| s.last).max().expect("a backfill has slices"),
@@ -203,7 +211,7 @@ impl RollbackPlan {
                 // An earlier run restored. Finishing it claims the window is the pre-version's
                 // again: true only if nothing since has changed it. The comment it may still
                 // write changes no row, so this check is the rollback's verification.
-                let table = table::open(&self.url, None).await?;
+                let table = self.stores.open(&self.url, None).await?;
                 let rows = match self.verify(&table).await {
                     Ok(rows) => rows,
                     Err(RollbackError::Verify { detail, .. }) => {
@@ -226,8 +234,8 @@ impl RollbackPlan {
                         commits: ledger::describe(&self.others),
                     });
                 }
-                check_files_exist(&self.url, pre_version).await?;
-                let table = table::open(&self.url, None).await?;
+                check_files_exist(&self.stores, &self.url, pre_version).await?;
+                let table = self.stores.open(&self.url, None).await?;
                 fault("rollback-before-restore");
                 let (table, _metrics) = table
                     .restore()
@@ -265,7 +273,7 @@ impl RollbackPlan {
             wrote.push(table.version().unwrap_or(0));
         }
         // The window's rows before the RESTORE undid the backfill, and now.
-        let rows_before = self.window_rows(&table::open(&self.url, Some(restored - 1)).await?).await?;
+        let rows_before = self.window_rows(&self.stores.open(&self.url, Some(restored - 1)).await?).await?;
         let rows_after = match verified {
             Some(rows) => rows,
             None => self.verify(&table).await?,
@@ -275,7 +283,7 @@ impl RollbackPlan {
 
     /// Put back the window's rows slice by slice, keeping other writers' work outside it.
     pub async fn window_only(&self, force: bool) -> Result<RollbackReport, RollbackError> {
-        let mut table = table::open(&self.url, None).await?;
+        let mut table = self.stores.open(&self.url, None).await?;
         let in_window = self.others_in_window(&table).await?;
         if !in_window.is_empty() && !force {
             return Err(RollbackError::OthersInWindow {
@@ -284,11 +292,11 @@ impl RollbackPlan {
             });
         }
         let pre_version = self.backfill.backfill.pre_version;
-        check_files_exist(&self.url, pre_version).await?;
+        check_files_exist(&self.stores, &self.url, pre_version).await?;
         let rows_before = self.window_rows(&table).await?;
         let date_column = self.backfill.backfill.date_column.clone();
         let writer = SliceWriter::replace(&date_column);
-        let old = table::open(&self.url, Some(pre_version)).await?;
+        let old = self.stores.open(&self.url, Some(pre_version)).await?;
         let slices = self
             .backfill
             .slices
@@ -373,13 +381,13 @@ impl RollbackPlan {
         let table = if crate::fault::corrupt("rollback-verify") {
             // A test hook: the comparison reads the table as the backfill left it.
             let backfilled = self.ours.iter().map(|e| e.version).max();
-            corrupted = table::open(&self.url, backfilled).await?;
+            corrupted = self.stores.open(&self.url, backfilled).await?;
             &corrupted
         } else {
             table
         };
         let window = window_predicate(&self.backfill.backfill.date_column, &self.window);
-        let old = table::open(&self.url, Some(pre_version)).await?;
+        let old = self.stores.open(&self.url, Some(pre_version)).await?;
         same_rows(table, &old, Some(window))
             .await
             .map_err(|detail| RollbackError::Verify { version: pre_version, detail })
@@ -412,20 +420,27 @@ async fn same_rows(now: &DeltaTable, then: &DeltaTable, filter: Option<Expr>) ->
 }
 
 /// Refuses a restore whose data files VACUUM has removed.
-async fn check_files_exist(url: &Url, version: u64) -> Result<(), RollbackError> {
-    let old = table::open(url, Some(version)).await?;
+/// One HEAD per file, sixteen at a time: a store answers each in tens of milliseconds.
+async fn check_files_exist(stores: &Stores, url: &Url, version: u64) -> Result<(), RollbackError> {
+    let old = stores.open(url, Some(version)).await?;
     let store = old.log_store().object_store(None);
     let files: Vec<_> = old.get_active_add_actions_by_predicate(None).try_collect().await?;
-    let mut missing = Vec::new();
-    for file in &files {
-        if let Err(object_store::Error::NotFound { .. }) = store.head(&file.object_store_path()).await {
-            missing.push(file.path().into_owned());
+    let heads = files.iter().map(|file| {
+        let store = store.clone();
+        async move {
+            match store.head(&file.object_store_path()).await {
+                Err(object_store::Error::NotFound { .. }) => Some(file.path().into_owned()),
+                _ => None,
+            }
         }
-    }
+    });
+    let mut missing: Vec<String> =
+        futures::stream::iter(heads).buffered(16).filter_map(|m| async move { m }).collect().await;
+    missing.sort();
     if missing.is_empty() {
         return Ok(());
     }
-    let latest = table::open(url, None).await?;
+    let latest = stores.open(url, None).await?;
     let retention = latest.snapshot()?.table_config().deleted_file_retention_duration();
     Err(RollbackError::MissingFiles {
         table: display_url(url),
@@ -438,10 +453,15 @@ async fn check_files_exist(url: &Url, version: u64) -> Result<(), RollbackError>
 
 /// RESTORE an explicit version (`--to-version`): the same file check, one commit, and the whole
 /// table verified equal to that version.
-pub async fn restore_version(url: &Url, version: u64) -> Result<RollbackReport, RollbackError> {
-    let table = table::open(url, None).await?;
+pub async fn restore_version(
+    stores: &Stores,
+    url: &Url,
+    version: u64,
+) -> Result<RollbackReport, RollbackError> {
+    stores.require_safe_commits(url)?;
+    let table = stores.open(url, None).await?;
     crate::compat::check_writable(&table).await?;
-    check_files_exist(url, version).await?;
+    check_files_exist(stores, url, version).await?;
     let ctx = SessionContext::new();
     let rows_before = ctx.read_table(table.table_provider().await?)?.count().await? as u64;
     let (table, _) = table
@@ -449,7 +469,7 @@ pub async fn restore_version(url: &Url, version: u64) -> Result<RollbackReport, 
         .with_version_to_restore(version as _)
         .with_commit_properties(ledger::restore_to_commit(version))
         .await?;
-    let old = table::open(url, Some(version)).await?;
+    let old = stores.open(url, Some(version)).await?;
     let rows_after =
         same_rows(&table, &old, None).await.map_err(|detail| RollbackError::Verify { version, detail })?;
     let new_version = table.version().unwrap_or(0);

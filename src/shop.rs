@@ -65,6 +65,8 @@ pub enum ShopError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("cannot write the Delta table {table}: {source}")]
     Delta { table: String, source: DeltaTableError },
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 /// One order as the till recorded it.
@@ -130,6 +132,37 @@ impl Shop {
             silver_version,
             march_corrected_orders: MARCH_ORDERS,
         })
+    }
+
+    /// Moves the built shop's files and tables into an object store under `store` (`landing/`,
+    /// `warehouse/`), and points its plans there: the same shop, in a bucket. The local copies go,
+    /// so nothing but the plans is left to be read by mistake.
+    pub async fn move_to(&self, stores: &crate::store::Stores, store: &url::Url) -> Result<(), ShopError> {
+        let store = crate::store::table_url(&crate::store::Location::Uri(store.clone())).map_err(|e| {
+            ShopError::Io { path: self.root.clone(), source: std::io::Error::other(e.to_string()) }
+        })?;
+        for folder in ["landing", "warehouse"] {
+            let local = crate::store::folder_url(&self.root.join(folder)).map_err(|e| ShopError::Io {
+                path: self.root.join(folder),
+                source: std::io::Error::other(e.to_string()),
+            })?;
+            for (relative, _) in stores.list(&local).await? {
+                let to = crate::store::join(&store, &format!("{folder}/{relative}"));
+                stores.copy(&crate::store::join(&local, &relative), &to).await?;
+            }
+            let io = |source| ShopError::Io { path: self.root.join(folder), source };
+            std::fs::remove_dir_all(self.root.join(folder)).map_err(io)?;
+        }
+        for (name, _) in PLANS {
+            let path = self.plans().join(name);
+            let io = |source| ShopError::Io { path: path.clone(), source };
+            let text = std::fs::read_to_string(&path).map_err(io)?;
+            let moved = text
+                .replace("\"../warehouse/", &format!("\"{store}warehouse/"))
+                .replace("\"../landing/", &format!("\"{store}landing/"));
+            std::fs::write(&path, moved).map_err(io)?;
+        }
+        Ok(())
     }
 
     fn write_september(&self) -> Result<usize, ShopError> {

@@ -4,19 +4,16 @@
 //! or not a DATE, is refused here with a message naming the table and column, before anything is
 //! cloned, read or written.
 
-use std::path::Path;
-
 use chrono::NaiveDate;
 use deltalake::arrow::datatypes::{DataType, SchemaRef};
 use deltalake::datafusion::prelude::SessionContext;
 use deltalake::kernel::LogicalFileView;
-use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError};
+use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
 use serde_json::Value;
-use url::Url;
 
-use crate::plan_file::Location;
 use crate::predicate::slice_predicate;
+use crate::store::display_url;
 use crate::window::Slice;
 
 #[derive(Debug, thiserror::Error)]
@@ -36,54 +33,8 @@ pub enum TableError {
          use a DATE column as target.date_column{hint}"
     )]
     DateColumnType { table: String, column: String, found: String, hint: &'static str },
-}
-
-/// The URL of a table location: folders get a trailing slash, which deltalake needs to join paths.
-pub fn table_url(location: &Location) -> Result<Url, TableError> {
-    match location {
-        Location::Uri(url) => {
-            let mut url = url.clone();
-            if !url.path().ends_with('/') {
-                url.set_path(&format!("{}/", url.path()));
-            }
-            Ok(url)
-        }
-        Location::Path(path) => folder_url(path),
-    }
-}
-
-/// The URL of a local folder that may not exist yet (a rehearsal about to be created).
-pub fn folder_url(path: &Path) -> Result<Url, TableError> {
-    let missing = || TableError::Missing { location: path.display().to_string() };
-    let absolute = match path.canonicalize() {
-        Ok(absolute) => absolute,
-        Err(_) => {
-            // Canonicalize the nearest existing parent so the URL is stable, then add the rest.
-            let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            parent.canonicalize().map_err(|_| missing())?.join(path.file_name().ok_or_else(missing)?)
-        }
-    };
-    if absolute.is_file() {
-        return Err(TableError::NotAFolder { location: path.display().to_string() });
-    }
-    Url::from_directory_path(&absolute).map_err(|()| missing())
-}
-
-/// Opens an existing Delta table at its latest version, or at `version`.
-pub async fn open(url: &Url, version: Option<u64>) -> Result<DeltaTable, TableError> {
-    let location = display_url(url);
-    if url.scheme() == "file" && !url.to_file_path().is_ok_and(|p| p.is_dir()) {
-        return Err(TableError::Missing { location });
-    }
-    let open_error = |source| match source {
-        DeltaTableError::NotATable(_) => TableError::NotATable { location: location.clone() },
-        source => TableError::Open { location: location.clone(), source: Box::new(source) },
-    };
-    let mut builder = DeltaTableBuilder::from_url(url.clone()).map_err(open_error)?;
-    if let Some(version) = version {
-        builder = builder.with_version(version as _);
-    }
-    builder.load().await.map_err(open_error)
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 /// The table's Arrow schema.
@@ -135,14 +86,6 @@ fn date_column_hint(found: &DataType) -> &'static str {
 /// The partition columns of the table's latest metadata.
 pub fn partition_columns(table: &DeltaTable) -> Vec<String> {
     table.snapshot().map(|s| s.metadata().partition_columns().to_vec()).unwrap_or_default()
-}
-
-/// A table's URL as people read it: a local path for `file://`, the URL otherwise.
-pub fn display_url(url: &Url) -> String {
-    match url.to_file_path() {
-        Ok(path) if url.scheme() == "file" => path.display().to_string().trim_end_matches('/').to_owned(),
-        _ => url.to_string(),
-    }
 }
 
 /// A type name as SQL users write it.

@@ -63,7 +63,7 @@ async fn demo_builds_the_example_shop() {
     // orders_silver as built (version 5): January to April, March wrong (no EUR, 3 duplicates), five
     // loads after the create; then the walkthrough's backfill, a slice and a comment.
     let silver = shop.join("warehouse/orders_silver");
-    let built = bf::table::open(&bf::table::folder_url(&silver).unwrap(), Some(5)).await.unwrap();
+    let built = crate::common::open_table_at(&silver, Some(5)).await;
     let ctx = SessionContext::new();
     ctx.register_table("t", built.table_provider().await.unwrap()).unwrap();
     let at_build = async |sql: String| {

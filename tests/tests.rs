@@ -21,3 +21,4 @@ mod rollback;
 mod schema;
 mod slice_rows;
 mod slices;
+mod stores;

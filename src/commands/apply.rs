@@ -131,7 +131,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     "That slice's commit is in the table: `bf rollback` puts the table back to the pre-version."
                 ),
                 // Refused before writing: the message says what to do instead of a resume.
-                ApplyError::Stale(_) | ApplyError::Unsupported(_) | ApplyError::Ledger(_) => {}
+                ApplyError::Stale(_)
+                | ApplyError::Unsupported(_)
+                | ApplyError::Ledger(_)
+                | ApplyError::UnsafeCommits(_) => {}
                 _ => eprintln!(
                     "Slices committed before this stay recorded in the table; run `bf apply` again to resume."
                 ),

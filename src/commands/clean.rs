@@ -5,8 +5,7 @@ use std::process::ExitCode;
 
 use bf::clone::is_rehearsal;
 use bf::plan::{Plan, remembered_rehearsals};
-use bf::plan_file::Location;
-use bf::table;
+use bf::store::{self, Found, Location, Stores};
 
 /// Delete rehearsal tables: those `bf plan` made from this folder that no saved plan needs (the
 /// saved plan's own, until it is applied), or the ones named. Only bf rehearsals are deleted, and only the files under their own
@@ -30,9 +29,12 @@ async fn applied(plan: &Plan) -> bool {
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
+    let saved = Plan::load(&args.state.saved_plan()).ok();
+    // The saved plan's `[storage]` settings reach its rehearsal; the environment reaches the rest.
+    let stores = saved.as_ref().map_or_else(Stores::from_environment, Plan::stores);
     let candidates: Vec<url::Url> = if args.tables.is_empty() {
-        let needed = match Plan::load(&args.state.saved_plan()) {
-            Ok(plan) if !applied(&plan).await => Some(plan.rehearsal.uri),
+        let needed = match &saved {
+            Some(plan) if !applied(plan).await => Some(plan.rehearsal.uri.clone()),
             _ => None,
         };
         remembered_rehearsals(args.state.path())
@@ -40,30 +42,32 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .filter(|u| Some(u.as_str()) != needed.as_deref())
             .collect()
     } else {
-        args.tables.iter().map(|t| table::table_url(&Location::resolve(&cwd, t))).collect::<Result<_, _>>()?
+        args.tables.iter().map(|t| store::table_url(&Location::resolve(&cwd, t))).collect::<Result<_, _>>()?
     };
-    let refused: Vec<String> = candidates
-        .iter()
-        .filter(|u| u.to_file_path().is_ok_and(|p| p.exists()) && !is_rehearsal(u))
-        .map(table::display_url)
-        .collect();
+    let mut rehearsals = Vec::new();
+    let mut refused = Vec::new();
+    for url in candidates {
+        if is_rehearsal(&stores, &url).await {
+            rehearsals.push(url);
+        } else if !matches!(stores.find(&url).await?, Found::Nothing) {
+            refused.push(store::display_url(&url));
+        }
+    }
     if !refused.is_empty() {
         eprintln!("error: not a bf rehearsal, so not deleted (nothing was deleted): {}", refused.join(", "));
         return Ok(ExitCode::FAILURE);
     }
     let mut out = std::io::stdout().lock();
-    let mut deleted = 0;
-    for url in candidates.iter().filter(|u| is_rehearsal(u)) {
-        let path = url.to_file_path().map_err(|()| anyhow::anyhow!("{url} is not a local folder"))?;
+    for url in &rehearsals {
+        let name = store::display_url(url);
         if args.dry_run {
-            writeln!(out, "would delete {}", path.display())?;
+            writeln!(out, "would delete {name}")?;
         } else {
-            std::fs::remove_dir_all(&path)?;
-            writeln!(out, "deleted {}", path.display())?;
+            stores.remove_folder(url).await?;
+            writeln!(out, "deleted {name}")?;
         }
-        deleted += 1;
     }
-    if deleted == 0 {
+    if rehearsals.is_empty() {
         writeln!(out, "no rehearsal to delete")?;
     }
     Ok(ExitCode::SUCCESS)

@@ -8,6 +8,7 @@ use anyhow::Context;
 use bf::apply::{Apply, Silent};
 use bf::rehearsal::Quiet;
 use bf::shop::Shop;
+use bf::store::{Stores, display_url};
 use bf::{ledger, rollback};
 
 use crate::render;
@@ -28,15 +29,27 @@ pub struct Args {
     /// Only build the shop; skip the walkthrough, to try the verbs by hand on untouched tables.
     #[arg(long)]
     shop_only: bool,
+    /// Put the shop's tables and files in an object store instead, e.g. `s3://my-bucket/bf-demo`
+    /// (credentials and endpoint from the environment); DIR keeps the plans and the saved plan.
+    #[arg(long, value_name = "URL")]
+    store: Option<url::Url>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let shop = Shop::at(&args.dir);
     let summary =
         shop.build().await.with_context(|| format!("building the example shop in {}", args.dir.display()))?;
+    let stores = Stores::from_environment();
+    if let Some(store) = &args.store {
+        shop.move_to(&stores, store).await.with_context(|| format!("moving the example shop to {store}"))?;
+    }
     let mut out = std::io::stdout().lock();
     let dir = args.dir.display();
-    writeln!(out, "Built the example shop in {dir}:")?;
+    if let Some(store) = &args.store {
+        writeln!(out, "Built the example shop in {store} (its plans in {dir}/plans):")?;
+    } else {
+        writeln!(out, "Built the example shop in {dir}:")?;
+    }
     writeln!(
         out,
         "  landing/orders/2026-09-DD.csv  {} files, {} orders (2001-2130) for September 2026",
@@ -82,13 +95,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     write!(out, "{}", render::apply::report(&report))?;
 
-    writeln!(out, "\n$ bf history warehouse/orders_silver --limit 3\n")?;
-    let url = bf::table::folder_url(&shop.orders_silver())?;
-    let table = bf::table::open(&url, None).await?;
+    let url = url::Url::parse(&plan.target.uri)?;
+    let silver = args.store.as_ref().map_or("warehouse/orders_silver".to_owned(), |_| display_url(&url));
+    writeln!(out, "\n$ bf history {silver} --limit 3\n")?;
+    let table = stores.open(&url, None).await?;
     writeln!(out, "{}", render::history::table(&ledger::history(&table, Some(3)).await?))?;
 
     writeln!(out, "\n$ bf rollback --auto-approve\n")?;
-    let undo = rollback::prepare(&url, &report.backfill_id).await?;
+    let undo = rollback::prepare(&stores, &url, &report.backfill_id).await?;
     write!(out, "{}", render::rollback::intent(&undo, false))?;
     let rolled = undo.restore().await.context("rolling back the March reload")?;
     write!(out, "{}", render::rollback::report(&rolled))?;

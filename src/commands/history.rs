@@ -3,8 +3,8 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use bf::plan_file::Location;
-use bf::{ledger, table};
+use bf::ledger;
+use bf::store::{self, Location, Stores};
 
 use crate::render;
 
@@ -23,8 +23,8 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let url = table::table_url(&Location::resolve(&std::env::current_dir()?, &args.table))?;
-    let target = table::open(&url, None).await?;
+    let url = store::table_url(&Location::resolve(&std::env::current_dir()?, &args.table))?;
+    let target = Stores::from_environment().open(&url, None).await?;
     let entries = ledger::history(&target, args.limit).await?;
     let text =
         if args.json { render::json(&entries) } else { format!("{}\n", render::history::table(&entries)) };

@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use bf::plan::Plan;
-use bf::plan_file::Location;
-use bf::{ledger, rollback, table};
+use bf::store::{self, Location, Stores};
+use bf::{ledger, rollback};
 
 use crate::render;
 
@@ -46,31 +46,33 @@ pub struct Args {
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let saved = || Plan::load(&args.state.saved_plan());
     let url = match &args.table {
-        Some(written) => table::table_url(&Location::resolve(&std::env::current_dir()?, written))?,
+        Some(written) => store::table_url(&Location::resolve(&std::env::current_dir()?, written))?,
         None => url::Url::parse(&saved()?.target.uri)?,
     };
-    let name = table::display_url(&url);
+    let name = store::display_url(&url);
+    // The saved plan's `[storage]` settings, over the environment; the environment alone without one.
+    let stores = saved().map_or_else(|_| Stores::from_environment(), |plan| plan.stores());
     if let Some(version) = args.to_version {
         eprint!("{}", render::rollback::restore_intent(&name, version));
         if !args.auto_approve && !super::confirm("Do you want to roll back?", "roll back")? {
             eprintln!("Rollback cancelled; nothing was written.");
             return Ok(ExitCode::FAILURE);
         }
-        let report = rollback::restore_version(&url, version).await?;
+        let report = rollback::restore_version(&stores, &url, version).await?;
         return finish(&report, args.json);
     }
     let backfill = match &args.backfill {
         Some(id) => id.clone(),
         None => {
             let plan = saved().context("no --backfill given, so the saved plan names the backfill")?;
-            let target = table::open(&url, None).await?;
+            let target = stores.open(&url, None).await?;
             ledger::backfills_of_plan(&target, &plan.id)
                 .await?
                 .pop()
                 .with_context(|| format!("the saved plan {} was never applied to {name}", plan.id))?
         }
     };
-    let plan = rollback::prepare(&url, &backfill).await?;
+    let plan = rollback::prepare(&stores, &url, &backfill).await?;
     eprint!("{}", render::rollback::intent(&plan, args.window_only));
     let nothing_to_write = !args.window_only && plan.finished();
     if !args.auto_approve && !nothing_to_write && !super::confirm("Do you want to roll back?", "roll back")? {

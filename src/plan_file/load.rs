@@ -30,6 +30,11 @@ impl PlanDocument {
     pub fn resolve(&self, written: &str) -> Location {
         Location::resolve(self.dir(), written)
     }
+
+    /// The stores the plan's locations are in, reached with its `[storage]` settings.
+    pub fn stores(&self) -> crate::store::Stores {
+        crate::store::Stores::new(&self.plan.storage)
+    }
 }
 
 /// Why a plan file cannot be used.
@@ -108,6 +113,20 @@ fn from_toml_error(error: &toml::de::Error, index: &SpanIndex) -> Diagnostic {
     let ticked = backticked(&message);
     if let (true, Some((unknown, expected))) = (message.starts_with("unknown field"), ticked.split_first()) {
         let table = key.as_deref().and_then(|k| k.rfind('.').map(|cut| &k[..cut]));
+        if table == Some("storage") && looks_secret(unknown) {
+            return Diagnostic {
+                key,
+                message: format!("`{unknown}` looks like a secret, and a plan holds none: it is reviewed, saved and shown"),
+                help: Some(
+                    "credentials come from where each cloud keeps them: the environment (AWS_ACCESS_KEY_ID, \
+                     AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN, AZURE_STORAGE_ACCOUNT_KEY, AZURE_STORAGE_SAS_KEY, \
+                     GOOGLE_APPLICATION_CREDENTIALS), an AWS profile or SSO, `az login`, a managed identity, \
+                     or Google's application default credentials"
+                        .to_owned(),
+                ),
+                span,
+            };
+        }
         let place = table.map(|t| format!(" in [{t}]")).unwrap_or_default();
         let message = match did_you_mean(unknown, expected) {
             Some(meant) => format!("unknown key `{unknown}`{place} — did you mean `{meant}`?"),
@@ -147,6 +166,12 @@ fn plain_words(message: &str) -> String {
     ]
     .iter()
     .fold(message.to_owned(), |text, (rust, toml)| text.replace(rust, toml))
+}
+
+/// A `[storage]` key that names a credential: `secret_access_key`, `sas_token`, `account_key`, ….
+fn looks_secret(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["secret", "key", "token", "password", "sas", "credential"].iter().any(|word| key.contains(word))
 }
 
 fn backticked(message: &str) -> Vec<&str> {

@@ -20,10 +20,8 @@ mod validate;
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::path::{Path, PathBuf};
 
 use chrono::NaiveDate;
-use path_clean::PathClean;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -32,6 +30,8 @@ use crate::window::{Cadence, Order, RunOffset, Slice, Window};
 pub use load::{PlanDocument, PlanFileError, load, parse};
 pub use schema::json_schema;
 pub use validate::Issue;
+
+pub use crate::store::Location;
 
 /// A backfill: which part of which Delta table is rewritten, why, from what, and how it is checked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -72,15 +72,18 @@ pub struct PlanFile {
     /// What `bf apply` records in the table besides its commits.
     #[serde(default)]
     pub record: Record,
+    /// How to reach tables and files in object stores (S3, Azure, GCS): non-secret settings only.
+    #[serde(default, skip_serializing_if = "Storage::is_default")]
+    pub storage: Storage,
 }
 
 /// The Delta table to backfill.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Target {
-    /// The table's location: a folder path (relative to this plan file) or a `file://` URI such as
-    /// `file:///data/orders_silver`. bf is built for local tables: cloud URIs (`s3://`, `abfss://`,
-    /// `gs://`) are refused.
+    /// The table's location: a folder path (relative to this plan file), or a URI: `file://`,
+    /// `s3://bucket/path` (or `s3a://`), `abfss://container@account.dfs.core.windows.net/path` (or
+    /// `az://`, `abfs://`, `azure://`), `gs://bucket/path`.
     #[schemars(length(min = 1))]
     pub table: String,
     /// The column holding the business-event date (not the load time) that the window and the slices
@@ -320,6 +323,88 @@ pub struct Record {
     pub log_table: Option<String>,
 }
 
+/// How bf reaches tables and files in object stores.
+///
+/// A plan is reviewed, saved and shown, so it holds no secret: credentials come from where each
+/// cloud keeps them (the environment, the AWS profile / SSO / instance chain, the Azure CLI or a
+/// managed identity, Google's application default credentials). Every setting here can also come
+/// from the environment variable named with it; a setting written here wins over the environment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Storage {
+    /// S3: the buckets' region, e.g. `"eu-west-1"` (`AWS_REGION`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// The store's endpoint, for stores other than the cloud's own: MinIO, Ceph, R2, a local server
+    /// (`AWS_ENDPOINT_URL`, `AZURE_STORAGE_ENDPOINT`, `GOOGLE_BASE_URL`), e.g. `"http://127.0.0.1:9000"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Allow an `http://` endpoint (`AWS_ALLOW_HTTP`, `AZURE_ALLOW_HTTP`, `GOOGLE_ALLOW_HTTP`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_http: Option<bool>,
+    /// S3: address buckets as `bucket.endpoint` rather than `endpoint/bucket`
+    /// (`AWS_VIRTUAL_HOSTED_STYLE_REQUEST`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtual_hosted_style_request: Option<bool>,
+    /// S3: `"etag"` says the store refuses to create an object that exists (`If-None-Match`), as AWS
+    /// S3, MinIO and R2 do, so two writers committing the same version cannot both succeed
+    /// (`AWS_CONDITIONAL_PUT`). `"disabled"` turns it off.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditional_put: Option<ConditionalPut>,
+    /// S3: `"dynamodb"` commits through deltalake's DynamoDB lock instead (`AWS_S3_LOCKING_PROVIDER`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub locking_provider: Option<LockingProvider>,
+    /// S3 with the DynamoDB lock: the lock's table (`DELTA_DYNAMO_TABLE_NAME`, default `delta_log`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dynamodb_table_name: Option<String>,
+    /// S3 without conditional put or a lock: `true` declares that nothing else writes these tables
+    /// while bf applies or rolls back, which is the only case such commits are safe in. Without it,
+    /// bf refuses to write to S3 unless a safe commit is configured.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub s3_single_writer: bool,
+    /// Azure: the storage account, when the URI does not name it (`AZURE_STORAGE_ACCOUNT_NAME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_name: Option<String>,
+    /// Azure: use the Azurite emulator on 127.0.0.1 (`AZURE_STORAGE_USE_EMULATOR`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub use_emulator: Option<bool>,
+    /// Send requests unsigned, for public buckets and emulators (`AWS_SKIP_SIGNATURE`,
+    /// `AZURE_SKIP_SIGNATURE`, `GOOGLE_SKIP_SIGNATURE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip_signature: Option<bool>,
+    /// How many times a failed request is retried (deltalake's default: 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// How long a request is retried before bf gives up and stops, e.g. `"30s"` or `"3m"`
+    /// (deltalake's default: 3 minutes). A slice that gives up is not committed; `bf apply` resumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_timeout: Option<String>,
+}
+
+impl Storage {
+    fn is_default(&self) -> bool {
+        *self == Storage::default()
+    }
+}
+
+/// See [`Storage::conditional_put`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ConditionalPut {
+    /// The store honours `If-None-Match: *` on create.
+    Etag,
+    /// No conditional put.
+    Disabled,
+}
+
+/// See [`Storage::locking_provider`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum LockingProvider {
+    /// deltalake's DynamoDB commit lock.
+    Dynamodb,
+}
+
 /// A whole number of days, written `"7 days"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
@@ -406,39 +491,6 @@ fn article(noun: &str) -> String {
 /// `a`, `b`, `c`: how messages list names a user can write.
 fn quoted(words: &[&str]) -> String {
     words.iter().map(|w| format!("`{w}`")).collect::<Vec<_>>().join(", ")
-}
-
-/// Where a path written in a plan points: plan paths are relative to the plan file's folder, so a
-/// plan means the same thing whichever directory bf is run from.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Location {
-    Path(PathBuf),
-    Uri(url::Url),
-}
-
-impl Location {
-    pub fn resolve(plan_dir: &Path, written: &str) -> Location {
-        match uri(written) {
-            Some(url) => Location::Uri(url),
-            // Lexically cleaned (`plans/../warehouse` → `warehouse`) so messages show the path a person
-            // would type; the folder may not exist yet, so it cannot be canonicalized.
-            _ => Location::Path(plan_dir.join(written).clean()),
-        }
-    }
-}
-
-/// `written` as a URI, if it is one: a one-letter scheme is a Windows drive (`C:\data`), not a URI.
-pub fn uri(written: &str) -> Option<url::Url> {
-    url::Url::parse(written).ok().filter(|url| url.scheme().len() > 1)
-}
-
-impl fmt::Display for Location {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Location::Path(path) => path.display().fmt(f),
-            Location::Uri(url) => url.fmt(f),
-        }
-    }
 }
 
 impl Serialize for PlanDate {

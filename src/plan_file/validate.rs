@@ -47,6 +47,7 @@ impl PlanFile {
         }
         self.check_comment(&mut issues);
         self.check_locations(&mut issues);
+        self.check_storage(&mut issues);
         if self.diff.samples > 1000 {
             issues.add(
                 "diff.samples",
@@ -312,8 +313,7 @@ impl PlanFile {
         }
     }
 
-    /// bf is built with deltalake's local store only; a cloud URI would fail deep inside a run with
-    /// "cannot infer storage location", so it is refused here, at its line.
+    /// A location bf cannot open would fail deep inside a run; it is refused here, at its line.
     fn check_locations(&self, issues: &mut Issues) {
         let mut locations = vec![("target.table".to_owned(), self.target.table.as_str())];
         locations.extend(self.rehearsal.table.as_deref().map(|t| ("rehearsal.table".to_owned(), t)));
@@ -322,20 +322,48 @@ impl PlanFile {
             locations.push((format!("source.inputs.{name}.path"), input.path.as_str()));
         }
         for (key, written) in locations {
-            if let Some(url) = super::uri(written)
-                && url.scheme() != "file"
-            {
+            if let Some(problem) = crate::store::location_problem(written) {
                 issues.add_with_help(
                     key,
+                    problem,
                     format!(
-                        "`{}://` locations are not supported: bf reads and writes local tables and files",
-                        url.scheme()
+                        "give a path (relative to the plan file) or a URI: {}",
+                        crate::store::Kind::schemes()
                     ),
-                    "give a folder path (relative to the plan file) or a file:// URI",
                 );
             }
         }
     }
+}
+
+impl PlanFile {
+    fn check_storage(&self, issues: &mut Issues) {
+        let storage = &self.storage;
+        if let Some(endpoint) = &storage.endpoint
+            && !url::Url::parse(endpoint).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
+        {
+            issues.add(
+                "storage.endpoint",
+                format!("`{endpoint}` is not an endpoint URL: write e.g. \"https://s3.example.com\" or \"http://127.0.0.1:9000\""),
+            );
+        }
+        if let Some(timeout) = &storage.retry_timeout
+            && !is_duration(timeout)
+        {
+            issues.add(
+                "storage.retry_timeout",
+                format!(
+                    "`{timeout}` is not a duration: write a number and a unit, e.g. \"30s\", \"5m\", \"1h\""
+                ),
+            );
+        }
+    }
+}
+
+/// `30s`, `5m`, `1h`, `500ms`: the durations deltalake's retry settings read.
+fn is_duration(text: &str) -> bool {
+    let digits = text.trim().chars().take_while(char::is_ascii_digit).count();
+    digits > 0 && matches!(&text.trim()[digits..], "ms" | "s" | "m" | "min" | "h")
 }
 
 fn check_columns(key: &str, columns: &[String], issues: &mut Issues) {

@@ -639,5 +639,5 @@ fn longest_run(text: &str, c: char) -> usize {
 }
 
 fn display(uri: &str) -> String {
-    url::Url::parse(uri).map(|u| bf::table::display_url(&u)).unwrap_or_else(|_| uri.to_owned())
+    url::Url::parse(uri).map(|u| bf::store::display_url(&u)).unwrap_or_else(|_| uri.to_owned())
 }

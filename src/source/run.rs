@@ -11,7 +11,7 @@
 //!
 //! The result is a lazy DataFrame: rows stream from the inputs into the writer, never collected.
 
-use std::path::PathBuf;
+use std::path::Path;
 use std::sync::Arc;
 
 use deltalake::arrow::compute::can_cast_types;
@@ -25,11 +25,13 @@ use deltalake::datafusion::prelude::{
 };
 use deltalake::datafusion::scalar::ScalarValue as Scalar;
 use serde::{Deserialize, Serialize};
+use url::Url;
 
 use super::expand;
-use crate::plan_file::{Format, Location, PlanDocument};
+use crate::plan_file::{Format, PlanDocument};
 use crate::predicate::{slice_predicate, window_predicate};
-use crate::table::{self, sql_type};
+use crate::store::{self, Found, Location, StoreError, Stores};
+use crate::table::sql_type;
 use crate::window::{Slice, Window};
 
 /// What the source produced for a slice, before anything is written.
@@ -61,14 +63,17 @@ pub struct SourceCounts {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InputFile {
     pub input: String,
-    pub path: PathBuf,
+    pub url: Url,
 }
 
 /// A folder an input read, and the files the query reads in it (sorted, relative to the folder).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FolderListing {
     pub input: String,
-    pub path: PathBuf,
+    /// The folder's URL (`file://` for a local one). Plans saved before object stores held its
+    /// path instead, relative to where bf ran.
+    #[serde(alias = "path")]
+    pub location: String,
     /// The extension of the files the query reads there.
     pub extension: String,
     pub files: Vec<String>,
@@ -76,8 +81,14 @@ pub struct FolderListing {
 
 impl FolderListing {
     /// The folder's listing now, as the query would see it.
-    pub fn now(&self) -> FolderListing {
-        listing(&self.input, &self.path, &self.extension)
+    pub async fn now(&self, stores: &Stores) -> Result<FolderListing, StoreError> {
+        let url = match store::uri(&self.location) {
+            Some(url) => url,
+            None => Location::Path(self.location.clone().into())
+                .url()
+                .map_err(|e| StoreError { location: self.location.clone(), problem: e.to_string() })?,
+        };
+        listing(stores, &self.input, &url, &self.extension).await
     }
 }
 
@@ -157,6 +168,7 @@ impl<'a> Source<'a> {
         ctx.state_ref().write().config_mut().options_mut().execution.parquet.schema_force_view_types = false;
         let mut files = Vec::new();
         let mut folders = Vec::new();
+        let stores = self.document.stores();
         for (name, input) in &plan.source.inputs {
             let written = expand(&input.path, slice);
             let location = self.document.resolve(&written);
@@ -167,32 +179,49 @@ impl<'a> Source<'a> {
                 path: location.to_string(),
                 message,
             };
-            if let Location::Path(path) = &location {
-                if !path.exists() {
+            if input.format == Format::Delta {
+                // Its files are the table's business: its version says what the query reads.
+                self.register_delta(&stores, &ctx, name, &location).await.map_err(input_error)?;
+                continue;
+            }
+            let url = location.url().map_err(|e| input_error(e.to_string()))?;
+            stores.register(&ctx, &url).map_err(|e| input_error(e.problem))?;
+            // A single file is read whatever its extension; a folder by its files of the format's.
+            let (read, extension) = match stores.find(&url).await.map_err(|e| input_error(e.problem))? {
+                Found::Nothing => {
                     return Err(SourceError::MissingInput {
                         slice: slice.index,
                         first: first.clone(),
                         input: name.clone(),
-                        path: path.display().to_string(),
+                        path: location.to_string(),
                     });
                 }
-                if input.format == Format::Delta {
-                    // Its files are the table's business: its version says what the query reads.
-                } else if path.is_file() {
-                    files.push(InputFile { input: name.clone(), path: path.clone() });
-                } else {
-                    let folder = listing(name, path, format_extension(input.format));
+                Found::File(_) => {
+                    files.push(InputFile { input: name.clone(), url: url.clone() });
+                    let extension =
+                        Path::new(url.path()).extension().map(|e| format!(".{}", e.to_string_lossy()));
+                    (location.to_string(), extension.unwrap_or_default())
+                }
+                Found::Folder => {
+                    let extension = format_extension(input.format).to_owned();
+                    let folder =
+                        listing(&stores, name, &url, &extension).await.map_err(|e| input_error(e.problem))?;
                     files.extend(
-                        folder.files.iter().map(|f| InputFile { input: name.clone(), path: path.join(f) }),
+                        folder
+                            .files
+                            .iter()
+                            .map(|f| InputFile { input: name.clone(), url: store::join(&url, f) }),
                     );
                     folders.push(folder);
+                    // A URL read as a folder ends with a slash; a local path is looked at on disk.
+                    let read = match &location {
+                        Location::Uri(_) => format!("{}/", url.as_str().trim_end_matches('/')),
+                        Location::Path(_) => location.to_string(),
+                    };
+                    (read, extension)
                 }
-            }
-            if input.format == Format::Delta {
-                self.register_delta(&ctx, name, &location).await.map_err(input_error)?;
-            } else {
-                register(&ctx, name, &location, input.format).await.map_err(input_error)?;
-            }
+            };
+            register(&ctx, name, &read, input.format, &extension).await.map_err(input_error)?;
         }
         let day = |d| Scalar::Date32(Some(Date32Type::from_naive_date(d)));
         let query = ctx
@@ -220,11 +249,12 @@ impl<'a> Source<'a> {
     /// Registers a Delta input at its pinned version, pinning it at its latest on first use.
     async fn register_delta(
         &self,
+        stores: &Stores,
         ctx: &SessionContext,
         name: &str,
         location: &Location,
     ) -> Result<(), String> {
-        let url = table::table_url(location).map_err(|e| e.to_string())?;
+        let url = store::table_url(location).map_err(|e| e.to_string())?;
         let pinned = self
             .pinned
             .lock()
@@ -232,7 +262,7 @@ impl<'a> Source<'a> {
             .iter()
             .find(|d| d.uri == url.as_str())
             .map(|d| d.version);
-        let delta = table::open(&url, pinned).await.map_err(|e| e.to_string())?;
+        let delta = stores.open(&url, pinned).await.map_err(|e| e.to_string())?;
         if pinned.is_none() {
             let version = delta.version().unwrap_or(0);
             let mut known = self.pinned.lock().expect("not poisoned");
@@ -248,37 +278,26 @@ impl<'a> Source<'a> {
 async fn register(
     ctx: &SessionContext,
     name: &str,
-    location: &Location,
+    path: &str,
     format: Format,
+    extension: &str,
 ) -> Result<(), String> {
-    let path = location.to_string();
-    // A single file is read whatever its extension; a folder by its files of the format's extension.
-    let extension = match location {
-        Location::Path(p) if p.is_file() => {
-            p.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default()
-        }
-        _ => format_extension(format).to_owned(),
-    };
     let result = match format {
         Format::Csv => {
-            ctx.register_csv(name, &path, CsvReadOptions::new().has_header(true).file_extension(&extension))
+            ctx.register_csv(name, path, CsvReadOptions::new().has_header(true).file_extension(extension))
                 .await
         }
         Format::Parquet => {
             ctx.register_parquet(
                 name,
-                &path,
-                ParquetReadOptions { file_extension: &extension, ..Default::default() },
+                path,
+                ParquetReadOptions { file_extension: extension, ..Default::default() },
             )
             .await
         }
         Format::Json => {
-            ctx.register_json(
-                name,
-                &path,
-                JsonReadOptions { file_extension: &extension, ..Default::default() },
-            )
-            .await
+            ctx.register_json(name, path, JsonReadOptions { file_extension: extension, ..Default::default() })
+                .await
         }
         Format::Delta => unreachable!("Delta inputs are registered at their pinned version"),
     };
@@ -297,26 +316,30 @@ fn format_extension(format: Format) -> &'static str {
 
 /// The files under a folder with the extension the query reads, sorted, relative to the folder: its
 /// own files and those of `key=value` partition folders, as DataFusion lists a folder (it skips
-/// other sub-folders, `listing_table_ignore_subdirectory`).
-fn listing(input: &str, folder: &std::path::Path, extension: &str) -> FolderListing {
-    let mut files = Vec::new();
-    let mut pending = vec![folder.to_owned()];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                if entry.file_name().to_string_lossy().contains('=') {
-                    pending.push(path);
-                }
-            } else if path.to_string_lossy().ends_with(extension)
-                && let Ok(relative) = path.strip_prefix(folder)
-            {
-                files.push(relative.to_string_lossy().into_owned());
-            }
-        }
-    }
-    files.sort();
-    FolderListing { input: input.to_owned(), path: folder.to_owned(), extension: extension.to_owned(), files }
+/// other sub-folders, `listing_table_ignore_subdirectory`). A listing by prefix: nothing is read.
+async fn listing(
+    stores: &Stores,
+    input: &str,
+    folder: &Url,
+    extension: &str,
+) -> Result<FolderListing, StoreError> {
+    let files = stores
+        .list(folder)
+        .await?
+        .into_iter()
+        .map(|(relative, _)| relative)
+        .filter(|relative| {
+            let mut parts: Vec<&str> = relative.split('/').collect();
+            let file = parts.pop().unwrap_or_default();
+            file.ends_with(extension) && parts.iter().all(|p| p.contains('='))
+        })
+        .collect();
+    Ok(FolderListing {
+        input: input.to_owned(),
+        location: folder.to_string(),
+        extension: extension.to_owned(),
+        files,
+    })
 }
 
 /// Selects the target's columns from the query, in the target's order and types.

@@ -1,5 +1,7 @@
 //! What every test area needs: the bf binary, the repository's folders, temp plans, table reads.
 
+pub mod servers;
+
 use std::path::{Path, PathBuf};
 
 use assert_cmd::Command;
@@ -44,12 +46,18 @@ pub fn write_plan(dir: &Path, name: &str, text: &str) -> PathBuf {
 
 /// Opens the Delta table in `dir` at its latest version.
 pub async fn open_table(dir: &Path) -> DeltaTable {
+    open_table_at(dir, None).await
+}
+
+/// Opens the Delta table in `dir` at `version`, or its latest.
+pub async fn open_table_at(dir: &Path, version: Option<u64>) -> DeltaTable {
     let url = url::Url::from_directory_path(dir.canonicalize().expect("table folder exists"))
         .expect("a folder URL");
-    let mut table =
-        bf::deltalake::DeltaTableBuilder::from_url(url).expect("a table URL").build().expect("a table");
-    table.load().await.expect("the table loads");
-    table
+    let mut builder = bf::deltalake::DeltaTableBuilder::from_url(url).expect("a table URL");
+    if let Some(version) = version {
+        builder = builder.with_version(version as _);
+    }
+    builder.load().await.expect("the table loads")
 }
 
 /// Runs `sql` over the Delta table in `dir`, registered as `t`, and returns the single integer it yields.
@@ -197,7 +205,7 @@ pub async fn new_table_with(
 /// text, sorted: two equal vectors mean equal contents, duplicates included.
 pub async fn rows_at(table: &Path, version: Option<u64>, predicate: &str) -> Vec<String> {
     use bf::deltalake::arrow::util::display::array_value_to_string;
-    let opened = bf::table::open(&bf::table::folder_url(table).unwrap(), version).await.unwrap();
+    let opened = open_table_at(table, version).await;
     let ctx = SessionContext::new();
     ctx.register_table("t", opened.table_provider().await.unwrap()).unwrap();
     let batches =

@@ -1,0 +1,660 @@
+//! Where tables and files live, and how bf reaches them: local folders, S3, Azure and GCS.
+//!
+//! This is the one place that knows about stores. It turns what a plan writes into a [`Location`],
+//! knows the URL schemes, merges the plan's `[storage]` settings with the environment into the
+//! options deltalake's stores read, opens tables, and does the few store operations bf needs beyond
+//! deltalake's own: HEAD, list by prefix, the store's server-side copy, and removing a rehearsal's
+//! prefix. Nothing else parses a URL scheme or builds store options; a local path is the `file` store.
+//!
+//! Credentials are never handled here: deltalake's builders find them where each cloud keeps them
+//! (the environment, the AWS profile chain, the Azure CLI, Google's ADC), and bf only passes the
+//! non-secret settings a plan may hold.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::Once;
+
+use deltalake::logstore::{ObjectStoreRef, StorageConfig};
+use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError};
+use futures::{StreamExt, TryStreamExt};
+use object_store::ObjectStoreExt;
+use object_store::path::Path as Key;
+use path_clean::PathClean;
+use url::Url;
+
+use crate::plan_file::{ConditionalPut, LockingProvider, Storage};
+use crate::table::TableError;
+
+/// The kinds of store bf reaches, each with the URL schemes that name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Local,
+    S3,
+    Azure,
+    Gcs,
+}
+
+/// The URL schemes bf opens, as deltalake's store handlers register them.
+pub const SCHEMES: [(&str, Kind); 9] = [
+    ("file", Kind::Local),
+    ("s3", Kind::S3),
+    ("s3a", Kind::S3),
+    ("az", Kind::Azure),
+    ("abfs", Kind::Azure),
+    ("abfss", Kind::Azure),
+    ("azure", Kind::Azure),
+    ("adl", Kind::Azure),
+    ("gs", Kind::Gcs),
+];
+
+impl Kind {
+    pub fn of(url: &Url) -> Option<Kind> {
+        SCHEMES.iter().find(|(scheme, _)| *scheme == url.scheme()).map(|(_, kind)| *kind)
+    }
+
+    /// The schemes, as a message lists them.
+    pub fn schemes() -> String {
+        SCHEMES.iter().map(|(s, _)| format!("`{s}://`")).collect::<Vec<_>>().join(", ")
+    }
+}
+
+/// Where a path written in a plan points: plan paths are relative to the plan file's folder, so a
+/// plan means the same thing whichever directory bf is run from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Path(PathBuf),
+    Uri(Url),
+}
+
+impl Location {
+    pub fn resolve(plan_dir: &Path, written: &str) -> Location {
+        match uri(written) {
+            Some(url) => Location::Uri(url),
+            // Lexically cleaned (`plans/../warehouse` → `warehouse`) so messages show the path a person
+            // would type; the folder may not exist yet, so it cannot be canonicalized.
+            _ => Location::Path(plan_dir.join(written).clean()),
+        }
+    }
+
+    /// The location as a URL: a local path becomes a `file://` URL of its absolute path.
+    pub fn url(&self) -> Result<Url, TableError> {
+        match self {
+            Location::Uri(url) => Ok(url.clone()),
+            Location::Path(path) => file_url(path),
+        }
+    }
+}
+
+/// `written` as a URI, if it is one: a one-letter scheme is a Windows drive (`C:\data`), not a URI.
+pub fn uri(written: &str) -> Option<Url> {
+    Url::parse(written).ok().filter(|url| url.scheme().len() > 1)
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Path(path) => path.display().fmt(f),
+            Location::Uri(url) => url.fmt(f),
+        }
+    }
+}
+
+/// Why a location written in a plan cannot be used, before anything is opened.
+pub fn location_problem(written: &str) -> Option<String> {
+    let url = uri(written)?;
+    if Kind::of(&url).is_none() {
+        return Some(format!(
+            "`{}://` locations are not supported; bf reads and writes local paths and {}",
+            url.scheme(),
+            Kind::schemes()
+        ));
+    }
+    if url.password().is_some() || url.query().is_some_and(|q| q.contains("sig=") || q.contains("token")) {
+        return Some(
+            "the location holds a credential; a plan is reviewed and saved, so credentials come from the \
+             environment or the cloud's credential chain"
+                .to_owned(),
+        );
+    }
+    None
+}
+
+/// The URL of a table location: folders get a trailing slash, which deltalake needs to join paths.
+pub fn table_url(location: &Location) -> Result<Url, TableError> {
+    match location {
+        Location::Uri(url) => {
+            let mut url = url.clone();
+            if !url.path().ends_with('/') {
+                url.set_path(&format!("{}/", url.path()));
+            }
+            Ok(url)
+        }
+        Location::Path(path) => folder_url(path),
+    }
+}
+
+/// The URL of a local folder that may not exist yet (a rehearsal about to be created).
+pub fn folder_url(path: &Path) -> Result<Url, TableError> {
+    let absolute = absolute(path)?;
+    if absolute.is_file() {
+        return Err(TableError::NotAFolder { location: path.display().to_string() });
+    }
+    Url::from_directory_path(&absolute)
+        .map_err(|()| TableError::Missing { location: path.display().to_string() })
+}
+
+/// The URL of a local file or folder, without a trailing slash.
+fn file_url(path: &Path) -> Result<Url, TableError> {
+    Url::from_file_path(absolute(path)?)
+        .map_err(|()| TableError::Missing { location: path.display().to_string() })
+}
+
+/// `path` made absolute through its nearest existing parent, so its URL is stable.
+fn absolute(path: &Path) -> Result<PathBuf, TableError> {
+    let missing = || TableError::Missing { location: path.display().to_string() };
+    match path.canonicalize() {
+        Ok(absolute) => Ok(absolute),
+        Err(_) => {
+            let parent = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            Ok(parent.canonicalize().map_err(|_| missing())?.join(path.file_name().ok_or_else(missing)?))
+        }
+    }
+}
+
+/// A URL as people read it: a local path for `file://`, the URL otherwise.
+pub fn display_url(url: &Url) -> String {
+    match url.to_file_path() {
+        Ok(path) if url.scheme() == "file" => path.display().to_string().trim_end_matches('/').to_owned(),
+        _ => url.to_string(),
+    }
+}
+
+/// The local path of a `file://` URL.
+pub fn local_path(url: &Url) -> Option<PathBuf> {
+    url.to_file_path().ok().filter(|_| url.scheme() == "file")
+}
+
+/// A file inside a folder URL, its path segments percent-encoded as a URL needs.
+pub fn join(folder: &Url, relative: &str) -> Url {
+    let mut url = folder.clone();
+    url.path_segments_mut().expect("a store URL has a path").pop_if_empty().extend(relative.split('/'));
+    url
+}
+
+/// Files up to this size are copied across stores in one request; bigger ones in parts.
+const ONE_REQUEST: u64 = 64 << 20;
+
+/// How commits to a table are kept from overwriting each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Commits {
+    /// The store creates an object only if it is absent (local files, Azure, GCS).
+    Atomic,
+    /// S3 with `If-None-Match` honoured, as the plan or the environment says.
+    ConditionalPut,
+    /// S3 through deltalake's DynamoDB lock.
+    DynamodbLock,
+    /// S3 without either, which the plan declares safe: nothing else writes the table.
+    SingleWriter,
+    /// S3 without either: two writers of the same version could both succeed.
+    Unsafe,
+}
+
+/// A store operation that failed, in one line that names the location and the likely fix.
+#[derive(Debug, thiserror::Error)]
+#[error("{location}: {problem}")]
+pub struct StoreError {
+    pub location: String,
+    pub problem: String,
+}
+
+/// The plan's `[storage]` settings over the environment: what opens tables and files.
+#[derive(Debug, Clone, Default)]
+pub struct Stores {
+    settings: Storage,
+}
+
+impl Stores {
+    pub fn new(settings: &Storage) -> Stores {
+        register_handlers();
+        Stores { settings: settings.clone() }
+    }
+
+    /// The environment alone, for commands that have no plan (`bf history s3://…`).
+    pub fn from_environment() -> Stores {
+        Stores::new(&Storage::default())
+    }
+
+    pub fn settings(&self) -> &Storage {
+        &self.settings
+    }
+
+    /// The settings under the names `url`'s store reads. deltalake's builders read the environment
+    /// themselves and let these win over it.
+    pub fn options(&self, url: &Url) -> HashMap<String, String> {
+        let s = &self.settings;
+        let text = |v: &Option<String>| v.clone();
+        let flag = |v: &Option<bool>| v.map(|b| b.to_string());
+        let env = |name: &str| std::env::var(name).ok();
+        let pairs: Vec<(&str, Option<String>)> = match Kind::of(url) {
+            Some(Kind::S3) => vec![
+                ("aws_region", text(&s.region)),
+                ("aws_endpoint", text(&s.endpoint)),
+                ("aws_allow_http", flag(&s.allow_http)),
+                ("aws_virtual_hosted_style_request", flag(&s.virtual_hosted_style_request)),
+                ("aws_skip_signature", flag(&s.skip_signature)),
+                (
+                    "aws_conditional_put",
+                    s.conditional_put.map(|c| match c {
+                        ConditionalPut::Etag => "etag".to_owned(),
+                        ConditionalPut::Disabled => "disabled".to_owned(),
+                    }),
+                ),
+                (
+                    "AWS_S3_LOCKING_PROVIDER",
+                    s.locking_provider.map(|LockingProvider::Dynamodb| "dynamodb".into()),
+                ),
+                ("DELTA_DYNAMO_TABLE_NAME", text(&s.dynamodb_table_name)),
+            ],
+            Some(Kind::Azure) => vec![
+                ("azure_storage_account_name", text(&s.account_name)),
+                ("azure_storage_endpoint", text(&s.endpoint)),
+                ("azure_storage_use_emulator", flag(&s.use_emulator)),
+                ("azure_allow_http", flag(&s.allow_http)),
+                ("azure_skip_signature", flag(&s.skip_signature)),
+            ],
+            // deltalake's GCS store reads only credentials from the environment; bf reads the
+            // rest, so that the environment alone reaches GCS as it reaches S3 and Azure.
+            Some(Kind::Gcs) => vec![
+                ("google_base_url", text(&s.endpoint).or_else(|| env("GOOGLE_BASE_URL"))),
+                ("google_allow_http", flag(&s.allow_http).or_else(|| env("GOOGLE_ALLOW_HTTP"))),
+                ("google_skip_signature", flag(&s.skip_signature).or_else(|| env("GOOGLE_SKIP_SIGNATURE"))),
+            ],
+            Some(Kind::Local) | None => vec![],
+        };
+        let retries = [
+            ("max_retries", s.max_retries.map(|n| n.to_string())),
+            ("retry_timeout", s.retry_timeout.clone()),
+        ];
+        pairs.into_iter().chain(retries).filter_map(|(k, v)| Some((k.to_owned(), v?))).collect()
+    }
+
+    /// A builder for the table at `url`, with the store options.
+    pub fn builder(&self, url: &Url) -> Result<DeltaTableBuilder, DeltaTableError> {
+        Ok(DeltaTableBuilder::from_url(url.clone())?.with_storage_options(self.options(url)))
+    }
+
+    /// Opens an existing Delta table at its latest version, or at `version`.
+    pub async fn open(&self, url: &Url, version: Option<u64>) -> Result<DeltaTable, TableError> {
+        let location = display_url(url);
+        if url.scheme() == "file" && !url.to_file_path().is_ok_and(|p| p.is_dir()) {
+            return Err(TableError::Missing { location });
+        }
+        let open_error = |source| match source {
+            DeltaTableError::NotATable(_) => TableError::NotATable { location: location.clone() },
+            source => match explain(url, &source) {
+                Some(problem) => TableError::Store(StoreError { location: location.clone(), problem }),
+                None => TableError::Open { location: location.clone(), source: Box::new(source) },
+            },
+        };
+        let mut builder = self.builder(url).map_err(open_error)?;
+        if let Some(version) = version {
+            builder = builder.with_version(version as _);
+        }
+        builder.load().await.map_err(open_error)
+    }
+
+    /// The store holding `url`, rooted at its bucket (or the filesystem root), and `url`'s key in it.
+    pub fn object_store(&self, url: &Url) -> Result<(ObjectStoreRef, Key), StoreError> {
+        // deltalake's own factory for the scheme, undecorated: `store_for` would root the store at
+        // the URL's path, and bf moves files between paths of one bucket.
+        let scheme = Url::parse(&format!("{}://", url.scheme())).map_err(|e| self.error(url, &e))?;
+        let factory = deltalake::logstore::object_store_factories().get(&scheme).map(|f| f.value().clone());
+        let Some(factory) = factory else {
+            return Err(StoreError {
+                location: display_url(url),
+                problem: format!(
+                    "`{}://` is not a store bf reaches; it reaches {}",
+                    url.scheme(),
+                    Kind::schemes()
+                ),
+            });
+        };
+        let config = StorageConfig::parse_options(self.options(url)).map_err(|e| self.error(url, &e))?;
+        factory.parse_url_opts(url, &config).map_err(|e| self.error(url, &e))
+    }
+
+    /// Lets a DataFusion session read files at `url` (local files it reads already).
+    pub fn register(
+        &self,
+        ctx: &deltalake::datafusion::prelude::SessionContext,
+        url: &Url,
+    ) -> Result<(), StoreError> {
+        if url.scheme() == "file" {
+            return Ok(());
+        }
+        let (store, _) = self.object_store(url)?;
+        let root = Url::parse(&format!("{}://{}", url.scheme(), url.authority())).expect("a store URL");
+        ctx.register_object_store(&root, store);
+        Ok(())
+    }
+
+    /// What is at `url`: a file (with its size and ETag), a folder (a prefix holding files), or nothing.
+    pub async fn find(&self, url: &Url) -> Result<Found, StoreError> {
+        let (store, key) = self.object_store(url)?;
+        match store.head(&key).await {
+            Ok(meta) => return Ok(Found::File(meta)),
+            Err(object_store::Error::NotFound { .. }) => {}
+            // A local folder answers HEAD with an error of its own; listing it says what it is.
+            Err(_) if url.scheme() == "file" => {}
+            Err(e) => return Err(self.error(url, &e)),
+        }
+        let first = store.list(Some(&key)).next().await;
+        match first {
+            None => Ok(Found::Nothing),
+            Some(Ok(_)) => Ok(Found::Folder),
+            Some(Err(object_store::Error::NotFound { .. })) => Ok(Found::Nothing),
+            Some(Err(e)) => Err(self.error(url, &e)),
+        }
+    }
+
+    /// Every file under the folder `url`, by its path relative to the folder, without reading any.
+    pub async fn list(&self, folder: &Url) -> Result<Vec<(String, object_store::ObjectMeta)>, StoreError> {
+        let (store, key) = self.object_store(folder)?;
+        let prefix = key.as_ref().to_owned();
+        let listed: Vec<_> = match store.list(Some(&key)).try_collect().await {
+            Ok(listed) => listed,
+            Err(object_store::Error::NotFound { .. }) => Vec::new(),
+            Err(e) => return Err(self.error(folder, &e)),
+        };
+        let mut files: Vec<_> = listed
+            .into_iter()
+            .filter_map(|meta| {
+                let relative =
+                    meta.location.as_ref().strip_prefix(&prefix)?.trim_start_matches('/').to_owned();
+                Some((relative, meta))
+            })
+            .collect();
+        files.sort_by(|a, b| a.0.cmp(&b.0));
+        Ok(files)
+    }
+
+    /// Copies a file: by the store's own copy when both are in one bucket (no byte passes through
+    /// this machine), else streamed from one store to the other. Returns the bytes copied and
+    /// whether the store copied them itself.
+    pub async fn copy(&self, from: &Url, to: &Url) -> Result<(u64, bool), StoreError> {
+        if let (Some(source), Some(destination)) = (local_path(from), local_path(to)) {
+            // The filesystem's own copy: object_store's local copy links, which fails across mounts.
+            let io = |e: std::io::Error| StoreError { location: display_url(to), problem: e.to_string() };
+            if let Some(parent) = destination.parent() {
+                std::fs::create_dir_all(parent).map_err(io)?;
+            }
+            return Ok((std::fs::copy(&source, &destination).map_err(io)?, true));
+        }
+        let (source, from_key) = self.object_store(from)?;
+        let (destination, to_key) = self.object_store(to)?;
+        let size = source.head(&from_key).await.map_err(|e| self.error(from, &e))?.size;
+        if from.scheme() == to.scheme() && from.authority() == to.authority() {
+            source.copy(&from_key, &to_key).await.map_err(|e| self.error(to, &e))?;
+            return Ok((size, true));
+        }
+        let read = source.get(&from_key).await.map_err(|e| self.error(from, &e))?;
+        if size <= ONE_REQUEST {
+            let bytes = read.bytes().await.map_err(|e| self.error(from, &e))?;
+            destination.put(&to_key, bytes.into()).await.map_err(|e| self.error(to, &e))?;
+            return Ok((size, false));
+        }
+        // Streamed in parts, so a big file never sits in memory whole.
+        let mut upload = object_store::WriteMultipart::new(
+            destination.put_multipart(&to_key).await.map_err(|e| self.error(to, &e))?,
+        );
+        let mut chunks = read.into_stream();
+        while let Some(chunk) = chunks.next().await {
+            upload.write(&chunk.map_err(|e| self.error(from, &e))?);
+        }
+        upload.finish().await.map_err(|e| self.error(to, &e))?;
+        Ok((size, false))
+    }
+
+    /// Removes every file under the folder `url`, and nothing outside it.
+    pub async fn remove_folder(&self, folder: &Url) -> Result<(), StoreError> {
+        if let Some(path) = local_path(folder) {
+            // remove_dir_all takes the empty folders too, and does not follow symlinks.
+            return match std::fs::remove_dir_all(&path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                    Err(StoreError { location: display_url(folder), problem: e.to_string() })
+                }
+                _ => Ok(()),
+            };
+        }
+        let (store, key) = self.object_store(folder)?;
+        // The trailing slash keeps `orders__rehearsal` from matching `orders__rehearsal_old`.
+        let prefix = Key::from(format!("{}/", key.as_ref().trim_end_matches('/')));
+        let listed = store.list(Some(&prefix)).map_ok(|meta| meta.location).boxed();
+        store.delete_stream(listed).try_collect::<Vec<_>>().await.map_err(|e| self.error(folder, &e))?;
+        Ok(())
+    }
+
+    /// How commits to `url` are kept from overwriting each other.
+    pub fn commits(&self, url: &Url) -> Commits {
+        if Kind::of(url) != Some(Kind::S3) {
+            return Commits::Atomic;
+        }
+        let env = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_ascii_lowercase());
+        let conditional_put = match self.settings.conditional_put {
+            Some(ConditionalPut::Etag) => true,
+            Some(ConditionalPut::Disabled) => false,
+            None => env("AWS_CONDITIONAL_PUT").as_deref() == Some("etag"),
+        };
+        let lock = self.settings.locking_provider.is_some()
+            || env("AWS_S3_LOCKING_PROVIDER").as_deref() == Some("dynamodb");
+        if lock {
+            Commits::DynamodbLock
+        } else if conditional_put {
+            Commits::ConditionalPut
+        } else if self.settings.s3_single_writer {
+            Commits::SingleWriter
+        } else {
+            Commits::Unsafe
+        }
+    }
+
+    /// Refuses to write to `url` when two writers could both commit the same version.
+    pub fn require_safe_commits(&self, url: &Url) -> Result<(), UnsafeCommits> {
+        match self.commits(url) {
+            Commits::Unsafe => Err(UnsafeCommits { location: display_url(url) }),
+            _ => Ok(()),
+        }
+    }
+
+    fn error(&self, url: &Url, error: &dyn std::error::Error) -> StoreError {
+        StoreError {
+            location: display_url(url),
+            problem: explain(url, error).unwrap_or_else(|| chain(error)),
+        }
+    }
+}
+
+/// bf refuses to commit to S3 without a safe commit: the message says the ways to give it one.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{location}: no safe commit is configured for S3, so two writers could both commit the same version and \
+     one would silently overwrite the other; set `conditional_put = \"etag\"` in [storage] (or \
+     AWS_CONDITIONAL_PUT=etag) if the store refuses to overwrite on `If-None-Match` (AWS S3, MinIO, R2 do), \
+     or AWS_S3_LOCKING_PROVIDER=dynamodb for deltalake's DynamoDB lock, or declare `s3_single_writer = true` \
+     in [storage] if nothing else ever writes this table"
+)]
+pub struct UnsafeCommits {
+    pub location: String,
+}
+
+/// What is at a location.
+#[derive(Debug)]
+pub enum Found {
+    File(object_store::ObjectMeta),
+    Folder,
+    Nothing,
+}
+
+/// deltalake finds its store handlers in registries the program fills once.
+fn register_handlers() {
+    static ONCE: Once = Once::new();
+    ONCE.call_once(|| {
+        deltalake::aws::register_handlers(None);
+        deltalake::azure::register_handlers(None);
+        deltalake::gcp::register_handlers(None);
+    });
+}
+
+/// An error and its causes, in one line.
+fn chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut cause = error.source();
+    while let Some(next) = cause {
+        let more = next.to_string();
+        if !text.contains(&more) {
+            text = format!("{text}: {more}");
+        }
+        cause = next.source();
+    }
+    text
+}
+
+/// The likely cause and fix of a store error, when it is one people meet: a missing bucket, a
+/// denied request, a wrong region, an endpoint that does not answer.
+pub fn explain(url: &Url, error: &dyn std::error::Error) -> Option<String> {
+    let text = chain(error);
+    let lower = text.to_ascii_lowercase();
+    let bucket = url.host_str().unwrap_or_default();
+    let has = |needles: &[&str]| needles.iter().any(|n| lower.contains(n));
+    if Kind::of(url).is_none_or(|k| k == Kind::Local) {
+        return None;
+    }
+    if has(&["url scheme is not allowed"]) {
+        return Some(
+            "the endpoint is plain http, which is refused unless told: set `allow_http = true` in [storage] \
+             (or AWS_ALLOW_HTTP=true) for a local or private server"
+                .to_owned(),
+        );
+    }
+    if has(&["loading credentials", "no credentials", "missingcredentials"]) {
+        return Some(
+            "no credentials found: set them where the cloud's tools look (AWS_PROFILE or AWS_ACCESS_KEY_ID and \
+             AWS_SECRET_ACCESS_KEY, `az login` or AZURE_STORAGE_ACCOUNT_KEY, GOOGLE_APPLICATION_CREDENTIALS), and \
+             `endpoint` in [storage] or AWS_ENDPOINT_URL for a store that is not the cloud's own"
+                .to_owned(),
+        );
+    }
+    if has(&[
+        "nosuchbucket",
+        "bucket does not exist",
+        "containernotfound",
+        "container does not exist",
+        "bucket not found",
+    ]) {
+        Some(format!("the bucket `{bucket}` does not exist: check its name in the plan, or create it"))
+    } else if has(&[
+        "permanentredirect",
+        "authorizationheadermalformed",
+        "wrong region",
+        "incorrect region",
+        "status: 301",
+    ]) {
+        Some(format!(
+            "the bucket `{bucket}` is in another region: set `region` in [storage] or AWS_REGION ({})",
+            first_line(&text)
+        ))
+    } else if has(&[
+        "accessdenied",
+        "access denied",
+        "invalidaccesskeyid",
+        "signaturedoesnotmatch",
+        "authorizationfailure",
+        "authenticationfailed",
+        "forbidden",
+        "status: 403",
+        "status: 401",
+        "unauthenticated",
+        "permission denied",
+    ]) {
+        Some(format!(
+            "access denied: check the credentials in the environment (AWS_PROFILE or AWS_ACCESS_KEY_ID, \
+             AZURE_STORAGE_ACCOUNT_KEY or `az login`, GOOGLE_APPLICATION_CREDENTIALS) and that they may read \
+             and write here ({})",
+            first_line(&text)
+        ))
+    } else if has(&[
+        "connection refused",
+        "error sending request",
+        "dns error",
+        "timed out",
+        "tcp connect",
+        "connect error",
+    ]) {
+        Some(format!(
+            "the store does not answer: check `endpoint` in [storage] (or AWS_ENDPOINT_URL, AZURE_STORAGE_ENDPOINT, \
+             GOOGLE_BASE_URL) and the network ({})",
+            first_line(&text)
+        ))
+    } else {
+        None
+    }
+}
+
+/// The first line of a message, bounded: store errors can carry whole XML bodies.
+fn first_line(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default();
+    match line.char_indices().nth(240) {
+        Some((cut, _)) => format!("{}…", &line[..cut]),
+        None => line.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn schemes_name_their_store() {
+        let kind = |u: &str| Kind::of(&Url::parse(u).unwrap());
+        assert_eq!(kind("s3a://b/t"), Some(Kind::S3));
+        assert_eq!(kind("abfss://c@a.dfs.core.windows.net/t"), Some(Kind::Azure));
+        assert_eq!(kind("gs://b/t"), Some(Kind::Gcs));
+        assert_eq!(kind("file:///t"), Some(Kind::Local));
+        assert_eq!(kind("hdfs://n/t"), None);
+    }
+
+    #[test]
+    fn locations_refuse_unknown_schemes_and_credentials() {
+        assert!(location_problem("s3://b/t").is_none());
+        assert!(location_problem("../warehouse/t").is_none());
+        assert!(location_problem("hdfs://n/t").unwrap().contains("not supported"));
+        assert!(location_problem("s3://AKIA:secret@b/t").unwrap().contains("credential"));
+        assert!(
+            location_problem("abfss://c@a.dfs.core.windows.net/t?sv=1&sig=x").unwrap().contains("credential")
+        );
+    }
+
+    #[test]
+    fn joined_files_encode_partition_values() {
+        let root: Url = "file:///lake/t/".parse().unwrap();
+        assert_eq!(join(&root, "d=a b%/part-0.parquet").as_str(), "file:///lake/t/d=a%20b%25/part-0.parquet");
+    }
+
+    #[test]
+    fn settings_win_under_the_names_each_store_reads() {
+        let stores = Stores::new(&Storage {
+            region: Some("eu-west-1".into()),
+            endpoint: Some("http://127.0.0.1:9000".into()),
+            conditional_put: Some(ConditionalPut::Etag),
+            ..Storage::default()
+        });
+        let s3 = stores.options(&Url::parse("s3://b/t").unwrap());
+        assert_eq!(s3.get("aws_region").map(String::as_str), Some("eu-west-1"));
+        assert_eq!(s3.get("aws_conditional_put").map(String::as_str), Some("etag"));
+        let gcs = stores.options(&Url::parse("gs://b/t").unwrap());
+        assert_eq!(gcs.get("google_base_url").map(String::as_str), Some("http://127.0.0.1:9000"));
+        assert!(!gcs.contains_key("aws_region"));
+        assert!(stores.options(&Url::parse("file:///t").unwrap()).is_empty());
+    }
+}

@@ -1,0 +1,301 @@
+//! Object-store servers the tests start on 127.0.0.1 and stop when dropped: moto's S3 and
+//! Azurite's Blob service. Each test gets its own server on a free port, so tests run in
+//! parallel and nothing outlives them. Their packages come from PyPI and npm, installed once per
+//! machine into `~/.cache` (as the benchmark's venv is), and nothing else is reached.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// The Python packages of the stores' tests: the S3 server, the GCS emulator, and the Python
+/// `deltalake` package that reads what bf wrote without bf's code.
+const PYTHON_PACKAGES: [&str; 4] =
+    ["moto[server]==5.2.5", "azure-storage-blob==12.26.0", "deltalake==1.6.6", "pyarrow==26.0.1"];
+
+/// Azurite, the Azure Storage emulator, from npm.
+const AZURITE: &str = "azurite@3.35.0";
+
+/// A server process, killed when dropped.
+pub struct Server {
+    child: Child,
+    pub port: u16,
+    /// What the server printed: its request log.
+    pub log: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+/// An S3 API server (moto) on a free loopback port.
+pub fn s3() -> Server {
+    moto(&[])
+}
+
+/// An S3 API server that checks credentials, and knows none: every request is denied (403).
+pub fn s3_denying() -> Server {
+    moto(&[("INITIAL_NO_AUTH_ACTION_COUNT", "0")])
+}
+
+fn moto(env: &[(&str, &str)]) -> Server {
+    let bin = python_venv().join("moto_server");
+    let dir = tempfile::tempdir().unwrap();
+    start(dir, |port| {
+        let mut command = Command::new(&bin);
+        command.args(["-H", "127.0.0.1", "-p", &port.to_string()]).envs(env.iter().copied());
+        command
+    })
+}
+
+/// An Azure Blob server (Azurite) on a free loopback port, its data in a temp dir.
+pub fn azurite() -> Server {
+    let bin = azurite_install().join("node_modules/.bin/azurite-blob");
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    start(dir, |port| {
+        let mut command = Command::new(&bin);
+        command
+            .args([
+                "--blobHost",
+                "127.0.0.1",
+                "--blobPort",
+                &port.to_string(),
+                "--skipApiVersionCheck",
+                "--loose",
+            ])
+            .arg("--location")
+            .arg(&data)
+            .arg("--debug")
+            .arg(data.with_file_name("debug.log"));
+        command
+    })
+}
+
+fn start(dir: tempfile::TempDir, command: impl Fn(u16) -> Command) -> Server {
+    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    start_on(dir, port, command)
+}
+
+/// Starts the server and waits (at most 60 s) until its port answers.
+fn start_on(dir: tempfile::TempDir, port: u16, command: impl Fn(u16) -> Command) -> Server {
+    let log = dir.path().join("server.log");
+    let out = std::fs::File::create(&log).unwrap();
+    // Run in the server's temp dir: whatever it writes (moto's request recording) stays there.
+    let child = command(port)
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(out.try_clone().unwrap())
+        .stderr(out)
+        .spawn()
+        .expect("the server starts");
+    let mut server = Server { child, port, log, _dir: dir };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            panic!(
+                "the server exited ({status}): {}",
+                std::fs::read_to_string(&server.log).unwrap_or_default()
+            );
+        }
+        assert!(Instant::now() < deadline, "the server on port {port} did not answer within 60 s");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    server
+}
+
+/// Creates a bucket on the S3 server (with boto3, which moto brings: the server wants signed
+/// requests, as S3 does).
+pub fn create_bucket(server: &Server, bucket: &str) {
+    python(&format!("import boto3; boto3.client('s3').create_bucket(Bucket='{bucket}')"), &s3_env(server));
+}
+
+/// The environment a `bf` (or Python) process needs to reach the S3 server, and nothing more:
+/// credentials the server accepts, its endpoint, and conditional put.
+pub fn s3_env(server: &Server) -> Vec<(&'static str, String)> {
+    vec![
+        ("AWS_ENDPOINT_URL", server.endpoint()),
+        ("AWS_ALLOW_HTTP", "true".into()),
+        ("AWS_ACCESS_KEY_ID", "bf-test-key-id".into()),
+        ("AWS_SECRET_ACCESS_KEY", "bf-test-secret-never-printed".into()),
+        ("AWS_REGION", "us-east-1".into()),
+        ("AWS_CONDITIONAL_PUT", "etag".into()),
+    ]
+}
+
+/// Azurite's well-known development account key: public, but a credential all the same, which bf
+/// must never print.
+pub const AZURITE_KEY: &str =
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==";
+
+/// The environment that reaches the Azurite server: the emulator's account, its endpoint.
+pub fn azurite_env(server: &Server) -> Vec<(&'static str, String)> {
+    vec![
+        ("AZURE_STORAGE_USE_EMULATOR", "true".into()),
+        ("AZURITE_BLOB_STORAGE_URL", server.endpoint()),
+        ("AZURE_STORAGE_ACCOUNT_NAME", "devstoreaccount1".into()),
+        ("AZURE_STORAGE_ACCOUNT_KEY", AZURITE_KEY.into()),
+    ]
+}
+
+/// Creates a container on the Azurite server (with Azure's Python SDK: requests are signed).
+pub fn create_container(server: &Server, container: &str) {
+    python(
+        &format!(
+            "from azure.storage.blob import BlobServiceClient\n\
+             import os\n\
+             conn = ('DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=' + os.environ['AZURE_STORAGE_ACCOUNT_KEY']\n\
+                     + ';BlobEndpoint=' + os.environ['AZURITE_BLOB_STORAGE_URL'] + '/devstoreaccount1;')\n\
+             BlobServiceClient.from_connection_string(conn).create_container('{container}')\n"
+        ),
+        &azurite_env(server),
+    );
+}
+
+/// The venv with the stores' Python packages, made once per machine.
+pub fn python_venv() -> PathBuf {
+    static MADE: Mutex<()> = Mutex::new(());
+    let _once = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    let venv = cache_dir("BF_STORE_VENV", "bf-store-venv");
+    let bin = venv.join("bin");
+    let ready = Command::new(bin.join("python"))
+        .args(["-c", "import moto, azure.storage.blob, deltalake, pyarrow"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ready {
+        let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().unwrap();
+        assert!(made.success(), "python3 -m venv {}", venv.display());
+        let installed = Command::new(bin.join("pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check"])
+            .args(PYTHON_PACKAGES)
+            .status()
+            .unwrap();
+        assert!(installed.success(), "pip install {PYTHON_PACKAGES:?} (PyPI)");
+    }
+    bin
+}
+
+/// Azurite installed from npm, once per machine.
+fn azurite_install() -> PathBuf {
+    static MADE: Mutex<()> = Mutex::new(());
+    let _once = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = cache_dir("BF_AZURITE_DIR", "bf-azurite");
+    if !dir.join("node_modules/.bin/azurite-blob").exists() {
+        std::fs::create_dir_all(&dir).unwrap();
+        let installed = Command::new("npm")
+            .args(["install", "--silent", "--no-audit", "--no-fund", AZURITE])
+            .current_dir(&dir)
+            .status()
+            .unwrap();
+        assert!(installed.success(), "npm install {AZURITE}");
+    }
+    dir
+}
+
+fn cache_dir(variable: &str, name: &str) -> PathBuf {
+    std::env::var_os(variable).map(PathBuf::from).unwrap_or_else(|| {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+        home.join(".cache").join(name)
+    })
+}
+
+/// Runs a Python snippet in the stores' venv with `env`, returning its stdout; fails the test if
+/// the snippet fails.
+pub fn python(script: &str, env: &[(&str, String)]) -> String {
+    let output = Command::new(python_venv().join("python"))
+        .args(["-c", script])
+        .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "python failed:\n{}\n{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap()
+}
+
+/// A TCP relay on a free loopback port to a server, which a test can take down and bring back:
+/// an outage of the store's endpoint without losing what the server holds (moto keeps buckets in
+/// memory, so stopping it would lose them).
+pub struct Relay {
+    pub port: u16,
+    down: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    closed: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    open: std::sync::Arc<Mutex<Vec<TcpStream>>>,
+}
+
+impl Drop for Relay {
+    /// Ends the relay's accept loop: it sees `closed` on the next connection, which this makes.
+    fn drop(&mut self) {
+        self.closed.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.down();
+        let _ = TcpStream::connect(("127.0.0.1", self.port));
+    }
+}
+
+impl Relay {
+    pub fn to(server: &Server) -> Relay {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let target = server.port;
+        let down = Arc::new(AtomicBool::new(false));
+        let closed = Arc::new(AtomicBool::new(false));
+        let open: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
+        let (relay_down, relay_closed, relay_open) = (down.clone(), closed.clone(), open.clone());
+        std::thread::spawn(move || {
+            for client in listener.incoming().flatten() {
+                if relay_closed.load(Ordering::SeqCst) {
+                    return;
+                }
+                if relay_down.load(Ordering::SeqCst) {
+                    let _ = client.shutdown(std::net::Shutdown::Both);
+                    continue;
+                }
+                let Ok(upstream) = TcpStream::connect(("127.0.0.1", target)) else { continue };
+                let mut streams = relay_open.lock().unwrap();
+                streams.push(client.try_clone().unwrap());
+                streams.push(upstream.try_clone().unwrap());
+                for (mut from, mut to) in
+                    [(client.try_clone().unwrap(), upstream.try_clone().unwrap()), (upstream, client)]
+                {
+                    std::thread::spawn(move || {
+                        let _ = std::io::copy(&mut from, &mut to);
+                        let _ = to.shutdown(std::net::Shutdown::Both);
+                    });
+                }
+            }
+        });
+        Relay { port, down, closed, open }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Every connection through the relay is cut, and new ones are refused, until [`Relay::up`].
+    pub fn down(&self) {
+        self.down.store(true, std::sync::atomic::Ordering::SeqCst);
+        for stream in self.open.lock().unwrap().drain(..) {
+            let _ = stream.shutdown(std::net::Shutdown::Both);
+        }
+    }
+
+    pub fn up(&self) {
+        self.down.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
+}
