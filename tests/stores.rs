@@ -176,6 +176,23 @@ fn the_march_reload_is_planned_applied_and_rolled_back_on_s3() {
     assert_eq!(march(None), before, "the rollback restored March row for row");
     assert_eq!(shop.history("orders_silver").last().unwrap().1, "UPDATE TABLE METADATA");
     assert!(shop.history("orders_silver").iter().any(|(_, op)| op == "RESTORE"));
+
+    // No object bf wrote — commits, the change log, the rehearsal — holds the credential.
+    let holding = servers::python(
+        &format!(
+            r#"
+import boto3
+s3 = boto3.client("s3")
+for page in s3.get_paginator("list_objects_v2").paginate(Bucket="acme-lake"):
+    for o in page.get("Contents", []):
+        if b"{SECRET}" in s3.get_object(Bucket="acme-lake", Key=o["Key"])["Body"].read():
+            print(o["Key"])
+"#
+        ),
+        &servers::s3_env(&shop.server),
+    );
+    assert_eq!(holding, "", "objects holding the credential");
+    assert!(!std::fs::read_to_string(shop.root().join(".bf/plan.json")).unwrap().contains(SECRET));
 }
 
 #[test]
@@ -623,5 +640,33 @@ s3.put_object(Bucket="acme-lake", Key=key, Body=body.replace("EUR", "GBP", 1).en
             .contains("input `orders` changed since `bf plan`: s3://acme-lake/shop/landing/orders_march.csv"),
         "{stderr}"
     );
+    assert_eq!(shop.history("orders_silver"), versions, "nothing was written");
+}
+
+#[test]
+fn a_rollback_on_s3_refuses_when_a_file_it_needs_is_gone_and_writes_nothing() {
+    let shop = S3Shop::new();
+    shop.ok(&["plan", "plans/march.toml"]);
+    shop.ok(&["apply", "--auto-approve"]);
+    let status = shop.ok(&["status"]);
+    assert!(status.contains("done: every slice committed and the comment set"), "{status}");
+    // What VACUUM does to a file the pre-version needs and the backfill removed: delete it.
+    let deleted = servers::python(
+        r#"
+import boto3, json
+s3 = boto3.client("s3")
+log = s3.get_object(Bucket="acme-lake", Key="shop/warehouse/orders_silver/_delta_log/00000000000000000006.json")["Body"].read().decode()
+removed = [json.loads(l)["remove"]["path"] for l in log.splitlines() if '"remove"' in l]
+s3.delete_object(Bucket="acme-lake", Key="shop/warehouse/orders_silver/" + removed[0])
+print(removed[0])
+"#,
+        &servers::s3_env(&shop.server),
+    );
+    let versions = shop.history("orders_silver");
+    let refused = shop.run(&["rollback", "--auto-approve"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("VACUUM removed 1 of its data files"), "{stderr}");
+    assert!(stderr.contains(deleted.trim()), "names the file: {stderr}");
     assert_eq!(shop.history("orders_silver"), versions, "nothing was written");
 }
