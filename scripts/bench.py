@@ -8,6 +8,9 @@ Workloads (docs/BENCHMARKS.md says why each):
              and the shallow clone of a table of --clone-files files, at two data sizes.
   W3 memory  one slice of --w3-rows rows: peak RSS.
   W4 resume  apply killed after half the slices, then resumed.
+  S3         W1 with the table and the inputs in a bucket of an S3 server on 127.0.0.1 (moto),
+             bf against the Python loop on the same server; and the shallow clone of the
+             --clone-files table there.
 
 Contenders, each a child process so each has its own wall time, peak RSS and CPU time (GNU time):
   bf         the binary given by --bf (`bf plan`, `bf apply`);
@@ -171,10 +174,23 @@ def python_loop(table: str, inputs: str, months: list[int]):
     import pyarrow.parquet as pq
     from deltalake import DeltaTable, write_deltalake
 
-    target = DeltaTable(table)
+    target = DeltaTable(table, storage_options=s3_options(table))
+    filesystem = None
+    if inputs.startswith("s3://"):
+        from pyarrow import fs
+
+        endpoint = os.environ["AWS_ENDPOINT_URL"]
+        filesystem = fs.S3FileSystem(
+            endpoint_override=endpoint.split("://")[1],
+            scheme="http",
+            access_key=os.environ["AWS_ACCESS_KEY_ID"],
+            secret_key=os.environ["AWS_SECRET_ACCESS_KEY"],
+            region=os.environ["AWS_REGION"],
+        )
+        inputs = inputs.removeprefix("s3://")
     for index in months:
         first, last = month_start(index), month_end(index)
-        data = pq.read_table(f"{inputs}/orders_{first}.parquet")
+        data = pq.read_table(f"{inputs}/orders_{first}.parquet", filesystem=filesystem)
         predicate = f"order_date >= '{first}' AND order_date <= '{last}'"
         write_deltalake(target, data, mode="overwrite", predicate=predicate)
         print(f"Backfilled {first} to {last}")
@@ -279,10 +295,17 @@ def this_script(*args) -> list[str]:
     return [sys.executable, str(Path(__file__).resolve()), *map(str, args)]
 
 
-def delta_rows(table: Path) -> int:
+def delta_rows(table: Path | str) -> int:
     from deltalake import DeltaTable
 
-    return DeltaTable(str(table)).to_pyarrow_dataset().count_rows()
+    return DeltaTable(str(table), storage_options=s3_options(str(table))).to_pyarrow_dataset().count_rows()
+
+
+def s3_options(location: str) -> dict | None:
+    """The Python package's options for a table in the bench's S3 server (from the environment)."""
+    if not location.startswith("s3://"):
+        return None
+    return {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -455,7 +478,139 @@ def w4_resume(args, work: Path, results: Results, ratios: dict):
     }
 
 
-def check_rows(table: Path, expected: int, who: str):
+# ----------------------------------------------------------------------------------------------
+# On an S3 server: moto on a free loopback port, started and stopped by this script.
+
+
+class S3Server:
+    def __init__(self, work: Path):
+        import socket
+
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = probe.getsockname()[1]
+        self.endpoint = f"http://127.0.0.1:{self.port}"
+        moto = Path(sys.executable).parent / "moto_server"
+        self.process = subprocess.Popen(
+            [str(moto), "-H", "127.0.0.1", "-p", str(self.port)],
+            cwd=work,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.process.poll() is not None:
+                    sys.exit("the S3 server (moto) did not start")
+                time.sleep(0.1)
+        self.env = {
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ALLOW_HTTP": "true",
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_REGION": "us-east-1",
+            "AWS_CONDITIONAL_PUT": "etag",
+        }
+        os.environ.update(self.env)
+        import boto3
+
+        self.s3 = boto3.client("s3")
+        self.s3.create_bucket(Bucket="bench")
+
+    def stop(self):
+        self.process.terminate()
+        self.process.wait()
+
+    def upload(self, folder: Path, prefix: str):
+        from concurrent.futures import ThreadPoolExecutor
+
+        files = [f for f in folder.rglob("*") if f.is_file()]
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(lambda f: self.s3.upload_file(str(f), "bench", f"{prefix}/{f.relative_to(folder)}"), files))
+
+    def copy(self, source: str, to: str):
+        """A copy of every object under `source/` at `to/`, made by the server (CopyObject)."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        keys = [
+            o["Key"]
+            for page in self.s3.get_paginator("list_objects_v2").paginate(Bucket="bench", Prefix=f"{source}/")
+            for o in page.get("Contents", [])
+        ]
+        copy = lambda k: self.s3.copy_object(Bucket="bench", Key=to + k[len(source):], CopySource={"Bucket": "bench", "Key": k})
+        with ThreadPoolExecutor(16) as pool:
+            list(pool.map(copy, keys))
+
+
+def s3_workloads(args, work: Path, results: Results, ratios: dict):
+    window = range(args.window_first, args.window_first + args.slices)
+    inputs = work / "inputs"
+    make_inputs(inputs, args.seed, window, args.rows_per_month)
+    server = S3Server(work)
+    try:
+        server.upload(inputs, "inputs")
+        for variant in ["unpartitioned", "partitioned"]:
+            base = work / f"orders-{args.months}m-{variant}"
+            make_table(base, args.seed, range(args.months), args.rows_per_month, variant == "partitioned")
+            server.upload(base, f"base-{variant}")
+            name = f"S3 apply, {variant}"
+            first, last = month_start(window.start), month_end(window.stop - 1)
+            for run in range(args.runs):
+                for contender in rotate(["bf", "loop"], run):
+                    scratch = fresh_scratch(work)
+                    table = f"runs/{variant}-{run}-{contender}"
+                    server.copy(f"base-{variant}", table)
+                    uri = f"s3://bench/{table}"
+                    if contender == "bf":
+                        plan = plan_text(uri, "s3://bench/inputs", first, last, "month", f"s3://bench/{table}-rehearsal")
+                        (scratch / "plan.toml").write_text(plan)
+                        planned = measure([args.bf, "plan", "plan.toml", "-q"], scratch)
+                        applied = measure([args.bf, "apply", "--auto-approve", "-q"], scratch)
+                        results.add(name, "bf apply", applied)
+                        results.add(name, "bf plan", planned)
+                        results.add(name, "bf plan + apply", Measured(planned.seconds + applied.seconds, max(planned.peak_rss_mb, applied.peak_rss_mb), "", planned.cpu_seconds + applied.cpu_seconds))
+                    else:
+                        results.add(name, "loop", measure(this_script("_loop", uri, "s3://bench/inputs", *window), scratch))
+                    if run == 0:
+                        check_rows(uri, args.months * args.rows_per_month, contender)
+            loop = results.median(name, "loop")
+            ratios[name] = {
+                "bf apply / loop": results.median(name, "bf apply") / loop,
+                "bf plan + apply / loop": results.median(name, "bf plan + apply") / loop,
+            }
+
+        # The clone on S3: a one-day plan on the table of --clone-files files, one per day.
+        name = f"S3 clone of {args.clone_files} files"
+        base = work / "w2-files-small"
+        make_many_files(base, args.clone_files, 1)
+        server.upload(base, "files-small")
+        last_day = dt.date(2000, 1, 1) + dt.timedelta(days=args.clone_files - 1)
+        day_inputs = work / "w2-day-small"
+        day_inputs.mkdir(exist_ok=True)
+        import pyarrow.dataset as ds
+        import pyarrow.parquet as pq
+        from deltalake import DeltaTable
+
+        day_rows = DeltaTable(str(base)).to_pyarrow_dataset().to_table(filter=ds.field("order_date") == last_day)
+        pq.write_table(day_rows, day_inputs / f"orders_{last_day}.parquet")
+        for run in range(args.runs):
+            scratch = fresh_scratch(work)
+            rehearsal = f"s3://bench/runs/files-rehearsal-{run}"
+            (scratch / "plan.toml").write_text(plan_text("s3://bench/files-small", day_inputs, last_day, last_day, "day", rehearsal))
+            planned = measure([args.bf, "plan", "plan.toml", "-q"], scratch)
+            clone = json.loads((scratch / ".bf/plan.json").read_text())["rehearsal"]["clone"]
+            assert clone["files_referenced"] == args.clone_files, clone
+            results.add(name, "bf clone", Measured(clone["millis"] / 1000, planned.peak_rss_mb, ""))
+            results.add(name, "bf plan (one day)", planned)
+        ratios[name] = {"bf clone / bf plan (one day)": results.median(name, "bf clone") / results.median(name, "bf plan (one day)")}
+    finally:
+        server.stop()
+
+
+def check_rows(table: Path | str, expected: int, who: str):
     found = delta_rows(table)
     if found != expected:
         sys.exit(f"{who} left {found} rows in {table}, expected {expected}")
@@ -483,7 +638,7 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--w3-rows", type=int, default=10_000_000)
     parser.add_argument("--clone-files", type=int, default=10_000)
-    parser.add_argument("--workloads", default="w1,w2,w3,w4")
+    parser.add_argument("--workloads", default="w1,w2,w3,w4,s3")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", type=Path, help="write the medians and ratios here")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes and one run, to prove the script works")
@@ -499,7 +654,7 @@ def main():
     work = args.work or Path(tempfile.mkdtemp(prefix="bf-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     results, ratios = Results(), {}
-    workloads = {"w1": w1_apply, "w2": w2_plan, "w3": w3_memory, "w4": w4_resume}
+    workloads = {"w1": w1_apply, "w2": w2_plan, "w3": w3_memory, "w4": w4_resume, "s3": s3_workloads}
     started = time.perf_counter()
     for key in args.workloads.split(","):
         print(f"== {key} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)

@@ -37,6 +37,9 @@ fn the_benchmark_script_runs_every_workload_at_a_small_size() {
         ("W2 clone of 40 files", vec!["bf clone, small", "bf clone, 10x rows", "cp -r, 10x rows"]),
         ("W3 one slice of 2,000 rows", vec!["bf plan", "bf apply", "loop", "limit"]),
         ("W4 resume after slice 1 of 2", vec!["bf apply, all slices", "bf apply, resumed (slices 2-2)"]),
+        ("S3 apply, unpartitioned", vec!["bf apply", "bf plan", "bf plan + apply", "loop"]),
+        ("S3 apply, partitioned", vec!["bf apply", "loop"]),
+        ("S3 clone of 40 files", vec!["bf clone", "bf plan (one day)"]),
     ];
     // Each child's peak memory is its own: a child forked straight from the script would carry the
     // script's high-water mark (numpy and pyarrow loaded, the data generated: ~180 MiB in the first
