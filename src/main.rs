@@ -23,7 +23,7 @@ fn main() -> ExitCode {
         // `bf slices plan.toml | head` closes the pipe early; that is the reader's choice, not a failure.
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", bf::store::redact(&format!("{error:#}")));
             ExitCode::FAILURE
         }
     }

@@ -225,10 +225,6 @@ impl Stores {
         Stores::new(&Storage::default())
     }
 
-    pub fn settings(&self) -> &Storage {
-        &self.settings
-    }
-
     /// The settings under the names `url`'s store reads. deltalake's builders read the environment
     /// themselves and let these win over it.
     pub fn options(&self, url: &Url) -> HashMap<String, String> {
@@ -506,6 +502,31 @@ fn register_handlers() {
     });
 }
 
+/// `text` with the query of every URL in it removed: a store's request URL can carry a signature
+/// (an Azure SAS token, a presigned S3 URL), and errors quote request URLs.
+pub fn redact(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let start =
+            rest[..at].rfind(|c: char| c.is_whitespace() || c == '(' || c == '"').map_or(0, |i| i + 1);
+        let end = at
+            + rest[at..].find(|c: char| c.is_whitespace() || c == ')' || c == '"').unwrap_or(rest.len() - at);
+        let url = &rest[start..end];
+        out.push_str(&rest[..start]);
+        match url.find('?') {
+            Some(query) => {
+                out.push_str(&url[..query]);
+                out.push_str("?…");
+            }
+            None => out.push_str(url),
+        }
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// An error and its causes, in one line.
 fn chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
@@ -633,6 +654,17 @@ mod tests {
         assert!(
             location_problem("abfss://c@a.dfs.core.windows.net/t?sv=1&sig=x").unwrap().contains("credential")
         );
+    }
+
+    #[test]
+    fn redaction_removes_the_queries_of_urls_and_nothing_else() {
+        let error = "Error performing GET https://a.blob.core.windows.net/c/p?sv=1&sig=SECRET in 3ms (retry)";
+        assert_eq!(
+            redact(error),
+            "Error performing GET https://a.blob.core.windows.net/c/p?… in 3ms (retry)"
+        );
+        assert_eq!(redact("s3://b/t: no such key? really"), "s3://b/t: no such key? really");
+        assert_eq!(redact("(see \"http://h/x?token=T\")"), "(see \"http://h/x?…\")");
     }
 
     #[test]

@@ -124,7 +124,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let report = match outcome {
         Ok(report) => report,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", bf::store::redact(&error.to_string()));
             use bf::apply::ApplyError;
             match error {
                 ApplyError::Verify { .. } => eprintln!(

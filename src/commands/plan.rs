@@ -85,7 +85,7 @@ pub async fn rehearse_and_save(
     let plan = match rehearsal::rehearse(&document, progress).await {
         Ok(plan) => plan,
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", bf::store::redact(&error.to_string()));
             eprintln!("nothing was written to the target, and no plan was saved");
             return Ok(None);
         }
