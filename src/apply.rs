@@ -291,7 +291,7 @@ impl ApplyState {
 /// Reads how far the saved plan's apply got.
 pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
     let url = url_of(plan)?;
-    let target = plan.stores().open(&url, None).await?;
+    let target = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?.open(&url, None).await?;
     // One read of the history answers both: which backfill, and what it committed.
     let history = ledger::commits_after(&target, 0).await?;
     let backfill_id = ledger::backfill_ids(&history, &plan.id).pop();

@@ -116,9 +116,7 @@ fn columns() -> Vec<(&'static str, DataType, ArrowType)> {
 }
 
 async fn create(stores: &Stores, url: &Url) -> Result<DeltaTable, DeltaTableError> {
-    if let Ok(path) = url.to_file_path()
-        && url.scheme() == "file"
-    {
+    if let Some(path) = crate::store::local_path(url) {
         std::fs::create_dir_all(path).map_err(|e| DeltaTableError::Generic(e.to_string()))?;
     }
     let fields: Vec<StructField> =

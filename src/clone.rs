@@ -29,7 +29,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use url::Url;
 
-use crate::store::{self, Found, StoreError, Stores, display_url};
+use crate::store::{self, StoreError, Stores, display_url};
 use crate::window::Window;
 
 /// The folder of a clone that holds the files copied in from the source.
@@ -216,10 +216,13 @@ pub async fn is_rehearsal(stores: &Stores, url: &Url) -> bool {
 
 /// Removes the previous rehearsal at `destination`, and refuses to touch anything else there.
 async fn replace_previous_rehearsal(stores: &Stores, destination: &Url) -> Result<(), CloneError> {
-    if matches!(stores.find(destination).await.map_err(CloneError::Remove)?, Found::Nothing) {
+    let files = stores.list(destination).await.map_err(CloneError::Remove)?;
+    if files.is_empty() {
         return Ok(());
     }
-    if !is_rehearsal(stores, destination).await {
+    // A clone that stopped after copying files in and before its first commit left only those.
+    let unfinished = files.iter().all(|(relative, _)| relative.starts_with(&format!("{LOCALIZED}/")));
+    if !unfinished && !is_rehearsal(stores, destination).await {
         return Err(CloneError::NotARehearsal(display_url(destination)));
     }
     // Only the rehearsal's own folder goes: files it references in the target are absolute URLs in

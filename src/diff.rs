@@ -225,10 +225,9 @@ impl Comparison {
         predicate: Expr,
         metrics: &[Metric],
     ) -> DfResult<Measures> {
-        // Local files by their path: a decoded name may hold what a URL cannot (`%`, spaces).
         let urls = files
             .iter()
-            .map(|f| ListingTableUrl::parse(f.strip_prefix("file://").unwrap_or(f)))
+            .map(|f| ListingTableUrl::parse(crate::store::listing_location(f)))
             .collect::<DfResult<Vec<_>>>()?;
         let provider: Arc<dyn TableProvider> = if urls.is_empty() {
             Arc::new(EmptyTable::new(self.schema.clone()))

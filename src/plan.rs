@@ -11,7 +11,6 @@ use chrono::{DateTime, NaiveDate, Utc};
 use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
-use url::Url;
 
 use crate::checks::{CheckResult, GuardResult};
 use crate::clone::CloneMetrics;
@@ -189,6 +188,8 @@ pub enum SavedPlanError {
     Parse { path: PathBuf, source: serde_json::Error },
     #[error("{} was saved by a bf with plan format {found}; this bf reads formats 1 to {PLAN_FORMAT}: run `bf plan` again", path.display())]
     Format { path: PathBuf, found: u32 },
+    #[error("the saved plan's [storage] settings cannot be read: {0}")]
+    Storage(String),
     #[error("cannot save the plan to {}: {source}", path.display())]
     Write { path: PathBuf, source: std::io::Error },
 }
@@ -219,10 +220,13 @@ impl Plan {
         std::fs::rename(&partial, path).map_err(write)
     }
 
-    /// The stores the plan's tables and inputs are in, with the `[storage]` settings it was made with.
-    pub fn stores(&self) -> Stores {
-        let planned = toml::from_str::<crate::plan_file::PlanFile>(&self.plan_file.text);
-        Stores::new(&planned.map(|p| p.storage).unwrap_or_default())
+    /// The stores the plan's tables and inputs are in, with the `[storage]` settings it was made
+    /// with. A plan whose text no longer reads is an error, not the environment's defaults: those
+    /// could reach another endpoint's bucket of the same name.
+    pub fn stores(&self) -> Result<Stores, SavedPlanError> {
+        let planned = toml::from_str::<crate::plan_file::PlanFile>(&self.plan_file.text)
+            .map_err(|e| SavedPlanError::Storage(e.message().to_owned()))?;
+        Ok(Stores::new(&planned.storage))
     }
 
     /// The saved inputs as `(input, file)` pairs, to fingerprint them again.
@@ -288,24 +292,21 @@ pub async fn fingerprint_all(
     stores: &Stores,
     files: &[(String, Location)],
 ) -> Vec<Result<InputFingerprint, String>> {
-    let local: Vec<(usize, String, PathBuf)> = files
-        .iter()
-        .enumerate()
-        .filter_map(|(i, (input, location))| match location {
-            Location::Path(path) => Some((i, input.clone(), path.clone())),
-            Location::Uri(url) => {
-                Some((i, input.clone(), url.to_file_path().ok().filter(|_| url.scheme() == "file")?))
-            }
-        })
-        .collect();
-    let remote: Vec<(usize, String, Url)> = files
-        .iter()
-        .enumerate()
-        .filter_map(|(i, (input, location))| match location {
-            Location::Uri(url) if url.scheme() != "file" => Some((i, input.clone(), url.clone())),
-            _ => None,
-        })
-        .collect();
+    // Every file lands in exactly one list, by its position: the stale check pairs the answers
+    // with the saved fingerprints in order.
+    let (mut local, mut remote, mut found) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, (input, location)) in files.iter().enumerate() {
+        match location {
+            Location::Path(path) => local.push((i, input.clone(), path.clone())),
+            Location::Uri(url) => match (crate::store::Kind::of(url), crate::store::local_path(url)) {
+                (_, Some(path)) => local.push((i, input.clone(), path)),
+                (Some(crate::store::Kind::Local), None) => {
+                    found.push((i, Err(format!("{url} is not a local file"))))
+                }
+                _ => remote.push((i, input.clone(), url.clone())),
+            },
+        }
+    }
     let hashing = tokio::task::spawn_blocking(move || {
         let hashed = hash_all(&local);
         local.into_iter().map(|(i, ..)| i).zip(hashed).collect::<Vec<_>>()
@@ -327,8 +328,7 @@ pub async fn fingerprint_all(
         };
         (i, fingerprint)
     });
-    let mut found: Vec<(usize, Result<InputFingerprint, String>)> =
-        futures::stream::iter(remote).buffer_unordered(16).collect().await;
+    found.extend(futures::stream::iter(remote).buffer_unordered(16).collect::<Vec<_>>().await);
     match hashing.await {
         Ok(hashed) => found.extend(hashed.into_iter().map(|(i, f)| (i, f.map_err(|e| e.to_string())))),
         Err(e) => return files.iter().map(|_| Err(format!("hashing the inputs: {e}"))).collect(),

@@ -103,8 +103,19 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         )));
     }
     let rehearsal_url = rehearsal_url(document, &target_url)?;
-    if rehearsal_url == target_url {
-        return Err(RehearsalError::Refused("the rehearsal table is the target table".into()));
+    // A rehearsal is replaced by every plan: it must be neither the target, nor inside it, nor
+    // hold it, nor a bucket's root.
+    if rehearsal_url.path_segments().is_none_or(|mut s| s.all(str::is_empty)) {
+        return Err(RehearsalError::Refused(format!(
+            "the rehearsal table {} is the root of a bucket: choose a folder of its own",
+            display_url(&rehearsal_url)
+        )));
+    }
+    if store::nested(&rehearsal_url, &target_url) {
+        return Err(RehearsalError::Refused(format!(
+            "the rehearsal table {} is the target table, or inside it, or holds it: choose a folder of its own",
+            display_url(&rehearsal_url)
+        )));
     }
 
     progress.step("cloning the target");
@@ -523,9 +534,9 @@ async fn fingerprints(
 ) -> Result<Vec<InputFingerprint>, RehearsalError> {
     let mut files: BTreeMap<String, (String, store::Location)> = BTreeMap::new();
     for file in sources.iter().flat_map(|(s, _)| &s.files) {
-        let location = match file.url.to_file_path() {
-            Ok(path) if file.url.scheme() == "file" => store::Location::Path(path),
-            _ => store::Location::Uri(file.url.clone()),
+        let location = match store::local_path(&file.url) {
+            Some(path) => store::Location::Path(path),
+            None => store::Location::Uri(file.url.clone()),
         };
         files.entry(file.url.to_string()).or_insert_with(|| (file.input.clone(), location));
     }

@@ -425,17 +425,32 @@ async fn check_files_exist(stores: &Stores, url: &Url, version: u64) -> Result<(
     let old = stores.open(url, Some(version)).await?;
     let store = old.log_store().object_store(None);
     let files: Vec<_> = old.get_active_add_actions_by_predicate(None).try_collect().await?;
+    // Only an answer proves a file is there: a store that denies the HEAD (S3 answers 403 for a
+    // missing key to a caller without ListBucket) proves nothing, and restoring then could commit a
+    // version that points at deleted files.
     let heads = files.iter().map(|file| {
         let store = store.clone();
         async move {
             match store.head(&file.object_store_path()).await {
-                Err(object_store::Error::NotFound { .. }) => Some(file.path().into_owned()),
-                _ => None,
+                Ok(_) => Ok(None),
+                Err(object_store::Error::NotFound { .. }) => Ok(Some(file.path().into_owned())),
+                Err(e) => Err(StoreError {
+                    location: display_url(url),
+                    problem: format!(
+                        "cannot check that version {version}'s file {} is still there, so nothing was restored: {}",
+                        file.path(),
+                        crate::store::explain(url, &e).unwrap_or_else(|| e.to_string())
+                    ),
+                }),
             }
         }
     });
-    let mut missing: Vec<String> =
-        futures::stream::iter(heads).buffered(16).filter_map(|m| async move { m }).collect().await;
+    let answers: Vec<Result<Option<String>, StoreError>> =
+        futures::stream::iter(heads).buffered(16).collect().await;
+    let mut missing = Vec::new();
+    for answer in answers {
+        missing.extend(answer?);
+    }
     missing.sort();
     if missing.is_empty() {
         return Ok(());

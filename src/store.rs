@@ -23,7 +23,7 @@ use object_store::path::Path as Key;
 use path_clean::PathClean;
 use url::Url;
 
-use crate::plan_file::{ConditionalPut, LockingProvider, Storage};
+use crate::plan_file::{ConditionalPut, Storage};
 use crate::table::TableError;
 
 /// The kinds of store bf reaches, each with the URL schemes that name it.
@@ -110,10 +110,11 @@ pub fn location_problem(written: &str) -> Option<String> {
             Kind::schemes()
         ));
     }
-    if url.password().is_some() || url.query().is_some_and(|q| q.contains("sig=") || q.contains("token")) {
+    // A store reads no query, so one can only be a signature or a token (a SAS, a presigned URL).
+    if url.password().is_some() || url.query().is_some() {
         return Some(
-            "the location holds a credential; a plan is reviewed and saved, so credentials come from the \
-             environment or the cloud's credential chain"
+            "the location holds a credential (a password or a query); a plan is reviewed and saved, so \
+             credentials come from the environment or the cloud's credential chain"
                 .to_owned(),
         );
     }
@@ -182,6 +183,42 @@ pub fn join(folder: &Url, relative: &str) -> Url {
     url
 }
 
+/// Whether one of two folder URLs is the other or inside it, however the store is spelt
+/// (`s3://` and `s3a://` are one store).
+pub fn nested(a: &Url, b: &Url) -> bool {
+    let place = |url: &Url| {
+        let segments: Vec<String> = url
+            .path_segments()
+            .map(|s| {
+                s.filter(|s| !s.is_empty())
+                    .map(|s| percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        (Kind::of(url), url.username().to_owned(), url.host_str().map(str::to_owned), segments)
+    };
+    let ((kind_a, user_a, host_a, path_a), (kind_b, user_b, host_b, path_b)) = (place(a), place(b));
+    kind_a == kind_b
+        && user_a == user_b
+        && host_a == host_b
+        && (path_a.starts_with(&path_b) || path_b.starts_with(&path_a))
+}
+
+/// A file's location as DataFusion's listing reads it, from the decoded form the Delta log holds
+/// (`s3://b/t/d=a b/x.parquet`): a local path, or a URL whose path is encoded once, so a `%`, `?`
+/// or `#` in a name stays part of the name.
+pub fn listing_location(decoded: &str) -> String {
+    let Some((scheme, rest)) = decoded.split_once("://") else { return decoded.to_owned() };
+    if scheme == "file" {
+        return rest.to_owned();
+    }
+    let (authority, path) = rest.split_once('/').unwrap_or((rest, ""));
+    match Url::parse(&format!("{scheme}://{authority}/")) {
+        Ok(root) => join(&root, path).to_string(),
+        Err(_) => decoded.to_owned(),
+    }
+}
+
 /// Files up to this size are copied across stores in one request; bigger ones in parts.
 const ONE_REQUEST: u64 = 64 << 20;
 
@@ -192,12 +229,12 @@ pub enum Commits {
     Atomic,
     /// S3 with `If-None-Match` honoured, as the plan or the environment says.
     ConditionalPut,
-    /// S3 through deltalake's DynamoDB lock.
-    DynamodbLock,
-    /// S3 without either, which the plan declares safe: nothing else writes the table.
+    /// S3 not said to honour it, which the plan declares safe: nothing else writes the table.
     SingleWriter,
-    /// S3 without either: two writers of the same version could both succeed.
+    /// S3 not said to honour it: two writers of the same version could both succeed.
     Unsafe,
+    /// S3 with conditional put disabled: deltalake's commits need it, so none can be made.
+    Impossible,
 }
 
 /// A store operation that failed, in one line that names the location and the likely fix.
@@ -246,11 +283,6 @@ impl Stores {
                         ConditionalPut::Disabled => "disabled".to_owned(),
                     }),
                 ),
-                (
-                    "AWS_S3_LOCKING_PROVIDER",
-                    s.locking_provider.map(|LockingProvider::Dynamodb| "dynamodb".into()),
-                ),
-                ("DELTA_DYNAMO_TABLE_NAME", text(&s.dynamodb_table_name)),
             ],
             Some(Kind::Azure) => vec![
                 ("azure_storage_account_name", text(&s.account_name)),
@@ -337,12 +369,13 @@ impl Stores {
 
     /// What is at `url`: a file (with its size and ETag), a folder (a prefix holding files), or nothing.
     pub async fn find(&self, url: &Url) -> Result<Found, StoreError> {
+        if local_path(url).is_some_and(|p| p.is_dir()) {
+            return Ok(Found::Folder);
+        }
         let (store, key) = self.object_store(url)?;
         match store.head(&key).await {
             Ok(meta) => return Ok(Found::File(meta)),
             Err(object_store::Error::NotFound { .. }) => {}
-            // A local folder answers HEAD with an error of its own; listing it says what it is.
-            Err(_) if url.scheme() == "file" => {}
             Err(e) => return Err(self.error(url, &e)),
         }
         let first = store.list(Some(&key)).next().await;
@@ -406,7 +439,14 @@ impl Stores {
         );
         let mut chunks = read.into_stream();
         while let Some(chunk) = chunks.next().await {
-            upload.write(&chunk.map_err(|e| self.error(from, &e))?);
+            match chunk {
+                Ok(chunk) => upload.write(&chunk),
+                Err(e) => {
+                    // The parts uploaded so far would be billed and invisible until aborted.
+                    let _ = upload.abort().await;
+                    return Err(self.error(from, &e));
+                }
+            }
         }
         upload.finish().await.map_err(|e| self.error(to, &e))?;
         Ok((size, false))
@@ -424,42 +464,51 @@ impl Stores {
             };
         }
         let (store, key) = self.object_store(folder)?;
-        // The trailing slash keeps `orders__rehearsal` from matching `orders__rehearsal_old`.
-        let prefix = Key::from(format!("{}/", key.as_ref().trim_end_matches('/')));
-        let listed = store.list(Some(&prefix)).map_ok(|meta| meta.location).boxed();
+        if key.as_ref().is_empty() {
+            // A bucket's root is never one table's folder: refuse rather than empty the bucket.
+            return Err(StoreError {
+                location: display_url(folder),
+                problem:
+                    "is the root of a bucket, not a table's folder: bf removes only a rehearsal's own folder"
+                        .to_owned(),
+            });
+        }
+        // object_store lists by whole path segments: `orders__rehearsal` does not list
+        // `orders__rehearsal_old/`.
+        let listed = store.list(Some(&key)).map_ok(|meta| meta.location).boxed();
         store.delete_stream(listed).try_collect::<Vec<_>>().await.map_err(|e| self.error(folder, &e))?;
         Ok(())
     }
 
-    /// How commits to `url` are kept from overwriting each other.
+    /// How commits to `url` are kept from overwriting each other. deltalake 1.x commits to S3 by
+    /// conditional put only (it dropped the DynamoDB lock), so that is what is asked about.
     pub fn commits(&self, url: &Url) -> Commits {
         if Kind::of(url) != Some(Kind::S3) {
             return Commits::Atomic;
         }
-        let env = |name: &str| std::env::var(name).ok().map(|v| v.trim().to_ascii_lowercase());
-        let conditional_put = match self.settings.conditional_put {
-            Some(ConditionalPut::Etag) => true,
-            Some(ConditionalPut::Disabled) => false,
-            None => env("AWS_CONDITIONAL_PUT").as_deref() == Some("etag"),
-        };
-        let lock = self.settings.locking_provider.is_some()
-            || env("AWS_S3_LOCKING_PROVIDER").as_deref() == Some("dynamodb");
-        if lock {
-            Commits::DynamodbLock
-        } else if conditional_put {
-            Commits::ConditionalPut
-        } else if self.settings.s3_single_writer {
-            Commits::SingleWriter
-        } else {
-            Commits::Unsafe
+        let conditional_put = self.settings.conditional_put.or_else(|| {
+            match std::env::var("AWS_CONDITIONAL_PUT").ok()?.trim().to_ascii_lowercase().as_str() {
+                "etag" => Some(ConditionalPut::Etag),
+                "disabled" => Some(ConditionalPut::Disabled),
+                _ => None,
+            }
+        });
+        match conditional_put {
+            Some(ConditionalPut::Etag) => Commits::ConditionalPut,
+            Some(ConditionalPut::Disabled) => Commits::Impossible,
+            None if self.settings.s3_single_writer => Commits::SingleWriter,
+            None => Commits::Unsafe,
         }
     }
 
-    /// Refuses to write to `url` when two writers could both commit the same version.
+    /// Refuses to write to `url` when two writers could both commit the same version, or when no
+    /// commit can be made at all.
     pub fn require_safe_commits(&self, url: &Url) -> Result<(), UnsafeCommits> {
+        let location = display_url(url);
         match self.commits(url) {
-            Commits::Unsafe => Err(UnsafeCommits { location: display_url(url) }),
-            _ => Ok(()),
+            Commits::Unsafe => Err(UnsafeCommits::NotSaid { location }),
+            Commits::Impossible => Err(UnsafeCommits::Disabled { location }),
+            Commits::Atomic | Commits::ConditionalPut | Commits::SingleWriter => Ok(()),
         }
     }
 
@@ -473,15 +522,21 @@ impl Stores {
 
 /// bf refuses to commit to S3 without a safe commit: the message says the ways to give it one.
 #[derive(Debug, thiserror::Error)]
-#[error(
-    "{location}: no safe commit is configured for S3, so two writers could both commit the same version and \
-     one would silently overwrite the other; set `conditional_put = \"etag\"` in [storage] (or \
-     AWS_CONDITIONAL_PUT=etag) if the store refuses to overwrite on `If-None-Match` (AWS S3, MinIO, R2 do), \
-     or AWS_S3_LOCKING_PROVIDER=dynamodb for deltalake's DynamoDB lock, or declare `s3_single_writer = true` \
-     in [storage] if nothing else ever writes this table"
-)]
-pub struct UnsafeCommits {
-    pub location: String,
+pub enum UnsafeCommits {
+    #[error(
+        "{location}: no safe commit is configured for S3, so two writers could both commit the same version \
+         and one would silently overwrite the other; set `conditional_put = \"etag\"` in [storage] (or \
+         AWS_CONDITIONAL_PUT=etag) if the store refuses to overwrite on `If-None-Match` (AWS S3, MinIO, R2 \
+         do), or declare `s3_single_writer = true` in [storage] if nothing else ever writes this table \
+         (deltalake 1.x no longer offers the DynamoDB lock)"
+    )]
+    NotSaid { location: String },
+    #[error(
+        "{location}: conditional put is disabled (`conditional_put = \"disabled\"` or AWS_CONDITIONAL_PUT), \
+         and deltalake commits to S3 only with it: nothing could be committed; remove the setting, or set \
+         it to \"etag\""
+    )]
+    Disabled { location: String },
 }
 
 /// What is at a location.
@@ -665,6 +720,23 @@ mod tests {
         );
         assert_eq!(redact("s3://b/t: no such key? really"), "s3://b/t: no such key? really");
         assert_eq!(redact("(see \"http://h/x?token=T\")"), "(see \"http://h/x?…\")");
+    }
+
+    #[test]
+    fn listing_locations_encode_decoded_names_once() {
+        assert_eq!(listing_location("file:///lake/t/d=a b%/x.parquet"), "/lake/t/d=a b%/x.parquet");
+        assert_eq!(listing_location("s3://b/t/d=a b%?#/x.parquet"), "s3://b/t/d=a%20b%25%3F%23/x.parquet");
+    }
+
+    #[test]
+    fn folders_nest_whatever_the_spelling_of_their_store() {
+        let url = |u: &str| Url::parse(u).unwrap();
+        assert!(nested(&url("s3://b/lake/t/"), &url("s3a://b/lake/t")));
+        assert!(nested(&url("s3://b/lake/"), &url("s3://b/lake/t/")));
+        assert!(nested(&url("s3://b/lake/t/_bf/r/"), &url("s3://b/lake/t/")));
+        assert!(!nested(&url("s3://b/lake/t__rehearsal/"), &url("s3://b/lake/t/")));
+        assert!(!nested(&url("s3://other/lake/t/"), &url("s3://b/lake/t/")));
+        assert!(nested(&url("file:///lake/t%20x/"), &url("file:///lake/t x/r/")));
     }
 
     #[test]

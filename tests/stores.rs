@@ -291,6 +291,17 @@ fn without_a_safe_commit_bf_refuses_to_write_to_s3_unless_the_plan_says_it_is_th
     unsafe_env(&mut apply);
     apply.args(["apply", "--auto-approve"]).assert().success();
     assert_eq!(shop.history("orders_silver").len(), versions.len() + 2);
+
+    // Conditional put disabled: deltalake cannot commit at all, so bf refuses before writing, even
+    // for a single writer.
+    let versions = shop.history("orders_silver");
+    shop.bf()
+        .env("AWS_CONDITIONAL_PUT", "disabled")
+        .args(["rollback", "--auto-approve"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("conditional put is disabled"));
+    assert_eq!(shop.history("orders_silver"), versions, "nothing was written");
 }
 
 #[test]
@@ -669,4 +680,54 @@ print(removed[0])
     assert!(stderr.contains("VACUUM removed 1 of its data files"), "{stderr}");
     assert!(stderr.contains(deleted.trim()), "names the file: {stderr}");
     assert_eq!(shop.history("orders_silver"), versions, "nothing was written");
+}
+
+#[test]
+fn a_rehearsal_inside_the_target_or_at_a_bucket_root_is_refused_before_anything_is_written() {
+    let shop = S3Shop::new();
+    let path = shop.root().join("plans/march.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let versions = shop.history("orders_silver");
+    for (rehearsal, expected) in [
+        (
+            "s3a://acme-lake/shop/warehouse/orders_silver/_bf",
+            "is the target table, or inside it, or holds it",
+        ),
+        ("s3://acme-lake/shop/warehouse", "is the target table, or inside it, or holds it"),
+        ("s3://acme-lake", "is the root of a bucket"),
+    ] {
+        std::fs::write(&path, format!("{text}\n[rehearsal]\ntable = \"{rehearsal}\"\n")).unwrap();
+        let refused = shop.run(&["plan", "plans/march.toml"]);
+        assert_eq!(refused.status.code(), Some(1), "{rehearsal}");
+        let stderr = String::from_utf8_lossy(&refused.stderr);
+        assert!(stderr.contains(expected), "{rehearsal}: {stderr}");
+    }
+    assert_eq!(shop.history("orders_silver"), versions, "nothing was written");
+    let objects = servers::python(
+        r#"
+import boto3
+s3 = boto3.client("s3")
+print(len([o for p in s3.get_paginator("list_objects_v2").paginate(Bucket="acme-lake", Prefix="shop/warehouse/orders_silver/") for o in p.get("Contents", [])]))
+"#,
+        &servers::s3_env(&shop.server),
+    );
+    assert_eq!(
+        objects.trim(),
+        (versions.len() + 5).to_string(),
+        "the log's files and the five data files, nothing added"
+    );
+}
+
+#[test]
+fn a_clone_that_stopped_before_its_first_commit_is_replaced_by_the_next_plan() {
+    let shop = S3Shop::new();
+    // What a crash between copying the window's files and committing the clone leaves.
+    servers::python(
+        r#"
+import boto3
+boto3.client("s3").put_object(Bucket="acme-lake", Key="shop/warehouse/orders_silver__rehearsal/bf-localized/0.parquet", Body=b"partial")
+"#,
+        &servers::s3_env(&shop.server),
+    );
+    assert!(shop.ok(&["plan", "plans/march.toml"]).contains("412 → 409"));
 }

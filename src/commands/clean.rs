@@ -30,8 +30,15 @@ async fn applied(plan: &Plan) -> bool {
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let saved = Plan::load(&args.state.saved_plan()).ok();
-    // The saved plan's `[storage]` settings reach its rehearsal; the environment reaches the rest.
-    let stores = saved.as_ref().map_or_else(Stores::from_environment, Plan::stores);
+    // The saved plan's `[storage]` settings are for its own rehearsal; the environment reaches the rest.
+    let planned =
+        saved.as_ref().map(|plan| Ok::<_, anyhow::Error>((plan.rehearsal.uri.clone(), plan.stores()?)));
+    let planned = planned.transpose()?;
+    let environment = Stores::from_environment();
+    let stores_for = |url: &url::Url| match &planned {
+        Some((rehearsal, stores)) if rehearsal == url.as_str() => stores,
+        _ => &environment,
+    };
     let candidates: Vec<url::Url> = if args.tables.is_empty() {
         let needed = match &saved {
             Some(plan) if !applied(plan).await => Some(plan.rehearsal.uri.clone()),
@@ -47,7 +54,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut rehearsals = Vec::new();
     let mut refused = Vec::new();
     for url in candidates {
-        if is_rehearsal(&stores, &url).await {
+        let stores = stores_for(&url);
+        if is_rehearsal(stores, &url).await {
             rehearsals.push(url);
         } else if !matches!(stores.find(&url).await?, Found::Nothing) {
             refused.push(store::display_url(&url));
@@ -63,7 +71,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         if args.dry_run {
             writeln!(out, "would delete {name}")?;
         } else {
-            stores.remove_folder(url).await?;
+            stores_for(url).remove_folder(url).await?;
             writeln!(out, "deleted {name}")?;
         }
     }

@@ -50,8 +50,12 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => url::Url::parse(&saved()?.target.uri)?,
     };
     let name = store::display_url(&url);
-    // The saved plan's `[storage]` settings, over the environment; the environment alone without one.
-    let stores = saved().map_or_else(|_| Stores::from_environment(), |plan| plan.stores());
+    // The saved plan's `[storage]` settings are for its own target; any other table is reached from
+    // the environment alone.
+    let stores = match saved() {
+        Ok(plan) if plan.target.uri == url.as_str() => plan.stores()?,
+        _ => Stores::from_environment(),
+    };
     if let Some(version) = args.to_version {
         eprint!("{}", render::rollback::restore_intent(&name, version));
         if !args.auto_approve && !super::confirm("Do you want to roll back?", "roll back")? {

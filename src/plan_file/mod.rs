@@ -348,18 +348,13 @@ pub struct Storage {
     pub virtual_hosted_style_request: Option<bool>,
     /// S3: `"etag"` says the store refuses to create an object that exists (`If-None-Match`), as AWS
     /// S3, MinIO and R2 do, so two writers committing the same version cannot both succeed
-    /// (`AWS_CONDITIONAL_PUT`). `"disabled"` turns it off.
+    /// (`AWS_CONDITIONAL_PUT`). `"disabled"` turns it off, and deltalake cannot commit without it:
+    /// bf refuses to write then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditional_put: Option<ConditionalPut>,
-    /// S3: `"dynamodb"` commits through deltalake's DynamoDB lock instead (`AWS_S3_LOCKING_PROVIDER`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub locking_provider: Option<LockingProvider>,
-    /// S3 with the DynamoDB lock: the lock's table (`DELTA_DYNAMO_TABLE_NAME`, default `delta_log`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub dynamodb_table_name: Option<String>,
-    /// S3 without conditional put or a lock: `true` declares that nothing else writes these tables
-    /// while bf applies or rolls back, which is the only case such commits are safe in. Without it,
-    /// bf refuses to write to S3 unless a safe commit is configured.
+    /// S3 without `conditional_put = "etag"`: `true` declares that nothing else writes these tables
+    /// while bf applies or rolls back, the only case in which commits to a store that may not honour
+    /// `If-None-Match` are safe. Without either, bf refuses to write to S3.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub s3_single_writer: bool,
     /// Azure: the storage account, when the URI does not name it (`AZURE_STORAGE_ACCOUNT_NAME`).
@@ -395,14 +390,6 @@ pub enum ConditionalPut {
     Etag,
     /// No conditional put.
     Disabled,
-}
-
-/// See [`Storage::locking_provider`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum LockingProvider {
-    /// deltalake's DynamoDB commit lock.
-    Dynamodb,
 }
 
 /// A whole number of days, written `"7 days"`.

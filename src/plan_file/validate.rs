@@ -1,6 +1,6 @@
 //! The rules a parsed plan must follow. All of them run, so a review sees every problem at once.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Check, PlanFile, WriteMode, quoted};
 use crate::source::{self, Placeholder, read_only};
@@ -321,6 +321,30 @@ impl PlanFile {
         for (name, input) in &self.source.inputs {
             locations.push((format!("source.inputs.{name}.path"), input.path.as_str()));
         }
+        // DataFusion keeps one store per account host, so `abfss://a@acct…` and `abfss://b@acct…` in
+        // one plan would read each other's container.
+        let mut containers: BTreeMap<String, String> = BTreeMap::new();
+        for (key, written) in &locations {
+            let Some(url) = crate::store::uri(written) else { continue };
+            if url.username().is_empty() || crate::store::Kind::of(&url) != Some(crate::store::Kind::Azure) {
+                continue;
+            }
+            let host = url.host_str().unwrap_or_default().to_owned();
+            match containers.get(&host) {
+                Some(first) if first != url.username() => issues.add_with_help(
+                    key.clone(),
+                    format!(
+                        "container `{}` and container `{first}` of the account {host}: bf reads one container per Azure account in a plan",
+                        url.username()
+                    ),
+                    "keep the plan's tables and files of one account in one container",
+                ),
+                Some(_) => {}
+                None => {
+                    containers.insert(host, url.username().to_owned());
+                }
+            }
+        }
         for (key, written) in locations {
             if let Some(problem) = crate::store::location_problem(written) {
                 issues.add_with_help(
@@ -339,13 +363,24 @@ impl PlanFile {
 impl PlanFile {
     fn check_storage(&self, issues: &mut Issues) {
         let storage = &self.storage;
-        if let Some(endpoint) = &storage.endpoint
-            && !url::Url::parse(endpoint).is_ok_and(|u| matches!(u.scheme(), "http" | "https"))
-        {
-            issues.add(
-                "storage.endpoint",
-                format!("`{endpoint}` is not an endpoint URL: write e.g. \"https://s3.example.com\" or \"http://127.0.0.1:9000\""),
-            );
+        if let Some(endpoint) = &storage.endpoint {
+            match url::Url::parse(endpoint) {
+                Ok(url) if !matches!(url.scheme(), "http" | "https") => issues.add(
+                    "storage.endpoint",
+                    format!("`{endpoint}` is not an endpoint URL: write e.g. \"https://s3.example.com\" or \"http://127.0.0.1:9000\""),
+                ),
+                Ok(url) if !url.username().is_empty() || url.password().is_some() || url.query().is_some() => {
+                    issues.add(
+                        "storage.endpoint",
+                        "the endpoint holds a credential; credentials come from the environment or the cloud's credential chain",
+                    )
+                }
+                Ok(_) => {}
+                Err(_) => issues.add(
+                    "storage.endpoint",
+                    format!("`{endpoint}` is not an endpoint URL: write e.g. \"https://s3.example.com\" or \"http://127.0.0.1:9000\""),
+                ),
+            }
         }
         if let Some(timeout) = &storage.retry_timeout
             && !is_duration(timeout)
