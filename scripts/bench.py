@@ -8,6 +8,9 @@ Workloads (docs/BENCHMARKS.md says why each):
              and the shallow clone of a table of --clone-files files, at two data sizes.
   W3 memory  one slice of --w3-rows rows: peak RSS.
   W4 resume  apply killed after half the slices, then resumed.
+  W5 daily   a table of 2025 (--w5-rows-per-day orders a day, 12 monthly appends), every day reloaded
+             from its own Parquet file in one-day slices: --w5-slices slices (30, 90, 365), bf plan
+             and bf apply against the loop, per slice: the fixed cost of a slice.
   S3         W1 with the table and the inputs in a bucket of an S3 server on 127.0.0.1 (moto),
              bf against the Python loop on the same server; and the shallow clone of the
              --clone-files table there.
@@ -93,6 +96,43 @@ def make_table(path: Path, seed: int, months: range, rows: int, partitioned: boo
     for index in months:
         data = orders(seed, index, rows, first_id=index * rows, corrected=False)
         write_deltalake(str(path), data, mode="append", partition_by=["order_date"] if partitioned else None)
+
+
+def daily_orders(seed: int, index: int, rows_per_day: int, corrected: bool):
+    """A month of about `rows_per_day` orders a day, ids unique across the months of the workload."""
+    days = (month_end(index) - month_start(index)).days + 1
+    return orders(seed, index, rows_per_day * days, first_id=index * 1_000_000, corrected=corrected)
+
+
+def make_daily_table(path: Path, seed: int, months: range, rows_per_day: int):
+    from deltalake import write_deltalake
+
+    if path.exists():
+        return
+    for index in months:
+        write_deltalake(str(path), daily_orders(seed, index, rows_per_day, corrected=False), mode="append")
+
+
+def make_daily_inputs(folder: Path, seed: int, months: range, rows_per_day: int):
+    """One Parquet file per day: the corrected orders of that day."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    folder.mkdir(parents=True, exist_ok=True)
+    for index in months:
+        data = daily_orders(seed, index, rows_per_day, corrected=True)
+        day = month_start(index)
+        while day <= month_end(index):
+            file = folder / f"orders_{day}.parquet"
+            if not file.exists():
+                pq.write_table(data.filter(pc.equal(data["order_date"], pa_date(day))), file)
+            day += dt.timedelta(days=1)
+
+
+def pa_date(day: dt.date):
+    import pyarrow as pa
+
+    return pa.scalar(day, type=pa.date32())
 
 
 def make_inputs(folder: Path, seed: int, months: range, rows: int):
@@ -194,6 +234,19 @@ def python_loop(table: str, inputs: str, months: list[int]):
         predicate = f"order_date >= '{first}' AND order_date <= '{last}'"
         write_deltalake(target, data, mode="overwrite", predicate=predicate)
         print(f"Backfilled {first} to {last}")
+
+
+def daily_loop(table: str, inputs: str, first: dt.date, last: dt.date):
+    """The loop of the September scenario: per day, read its file and replace the day."""
+    import pyarrow.parquet as pq
+    from deltalake import DeltaTable, write_deltalake
+
+    target = DeltaTable(table)
+    day = first
+    while day <= last:
+        data = pq.read_table(f"{inputs}/orders_{day}.parquet")
+        write_deltalake(target, data, mode="overwrite", predicate=f"order_date = '{day}'")
+        day += dt.timedelta(days=1)
 
 
 def parquet_limit(inputs: str, out: str, months: list[int], partitioned: bool = False):
@@ -610,6 +663,42 @@ def s3_workloads(args, work: Path, results: Results, ratios: dict):
         server.stop()
 
 
+def w5_daily(args, work: Path, results: Results, ratios: dict):
+    months = range(24, 36)  # 2025
+    base = work / f"w5-2025-{args.w5_rows_per_day}"
+    make_daily_table(base, args.seed, months, args.w5_rows_per_day)
+    inputs = work / f"w5-inputs-{args.w5_rows_per_day}"
+    make_daily_inputs(inputs, args.seed, months, args.w5_rows_per_day)
+    rows = delta_rows(base)
+    first = month_start(24)
+    for slices in args.w5_slices:
+        name = f"W5 {slices} one-day slices"
+        last = first + dt.timedelta(days=slices - 1)
+        for run in range(args.runs):
+            for contender in rotate(["bf", "loop"], run):
+                scratch = fresh_scratch(work)
+                table = fresh_copy(base, scratch / "table")
+                if contender == "bf":
+                    (scratch / "plan.toml").write_text(plan_text(table, inputs, first, last, "day", scratch / "rehearsal"))
+                    planned = measure([args.bf, "plan", "plan.toml", "-q"], scratch)
+                    applied = measure([args.bf, "apply", "--auto-approve", "-q"], scratch)
+                    results.add(name, "bf plan", planned)
+                    results.add(name, "bf apply", applied)
+                    results.add(name, "bf plan + apply", Measured(planned.seconds + applied.seconds, max(planned.peak_rss_mb, applied.peak_rss_mb), "", planned.cpu_seconds + applied.cpu_seconds))
+                else:
+                    results.add(name, "loop", measure(this_script("_daily", table, inputs, first, last), scratch))
+                if run == 0:
+                    check_rows(table, rows, contender)
+        loop = results.median(name, "loop")
+        ratios[name] = {
+            "bf plan ms per slice": results.median(name, "bf plan") / slices * 1000,
+            "bf apply ms per slice": results.median(name, "bf apply") / slices * 1000,
+            "loop ms per slice": loop / slices * 1000,
+            "bf apply / loop": results.median(name, "bf apply") / loop,
+            "bf plan + apply / loop": results.median(name, "bf plan + apply") / loop,
+        }
+
+
 def check_rows(table: Path | str, expected: int, who: str):
     found = delta_rows(table)
     if found != expected:
@@ -623,6 +712,10 @@ def main():
     if len(sys.argv) > 1 and sys.argv[1] == "_loop":
         table, inputs, *months = sys.argv[2:]
         python_loop(table, inputs, [int(m) for m in months])
+        return
+    if len(sys.argv) > 1 and sys.argv[1] == "_daily":
+        table, inputs, first, last = sys.argv[2:]
+        daily_loop(table, inputs, dt.date.fromisoformat(first), dt.date.fromisoformat(last))
         return
     if len(sys.argv) > 1 and sys.argv[1] == "_limit":
         inputs, out, layout, *months = sys.argv[2:]
@@ -638,7 +731,9 @@ def main():
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--w3-rows", type=int, default=10_000_000)
     parser.add_argument("--clone-files", type=int, default=10_000)
-    parser.add_argument("--workloads", default="w1,w2,w3,w4,s3")
+    parser.add_argument("--w5-rows-per-day", type=int, default=200)
+    parser.add_argument("--w5-slices", default="30,90,365", help="W5's slice counts, comma-separated")
+    parser.add_argument("--workloads", default="w1,w2,w3,w4,w5,s3")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", type=Path, help="write the medians and ratios here")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes and one run, to prove the script works")
@@ -646,15 +741,17 @@ def main():
     if args.smoke:
         args.months, args.rows_per_month, args.slices, args.runs = 4, 500, 2, 1
         args.w3_rows, args.clone_files = 2_000, 40
+        args.w5_rows_per_day, args.w5_slices = 5, "2,3"
     if args.slices > args.months:
         parser.error("--slices cannot exceed --months")
     args.window_first = min(12, args.months - args.slices)
     args.bf = str(Path(args.bf).resolve())
+    args.w5_slices = [int(n) for n in str(args.w5_slices).split(",")]
 
     work = args.work or Path(tempfile.mkdtemp(prefix="bf-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     results, ratios = Results(), {}
-    workloads = {"w1": w1_apply, "w2": w2_plan, "w3": w3_memory, "w4": w4_resume, "s3": s3_workloads}
+    workloads = {"w1": w1_apply, "w2": w2_plan, "w3": w3_memory, "w4": w4_resume, "w5": w5_daily, "s3": s3_workloads}
     started = time.perf_counter()
     for key in args.workloads.split(","):
         print(f"== {key} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)

@@ -37,6 +37,8 @@ fn the_benchmark_script_runs_every_workload_at_a_small_size() {
         ("W2 clone of 40 files", vec!["bf clone, small", "bf clone, 10x rows", "cp -r, 10x rows"]),
         ("W3 one slice of 2,000 rows", vec!["bf plan", "bf apply", "loop", "limit"]),
         ("W4 resume after slice 1 of 2", vec!["bf apply, all slices", "bf apply, resumed (slices 2-2)"]),
+        ("W5 2 one-day slices", vec!["bf plan", "bf apply", "bf plan + apply", "loop"]),
+        ("W5 3 one-day slices", vec!["bf plan", "bf apply", "loop"]),
         ("S3 apply, unpartitioned", vec!["bf apply", "bf plan", "bf plan + apply", "loop"]),
         ("S3 apply, partitioned", vec!["bf apply", "loop"]),
         ("S3 clone of 40 files", vec!["bf clone", "bf plan (one day)"]),
