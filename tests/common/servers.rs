@@ -213,8 +213,11 @@ fn cache_dir(variable: &str, name: &str) -> PathBuf {
 /// Runs a Python snippet in the stores' venv with `env`, returning its stdout; fails the test if
 /// the snippet fails.
 pub fn python(script: &str, env: &[(&str, String)]) -> String {
+    // Leave without the interpreter's teardown: the `deltalake` package's runtime threads have
+    // aborted it there ("terminate called without an active exception") after all was printed.
+    let script = format!("{script}\nimport os, sys\nsys.stdout.flush()\nsys.stderr.flush()\nos._exit(0)\n");
     let output = Command::new(python_venv().join("python"))
-        .args(["-c", script])
+        .args(["-c", &script])
         .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
         .output()
         .unwrap();
