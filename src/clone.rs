@@ -20,7 +20,7 @@
 use std::collections::HashMap;
 
 use deltalake::kernel::transaction::CommitBuilder;
-use deltalake::kernel::{Action, Add, CommitInfo, MetadataExt};
+use deltalake::kernel::{Action, Add, CommitInfo, DeletionVectorDescriptor, MetadataExt, StorageType};
 use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
@@ -73,11 +73,8 @@ pub enum CloneError {
     NotARehearsal(String),
     #[error("cannot replace the previous rehearsal: {0}")]
     Remove(StoreError),
-    #[error(
-        "{0} uses deletion vectors; bf cannot rehearse on a shallow clone of it yet \
-         (its deletion-vector files would not resolve from the clone)"
-    )]
-    DeletionVectors(String),
+    #[error("cannot clone {file}'s deletion vector: {problem}")]
+    DeletionVector { file: String, problem: String },
     #[error("cannot clone {table}: {source}")]
     Delta { table: String, source: Box<DeltaTableError> },
     #[error("cannot copy {file} into the rehearsal: {source}")]
@@ -119,9 +116,6 @@ impl<'a> ShallowClone<'a> {
         let mut metrics = CloneMetrics { source_version, ..CloneMetrics::default() };
         let mut actions = vec![Action::Protocol(protocol.clone()), Action::Metadata(metadata.clone())];
         for file in &files {
-            if file.deletion_vector_descriptor().is_some() {
-                return Err(CloneError::DeletionVectors(source_name));
-            }
             let decoded = file.path().into_owned();
             // Files of a table that is itself a clone are already absolute.
             let absolute = match Url::parse(&decoded) {
@@ -156,19 +150,15 @@ impl<'a> ShallowClone<'a> {
                 // named `lake ✓` was looked for as `lake%20%E2%9C%93` (tests/partitions.rs).
                 percent_encoding::percent_decode_str(absolute.as_str()).decode_utf8_lossy().into_owned()
             };
-            actions.push(Action::Add(Add {
-                path,
-                partition_values,
-                size: file.size(),
-                modification_time: file.modification_time(),
-                data_change: true,
-                stats: file.stats(),
-                tags: None,
-                deletion_vector: None,
-                base_row_id: None,
-                default_row_commit_version: None,
-                clustering_provider: None,
-            }));
+            // The deprecated view is the only public way to the file's tags and row ids.
+            #[allow(deprecated)]
+            let original = file.add_action();
+            let deletion_vector = original
+                .deletion_vector
+                .map(|dv| absolute_deletion_vector(dv, &source_root))
+                .transpose()
+                .map_err(|problem| CloneError::DeletionVector { file: decoded.clone(), problem })?;
+            actions.push(Action::Add(Add { path, partition_values, deletion_vector, ..original }));
         }
         actions.push(Action::CommitInfo(CommitInfo {
             timestamp: Some(chrono::Utc::now().timestamp_millis()),
@@ -200,6 +190,37 @@ impl<'a> ShallowClone<'a> {
         metrics.millis = started.elapsed().as_millis() as u64;
         Ok((clone, metrics))
     }
+}
+
+/// A file's deletion vector as the clone must name it. One stored beside the source table (`'u'`:
+/// a Z85-encoded UUID, relative to the table's root) would be looked for under the clone's root, so
+/// it is named by its absolute URL (`'p'`); inline (`'i'`) and absolute ones name the same rows from
+/// anywhere. A localized copy holds the same rows in the same order, so the same vector applies.
+fn absolute_deletion_vector(
+    dv: DeletionVectorDescriptor,
+    source_root: &Url,
+) -> Result<DeletionVectorDescriptor, String> {
+    if dv.storage_type != StorageType::UuidRelativePath {
+        return Ok(dv);
+    }
+    let encoded = &dv.path_or_inline_dv;
+    let cut = encoded
+        .len()
+        .checked_sub(20)
+        .filter(|cut| encoded.is_char_boundary(*cut))
+        .ok_or_else(|| format!("`{encoded}` is not a prefix and a 20-character UUID"))?;
+    let (prefix, z85_uuid) = encoded.split_at(cut);
+    let bytes = z85::decode(z85_uuid).map_err(|e| format!("`{z85_uuid}` is not Z85: {e}"))?;
+    let uuid = uuid::Uuid::from_slice(&bytes).map_err(|e| e.to_string())?;
+    let file = match prefix {
+        "" => format!("deletion_vector_{uuid}.bin"),
+        prefix => format!("{prefix}/deletion_vector_{uuid}.bin"),
+    };
+    Ok(DeletionVectorDescriptor {
+        storage_type: StorageType::AbsolutePath,
+        path_or_inline_dv: store::join(source_root, &file).to_string(),
+        ..dv
+    })
 }
 
 /// Whether the table at `url` is a bf rehearsal (its first commit says so).
@@ -244,6 +265,32 @@ pub(crate) fn overlaps(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deletion_vector_beside_its_table_is_named_by_its_absolute_url() {
+        let root: Url = "s3://lake/t/".parse().unwrap();
+        // dat_deletion_vectors' vector (no prefix): deletion_vector_8aebe228-….bin at the root.
+        let dv = DeletionVectorDescriptor {
+            storage_type: StorageType::UuidRelativePath,
+            path_or_inline_dv: "ITfmIXOK!>U^L:if1E+a".to_owned(),
+            offset: Some(1),
+            size_in_bytes: 40,
+            cardinality: 4,
+        };
+        let absolute = absolute_deletion_vector(dv.clone(), &root).unwrap();
+        assert_eq!(absolute.storage_type, StorageType::AbsolutePath);
+        assert_eq!((absolute.offset, absolute.size_in_bytes, absolute.cardinality), (Some(1), 40, 4));
+        let file = "deletion_vector_8aebe228-b96c-4831-b0b6-22882eb9a3d3.bin";
+        assert_eq!(absolute.path_or_inline_dv, format!("s3://lake/t/{file}"));
+        let prefixed = DeletionVectorDescriptor {
+            path_or_inline_dv: format!("ab{}", dv.path_or_inline_dv),
+            ..dv.clone()
+        };
+        let prefixed = absolute_deletion_vector(prefixed, &root).unwrap();
+        assert_eq!(prefixed.path_or_inline_dv, format!("s3://lake/t/ab/{file}"));
+        let inline = DeletionVectorDescriptor { storage_type: StorageType::Inline, ..dv };
+        assert_eq!(absolute_deletion_vector(inline.clone(), &root).unwrap(), inline);
+    }
 
     #[test]
     fn overlap_follows_partition_values_then_statistics() {
