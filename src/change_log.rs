@@ -36,7 +36,7 @@ pub struct LogRow {
 }
 
 /// The plan's `[record] log_table`, if it names one.
-pub fn location(document: &crate::plan_file::PlanDocument) -> Result<Option<Url>, crate::table::TableError> {
+pub fn location(document: &crate::plan_file::PlanDocument) -> Result<Option<Url>, crate::store::OpenError> {
     document
         .plan
         .record
@@ -51,7 +51,7 @@ pub fn location(document: &crate::plan_file::PlanDocument) -> Result<Option<Url>
 pub async fn check(stores: &Stores, url: &Url) -> Result<(), crate::compat::Unsupported> {
     match stores.open(url, None).await {
         Ok(table) => crate::compat::check_appendable(&table).await,
-        Err(crate::table::TableError::NotATable { .. } | crate::table::TableError::Missing { .. }) => Ok(()),
+        Err(crate::store::OpenError::NotATable { .. } | crate::store::OpenError::Missing { .. }) => Ok(()),
         Err(other) => Err(crate::compat::Unsupported::Unreadable {
             table: crate::store::display_url(url),
             what: "log",
@@ -69,7 +69,7 @@ pub async fn record(stores: &Stores, url: &Url, row: &LogRow) -> Result<bool, De
                 .map_err(|e| DeltaTableError::Generic(e.to_string()))?;
             table
         }
-        Err(crate::table::TableError::NotATable { .. } | crate::table::TableError::Missing { .. }) => {
+        Err(crate::store::OpenError::NotATable { .. } | crate::store::OpenError::Missing { .. }) => {
             create(stores, url).await?
         }
         Err(other) => return Err(DeltaTableError::Generic(other.to_string())),

@@ -52,6 +52,8 @@ pub enum RehearsalError {
     #[error(transparent)]
     Table(#[from] TableError),
     #[error(transparent)]
+    Open(#[from] crate::store::OpenError),
+    #[error(transparent)]
     Clone(#[from] clone::CloneError),
     #[error(transparent)]
     Source(#[from] crate::source::run::SourceError),
@@ -383,7 +385,7 @@ fn retention_warnings(target: &deltalake::DeltaTable, keep_days: u32) -> Result<
 
 /// The rehearsal's location: the plan's `[rehearsal] table`, or `<table>__rehearsal` beside the
 /// target, in the same folder or bucket (a server-side copy needs both in one bucket).
-fn rehearsal_url(document: &PlanDocument, target: &Url) -> Result<Url, TableError> {
+fn rehearsal_url(document: &PlanDocument, target: &Url) -> Result<Url, crate::store::OpenError> {
     if let Some(written) = &document.plan.rehearsal.table {
         return store::table_url(&document.resolve(written));
     }
@@ -392,7 +394,7 @@ fn rehearsal_url(document: &PlanDocument, target: &Url) -> Result<Url, TableErro
         percent_encoding::percent_decode_str(encoded).decode_utf8_lossy().into_owned()
     });
     let Some(name) = name else {
-        return Err(TableError::Missing {
+        return Err(crate::store::OpenError::Missing {
             location: format!(
                 "{target} is a bucket's root: set [rehearsal] table to a folder for the rehearsal"
             ),

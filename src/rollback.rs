@@ -66,6 +66,8 @@ pub enum RollbackError {
     #[error(transparent)]
     Table(#[from] table::TableError),
     #[error(transparent)]
+    Open(#[from] crate::store::OpenError),
+    #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     UnsafeCommits(#[from] crate::store::UnsafeCommits),

@@ -24,7 +24,6 @@ use path_clean::PathClean;
 use url::Url;
 
 use crate::plan_file::{ConditionalPut, Storage};
-use crate::table::TableError;
 
 /// The kinds of store bf reaches, each with the URL schemes that name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,7 +77,7 @@ impl Location {
     }
 
     /// The location as a URL: a local path becomes a `file://` URL of its absolute path.
-    pub fn url(&self) -> Result<Url, TableError> {
+    pub fn url(&self) -> Result<Url, OpenError> {
         match self {
             Location::Uri(url) => Ok(url.clone()),
             Location::Path(path) => file_url(path),
@@ -122,7 +121,7 @@ pub fn location_problem(written: &str) -> Option<String> {
 }
 
 /// The URL of a table location: folders get a trailing slash, which deltalake needs to join paths.
-pub fn table_url(location: &Location) -> Result<Url, TableError> {
+pub fn table_url(location: &Location) -> Result<Url, OpenError> {
     match location {
         Location::Uri(url) => {
             let mut url = url.clone();
@@ -136,24 +135,24 @@ pub fn table_url(location: &Location) -> Result<Url, TableError> {
 }
 
 /// The URL of a local folder that may not exist yet (a rehearsal about to be created).
-pub fn folder_url(path: &Path) -> Result<Url, TableError> {
+pub fn folder_url(path: &Path) -> Result<Url, OpenError> {
     let absolute = absolute(path)?;
     if absolute.is_file() {
-        return Err(TableError::NotAFolder { location: path.display().to_string() });
+        return Err(OpenError::NotAFolder { location: path.display().to_string() });
     }
     Url::from_directory_path(&absolute)
-        .map_err(|()| TableError::Missing { location: path.display().to_string() })
+        .map_err(|()| OpenError::Missing { location: path.display().to_string() })
 }
 
 /// The URL of a local file or folder, without a trailing slash.
-fn file_url(path: &Path) -> Result<Url, TableError> {
+fn file_url(path: &Path) -> Result<Url, OpenError> {
     Url::from_file_path(absolute(path)?)
-        .map_err(|()| TableError::Missing { location: path.display().to_string() })
+        .map_err(|()| OpenError::Missing { location: path.display().to_string() })
 }
 
 /// `path` made absolute through its nearest existing parent, so its URL is stable.
-fn absolute(path: &Path) -> Result<PathBuf, TableError> {
-    let missing = || TableError::Missing { location: path.display().to_string() };
+fn absolute(path: &Path) -> Result<PathBuf, OpenError> {
+    let missing = || OpenError::Missing { location: path.display().to_string() };
     match path.canonicalize() {
         Ok(absolute) => Ok(absolute),
         Err(_) => {
@@ -237,6 +236,21 @@ pub enum Commits {
     Impossible,
 }
 
+/// Why a table or a file is not where a plan says, or cannot be opened there.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    #[error("{location}: no such folder")]
+    Missing { location: String },
+    #[error("{location} is a file; a Delta table is a folder holding _delta_log/")]
+    NotAFolder { location: String },
+    #[error("{location} is not a Delta table (it has no _delta_log with commits)")]
+    NotATable { location: String },
+    #[error("cannot open the Delta table {location}: {source}")]
+    Open { location: String, source: Box<DeltaTableError> },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
 /// A store operation that failed, in one line that names the location and the likely fix.
 #[derive(Debug, thiserror::Error)]
 #[error("{location}: {problem}")]
@@ -313,16 +327,16 @@ impl Stores {
     }
 
     /// Opens an existing Delta table at its latest version, or at `version`.
-    pub async fn open(&self, url: &Url, version: Option<u64>) -> Result<DeltaTable, TableError> {
+    pub async fn open(&self, url: &Url, version: Option<u64>) -> Result<DeltaTable, OpenError> {
         let location = display_url(url);
         if url.scheme() == "file" && !url.to_file_path().is_ok_and(|p| p.is_dir()) {
-            return Err(TableError::Missing { location });
+            return Err(OpenError::Missing { location });
         }
         let open_error = |source| match source {
-            DeltaTableError::NotATable(_) => TableError::NotATable { location: location.clone() },
+            DeltaTableError::NotATable(_) => OpenError::NotATable { location: location.clone() },
             source => match explain(url, &source) {
-                Some(problem) => TableError::Store(StoreError { location: location.clone(), problem }),
-                None => TableError::Open { location: location.clone(), source: Box::new(source) },
+                Some(problem) => OpenError::Store(StoreError { location: location.clone(), problem }),
+                None => OpenError::Open { location: location.clone(), source: Box::new(source) },
             },
         };
         let mut builder = self.builder(url).map_err(open_error)?;

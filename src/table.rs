@@ -13,19 +13,16 @@ use futures::TryStreamExt;
 use serde_json::Value;
 
 use crate::predicate::slice_predicate;
-use crate::store::display_url;
+use crate::store::{OpenError, display_url};
 use crate::window::Slice;
 
 #[derive(Debug, thiserror::Error)]
 pub enum TableError {
-    #[error("{location}: no such folder")]
-    Missing { location: String },
-    #[error("{location} is a file; a Delta table is a folder holding _delta_log/")]
-    NotAFolder { location: String },
-    #[error("{location} is not a Delta table (it has no _delta_log with commits)")]
-    NotATable { location: String },
-    #[error("cannot open the Delta table {location}: {source}")]
-    Open { location: String, source: Box<DeltaTableError> },
+    /// The table could not be found or opened where the plan says it is.
+    #[error(transparent)]
+    Open(#[from] OpenError),
+    #[error("cannot read the Delta table {location}: {source}")]
+    Snapshot { location: String, source: Box<DeltaTableError> },
     #[error("the table {table} has no column `{column}`; its columns are {columns}")]
     NoDateColumn { table: String, column: String, columns: String },
     #[error(
@@ -33,8 +30,6 @@ pub enum TableError {
          use a DATE column as target.date_column{hint}"
     )]
     DateColumnType { table: String, column: String, found: String, hint: &'static str },
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
 }
 
 /// The table's Arrow schema.
@@ -42,7 +37,7 @@ pub fn arrow_schema(table: &DeltaTable) -> Result<SchemaRef, TableError> {
     let location = display_url(table.table_url());
     let snapshot = table
         .snapshot()
-        .map_err(|source| TableError::Open { location: location.clone(), source: Box::new(source) })?;
+        .map_err(|source| TableError::Snapshot { location: location.clone(), source: Box::new(source) })?;
     Ok(snapshot.snapshot().arrow_schema())
 }
 
