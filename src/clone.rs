@@ -196,7 +196,7 @@ impl<'a> ShallowClone<'a> {
 /// a Z85-encoded UUID, relative to the table's root) would be looked for under the clone's root, so
 /// it is named by its absolute URL (`'p'`); inline (`'i'`) and absolute ones name the same rows from
 /// anywhere. A localized copy holds the same rows in the same order, so the same vector applies.
-fn absolute_deletion_vector(
+pub(crate) fn absolute_deletion_vector(
     dv: DeletionVectorDescriptor,
     source_root: &Url,
 ) -> Result<DeletionVectorDescriptor, String> {

@@ -14,9 +14,14 @@ use deltalake::arrow::datatypes::DataType;
 use futures::TryStreamExt;
 use serde_json::Value;
 
-/// Writer features bf honours: `invariants` (deltalake enforces them on write) and `timestampNtz`
-/// (a type, no writer duty beyond writing it).
-const WRITABLE_FEATURES: [&str; 2] = ["invariants", "timestampNtz"];
+/// Writer features bf honours, each proven on real tables (docs/RELIABILITY.md):
+/// - `invariants`: deltalake enforces them on write;
+/// - `timestampNtz`: a type, no writer duty beyond writing it;
+/// - `deletionVectors`: deltalake applies a file's vector when it rescues the rows outside a slice,
+///   names it in the remove, and RESTORE brings files back with theirs; bf's clone names them by
+///   their absolute URLs, its comparison and verification read through them, and its rollback
+///   checks their files too (`tests/corpus.rs`).
+const WRITABLE_FEATURES: [&str; 3] = ["invariants", "timestampNtz", "deletionVectors"];
 
 /// Why bf will not write a table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -12,7 +12,7 @@
 //! 5. Run the checks on each rehearsed slice, the reconcile, and the guards.
 //! 6. Return the [`Plan`]: data to save, show and later apply. The target is only ever read.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use deltalake::datafusion::common::Column;
 use deltalake::datafusion::error::{DataFusionError, Result as DfResult};
@@ -428,6 +428,9 @@ async fn compare_outside(
     let files = |e: DeltaTableError| DataFusionError::External(Box::new(e));
     let before = live_files(target).await.map_err(files)?;
     let after = live_files(rehearsal).await.map_err(files)?;
+    let thinned: BTreeSet<String> =
+        before.with_deletion_vectors.union(&after.with_deletion_vectors).cloned().collect();
+    let (before, after) = (before.files, after.files);
     let replaced: Vec<String> = before.keys().filter(|f| !after.contains_key(*f)).cloned().collect();
     let written: Vec<String> = after.keys().filter(|f| !before.contains_key(*f)).cloned().collect();
     let counts = |o: OutsideWindow| OutsideWindow {
@@ -457,7 +460,8 @@ async fn compare_outside(
             }));
         }
     }
-    if !partitions.is_empty() {
+    // Files read on their own show the rows their deletion vectors delete: compare through the tables.
+    if !partitions.is_empty() || replaced.iter().chain(&written).any(|f| thinned.contains(f)) {
         return compare_all_outside(comparison, outside, metrics).await;
     }
     let before = comparison.measure_files(&replaced, outside.clone(), metrics).await?;
@@ -478,20 +482,27 @@ async fn compare_all_outside(
 
 /// A table's live files by their absolute location (decoded, as the log holds a clone's), with
 /// their partition values: a clone's absolute paths and a table's relative paths name one file alike.
-async fn live_files(
-    table: &DeltaTable,
-) -> Result<BTreeMap<String, HashMap<String, Option<String>>>, DeltaTableError> {
+struct LiveFiles {
+    files: BTreeMap<String, HashMap<String, Option<String>>>,
+    /// Files whose rows a deletion vector thins: read on their own, they would show deleted rows.
+    with_deletion_vectors: BTreeSet<String>,
+}
+
+async fn live_files(table: &DeltaTable) -> Result<LiveFiles, DeltaTableError> {
     let root =
         percent_encoding::percent_decode_str(table.table_url().as_str()).decode_utf8_lossy().into_owned();
     let files: Vec<_> = table.get_active_add_actions_by_predicate(None).try_collect().await?;
-    let mut live = BTreeMap::new();
+    let mut live = LiveFiles { files: BTreeMap::new(), with_deletion_vectors: BTreeSet::new() };
     for file in files {
         let path = file.path();
         let location = match store::uri(&path) {
             Some(_) => path.into_owned(),
             None => format!("{root}{path}"),
         };
-        live.insert(location, file.partition_values_map());
+        if file.deletion_vector_descriptor().is_some() {
+            live.with_deletion_vectors.insert(location.clone());
+        }
+        live.files.insert(location, file.partition_values_map());
     }
     Ok(live)
 }

@@ -23,7 +23,6 @@ use deltalake::operations::update_table_metadata::TableMetadataUpdate;
 use deltalake::table::config::TablePropertiesExt;
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::{StreamExt, TryStreamExt};
-use object_store::ObjectStoreExt;
 use serde::Serialize;
 use url::Url;
 
@@ -422,29 +421,41 @@ async fn same_rows(now: &DeltaTable, then: &DeltaTable, filter: Option<Expr>) ->
 }
 
 /// Refuses a restore whose data files VACUUM has removed.
-/// One HEAD per file, sixteen at a time: a store answers each in tens of milliseconds.
+/// One HEAD per data file and per deletion-vector file, sixteen at a time: a store answers each
+/// in tens of milliseconds.
 async fn check_files_exist(stores: &Stores, url: &Url, version: u64) -> Result<(), RollbackError> {
     let old = stores.open(url, Some(version)).await?;
-    let store = old.log_store().object_store(None);
+    let root = old.table_url().clone();
     let files: Vec<_> = old.get_active_add_actions_by_predicate(None).try_collect().await?;
+    let mut needed: Vec<(String, Url)> = Vec::with_capacity(files.len());
+    for file in &files {
+        let path = file.path().into_owned();
+        let file_url = crate::store::uri(&path).unwrap_or_else(|| crate::store::join(&root, &path));
+        if let Some(dv) = file.deletion_vector_descriptor()
+            && dv.storage_type != deltalake::kernel::StorageType::Inline
+        {
+            let dv = crate::clone::absolute_deletion_vector(dv, &root)
+                .map_err(|problem| StoreError { location: display_url(url), problem })?;
+            if let Ok(dv_url) = Url::parse(&dv.path_or_inline_dv) {
+                needed.push((format!("{} (the deletion vector of {path})", display_url(&dv_url)), dv_url));
+            }
+        }
+        needed.push((path, file_url));
+    }
     // Only an answer proves a file is there: a store that denies the HEAD (S3 answers 403 for a
     // missing key to a caller without ListBucket) proves nothing, and restoring then could commit a
     // version that points at deleted files.
-    let heads = files.iter().map(|file| {
-        let store = store.clone();
-        async move {
-            match store.head(&file.object_store_path()).await {
-                Ok(_) => Ok(None),
-                Err(object_store::Error::NotFound { .. }) => Ok(Some(file.path().into_owned())),
-                Err(e) => Err(StoreError {
-                    location: display_url(url),
-                    problem: format!(
-                        "cannot check that version {version}'s file {} is still there, so nothing was restored: {}",
-                        file.path(),
-                        crate::store::explain(url, &e).unwrap_or_else(|| e.to_string())
-                    ),
-                }),
-            }
+    let heads = needed.iter().map(|(name, file)| async move {
+        match stores.exists(file).await {
+            Ok(true) => Ok(None),
+            Ok(false) => Ok(Some(name.clone())),
+            Err(e) => Err(StoreError {
+                location: display_url(url),
+                problem: format!(
+                    "cannot check that version {version}'s file {name} is still there, so nothing was restored: {}",
+                    e.problem
+                ),
+            }),
         }
     });
     let answers: Vec<Result<Option<String>, StoreError>> =

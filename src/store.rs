@@ -401,6 +401,16 @@ impl Stores {
         }
     }
 
+    /// Whether a file is at `url`. Only an answer counts: a denied or failed HEAD is an error.
+    pub async fn exists(&self, url: &Url) -> Result<bool, StoreError> {
+        let (store, key) = self.object_store(url)?;
+        match store.head(&key).await {
+            Ok(_) => Ok(true),
+            Err(object_store::Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(self.error(url, &e)),
+        }
+    }
+
     /// Every file under the folder `url`, by its path relative to the folder, without reading any.
     pub async fn list(&self, folder: &Url) -> Result<Vec<(String, object_store::ObjectMeta)>, StoreError> {
         let (store, key) = self.object_store(folder)?;

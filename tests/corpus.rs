@@ -25,19 +25,17 @@ fn expected_gate(name: &str) -> Option<Option<&'static [&'static str]>> {
         | "golden_basic_with_inserts_overwrite_restore"
         | "golden_data_reader_partition_values"
         | "golden_data_reader_timestamp_ntz"
-        | "golden_multi_part_checkpoint" => None,
-        "dat_multi_partitioned" => Some(&["BINARY partition column `data`"]),
-        "dat_deletion_vectors"
+        | "golden_multi_part_checkpoint"
+        | "dat_deletion_vectors"
         | "golden_dv_partitioned_with_checkpoint"
-        | "kernel_basic_dv_with_checkpoint" => Some(&["`deletionVectors`"]),
-        "dat_check_constraints" => Some(&["`deletionVectors`", "`checkConstraints`"]),
+        | "kernel_basic_dv_with_checkpoint" => None,
+        "dat_multi_partitioned" => Some(&["BINARY partition column `data`"]),
+        "dat_check_constraints" => Some(&["`checkConstraints`"]),
         "dat_column_mapping" | "golden_table_with_columnmapping_mode_id" => Some(&["`columnMapping`"]),
         "dat_generated_columns" => Some(&["`generatedColumns`"]),
         "rs_cdf_table" => Some(&["`changeDataFeed`"]),
         "rs_checkpoint_v2_table" => Some(&["`v2Checkpoint`", "`identityColumns`", "`appendOnly`"]),
-        "rs_table_with_liquid_clustering" => {
-            Some(&["`domainMetadata`", "`deletionVectors`", "`rowTracking`", "`liquid`"])
-        }
+        "rs_table_with_liquid_clustering" => Some(&["`domainMetadata`", "`rowTracking`", "`liquid`"]),
         _ => return None,
     })
 }
@@ -261,9 +259,9 @@ async fn all_rows(table: &bf::deltalake::DeltaTable) -> Vec<String> {
     rows
 }
 
-/// Groundwork for writing tables with deletion vectors (still refused by the gate): a shallow clone
-/// of Spark's deletion-vector tables reads exactly the rows the table reads — the vectors, stored
-/// beside the table, resolve from the clone, for files it references and for files it copied in.
+/// A shallow clone of Spark's deletion-vector tables reads exactly the rows the table reads: the
+/// vectors, stored beside the table, resolve from the clone, for files it references and for files
+/// it copied in.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_shallow_clone_of_a_table_with_deletion_vectors_reads_the_rows_the_table_reads() {
     let stores = bf::store::Stores::from_environment();
@@ -303,4 +301,109 @@ async fn a_shallow_clone_of_a_table_with_deletion_vectors_reads_the_rows_the_tab
             assert_eq!(all_rows(&cloned).await, rows, "{name}, {}", clone_dir.display());
         }
     }
+}
+
+/// Every action of one kind (`add`, `remove`) in a table's commit, read raw from its log.
+fn actions(table: &Path, version: u64, kind: &str) -> Vec<Value> {
+    std::fs::read_to_string(table.join(format!("_delta_log/{version:020}.json")))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok()?.get(kind).cloned())
+        .collect()
+}
+
+/// dat_deletion_vectors holds one file of five rows whose vector deletes four: kept (b, 228,
+/// 1978-12-01); deleted 1983-04-01, 1997-01-01, 2017-05-01, 2017-09-01. A window over 1975–1985 holds
+/// the live row and a deleted one, and deleted rows lie after it, so replacing the window rewrites the
+/// file and must rescue the rows outside it through the vector: a deleted row that came back would be
+/// data bf made up. (A window whose rows are all deleted, such as the 1990s, rewrites nothing.)
+#[tokio::test(flavor = "multi_thread")]
+async fn rows_a_deletion_vector_deletes_stay_deleted_through_plan_apply_and_both_rollbacks() {
+    // (write mode, rollback, the rows after apply): a merge keeps the live row whose key the source
+    // lacks; a replace swaps the window's rows.
+    let full: &[&str] = &["rollback", "--auto-approve"];
+    let window_only: &[&str] = &["rollback", "--auto-approve", "--window-only"];
+    let runs: [(&str, &[&str], &[&str]); 3] = [
+        ("replace", full, &["z|7|1980-06-01"]),
+        ("replace", window_only, &["z|7|1980-06-01"]),
+        ("merge", full, &["b|228|1978-12-01", "z|7|1980-06-01"]),
+    ];
+    for (mode, rollback, after) in runs {
+        let dir = tempfile::tempdir().unwrap();
+        let table = dir.path().join("t");
+        copy_dir(&corpus_dir().join("dat_deletion_vectors"), &table);
+        let original = all_rows(&open_table(&table).await).await;
+        assert_eq!(original, ["b|228|1978-12-01"]);
+        std::fs::write(dir.path().join("fixed.csv"), "letter,int,date\nz,7,1980-06-01\n").unwrap();
+        write_plan(
+            dir.path(),
+            "plan.toml",
+            &format!(
+                "reason = \"Reload 1975 to 1985.\"\n[target]\ntable = \"t\"\ndate_column = \"date\"\n\
+                 key = [\"letter\", \"int\"]\n[window]\nstart = 1975-01-01\nend = 1985-12-31\n\
+                 [slicing]\nevery = \"4018 days\"\n[write]\nmode = \"{mode}\"\n\
+                 [source]\ninputs.src = {{ path = \"fixed.csv\", format = \"csv\" }}\n\
+                 query = \"SELECT letter, int, CAST(date AS DATE) AS date FROM src\"\n"
+            ),
+        );
+        let planned = bf_in(dir.path()).args(["plan", "plan.toml", "--json", "-q"]).output().unwrap();
+        assert!(planned.status.success(), "{mode}: {}", String::from_utf8_lossy(&planned.stderr));
+        let saved: Value = serde_json::from_slice(&planned.stdout).unwrap();
+        assert_eq!(saved["total"]["before"]["rows"], 1, "the row the vector deletes in 1983 is not counted");
+        assert_eq!(saved["total"]["after"]["rows"], after.len());
+        assert_eq!(saved["outside_window"]["unchanged"], true, "{}", saved["outside_window"]);
+        assert_eq!(all_rows(&open_table(&table).await).await, original, "bf plan wrote to the table");
+
+        let applied = bf_in(dir.path()).args(["apply", "--auto-approve", "-q"]).output().unwrap();
+        assert!(applied.status.success(), "{mode}: {}", String::from_utf8_lossy(&applied.stderr));
+        assert_eq!(all_rows(&open_table(&table).await).await, after, "{mode}: no deleted row came back");
+        let removed = actions(&table, 3, "remove");
+        assert_eq!(removed.len(), 1);
+        assert_eq!(
+            removed[0]["deletionVector"]["cardinality"], 4,
+            "the remove names the file's vector: {removed:?}"
+        );
+
+        let rolled = bf_in(dir.path()).args(rollback).output().unwrap();
+        assert!(rolled.status.success(), "{rollback:?}: {}", String::from_utf8_lossy(&rolled.stderr));
+        assert_eq!(all_rows(&open_table(&table).await).await, original, "{mode}, {rollback:?}");
+        if rollback.len() == 2 {
+            // The RESTORE brings the file back with its vector.
+            let restored = actions(&table, 5, "add");
+            assert!(
+                restored.iter().any(|a| a["deletionVector"]["cardinality"] == 4),
+                "the restored file keeps its vector: {restored:?}"
+            );
+        }
+    }
+}
+
+/// A RESTORE needs the restored files' deletion vectors as much as the files: without the vector,
+/// the rows it deletes would come back. A rollback whose vector file is gone is refused, naming it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rollback_whose_deletion_vector_file_is_gone_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("t");
+    copy_dir(&corpus_dir().join("dat_deletion_vectors"), &table);
+    std::fs::write(dir.path().join("fixed.csv"), "letter,int,date\nz,7,1980-06-01\n").unwrap();
+    write_plan(
+        dir.path(),
+        "plan.toml",
+        "reason = \"Reload 1975 to 1985.\"\n[target]\ntable = \"t\"\ndate_column = \"date\"\n\
+         [window]\nstart = 1975-01-01\nend = 1985-12-31\n[slicing]\nevery = \"4018 days\"\n\
+         [source]\ninputs.src = { path = \"fixed.csv\", format = \"csv\" }\n\
+         query = \"SELECT letter, int, CAST(date AS DATE) AS date FROM src\"\n",
+    );
+    assert!(bf_in(dir.path()).args(["plan", "plan.toml", "-q"]).output().unwrap().status.success());
+    assert!(bf_in(dir.path()).args(["apply", "--auto-approve", "-q"]).output().unwrap().status.success());
+    // What VACUUM does once the retention passes: the vector's file goes with the data file's remove.
+    let vector = table.join("deletion_vector_8aebe228-b96c-4831-b0b6-22882eb9a3d3.bin");
+    std::fs::remove_file(&vector).unwrap();
+    let untouched = snapshot(&table);
+    let refused = bf_in(dir.path()).args(["rollback", "--auto-approve"]).output().unwrap();
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("VACUUM removed 1 of its data files"), "{stderr}");
+    assert!(stderr.contains("deletion_vector_8aebe228-b96c-4831-b0b6-22882eb9a3d3.bin"), "{stderr}");
+    assert_eq!(snapshot(&table), untouched, "nothing was written");
 }
