@@ -407,3 +407,121 @@ async fn a_rollback_whose_deletion_vector_file_is_gone_is_refused() {
     assert!(stderr.contains("deletion_vector_8aebe228-b96c-4831-b0b6-22882eb9a3d3.bin"), "{stderr}");
     assert_eq!(snapshot(&table), untouched, "nothing was written");
 }
+
+/// Deletes rows of one file of a table the way Spark's DELETE does with deletion vectors: a commit
+/// that upgrades the protocol, removes the file and adds it back with an inline vector naming the
+/// deleted row positions.
+fn delete_with_vector(table: &Path, version: u64, file: &Value, rows: &[u32]) {
+    use std::io::Write;
+    let mut bitmap = roaring::RoaringTreemap::new();
+    bitmap.extend(rows.iter().map(|&r| u64::from(r)));
+    let mut bytes = 1_681_511_377u32.to_le_bytes().to_vec();
+    bitmap.serialize_into(&mut bytes).unwrap();
+    let size = bytes.len();
+    bytes.resize(size.div_ceil(4) * 4, 0); // Z85 encodes whole 4-byte blocks
+    let vector = serde_json::json!({
+        "storageType": "i",
+        "pathOrInlineDv": z85::encode(&bytes),
+        "sizeInBytes": size,
+        "cardinality": rows.len(),
+    });
+    let now = 1_700_000_000_000u64;
+    let removed = serde_json::json!({"path": file["path"], "deletionTimestamp": now, "dataChange": true,
+        "extendedFileMetadata": true, "partitionValues": file["partitionValues"], "size": file["size"]});
+    let mut added = file.clone();
+    added["deletionVector"] = vector;
+    added["dataChange"] = Value::Bool(true);
+    let lines = [
+        serde_json::json!({"commitInfo": {"timestamp": now, "operation": "DELETE", "operationParameters": {}}}),
+        serde_json::json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+            "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}}),
+        serde_json::json!({"remove": removed}),
+        serde_json::json!({"add": added}),
+    ];
+    let mut log = std::fs::File::create_new(table.join(format!("_delta_log/{version:020}.json"))).unwrap();
+    for line in lines {
+        writeln!(log, "{line}").unwrap();
+    }
+}
+
+/// The same proofs on a table partitioned by the date, whose deletion vector this test writes
+/// (inline, as Spark writes small ones): a slice replaces whole days, so what matters is that the
+/// rehearsal and the counts read through the vector, that the remove names it, and that both
+/// rollbacks bring back exactly the rows that were live.
+#[tokio::test(flavor = "multi_thread")]
+async fn deletion_vectors_on_a_table_partitioned_by_the_date_survive_plan_apply_and_rollback() {
+    use crate::common::{OrderRow, orders_table};
+    for rollback in [&["rollback", "--auto-approve"][..], &["rollback", "--auto-approve", "--window-only"]] {
+        let dir = tempfile::tempdir().unwrap();
+        let table = dir.path().join("t");
+        std::fs::create_dir(&table).unwrap();
+        let rows: [OrderRow; 6] = [
+            (1, "C1", 10.0, "EUR", "2026-03-01"),
+            (2, "C2", 20.0, "EUR", "2026-03-01"),
+            (3, "C3", 30.0, "EUR", "2026-03-01"),
+            (4, "C4", 40.0, "EUR", "2026-03-01"),
+            (5, "C5", 50.0, "EUR", "2026-03-02"),
+            (6, "C6", 60.0, "EUR", "2026-03-02"),
+        ];
+        orders_table(&table, true, &[&rows]).await;
+        let first_day = actions(&table, 1, "add")
+            .into_iter()
+            .find(|a| a["partitionValues"]["order_date"] == "2026-03-01")
+            .unwrap();
+        // Orders 1 and 2 deleted: positions 0 and 1 of the day's file, as written.
+        delete_with_vector(&table, 2, &first_day, &[0, 1]);
+        let original = all_rows(&open_table(&table).await).await;
+        assert_eq!(original.len(), 4, "{original:?}");
+        assert!(!original.iter().any(|r| r.starts_with("1|") || r.starts_with("2|")), "{original:?}");
+
+        std::fs::write(
+            dir.path().join("fixed.csv"),
+            "order_id,customer,amount,currency,order_date\n3,C3,33.0,EUR,2026-03-01\n4,C4,44.0,EUR,2026-03-01\n\
+             5,C5,55.0,EUR,2026-03-02\n6,C6,66.0,EUR,2026-03-02\n",
+        )
+        .unwrap();
+        write_plan(
+            dir.path(),
+            "plan.toml",
+            "reason = \"Fix the amounts.\"\n[target]\ntable = \"t\"\ndate_column = \"order_date\"\nkey = [\"order_id\"]\n\
+             [window]\nstart = 2026-03-01\nend = 2026-03-02\n[slicing]\nevery = \"day\"\n\
+             [source]\ninputs.src = { path = \"fixed.csv\", format = \"csv\" }\n\
+             query = \"SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM src\"\n",
+        );
+        let planned = bf_in(dir.path()).args(["plan", "plan.toml", "--json", "-q"]).output().unwrap();
+        assert!(planned.status.success(), "{}", String::from_utf8_lossy(&planned.stderr));
+        let saved: Value = serde_json::from_slice(&planned.stdout).unwrap();
+        assert_eq!(saved["slices"][0]["before"]["rows"], 2, "the deleted orders are not counted");
+        assert_eq!(
+            saved["slices"][0]["changes"]["removed"], 0,
+            "nor seen as removed: {}",
+            saved["slices"][0]
+        );
+        assert_eq!(saved["total"]["after"]["rows"], 4);
+
+        let applied = bf_in(dir.path()).args(["apply", "--auto-approve", "-q"]).output().unwrap();
+        assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+        let after = all_rows(&open_table(&table).await).await;
+        assert_eq!(after.len(), 4, "{after:?}");
+        assert_eq!(
+            after,
+            [
+                "3|C3|33.0|EUR|2026-03-01",
+                "4|C4|44.0|EUR|2026-03-01",
+                "5|C5|55.0|EUR|2026-03-02",
+                "6|C6|66.0|EUR|2026-03-02"
+            ],
+            "the corrected rows, and no deleted order back"
+        );
+        let removed = actions(&table, 3, "remove");
+        assert_eq!(removed.len(), 1, "{removed:?}");
+        assert_eq!(
+            removed[0]["deletionVector"]["cardinality"], 2,
+            "the remove names the vector: {removed:?}"
+        );
+
+        let rolled = bf_in(dir.path()).args(rollback).output().unwrap();
+        assert!(rolled.status.success(), "{rollback:?}: {}", String::from_utf8_lossy(&rolled.stderr));
+        assert_eq!(all_rows(&open_table(&table).await).await, original, "{rollback:?}");
+    }
+}
