@@ -303,6 +303,24 @@ async fn a_shallow_clone_of_a_table_with_deletion_vectors_reads_the_rows_the_tab
     }
 }
 
+/// The commit at `version` removes one file, and its remove names the file's deletion vector (which
+/// deletes `cardinality` rows), as the protocol requires.
+fn assert_removes_one_file_naming_its_vector(table: &Path, version: u64, cardinality: u64) {
+    let removed = actions(table, version, "remove");
+    assert_eq!(removed.len(), 1, "{removed:?}");
+    assert_eq!(
+        removed[0]["deletionVector"]["cardinality"], cardinality,
+        "the remove names the vector: {removed:?}"
+    );
+}
+
+/// Runs `bf rollback …` in `dir` and checks the table holds `original` again, row for row.
+async fn rolled_back_to(dir: &Path, rollback: &[&str], table: &Path, original: &[String]) {
+    let rolled = bf_in(dir).args(rollback).output().unwrap();
+    assert!(rolled.status.success(), "{rollback:?}: {}", String::from_utf8_lossy(&rolled.stderr));
+    assert_eq!(all_rows(&open_table(table).await).await, original, "{rollback:?}");
+}
+
 /// Every action of one kind (`add`, `remove`) in a table's commit, read raw from its log.
 fn actions(table: &Path, version: u64, kind: &str) -> Vec<Value> {
     std::fs::read_to_string(table.join(format!("_delta_log/{version:020}.json")))
@@ -357,16 +375,8 @@ async fn rows_a_deletion_vector_deletes_stay_deleted_through_plan_apply_and_both
         let applied = bf_in(dir.path()).args(["apply", "--auto-approve", "-q"]).output().unwrap();
         assert!(applied.status.success(), "{mode}: {}", String::from_utf8_lossy(&applied.stderr));
         assert_eq!(all_rows(&open_table(&table).await).await, after, "{mode}: no deleted row came back");
-        let removed = actions(&table, 3, "remove");
-        assert_eq!(removed.len(), 1);
-        assert_eq!(
-            removed[0]["deletionVector"]["cardinality"], 4,
-            "the remove names the file's vector: {removed:?}"
-        );
-
-        let rolled = bf_in(dir.path()).args(rollback).output().unwrap();
-        assert!(rolled.status.success(), "{rollback:?}: {}", String::from_utf8_lossy(&rolled.stderr));
-        assert_eq!(all_rows(&open_table(&table).await).await, original, "{mode}, {rollback:?}");
+        assert_removes_one_file_naming_its_vector(&table, 3, 4);
+        rolled_back_to(dir.path(), rollback, &table, &original).await;
         if rollback.len() == 2 {
             // The RESTORE brings the file back with its vector.
             let restored = actions(&table, 5, "add");
@@ -513,15 +523,7 @@ async fn deletion_vectors_on_a_table_partitioned_by_the_date_survive_plan_apply_
             ],
             "the corrected rows, and no deleted order back"
         );
-        let removed = actions(&table, 3, "remove");
-        assert_eq!(removed.len(), 1, "{removed:?}");
-        assert_eq!(
-            removed[0]["deletionVector"]["cardinality"], 2,
-            "the remove names the vector: {removed:?}"
-        );
-
-        let rolled = bf_in(dir.path()).args(rollback).output().unwrap();
-        assert!(rolled.status.success(), "{rollback:?}: {}", String::from_utf8_lossy(&rolled.stderr));
-        assert_eq!(all_rows(&open_table(&table).await).await, original, "{rollback:?}");
+        assert_removes_one_file_naming_its_vector(&table, 3, 2);
+        rolled_back_to(dir.path(), rollback, &table, &original).await;
     }
 }
