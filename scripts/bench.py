@@ -294,6 +294,21 @@ def measure(argv: list[str], cwd: Path, env: dict | None = None, expect_failure:
     return Measured(seconds, int(peak_kib) / 1024, child.stdout, float(user) + float(system))
 
 
+def plan_and_apply(args, scratch: Path, results: Results, name: str):
+    """`bf plan` then `bf apply` of scratch/plan.toml, recorded alone and together."""
+    planned = measure([args.bf, "plan", "plan.toml", "-q"], scratch)
+    applied = measure([args.bf, "apply", "--auto-approve", "-q"], scratch)
+    results.add(name, "bf apply", applied)
+    results.add(name, "bf plan", planned)
+    both = Measured(
+        planned.seconds + applied.seconds,
+        max(planned.peak_rss_mb, applied.peak_rss_mb),
+        "",
+        planned.cpu_seconds + applied.cpu_seconds,
+    )
+    results.add(name, "bf plan + apply", both)
+
+
 def fresh_copy(table: Path, to: Path) -> Path:
     """A hard-linked copy: instant, and safe since Delta writers only add files."""
     if to.exists():
@@ -381,11 +396,7 @@ def w1_apply(args, work: Path, results: Results, ratios: dict):
                     table = fresh_copy(base, scratch / "table")
                     plan = scratch / "plan.toml"
                     plan.write_text(plan_text(table, inputs, first, last, "month", scratch / "rehearsal"))
-                    planned = measure([args.bf, "plan", "plan.toml", "-q"], scratch)
-                    applied = measure([args.bf, "apply", "--auto-approve", "-q"], scratch)
-                    results.add(name, "bf apply", applied)
-                    results.add(name, "bf plan", planned)
-                    results.add(name, "bf plan + apply", Measured(planned.seconds + applied.seconds, max(planned.peak_rss_mb, applied.peak_rss_mb), "", planned.cpu_seconds + applied.cpu_seconds))
+                    plan_and_apply(args, scratch, results, name)
                     if run == 0:
                         check_rows(table, args.months * args.rows_per_month, "bf apply")
                 elif contender == "loop":
@@ -620,11 +631,7 @@ def s3_workloads(args, work: Path, results: Results, ratios: dict):
                     if contender == "bf":
                         plan = plan_text(uri, "s3://bench/inputs", first, last, "month", f"s3://bench/{table}-rehearsal")
                         (scratch / "plan.toml").write_text(plan)
-                        planned = measure([args.bf, "plan", "plan.toml", "-q"], scratch)
-                        applied = measure([args.bf, "apply", "--auto-approve", "-q"], scratch)
-                        results.add(name, "bf apply", applied)
-                        results.add(name, "bf plan", planned)
-                        results.add(name, "bf plan + apply", Measured(planned.seconds + applied.seconds, max(planned.peak_rss_mb, applied.peak_rss_mb), "", planned.cpu_seconds + applied.cpu_seconds))
+                        plan_and_apply(args, scratch, results, name)
                     else:
                         results.add(name, "loop", measure(this_script("_loop", uri, "s3://bench/inputs", *window), scratch))
                     if run == 0:
@@ -680,11 +687,7 @@ def w5_daily(args, work: Path, results: Results, ratios: dict):
                 table = fresh_copy(base, scratch / "table")
                 if contender == "bf":
                     (scratch / "plan.toml").write_text(plan_text(table, inputs, first, last, "day", scratch / "rehearsal"))
-                    planned = measure([args.bf, "plan", "plan.toml", "-q"], scratch)
-                    applied = measure([args.bf, "apply", "--auto-approve", "-q"], scratch)
-                    results.add(name, "bf plan", planned)
-                    results.add(name, "bf apply", applied)
-                    results.add(name, "bf plan + apply", Measured(planned.seconds + applied.seconds, max(planned.peak_rss_mb, applied.peak_rss_mb), "", planned.cpu_seconds + applied.cpu_seconds))
+                    plan_and_apply(args, scratch, results, name)
                 else:
                     results.add(name, "loop", measure(this_script("_daily", table, inputs, first, last), scratch))
                 if run == 0:
