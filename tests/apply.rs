@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::common::{
     OrderRow, bf_in, commit_infos, commits_with, count, demo_workspace, open_table, orders_table,
-    slices_committed, snapshot, write_plan,
+    slices_committed, snapshot, wait_for, write_plan,
 };
 
 fn apply(root: &Path) -> Output {
@@ -249,15 +249,6 @@ fn spawn_apply(root: &Path, envs: &[(&str, &std::ffi::OsStr)]) -> std::process::
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-/// Waits, bounded, until `done` holds.
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !done() {
-        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(std::time::Duration::from_millis(2));
-    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -2,7 +2,7 @@
 //! listing (a file added later makes the plan stale), and a Delta input's version (a commit to it
 //! makes the plan stale, and every slice reads the version the plan read).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::apply::{append_silver, apply_with_other_writer};
 use crate::common::{bf_in, count, demo_workspace, snapshot, write_plan};
@@ -70,14 +70,22 @@ fn a_file_added_to_an_input_folder_after_the_plan_makes_it_stale() {
     bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_commit_to_a_delta_input_after_the_plan_makes_it_stale() {
+/// A demo workspace with the plan that copies orders_silver into orders_daily planned; returns it
+/// with the two tables' folders.
+fn delta_input_planned() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let workspace = demo_workspace();
     let root = workspace.path();
     let daily = root.join("bf-demo/warehouse/orders_daily");
     let silver = root.join("bf-demo/warehouse/orders_silver");
     write_plan(&root.join("plans"), "delta.toml", DELTA_PLAN);
     bf_in(root).args(["plan", "plans/delta.toml", "-q"]).assert().success();
+    (workspace, daily, silver)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_to_a_delta_input_after_the_plan_makes_it_stale() {
+    let (workspace, daily, silver) = delta_input_planned();
+    let root = workspace.path();
     append_silver(&silver, &[(9001, "C01", 1.0, "EUR", "2026-03-02")]).await;
     refused(root, &daily, "input `silver`");
     refused(root, &daily, "is at version 6, but the plan read version 5");
@@ -85,12 +93,8 @@ async fn a_commit_to_a_delta_input_after_the_plan_makes_it_stale() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_commit_to_a_delta_input_after_a_crash_does_not_stop_the_resume() {
-    let workspace = demo_workspace();
+    let (workspace, daily, silver) = delta_input_planned();
     let root = workspace.path();
-    let daily = root.join("bf-demo/warehouse/orders_daily");
-    let silver = root.join("bf-demo/warehouse/orders_silver");
-    write_plan(&root.join("plans"), "delta.toml", DELTA_PLAN);
-    bf_in(root).args(["plan", "plans/delta.toml", "-q"]).assert().success();
     bf_in(root)
         .args(["apply", "--auto-approve", "-q"])
         .env(bf::fault::FAULT_ENV, "after-commit:1")
@@ -123,12 +127,8 @@ async fn a_plan_saved_by_an_older_bf_still_applies_and_says_what_it_cannot_check
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_slice_reads_a_delta_input_at_the_version_the_plan_read() {
-    let workspace = demo_workspace();
+    let (workspace, daily, silver) = delta_input_planned();
     let root = workspace.path();
-    let daily = root.join("bf-demo/warehouse/orders_daily");
-    let silver = root.join("bf-demo/warehouse/orders_silver");
-    write_plan(&root.join("plans"), "delta.toml", DELTA_PLAN);
-    bf_in(root).args(["plan", "plans/delta.toml", "-q"]).assert().success();
     let planned = count(&silver, "SELECT count(*) FROM t WHERE order_date = DATE '2026-03-02'").await;
     // Another job commits to the input while the apply waits to write slice 1, whose query is
     // already planned: slice 2 (2 March) reads the input after that commit.

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
 
 use serde_json::Value;
 
@@ -146,29 +145,12 @@ fn the_comment_of_a_365_slice_plan_stays_under_githubs_limit_and_says_what_it_cu
 /// A venv with the Python tools these tests drive (`pre-commit`, `check-jsonschema`), from PyPI,
 /// made once per machine like the benchmark's.
 fn tools() -> PathBuf {
-    static MADE: Mutex<()> = Mutex::new(());
-    let _once = MADE.lock().unwrap_or_else(|e| e.into_inner());
-    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
-    let venv = std::env::var_os("BF_TOOLS_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| home.join(".cache/bf-tools-venv"));
-    let bin = venv.join("bin");
-    if !(bin.join("pre-commit").is_file() && bin.join("check-jsonschema").is_file()) {
-        let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().unwrap();
-        assert!(made.success(), "python3 -m venv {}", venv.display());
-        let installed = Command::new(bin.join("pip"))
-            .args([
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-                "pre-commit==4.2.0",
-                "check-jsonschema==0.33.0",
-            ])
-            .status()
-            .unwrap();
-        assert!(installed.success(), "pip install pre-commit check-jsonschema (PyPI)");
-    }
-    bin
+    crate::common::python_venv(
+        "BF_TOOLS_VENV",
+        "bf-tools-venv",
+        "import pre_commit, check_jsonschema",
+        &["pre-commit==4.2.0", "check-jsonschema==0.33.0"],
+    )
 }
 
 /// `git` in `dir`, as a test user, failing the test when it fails.

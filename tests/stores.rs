@@ -7,7 +7,7 @@ use std::process::Output;
 use predicates::prelude::*;
 
 use crate::common::servers::{self, Server};
-use crate::common::{bf_in, september_plan};
+use crate::common::{bf_in, september_plan, wait_for};
 
 const SECRET: &str = "bf-test-secret-never-printed";
 
@@ -340,14 +340,6 @@ fn spawn_paused_apply_at(shop: &S3Shop, pause: &Path, slice: usize, endpoint: &s
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap()
-}
-
-fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while !done() {
-        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
 }
 
 #[test]

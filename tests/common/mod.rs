@@ -264,3 +264,44 @@ pub fn slices_committed(table: &Path) -> Vec<u64> {
 pub fn commits_with(table: &Path, key: &str) -> usize {
     commit_infos(table).iter().filter(|(_, info)| info.get(format!("bf.{key}")).is_some()).count()
 }
+
+/// Waits, bounded (two minutes), until `done` holds.
+pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+}
+
+/// `~/.cache/<name>`, or the folder the environment variable `variable` names.
+pub fn cache_dir(variable: &str, name: &str) -> PathBuf {
+    std::env::var_os(variable).map(PathBuf::from).unwrap_or_else(|| {
+        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+        home.join(".cache").join(name)
+    })
+}
+
+/// The `bin` folder of a Python venv (`cache_dir(variable, name)`) holding `packages` from PyPI,
+/// made once per machine, and again whenever `import` (a Python statement) fails in it.
+pub fn python_venv(variable: &str, name: &str, import: &str, packages: &[&str]) -> PathBuf {
+    static MADE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _once = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    let venv = cache_dir(variable, name);
+    let bin = venv.join("bin");
+    let ready = std::process::Command::new(bin.join("python"))
+        .args(["-c", import])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !ready {
+        let made = std::process::Command::new("python3").arg("-m").arg("venv").arg(&venv).status().unwrap();
+        assert!(made.success(), "python3 -m venv {}", venv.display());
+        let installed = std::process::Command::new(bin.join("pip"))
+            .args(["install", "--quiet", "--disable-pip-version-check"])
+            .args(packages)
+            .status()
+            .unwrap();
+        assert!(installed.success(), "pip install {packages:?} (PyPI)");
+    }
+    bin
+}

@@ -165,32 +165,19 @@ pub fn create_container(server: &Server, container: &str) {
 
 /// The venv with the stores' Python packages, made once per machine.
 pub fn python_venv() -> PathBuf {
-    static MADE: Mutex<()> = Mutex::new(());
-    let _once = MADE.lock().unwrap_or_else(|e| e.into_inner());
-    let venv = cache_dir("BF_STORE_VENV", "bf-store-venv");
-    let bin = venv.join("bin");
-    let ready = Command::new(bin.join("python"))
-        .args(["-c", "import moto, azure.storage.blob, deltalake, pyarrow"])
-        .status()
-        .is_ok_and(|s| s.success());
-    if !ready {
-        let made = Command::new("python3").arg("-m").arg("venv").arg(&venv).status().unwrap();
-        assert!(made.success(), "python3 -m venv {}", venv.display());
-        let installed = Command::new(bin.join("pip"))
-            .args(["install", "--quiet", "--disable-pip-version-check"])
-            .args(PYTHON_PACKAGES)
-            .status()
-            .unwrap();
-        assert!(installed.success(), "pip install {PYTHON_PACKAGES:?} (PyPI)");
-    }
-    bin
+    super::python_venv(
+        "BF_STORE_VENV",
+        "bf-store-venv",
+        "import moto, azure.storage.blob, deltalake, pyarrow",
+        &PYTHON_PACKAGES,
+    )
 }
 
 /// Azurite installed from npm, once per machine.
 fn azurite_install() -> PathBuf {
     static MADE: Mutex<()> = Mutex::new(());
     let _once = MADE.lock().unwrap_or_else(|e| e.into_inner());
-    let dir = cache_dir("BF_AZURITE_DIR", "bf-azurite");
+    let dir = super::cache_dir("BF_AZURITE_DIR", "bf-azurite");
     if !dir.join("node_modules/.bin/azurite-blob").exists() {
         std::fs::create_dir_all(&dir).unwrap();
         let installed = Command::new("npm")
@@ -201,13 +188,6 @@ fn azurite_install() -> PathBuf {
         assert!(installed.success(), "npm install {AZURITE}");
     }
     dir
-}
-
-fn cache_dir(variable: &str, name: &str) -> PathBuf {
-    std::env::var_os(variable).map(PathBuf::from).unwrap_or_else(|| {
-        let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
-        home.join(".cache").join(name)
-    })
 }
 
 /// Runs a Python snippet in the stores' venv with `env`, returning its stdout; fails the test if
