@@ -545,22 +545,19 @@ async fn fingerprints(
     stores: &store::Stores,
     sources: &[(SliceSource, SourceCounts)],
 ) -> Result<Vec<InputFingerprint>, RehearsalError> {
-    let mut files: BTreeMap<String, (String, store::Location)> = BTreeMap::new();
+    let mut files: BTreeMap<&url::Url, &str> = BTreeMap::new();
     for file in sources.iter().flat_map(|(s, _)| &s.files) {
-        let location = match store::local_path(&file.url) {
-            Some(path) => store::Location::Path(path),
-            None => store::Location::Uri(file.url.clone()),
-        };
-        files.entry(file.url.to_string()).or_insert_with(|| (file.input.clone(), location));
+        files.entry(&file.url).or_insert(&file.input);
     }
-    let files: Vec<(String, store::Location)> = files.into_values().collect();
-    plan::fingerprint_all(stores, &files)
+    let located: Vec<(String, store::Location)> =
+        files.iter().map(|(url, input)| (input.to_string(), store::Location::Uri((*url).clone()))).collect();
+    plan::fingerprint_all(stores, &located)
         .await
         .into_iter()
-        .zip(&files)
-        .map(|(fingerprint, (_, location))| {
+        .zip(files.keys())
+        .map(|(fingerprint, url)| {
             fingerprint.map_err(|e| {
-                RehearsalError::Refused(format!("cannot fingerprint input file {location}: {e}"))
+                RehearsalError::Refused(format!("cannot fingerprint input file {}: {e}", display_url(url)))
             })
         })
         .collect()

@@ -31,9 +31,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let saved = Plan::load(&args.state.saved_plan()).ok();
     // The saved plan's `[storage]` settings are for its own rehearsal; the environment reaches the rest.
-    let planned =
-        saved.as_ref().map(|plan| Ok::<_, anyhow::Error>((plan.rehearsal.uri.clone(), plan.stores()?)));
-    let planned = planned.transpose()?;
+    let planned = match &saved {
+        Some(plan) => Some((plan.rehearsal.uri.clone(), plan.stores()?)),
+        None => None,
+    };
     let environment = Stores::from_environment();
     let stores_for = |url: &url::Url| match &planned {
         Some((rehearsal, stores)) if rehearsal == url.as_str() => stores,

@@ -116,6 +116,8 @@ pub enum SourceError {
 /// Runs a plan's source query, one slice at a time.
 pub struct Source<'a> {
     document: &'a PlanDocument,
+    /// The stores the inputs are in, with the plan's `[storage]` settings.
+    stores: Stores,
     target_schema: SchemaRef,
     /// The version each Delta input is read at: the first slice pins it, or the saved plan does.
     pinned: std::sync::Mutex<Vec<DeltaInput>>,
@@ -123,7 +125,7 @@ pub struct Source<'a> {
 
 impl<'a> Source<'a> {
     pub fn new(document: &'a PlanDocument, target_schema: SchemaRef) -> Self {
-        Source { document, target_schema, pinned: Default::default() }
+        Source { document, stores: document.stores(), target_schema, pinned: Default::default() }
     }
 
     /// Reads each Delta input at the version the saved plan read.
@@ -168,7 +170,7 @@ impl<'a> Source<'a> {
         ctx.state_ref().write().config_mut().options_mut().execution.parquet.schema_force_view_types = false;
         let mut files = Vec::new();
         let mut folders = Vec::new();
-        let stores = self.document.stores();
+        let stores = &self.stores;
         for (name, input) in &plan.source.inputs {
             let written = expand(&input.path, slice);
             let location = self.document.resolve(&written);
@@ -181,7 +183,7 @@ impl<'a> Source<'a> {
             };
             if input.format == Format::Delta {
                 // Its files are the table's business: its version says what the query reads.
-                self.register_delta(&stores, &ctx, name, &location).await.map_err(input_error)?;
+                self.register_delta(&ctx, name, &location).await.map_err(input_error)?;
                 continue;
             }
             let url = location.url().map_err(|e| input_error(e.to_string()))?;
@@ -205,7 +207,7 @@ impl<'a> Source<'a> {
                 Found::Folder => {
                     let extension = format_extension(input.format).to_owned();
                     let folder =
-                        listing(&stores, name, &url, &extension).await.map_err(|e| input_error(e.problem))?;
+                        listing(stores, name, &url, &extension).await.map_err(|e| input_error(e.problem))?;
                     files.extend(
                         folder
                             .files
@@ -249,7 +251,6 @@ impl<'a> Source<'a> {
     /// Registers a Delta input at its pinned version, pinning it at its latest on first use.
     async fn register_delta(
         &self,
-        stores: &Stores,
         ctx: &SessionContext,
         name: &str,
         location: &Location,
@@ -262,7 +263,7 @@ impl<'a> Source<'a> {
             .iter()
             .find(|d| d.uri == url.as_str())
             .map(|d| d.version);
-        let delta = stores.open(&url, pinned).await.map_err(|e| e.to_string())?;
+        let delta = self.stores.open(&url, pinned).await.map_err(|e| e.to_string())?;
         if pinned.is_none() {
             let version = delta.version().unwrap_or(0);
             let mut known = self.pinned.lock().expect("not poisoned");
