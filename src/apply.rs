@@ -185,7 +185,10 @@ impl<'a> Apply<'a> {
         let schema = table::arrow_schema(&target)?;
         let spec = &document.plan;
         let writer = SliceWriter::for_plan(spec);
-        let source = Source::new(&document, schema).with_delta_inputs(&plan.delta_inputs);
+        let generated = table::generated_columns(&target);
+        let source = Source::new(&document, schema)
+            .with_computed_columns(generated.iter().map(String::as_str))
+            .with_delta_inputs(&plan.delta_inputs);
         let mut outcomes = Vec::with_capacity(slices.len());
         for slice in slices.iter().filter(|s| done.contains(&s.index)) {
             let outcome = SliceOutcome {

@@ -12,23 +12,89 @@
 use deltalake::DeltaTable;
 use deltalake::arrow::datatypes::DataType;
 use futures::TryStreamExt;
-use serde_json::Value;
 
-/// Writer features bf honours, each proven on real tables (docs/RELIABILITY.md):
-/// - `invariants`: deltalake enforces them on write;
-/// - `timestampNtz`: a type, no writer duty beyond writing it;
-/// - `deletionVectors`: deltalake applies a file's vector when it rescues the rows outside a slice,
-///   names it in the remove, and RESTORE brings files back with theirs; bf's clone names them by
-///   their absolute URLs, its comparison and verification read through them, and its rollback
-///   checks their files too (`tests/corpus.rs`).
-const WRITABLE_FEATURES: [&str; 3] = ["invariants", "timestampNtz", "deletionVectors"];
+use crate::row_rules::RowRules;
+
+/// A writer feature bf honours, and the test that proves it on real tables through the real binary
+/// (docs/RELIABILITY.md says what each proves). The gate allows exactly these.
+#[derive(Debug, Clone, Copy)]
+pub struct Honoured {
+    pub feature: &'static str,
+    /// What honouring it takes, and who does it.
+    pub how: &'static str,
+    /// The test (`tests/<module>.rs::<name>`) whose passing opened the gate for it.
+    pub proof: &'static str,
+}
+
+pub const HONOURED: &[Honoured] = &[
+    Honoured {
+        feature: "appendOnly",
+        how: "a table with `delta.appendOnly = true` is only ever appended to: bf refuses to rewrite it",
+        proof: "apply::an_append_only_table_is_refused_for_rewrites_and_appended_to_as_a_log",
+    },
+    Honoured {
+        feature: "invariants",
+        how: "deltalake checks every row it writes; bf names the invariant and the row at the rehearsal",
+        proof: "features::a_row_breaking_a_check_constraint_or_an_invariant_fails_the_plan_naming_both",
+    },
+    Honoured {
+        feature: "checkConstraints",
+        how: "deltalake checks every row it writes; bf names the constraint and the row at the rehearsal",
+        proof: "features::a_row_breaking_a_check_constraint_or_an_invariant_fails_the_plan_naming_both",
+    },
+    Honoured {
+        feature: "generatedColumns",
+        how: "deltalake computes a generated column the query leaves out and checks one it supplies; \
+              bf names a wrong value's column, and refuses a generation that is not a function of its row",
+        proof: "features::a_generated_column_is_computed_when_left_out_and_a_wrong_value_is_refused",
+    },
+    Honoured {
+        feature: "changeDataFeed",
+        how: "deltalake writes the feed of every slice; RESTORE's adds and removes are the rollback's",
+        proof: "features::the_change_data_feed_shows_what_a_backfill_and_its_rollback_changed",
+    },
+    Honoured {
+        feature: "columnMapping",
+        how: "deltalake writes physical names and field ids; the clone keeps the mapping; bf's SQL uses \
+              logical names",
+        proof: "features::column_mapped_tables_backfill_by_logical_name_and_write_physical_names",
+    },
+    Honoured {
+        feature: "timestampNtz",
+        how: "a type; deltalake writes it as Parquet's local timestamp",
+        proof: "features::column_mapped_tables_backfill_by_logical_name_and_write_physical_names",
+    },
+    Honoured {
+        feature: "deletionVectors",
+        how: "deltalake applies a file's vector when it rescues the rows outside a slice, names it in the \
+              remove, and RESTORE brings files back with theirs; bf's clone names them by their absolute \
+              URLs, its comparison and verification read through them, its rollback checks their files",
+        proof: "corpus::rows_a_deletion_vector_deletes_stay_deleted_through_plan_apply_and_both_rollbacks",
+    },
+    Honoured {
+        feature: "checkpointProtection",
+        how: "bf never cleans up a table's log (its commits carry `cleanup_expired_logs = false`), so no \
+              checkpoint or commit before the protected version is removed",
+        proof: "features::bf_never_removes_log_entries_so_protected_checkpoints_stay",
+    },
+    Honoured {
+        feature: "v2Checkpoint",
+        how: "deltalake's post-commit checkpoints follow the table's checkpoint policy",
+        proof: "features::bf_never_removes_log_entries_so_protected_checkpoints_stay",
+    },
+];
+
+/// Whether bf honours `feature`.
+pub fn honours(feature: &str) -> bool {
+    HONOURED.iter().any(|h| h.feature == feature)
+}
 
 /// Why bf will not write a table.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Unsupported {
     #[error(
-        "bf cannot write {table} safely: it needs {what}, which bf does not honour yet. \
-         Nothing was written; backfill it with an engine that supports {them}."
+        "bf cannot write {table} safely: it needs {what}. bf does not honour that yet. Nothing was \
+         written; backfill it with an engine that supports {them}."
     )]
     Features { table: String, what: String, them: String },
     #[error(
@@ -63,26 +129,8 @@ async fn check(table: &DeltaTable, write: WriteKind) -> Result<(), Unsupported> 
     let name = crate::store::display_url(table.table_url());
     let unreadable = |what, detail: String| Unsupported::Unreadable { table: name.clone(), what, detail };
     let snapshot = table.snapshot().map_err(|e| unreadable("snapshot", e.to_string()))?;
-    let protocol =
-        serde_json::to_value(snapshot.protocol()).map_err(|e| unreadable("protocol", e.to_string()))?;
-    let writer = protocol
-        .get("minWriterVersion")
-        .and_then(Value::as_i64)
-        .ok_or_else(|| unreadable("protocol", format!("no minWriterVersion in {protocol}")))?;
-    let features: Vec<String> = protocol
-        .get("writerFeatures")
-        .and_then(Value::as_array)
-        .map(|f| f.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
-        .unwrap_or_default();
-    let unsupported: Vec<String> = match writer {
-        ..=2 => Vec::new(),
-        // Legacy versions imply their features whether or not the table uses them.
-        3 => vec!["checkConstraints".into()],
-        4 => vec!["checkConstraints".into(), "changeDataFeed".into(), "generatedColumns".into()],
-        5 => vec!["columnMapping".into()],
-        6 => vec!["identityColumns".into()],
-        _ => features.into_iter().filter(|f| !WRITABLE_FEATURES.contains(&f.as_str())).collect(),
-    };
+    let protocol = crate::table::WriterProtocol::of(snapshot).map_err(|e| unreadable("protocol", e))?;
+    let unsupported: Vec<String> = protocol.required().into_iter().filter(|f| !honours(f)).collect();
     let append_only = snapshot
         .metadata()
         .configuration()
@@ -91,6 +139,9 @@ async fn check(table: &DeltaTable, write: WriteKind) -> Result<(), Unsupported> 
     let mut needs: Vec<String> = unsupported.iter().map(|f| format!("the writer feature `{f}`")).collect();
     if append_only && write == WriteKind::Rewrite {
         needs.push("`delta.appendOnly = true` (a replace removes rows)".into());
+    }
+    if write == WriteKind::Rewrite {
+        needs.extend(RowRules::of(snapshot).problems());
     }
     // Measured on dat_multi_partitioned: deltalake writes BINARY partition values as escaped text and
     // its removes of such files do not match Spark's adds, so a replaced slice keeps its old rows.
@@ -125,6 +176,6 @@ async fn check(table: &DeltaTable, write: WriteKind) -> Result<(), Unsupported> 
     if needs.is_empty() {
         return Ok(());
     }
-    let them = if unsupported.is_empty() { "them".to_owned() } else { unsupported.join(", ") };
+    let them = if unsupported.is_empty() { "such tables".to_owned() } else { unsupported.join(", ") };
     Err(Unsupported::Features { table: name, what: needs.join(" and "), them })
 }

@@ -235,8 +235,11 @@ impl Keys {
         metadata
     }
 
+    /// Every commit bf makes to a table carries its keys, and leaves the table's log alone: deltalake
+    /// would otherwise delete commits older than the log retention after it, and the log is the
+    /// history a rollback and an audit read (and, under `checkpointProtection`, not bf's to delete).
     fn commit(&self) -> CommitProperties {
-        CommitProperties::default().with_metadata(self.metadata())
+        CommitProperties::default().with_metadata(self.metadata()).with_cleanup_expired_logs(Some(false))
     }
 
     /// The `bf.*` keys of a commitInfo, typed; `Ok(None)` when it has none (another writer's

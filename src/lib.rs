@@ -30,6 +30,7 @@ pub mod plan_file;
 pub mod predicate;
 pub mod rehearsal;
 pub mod rollback;
+pub mod row_rules;
 pub mod shop;
 pub mod slice_writer;
 pub mod source;

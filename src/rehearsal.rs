@@ -131,7 +131,9 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let schema = table::arrow_schema(&target)?;
     let writer = SliceWriter::for_plan(spec);
     let id = plan_id();
-    let source = Source::new(document, schema.clone());
+    let generated = table::generated_columns(&target);
+    let source =
+        Source::new(document, schema.clone()).with_computed_columns(generated.iter().map(String::as_str));
     let slices = spec.slices();
     progress.slices(slices.len());
     let mut sources: Vec<(SliceSource, SourceCounts)> = Vec::with_capacity(slices.len());

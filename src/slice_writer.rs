@@ -26,6 +26,7 @@ use deltalake::{DeltaTable, DeltaTableError};
 
 use crate::plan_file::{PlanFile, WriteMode};
 use crate::predicate::slice_predicate;
+use crate::row_rules::{Broken, RowRules};
 use crate::source::run::{SliceSource, session_state};
 use crate::window::Slice;
 
@@ -41,11 +42,16 @@ pub struct SliceWriter {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("slice {slice} ({first}..{last}) was not written: {source}")]
+#[error("slice {slice} ({first}..{last}) was not written: {}", match broken {
+    Some(broken) => format!("{broken}. Fix the source so every row keeps the table's rules."),
+    None => source.to_string(),
+})]
 pub struct WriteError {
     pub slice: usize,
     pub first: String,
     pub last: String,
+    /// The table rule a row broke, when that is why deltalake refused the write.
+    pub broken: Option<Box<Broken>>,
     #[source]
     pub source: Box<DeltaTableError>,
 }
@@ -83,6 +89,7 @@ impl SliceWriter {
             slice: slice.index,
             first: slice.first.to_string(),
             last: slice.last.to_string(),
+            broken: None,
             source: Box::new(source),
         };
         let predicate = slice_predicate(&self.date_column, slice);
@@ -94,15 +101,24 @@ impl SliceWriter {
         if self.mode == WriteMode::Merge && !self.delete_missing {
             rows = self.merged(&table, source, rows, predicate.clone()).await.map_err(error)?;
         }
-        table
+        let rules = RowRules::of(table.snapshot().map_err(&error)?);
+        let written = table
             .write(vec![])
             .with_input_plan(rows.logical_plan().clone())
             .with_session_state(session_state(&source.ctx))
             .with_save_mode(SaveMode::Overwrite)
             .with_replace_where(predicate)
             .with_commit_properties(commit)
-            .await
-            .map_err(error)
+            .await;
+        match written {
+            Ok(table) => Ok(table),
+            // deltalake says how many rows broke a rule, not which rule: find it, and the row.
+            Err(refused) if refused.to_string().contains("Invalid data found") => {
+                let broken = rules.first_broken(&rows).await.ok().flatten().map(Box::new);
+                Err(WriteError { broken, ..error(refused) })
+            }
+            Err(other) => Err(error(other)),
+        }
     }
 
     /// The slice's rows after a merge: the source's, and the target's whose key the source lacks.
@@ -114,13 +130,14 @@ impl SliceWriter {
         predicate: deltalake::datafusion::logical_expr::Expr,
     ) -> Result<DataFrame, DeltaTableError> {
         let key: Vec<&str> = self.key.iter().map(String::as_str).collect();
-        let kept = source.ctx.read_table(table.table_provider().await?)?.filter(predicate)?.join(
-            rows.clone(),
-            JoinType::LeftAnti,
-            &key,
-            &key,
-            None,
-        )?;
+        // The source's columns: a generated column it leaves out is computed for kept rows too.
+        let columns: Vec<&str> = rows.schema().fields().iter().map(|f| f.name().as_str()).collect();
+        let kept = source
+            .ctx
+            .read_table(table.table_provider().await?)?
+            .filter(predicate)?
+            .select_columns(&columns)?
+            .join(rows.clone(), JoinType::LeftAnti, &key, &key, None)?;
         Ok(kept.union(rows)?)
     }
 }

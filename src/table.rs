@@ -251,3 +251,71 @@ impl FileDates {
         }
     }
 }
+
+/// What a table's protocol asks of its writers: the writer version and, from version 7, the named
+/// writer features.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriterProtocol {
+    pub version: i64,
+    pub features: Vec<String>,
+}
+
+impl WriterProtocol {
+    /// Read from the table's protocol action, as the log states it.
+    pub fn of(state: &deltalake::table::state::DeltaTableState) -> Result<WriterProtocol, String> {
+        let protocol = serde_json::to_value(state.protocol()).map_err(|e| e.to_string())?;
+        let version = protocol
+            .get("minWriterVersion")
+            .and_then(Value::as_i64)
+            .ok_or_else(|| format!("no minWriterVersion in {protocol}"))?;
+        let features = protocol
+            .get("writerFeatures")
+            .and_then(Value::as_array)
+            .map(|f| f.iter().filter_map(|v| v.as_str().map(str::to_owned)).collect())
+            .unwrap_or_default();
+        Ok(WriterProtocol { version, features })
+    }
+
+    /// The features writers must honour: the named ones at version 7, and before it the ones each
+    /// legacy version implies, whether or not the table uses them.
+    pub fn required(&self) -> Vec<String> {
+        let legacy: &[&str] = match self.version {
+            ..=1 => &[],
+            2 => &["appendOnly", "invariants"],
+            3 => &["appendOnly", "invariants", "checkConstraints"],
+            4 => &["appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"],
+            5 => &[
+                "appendOnly",
+                "invariants",
+                "checkConstraints",
+                "changeDataFeed",
+                "generatedColumns",
+                "columnMapping",
+            ],
+            6 => &[
+                "appendOnly",
+                "invariants",
+                "checkConstraints",
+                "changeDataFeed",
+                "generatedColumns",
+                "columnMapping",
+                "identityColumns",
+            ],
+            _ => return self.features.clone(),
+        };
+        legacy.iter().map(|f| (*f).to_owned()).collect()
+    }
+
+    /// Whether writers must honour `feature`.
+    pub fn requires(&self, feature: &str) -> bool {
+        self.required().iter().any(|f| f == feature)
+    }
+}
+
+/// The columns the table computes itself (generated columns), which a source may leave out.
+pub fn generated_columns(table: &DeltaTable) -> Vec<String> {
+    table
+        .snapshot()
+        .map(|state| crate::row_rules::RowRules::of(state).generated_columns().map(str::to_owned).collect())
+        .unwrap_or_default()
+}

@@ -775,26 +775,59 @@ async fn a_change_log_table_bf_may_not_write_is_refused_before_any_slice() {
     let march = std::fs::read_to_string(root.join("plans/march.toml")).unwrap();
     let text = march.replace("warehouse/backfill_log", "warehouse/change_log");
     write_plan(&root.join("plans"), "logged.toml", &text);
-    let cdf_log = || async {
+    let foreign_log = || async {
         let columns = vec![StructField::new("backfill_id", DataType::STRING, true)];
-        crate::common::new_table_with(&log, columns, &[], &[("delta.enableChangeDataFeed", "true")]).await;
+        crate::common::new_table(&log, columns, &[]).await;
+        let identity = serde_json::json!({"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": ["identityColumns"]});
+        crate::common::alter_table(&log, Some(identity), &[]);
     };
-    // At plan time: the log table exists with a change data feed bf does not write.
-    cdf_log().await;
+    // At plan time: the log table exists with a writer feature bf does not honour.
+    foreign_log().await;
     let untouched = snapshot(&silver);
     let output = bf_in(root).args(["plan", "plans/logged.toml", "-q"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("change_log") && stderr.contains("`changeDataFeed`"), "{stderr}");
+    assert!(stderr.contains("change_log") && stderr.contains("`identityColumns`"), "{stderr}");
     // At apply time: planned while the log table did not exist, created before the apply.
     std::fs::remove_dir_all(&log).unwrap();
     plan(root, "plans/logged.toml");
-    cdf_log().await;
+    foreign_log().await;
     let logged = snapshot(&log);
     let output = apply(root);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("`changeDataFeed`"), "{stderr}");
+    assert!(stderr.contains("`identityColumns`"), "{stderr}");
     assert_eq!(snapshot(&silver), untouched, "refused before the first slice");
     assert_eq!(snapshot(&log), logged);
+}
+
+/// `delta.appendOnly = true` promises readers that rows are only ever added: bf refuses to plan a
+/// backfill of such a table (naming the property, before any clone), and appends its one row to a
+/// change-log table that makes the promise, removing nothing from it.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_append_only_table_is_refused_for_rewrites_and_appended_to_as_a_log() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let log = root.join("bf-demo/warehouse/backfill_log");
+    plan(root, "plans/march.toml");
+    assert!(apply(root).status.success());
+    crate::common::alter_table(&log, None, &[("delta.appendOnly", "true")]);
+    let promised = std::fs::read_dir(log.join("_delta_log")).unwrap().count();
+    assert!(bf_in(root).args(["rollback", "--auto-approve"]).output().unwrap().status.success());
+    plan(root, "plans/march.toml");
+    assert!(apply(root).status.success());
+    let appended = std::fs::read_to_string(log.join(format!("_delta_log/{promised:020}.json"))).unwrap();
+    let actions: Vec<Value> = appended.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(actions.iter().filter(|a| a.get("add").is_some()).count(), 1, "one row, one file: {appended}");
+    assert!(actions.iter().all(|a| a.get("remove").is_none()), "nothing removed: {appended}");
+    assert!(!log.join(format!("_delta_log/{:020}.json", promised + 1)).exists(), "one commit");
+
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    crate::common::alter_table(&silver, None, &[("delta.appendOnly", "true")]);
+    let untouched = snapshot(&silver);
+    let output = bf_in(root).args(["plan", "plans/march.toml", "-q"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("`delta.appendOnly = true`"), "{stderr}");
+    assert_eq!(snapshot(&silver), untouched);
 }

@@ -9,6 +9,7 @@ mod corpus;
 mod demo;
 mod disk;
 mod faults;
+mod features;
 mod fuzz;
 mod inputs;
 mod ledger;

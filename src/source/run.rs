@@ -5,7 +5,8 @@
 //! 2. Plan the query with DataFusion's read-only SQL options (no DDL, DML, COPY or SET — the second
 //!    guard after `bf validate`'s parser check) and bind `$start`, `$end`, `$run_date` as DATE values.
 //! 3. Align its columns to the target table: same names, cast to the table's types; a missing or
-//!    extra column, or a type that cannot be cast, is an error listing them.
+//!    extra column, or a type that cannot be cast, is an error listing them. Generated columns may
+//!    be left out: the table computes them.
 //! 4. Count the rows by where their date falls (this slice, another slice, outside the window, NULL)
 //!    and keep only this slice's rows: nothing outside a slice is ever written by it.
 //!
@@ -119,13 +120,27 @@ pub struct Source<'a> {
     /// The stores the inputs are in, with the plan's `[storage]` settings.
     stores: Stores,
     target_schema: SchemaRef,
+    /// Columns the table computes (generated columns): the query may leave them out.
+    computed: Vec<String>,
     /// The version each Delta input is read at: the first slice pins it, or the saved plan does.
     pinned: std::sync::Mutex<Vec<DeltaInput>>,
 }
 
 impl<'a> Source<'a> {
     pub fn new(document: &'a PlanDocument, target_schema: SchemaRef) -> Self {
-        Source { document, stores: document.stores(), target_schema, pinned: Default::default() }
+        Source {
+            document,
+            stores: document.stores(),
+            target_schema,
+            computed: Vec::new(),
+            pinned: Default::default(),
+        }
+    }
+
+    /// Lets the query leave out the columns the table computes itself.
+    pub fn with_computed_columns<'c>(mut self, columns: impl IntoIterator<Item = &'c str>) -> Self {
+        self.computed = columns.into_iter().map(str::to_owned).collect();
+        self
     }
 
     /// Reads each Delta input at the version the saved plan read.
@@ -237,7 +252,7 @@ impl<'a> Source<'a> {
                 ])
             })
             .map_err(|e| query_error(&e))?;
-        let aligned = align(query, &self.target_schema)?;
+        let aligned = align(query, &self.target_schema, &self.computed)?;
         let column = &plan.target.date_column;
         let counts = if counted {
             Some(count_rows(&aligned, column, slice, &plan.window()).await.map_err(|e| query_error(&e))?)
@@ -343,13 +358,15 @@ async fn listing(
     })
 }
 
-/// Selects the target's columns from the query, in the target's order and types.
-fn align(query: DataFrame, target: &SchemaRef) -> Result<DataFrame, SourceError> {
+/// Selects the target's columns from the query, in the target's order and types. A `computed`
+/// column the query leaves out is left to the table to compute.
+fn align(query: DataFrame, target: &SchemaRef, computed: &[String]) -> Result<DataFrame, SourceError> {
     let produced = query.schema().clone();
     let mut problems = Vec::new();
     let mut columns = Vec::new();
     for field in target.fields() {
         match produced.qualified_field_with_unqualified_name(field.name()) {
+            Err(_) if computed.contains(field.name()) => {}
             Err(_) => problems.push(format!(
                 "  - `{}` ({}) is in the table but not in the query",
                 field.name(),

@@ -141,6 +141,18 @@ pub fn orders_columns() -> Vec<bf::deltalake::kernel::StructField> {
 /// Writes an orders table (order_id, customer, amount, currency, order_date), optionally partitioned
 /// by order_date, one commit per group of rows, and returns its folder.
 pub async fn orders_table(dir: &Path, partitioned: bool, commits: &[&[OrderRow]]) -> PathBuf {
+    orders_table_with(dir, partitioned, orders_columns(), &[], commits).await
+}
+
+/// [`orders_table`] with its own columns (the orders' five, with their metadata, and any column
+/// the table generates) and table properties.
+pub async fn orders_table_with(
+    dir: &Path,
+    partitioned: bool,
+    columns: Vec<bf::deltalake::kernel::StructField>,
+    properties: &[(&str, &str)],
+    commits: &[&[OrderRow]],
+) -> PathBuf {
     use std::sync::Arc;
 
     use bf::deltalake::arrow::array::{
@@ -149,7 +161,8 @@ pub async fn orders_table(dir: &Path, partitioned: bool, commits: &[&[OrderRow]]
     use bf::deltalake::arrow::datatypes::{DataType as ArrowType, Date32Type, Field, Schema};
     use bf::deltalake::protocol::SaveMode;
 
-    let mut table = new_table(dir, orders_columns(), if partitioned { &["order_date"] } else { &[] }).await;
+    let mut table =
+        new_table_with(dir, columns, if partitioned { &["order_date"] } else { &[] }, properties).await;
     let schema = Arc::new(Schema::new(vec![
         Field::new("order_id", ArrowType::Int64, true),
         Field::new("customer", ArrowType::Utf8, true),
@@ -304,4 +317,47 @@ pub fn python_venv(variable: &str, name: &str, import: &str, packages: &[&str]) 
         assert!(installed.success(), "pip install {packages:?} (PyPI)");
     }
     bin
+}
+
+/// Changes a table the way an engine's ALTER TABLE does, in one commit of the next version written
+/// raw: `protocol` (an upgrade, as JSON) if given, and the latest metaData with `properties` set.
+pub fn alter_table(table: &Path, protocol: Option<serde_json::Value>, properties: &[(&str, &str)]) {
+    alter_table_with(table, protocol, |metadata| {
+        for (key, value) in properties {
+            metadata["configuration"][*key] = serde_json::Value::from(*value);
+        }
+    });
+}
+
+/// [`alter_table`] with the change to the latest metaData action made by `edit`.
+pub fn alter_table_with(
+    table: &Path,
+    protocol: Option<serde_json::Value>,
+    edit: impl FnOnce(&mut serde_json::Value),
+) {
+    use serde_json::{Value, json};
+    let mut commits: Vec<(u64, PathBuf)> = std::fs::read_dir(table.join("_delta_log"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter_map(|p| Some((p.file_name()?.to_str()?.strip_suffix(".json")?.parse().ok()?, p)))
+        .collect();
+    commits.sort();
+    let next = commits.last().map_or(0, |(version, _)| version + 1);
+    let mut metadata = commits
+        .iter()
+        .rev()
+        .find_map(|(_, p)| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .find_map(|l| serde_json::from_str::<Value>(l).ok()?.get("metaData").cloned())
+        })
+        .expect("a metaData action");
+    edit(&mut metadata);
+    let mut lines =
+        vec![json!({"commitInfo": {"timestamp": 1_700_000_000_000u64, "operation": "ALTER TABLE"}})];
+    lines.extend(protocol.map(|p| json!({ "protocol": p })));
+    lines.push(json!({ "metaData": metadata }));
+    let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
+    std::fs::write(table.join(format!("_delta_log/{next:020}.json")), text).unwrap();
 }
