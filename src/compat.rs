@@ -65,6 +65,12 @@ pub const HONOURED: &[Honoured] = &[
         proof: "features::column_mapped_tables_backfill_by_logical_name_and_write_physical_names",
     },
     Honoured {
+        feature: "variantType",
+        how: "a type: deltalake writes a variant as its struct of metadata and value bytes, and bf's \
+              diff shows nested values without casting them to text",
+        proof: "features::a_variant_column_is_carried_through_a_backfill_byte_for_byte",
+    },
+    Honoured {
         feature: "deletionVectors",
         how: "deltalake applies a file's vector when it rescues the rows outside a slice, names it in the \
               remove, and RESTORE brings files back with theirs; bf's clone names them by their absolute \

@@ -313,9 +313,17 @@ impl Comparison {
                 .collect::<Vec<_>>()
                 .join(", ")
         };
+        // Nested values (structs, lists, maps, variants) have no CAST to text: Arrow's display
+        // renders them once fetched.
         let texts = |alias: &str| {
-            (0..columns.len())
-                .map(|i| format!("CAST(__bf_{alias}{i} AS VARCHAR)"))
+            self.schema
+                .fields()
+                .iter()
+                .enumerate()
+                .map(|(i, f)| match f.data_type().is_nested() {
+                    true => format!("__bf_{alias}{i}"),
+                    false => format!("CAST(__bf_{alias}{i} AS VARCHAR)"),
+                })
                 .collect::<Vec<_>>()
                 .join(", ")
         };

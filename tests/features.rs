@@ -427,7 +427,8 @@ fn rename_column(table: &Path, version: u64, from: &str, to: &str) {
     std::fs::write(table.join(format!("_delta_log/{version:020}.json")), text).unwrap();
 }
 
-/// The physical name and id of each column, from the table's last metaData action, read raw.
+/// The physical name and id of each column, from the table's last metaData action, read raw (a
+/// table without column mapping: its names, id 0).
 fn column_mapping(table: &Path) -> Vec<(String, String, i64)> {
     let mut versions: Vec<_> = std::fs::read_dir(table.join("_delta_log"))
         .unwrap()
@@ -452,11 +453,9 @@ fn column_mapping(table: &Path) -> Vec<(String, String, i64)> {
         .iter()
         .map(|f| {
             let m = &f["metadata"];
-            (
-                f["name"].as_str().unwrap().to_owned(),
-                m["delta.columnMapping.physicalName"].as_str().unwrap().to_owned(),
-                m["delta.columnMapping.id"].as_i64().unwrap(),
-            )
+            let name = f["name"].as_str().unwrap().to_owned();
+            let physical = m["delta.columnMapping.physicalName"].as_str().map_or(name.clone(), str::to_owned);
+            (name, physical, m["delta.columnMapping.id"].as_i64().unwrap_or(0))
         })
         .collect()
 }
@@ -689,5 +688,132 @@ async fn bf_never_removes_log_entries_so_protected_checkpoints_stay() {
             assert!(rolled.contains(name), "partitioned {partitioned}: {name} was removed: {rolled:?}");
         }
         assert_eq!(python_sql_rows(&table, "order_id,amount"), original);
+    }
+}
+
+/// A variant value as Parquet stores it unshredded: the metadata (version 1, an empty dictionary)
+/// and the value (a basic short string, `"hello"` style).
+fn variant_string(text: &str) -> (Vec<u8>, Vec<u8>) {
+    let metadata = vec![0x01, 0x00, 0x00];
+    let mut value = vec![((text.len() as u8) << 2) | 0x01];
+    value.extend_from_slice(text.as_bytes());
+    (metadata, value)
+}
+
+/// Variant columns (unshredded, as `struct<metadata: binary, value: binary>`): a backfill whose
+/// source copies the column from a Delta input writes the same bytes back; the files bf's slices
+/// write hold the variant's two binary fields, read raw; rollback restores the old values.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_variant_column_is_carried_through_a_backfill_byte_for_byte() {
+    use std::sync::Arc;
+
+    use bf::deltalake::arrow::array::{
+        ArrayRef, BinaryArray, Date32Array, Int64Array, RecordBatch, StructArray,
+    };
+    use bf::deltalake::arrow::datatypes::{DataType as Arrow, Date32Type, Field, Fields, Schema};
+    use bf::deltalake::protocol::SaveMode;
+    for partitioned in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let table = dir.path().join("events");
+        let columns = vec![
+            StructField::new("id", DataType::LONG, true),
+            StructField::new("payload", DataType::unshredded_variant(), true),
+            StructField::new("day", DataType::DATE, true),
+        ];
+        let parts: &[&str] = if partitioned { &["day"] } else { &[] };
+        let created = crate::common::new_table(&table, columns, parts).await;
+        let protocol = last_protocol(&table);
+        assert!(protocol["writerFeatures"].to_string().contains("variantType"), "{protocol}");
+        let rows = |texts: &[(i64, &str, &str)]| {
+            let fields = Fields::from(vec![
+                Field::new("metadata", Arrow::Binary, false),
+                Field::new("value", Arrow::Binary, false),
+            ]);
+            let encoded: Vec<(Vec<u8>, Vec<u8>)> = texts.iter().map(|t| variant_string(t.1)).collect();
+            let payload = StructArray::new(
+                fields.clone(),
+                vec![
+                    Arc::new(BinaryArray::from_iter_values(encoded.iter().map(|e| e.0.clone()))) as ArrayRef,
+                    Arc::new(BinaryArray::from_iter_values(encoded.iter().map(|e| e.1.clone()))),
+                ],
+                None,
+            );
+            let schema = Schema::new(vec![
+                Field::new("id", Arrow::Int64, true),
+                Field::new("payload", Arrow::Struct(fields), true),
+                Field::new("day", Arrow::Date32, true),
+            ]);
+            RecordBatch::try_new(
+                Arc::new(schema),
+                vec![
+                    Arc::new(Int64Array::from_iter_values(texts.iter().map(|t| t.0))),
+                    Arc::new(payload),
+                    Arc::new(Date32Array::from_iter_values(
+                        texts.iter().map(|t| Date32Type::from_naive_date(t.2.parse().unwrap())),
+                    )),
+                ],
+            )
+            .unwrap()
+        };
+        created
+            .write(vec![rows(&[(1, "a", "2026-03-01"), (2, "b", "2026-03-02"), (3, "c", "2026-03-03")])])
+            .with_save_mode(SaveMode::Append)
+            .await
+            .unwrap();
+        let fixed = dir.path().join("fixed");
+        crate::common::new_table(
+            &fixed,
+            vec![
+                StructField::new("id", DataType::LONG, true),
+                StructField::new("payload", DataType::unshredded_variant(), true),
+                StructField::new("day", DataType::DATE, true),
+            ],
+            &[],
+        )
+        .await
+        .write(vec![rows(&[(1, "fixed-a", "2026-03-01"), (2, "fixed-b", "2026-03-02")])])
+        .with_save_mode(SaveMode::Append)
+        .await
+        .unwrap();
+        write_plan(
+            dir.path(),
+            "plan.toml",
+            "reason = \"Fix the payloads.\"\n[target]\ntable = \"events\"\ndate_column = \"day\"\nkey = [\"id\"]\n\
+             [window]\nstart = 2026-03-01\nend = 2026-03-02\n[slicing]\nevery = \"day\"\n\
+             [source]\ninputs.src = { path = \"fixed\", format = \"delta\" }\nquery = \"SELECT * FROM src\"\n",
+        );
+        let hex = |text: &str| {
+            let (metadata, value) = variant_string(text);
+            let hex = |bytes: Vec<u8>| bytes.iter().map(|b| format!("{b:02x}")).collect::<String>();
+            format!("{{metadata: {}, value: {}}}", hex(metadata), hex(value))
+        };
+        let read = |table: &Path| raw_rows(table, "name", &["id", "payload", "day"]);
+        let original = [
+            format!("1|{}|2026-03-01", hex("a")),
+            format!("2|{}|2026-03-02", hex("b")),
+            format!("3|{}|2026-03-03", hex("c")),
+        ];
+        assert_eq!(read(&table), original);
+        let planned = ok(dir.path(), &["plan", "plan.toml", "--json", "-q"]);
+        let saved: Value = serde_json::from_slice(&planned.stdout).unwrap();
+        for slice in saved["slices"].as_array().unwrap() {
+            assert_eq!(slice["changes"]["changed"], 1, "one payload changed a day: {slice}");
+        }
+        let sample = saved["slices"][0]["changes"]["samples"][0].to_string();
+        let fixed_a = hex("fixed-a");
+        let value = fixed_a.split("value: ").nth(1).unwrap().trim_end_matches('}');
+        assert!(sample.contains(value), "the diff shows the new value: {sample}");
+        ok(dir.path(), &["apply", "--auto-approve", "-q"]);
+        assert_eq!(
+            read(&table),
+            [
+                format!("1|{}|2026-03-01", hex("fixed-a")),
+                format!("2|{}|2026-03-02", hex("fixed-b")),
+                format!("3|{}|2026-03-03", hex("c"))
+            ],
+            "partitioned {partitioned}"
+        );
+        ok(dir.path(), &["rollback", "--auto-approve"]);
+        assert_eq!(read(&table), original, "partitioned {partitioned}");
     }
 }
