@@ -8,7 +8,8 @@
 //!    [`compat`]: whether bf may write it at all.
 //! 4. [`source`]: where a slice's corrected rows come from; plan SQL is read-only.
 //! 5. [`rehearsal`]: a [`clone`] of the target (shallow), every slice written into it.
-//! 6. [`slice_writer`] with [`predicate`]: the one way bf writes a slice — one commit.
+//! 6. [`slice_writer`] with [`predicate`]: the one way bf writes a slice — one commit; [`row_rules`]
+//!    names the table rule a refused row broke.
 //! 7. [`diff`] and [`checks`]: before vs after, row changes, checks, guards.
 //! 8. [`plan`]: the saved plan, the value `bf apply` will apply.
 //! 9. [`apply`] with [`ledger`]: the slices committed to the real table, each recorded in it, and

@@ -5,7 +5,7 @@
 //! no clock (a run date is derived from the slice, never from "today").
 //!
 //! 1. A [`Window`] is an inclusive range of days.
-//! 2. A [`Cadence`] ("day", "week", "month", "<N> days", …) names the boundaries slices start on:
+//! 2. A [`Cadence`] ("day", "week", "month", `"<N> days"`, …) names the boundaries slices start on:
 //!    calendar units are aligned to the calendar (ISO weeks start on Monday, months on the 1st), while
 //!    `<N> days` counts from the window's first day.
 //! 3. [`Window::slices`] walks those boundaries and clips the first and last slice to the window, so the

@@ -817,3 +817,37 @@ async fn a_variant_column_is_carried_through_a_backfill_byte_for_byte() {
         assert_eq!(read(&table), original, "partitioned {partitioned}");
     }
 }
+
+/// The features bf's gate still refuses, and why, shown on Spark's tables by writing them with
+/// deltalake directly, past bf's gate: deltalake refuses identity columns, row tracking and
+/// clustering itself — it assigns no identity values, no row ids, and keeps no clustering
+/// metadata — so no proof can pass, and bf refuses them first, naming them, the table untouched.
+#[tokio::test(flavor = "multi_thread")]
+async fn identity_columns_row_tracking_and_clustering_are_refused_by_deltalake_and_by_bf() {
+    use bf::deltalake::datafusion::prelude::SessionContext;
+    use bf::deltalake::protocol::SaveMode;
+    for (name, features) in [
+        ("rs_checkpoint_v2_table", &["identityColumns"][..]),
+        ("rs_table_with_liquid_clustering", &["domainMetadata", "rowTracking", "liquid"][..]),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let table = dir.path().join(name);
+        crate::corpus::copy_dir(&crate::common::repo("tests/data/delta-corpus").join(name), &table);
+        let untouched = snapshot(&table);
+        // Past bf's gate: deltalake asked to append a copy of the table's own rows.
+        let opened = open_table(&table).await;
+        let ctx = SessionContext::new();
+        let rows = ctx.read_table(opened.table_provider().await.unwrap()).unwrap().collect().await.unwrap();
+        let refused = opened.write(rows).with_save_mode(SaveMode::Append).await.expect_err(name).to_string();
+        for feature in features {
+            let named = feature.to_lowercase();
+            assert!(refused.to_lowercase().contains(&named), "{name}: deltalake names {feature}: {refused}");
+        }
+        assert_eq!(snapshot(&table), untouched, "{name}");
+        // And bf, before any clone.
+        let gate = bf::compat::check_writable(&open_table(&table).await).await.expect_err(name).to_string();
+        for feature in features {
+            assert!(gate.contains(&format!("`{feature}`")), "{name}: {gate}");
+        }
+    }
+}
