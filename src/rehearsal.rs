@@ -416,8 +416,8 @@ fn rehearsal_url(document: &PlanDocument, target: &Url) -> Result<Url, crate::st
 /// target is the same file (the clone references it; bf refuses deletion vectors), so only the
 /// files the slices replaced and the files they wrote are read: a one-month plan on a three-year
 /// table reads one month's files, not three years. Where the rewritten files cannot be read on
-/// their own (partition columns other than the date live in the log, not in the files), every row
-/// outside the window is compared.
+/// their own (partition columns other than the date live in the log, not in the files; deletion
+/// vectors; column mapping), every row outside the window is compared.
 async fn compare_outside(
     target: &DeltaTable,
     rehearsal: &DeltaTable,
@@ -462,8 +462,12 @@ async fn compare_outside(
             }));
         }
     }
-    // Files read on their own show the rows their deletion vectors delete: compare through the tables.
-    if !partitions.is_empty() || replaced.iter().chain(&written).any(|f| thinned.contains(f)) {
+    // Files read on their own show the rows their deletion vectors delete, and a column-mapped
+    // table's columns under physical names (its date reads as NULL): compare through the tables.
+    if !partitions.is_empty()
+        || table::maps_columns(target)
+        || replaced.iter().chain(&written).any(|f| thinned.contains(f))
+    {
         return compare_all_outside(comparison, outside, metrics).await;
     }
     let before = comparison.measure_files(&replaced, outside.clone(), metrics).await?;

@@ -319,3 +319,15 @@ pub fn generated_columns(table: &DeltaTable) -> Vec<String> {
         .map(|state| crate::row_rules::RowRules::of(state).generated_columns().map(str::to_owned).collect())
         .unwrap_or_default()
 }
+
+/// Whether the table's files name their columns by physical names (column mapping by name or id):
+/// read on their own, without the log's mapping, they do not show the table's columns.
+pub fn maps_columns(table: &DeltaTable) -> bool {
+    table.snapshot().is_ok_and(|state| {
+        state
+            .metadata()
+            .configuration()
+            .get("delta.columnMapping.mode")
+            .is_some_and(|mode| !mode.eq_ignore_ascii_case("none"))
+    })
+}

@@ -525,11 +525,18 @@ fn raw_rows(table: &Path, mode: &str, columns: &[&str]) -> Vec<String> {
 /// plan's SQL names the columns as users see them; the Parquet files bf's slices write name them by
 /// their physical names with their field ids, and partition values are keyed by physical name; the
 /// rehearsal keeps the mapping; another reader sees the logical columns before, after and after
-/// the rollback.
+/// the rollback — a replace rolled back by RESTORE, a merge rolled back window-only.
 #[tokio::test(flavor = "multi_thread")]
 async fn column_mapped_tables_backfill_by_logical_name_and_write_physical_names() {
     use bf::deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    for (mode, partitioned) in [("id", false), ("name", true)] {
+    let full: &[&str] = &["rollback", "--auto-approve"];
+    let window_only: &[&str] = &["rollback", "--auto-approve", "--window-only"];
+    for (mode, partitioned, write, rollback) in [
+        ("id", false, "replace", full),
+        ("id", false, "merge", window_only),
+        ("name", true, "replace", full),
+        ("name", true, "merge", window_only),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let table = dir.path().join("orders");
         python(
@@ -561,15 +568,29 @@ async fn column_mapped_tables_backfill_by_logical_name_and_write_physical_names(
             "order_id,net_amount,order_date\n1,11.0,2026-03-01\n5,50.0,2026-03-01\n3,33.0,2026-03-02\n",
         )
         .unwrap();
-        reload_plan(dir.path(), "replace", "order_id, net_amount, CAST(order_date AS DATE) AS order_date");
-        ok(dir.path(), &["plan", "plan.toml", "-q"]);
+        reload_plan(dir.path(), write, "order_id, net_amount, CAST(order_date AS DATE) AS order_date");
+        let planned = ok(dir.path(), &["plan", "plan.toml", "--json", "-q"]);
+        let saved: Value = serde_json::from_slice(&planned.stdout).unwrap();
+        // Outside the window: order 4 alone, read with its date (not NULL, as the files read
+        // without the mapping would show it).
+        let outside = &saved["outside_window"];
+        assert_eq!(
+            (&outside["before"]["rows"], &outside["unchanged"]),
+            (&Value::from(1), &Value::Bool(true)),
+            "{outside}"
+        );
         assert_eq!(
             column_mapping(&dir.path().join("orders__rehearsal")),
             mapping,
             "the clone keeps the mapping"
         );
         ok(dir.path(), &["apply", "--auto-approve", "-q"]);
-        let after = ["1|11.0|2026-03-01", "3|33.0|2026-03-02", "4|40.0|2026-03-03", "5|50.0|2026-03-01"];
+        // A merge keeps order 2, which the source lacks.
+        let mut after =
+            vec!["1|11.0|2026-03-01", "3|33.0|2026-03-02", "4|40.0|2026-03-03", "5|50.0|2026-03-01"];
+        if write == "merge" {
+            after.insert(1, "2|20.0|2026-03-01");
+        }
         assert_eq!(read(&table), after, "{mode}");
         assert_eq!(raw_rows(&table, mode, &["order_id", "net_amount", "order_date"]), after, "{mode}");
         assert_eq!(column_mapping(&table), mapping, "{mode}: the mapping is unchanged");
@@ -608,8 +629,8 @@ async fn column_mapped_tables_backfill_by_logical_name_and_write_physical_names(
             }
         }
 
-        ok(dir.path(), &["rollback", "--auto-approve"]);
-        assert_eq!(read(&table), original, "{mode}");
+        ok(dir.path(), rollback);
+        assert_eq!(read(&table), original, "{mode}, {write}");
         assert_eq!(raw_rows(&table, mode, &["order_id", "net_amount", "order_date"]), original, "{mode}");
     }
 }
@@ -652,7 +673,9 @@ fn log_files(table: &Path) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn bf_never_removes_log_entries_so_protected_checkpoints_stay() {
     use bf::deltalake::parquet::file::reader::{FileReader, SerializedFileReader};
-    for partitioned in [false, true] {
+    let full: &[&str] = &["rollback", "--auto-approve"];
+    let window_only: &[&str] = &["rollback", "--auto-approve", "--window-only"];
+    for (partitioned, rollback) in [(false, full), (true, window_only)] {
         let dir = tempfile::tempdir().unwrap();
         let table = dir.path().join("orders");
         orders_table_with(&table, partitioned, orders_columns(), &[], &[&ORDERS]).await;
@@ -682,7 +705,7 @@ async fn bf_never_removes_log_entries_so_protected_checkpoints_stay() {
         }
         assert_eq!(python_sql_rows(&table, "order_id,amount"), ["1|11.0", "3|33.0", "4|40.0"]);
 
-        ok(dir.path(), &["rollback", "--auto-approve"]);
+        ok(dir.path(), rollback);
         let rolled = log_files(&table);
         for name in &applied {
             assert!(rolled.contains(name), "partitioned {partitioned}: {name} was removed: {rolled:?}");
@@ -712,7 +735,14 @@ async fn a_variant_column_is_carried_through_a_backfill_byte_for_byte() {
     };
     use bf::deltalake::arrow::datatypes::{DataType as Arrow, Date32Type, Field, Fields, Schema};
     use bf::deltalake::protocol::SaveMode;
-    for partitioned in [false, true] {
+    let full: &[&str] = &["rollback", "--auto-approve"];
+    let window_only: &[&str] = &["rollback", "--auto-approve", "--window-only"];
+    for (partitioned, write, rollback) in [
+        (false, "replace", full),
+        (false, "merge", window_only),
+        (true, "replace", full),
+        (true, "merge", window_only),
+    ] {
         let dir = tempfile::tempdir().unwrap();
         let table = dir.path().join("events");
         let columns = vec![
@@ -778,9 +808,11 @@ async fn a_variant_column_is_carried_through_a_backfill_byte_for_byte() {
         write_plan(
             dir.path(),
             "plan.toml",
-            "reason = \"Fix the payloads.\"\n[target]\ntable = \"events\"\ndate_column = \"day\"\nkey = [\"id\"]\n\
-             [window]\nstart = 2026-03-01\nend = 2026-03-02\n[slicing]\nevery = \"day\"\n\
-             [source]\ninputs.src = { path = \"fixed\", format = \"delta\" }\nquery = \"SELECT * FROM src\"\n",
+            &format!(
+                "reason = \"Fix the payloads.\"\n[target]\ntable = \"events\"\ndate_column = \"day\"\nkey = [\"id\"]\n\
+             [window]\nstart = 2026-03-01\nend = 2026-03-02\n[slicing]\nevery = \"day\"\n[write]\nmode = \"{write}\"\n\
+             [source]\ninputs.src = {{ path = \"fixed\", format = \"delta\" }}\nquery = \"SELECT * FROM src\"\n"
+            ),
         );
         let hex = |text: &str| {
             let (metadata, value) = variant_string(text);
@@ -813,8 +845,8 @@ async fn a_variant_column_is_carried_through_a_backfill_byte_for_byte() {
             ],
             "partitioned {partitioned}"
         );
-        ok(dir.path(), &["rollback", "--auto-approve"]);
-        assert_eq!(read(&table), original, "partitioned {partitioned}");
+        ok(dir.path(), rollback);
+        assert_eq!(read(&table), original, "partitioned {partitioned}, {write}");
     }
 }
 
