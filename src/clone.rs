@@ -115,6 +115,11 @@ impl<'a> ShallowClone<'a> {
 
         let mut metrics = CloneMetrics { source_version, ..CloneMetrics::default() };
         let mut actions = vec![Action::Protocol(protocol.clone()), Action::Metadata(metadata.clone())];
+        // The log keys partition values and statistics by the column's physical name.
+        let physical = match &self.localize {
+            Localize::Window(column, _) => crate::table::physical_name(self.source, column),
+            Localize::Nothing => String::new(),
+        };
         for file in &files {
             let decoded = file.path().into_owned();
             // Files of a table that is itself a clone are already absolute.
@@ -125,8 +130,8 @@ impl<'a> ShallowClone<'a> {
             let partition_values = file.partition_values_map();
             let inside_source = absolute.as_str().starts_with(source_root.as_str());
             let localize = match &self.localize {
-                Localize::Window(column, window) => {
-                    inside_source && overlaps(window, column, &partition_values, file.stats().as_deref())
+                Localize::Window(_, window) => {
+                    inside_source && overlaps(window, &physical, &partition_values, file.stats().as_deref())
                 }
                 Localize::Nothing => false,
             };

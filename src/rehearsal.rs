@@ -444,9 +444,10 @@ async fn compare_outside(
     let partitions = table::partition_columns(target);
     if partitions.iter().any(|p| p == column) {
         // Each file holds one day: files of days inside the window hold no row outside it.
+        let physical = table::physical_name(target, column);
         let inside = |values: &HashMap<String, Option<String>>| {
             values
-                .get(column)
+                .get(&physical)
                 .cloned()
                 .flatten()
                 .and_then(|d| d.parse().ok())

@@ -348,7 +348,8 @@ impl RollbackPlan {
 
     /// Other writers' commits since the backfill that added files holding window rows, or removed any.
     async fn others_in_window(&self, table: &DeltaTable) -> Result<Vec<Entry>, RollbackError> {
-        let column = &self.backfill.backfill.date_column;
+        // The log keys partition values and statistics by the column's physical name.
+        let column = &crate::table::physical_name(table, &self.backfill.backfill.date_column);
         let mut inside = Vec::new();
         for entry in &self.others {
             let adds = ledger::added_files(table, entry.version).await?;

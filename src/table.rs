@@ -132,6 +132,7 @@ pub async fn rows_in_slice_from_log(
     slice: &Slice,
 ) -> Result<Option<u64>, DeltaTableError> {
     let by_partition = partition_columns(table).iter().any(|c| c == date_column);
+    let date_column = &physical_name(table, date_column);
     let mut files = table.get_active_add_actions_by_predicate(None);
     let mut rows = 0;
     while let Some(file) = files.try_next().await? {
@@ -330,4 +331,17 @@ pub fn maps_columns(table: &DeltaTable) -> bool {
             .get("delta.columnMapping.mode")
             .is_some_and(|mode| !mode.eq_ignore_ascii_case("none"))
     })
+}
+
+/// The name `column` has in the table's files and in the log's partition values and statistics:
+/// its physical name under column mapping, else the column itself.
+pub fn physical_name(table: &DeltaTable, column: &str) -> String {
+    use deltalake::kernel::MetadataValue;
+    let physical = table.snapshot().ok().filter(|_| maps_columns(table)).and_then(|state| {
+        match state.schema().field(column)?.metadata().get("delta.columnMapping.physicalName")? {
+            MetadataValue::String(name) => Some(name.clone()),
+            _ => None,
+        }
+    });
+    physical.unwrap_or_else(|| column.to_owned())
 }

@@ -544,13 +544,15 @@ async fn column_mapped_tables_backfill_by_logical_name_and_write_physical_names(
                 "import deltalake, pyarrow as pa, datetime as d\n\
                  t = pa.table({{'order_id': [1, 2, 3, 4], 'amount': [10.0, 20.0, 30.0, 40.0],\n\
                    'order_date': [d.date(2026, 3, 1), d.date(2026, 3, 1), d.date(2026, 3, 2), d.date(2026, 3, 3)]}})\n\
-                 deltalake.write_deltalake({:?}, t, partition_by={:?}, configuration={{'delta.columnMapping.mode': '{mode}'}})\n",
+                 deltalake.write_deltalake({0:?}, t, partition_by={1:?}, configuration={{'delta.columnMapping.mode': '{mode}'}})\n\
+                 later = pa.table({{'order_id': [6], 'amount': [60.0], 'order_date': [d.date(2026, 3, 10)]}})\n\
+                 deltalake.write_deltalake({0:?}, later, mode='append')\n",
                 table.to_str().unwrap(),
                 if partitioned { vec!["order_date"] } else { vec![] },
             ),
             &[],
         );
-        rename_column(&table, 1, "amount", "net_amount");
+        rename_column(&table, 2, "amount", "net_amount");
         let mapping = column_mapping(&table);
         assert_eq!(mapping[1].0, "net_amount");
         // The Python package's pyarrow reader (1.6.6) reads every value of a column-mapped table as
@@ -559,7 +561,13 @@ async fn column_mapped_tables_backfill_by_logical_name_and_write_physical_names(
         let original = read(&table);
         assert_eq!(
             original,
-            ["1|10.0|2026-03-01", "2|20.0|2026-03-01", "3|30.0|2026-03-02", "4|40.0|2026-03-03"]
+            [
+                "1|10.0|2026-03-01",
+                "2|20.0|2026-03-01",
+                "3|30.0|2026-03-02",
+                "4|40.0|2026-03-03",
+                "6|60.0|2026-03-10"
+            ]
         );
         assert_eq!(raw_rows(&table, mode, &["order_id", "net_amount", "order_date"]), original);
 
@@ -571,14 +579,19 @@ async fn column_mapped_tables_backfill_by_logical_name_and_write_physical_names(
         reload_plan(dir.path(), write, "order_id, net_amount, CAST(order_date AS DATE) AS order_date");
         let planned = ok(dir.path(), &["plan", "plan.toml", "--json", "-q"]);
         let saved: Value = serde_json::from_slice(&planned.stdout).unwrap();
-        // Outside the window: order 4 alone, read with its date (not NULL, as the files read
-        // without the mapping would show it).
+        // Outside the window: orders 4 and 6, read with their dates (not NULL, as the files read
+        // without the mapping would show them); partitioned by the date, whole days are replaced
+        // and the partition values, keyed by physical name, say no row outside was touched.
         let outside = &saved["outside_window"];
         assert_eq!(
             (&outside["before"]["rows"], &outside["unchanged"]),
-            (&Value::from(1), &Value::Bool(true)),
+            (&Value::from(if partitioned { 0 } else { 2 }), &Value::Bool(true)),
             "{outside}"
         );
+        // The clone read the statistics under the date's physical name: the file of March 10 is
+        // referenced, not copied (partitioned by the date, the clone copies nothing).
+        let clone = &saved["rehearsal"]["clone"];
+        assert_eq!(clone["files_referenced"], if partitioned { 4 } else { 1 }, "{clone}");
         assert_eq!(
             column_mapping(&dir.path().join("orders__rehearsal")),
             mapping,
@@ -586,8 +599,13 @@ async fn column_mapped_tables_backfill_by_logical_name_and_write_physical_names(
         );
         ok(dir.path(), &["apply", "--auto-approve", "-q"]);
         // A merge keeps order 2, which the source lacks.
-        let mut after =
-            vec!["1|11.0|2026-03-01", "3|33.0|2026-03-02", "4|40.0|2026-03-03", "5|50.0|2026-03-01"];
+        let mut after = vec![
+            "1|11.0|2026-03-01",
+            "3|33.0|2026-03-02",
+            "4|40.0|2026-03-03",
+            "5|50.0|2026-03-01",
+            "6|60.0|2026-03-10",
+        ];
         if write == "merge" {
             after.insert(1, "2|20.0|2026-03-01");
         }
@@ -597,7 +615,7 @@ async fn column_mapped_tables_backfill_by_logical_name_and_write_physical_names(
 
         // The files the slices added, read raw: physical names, field ids, physical partition keys.
         let version = open_table(&table).await.version().unwrap();
-        let added: Vec<Value> = (2..=version)
+        let added: Vec<Value> = (3..=version)
             .flat_map(|v| {
                 std::fs::read_to_string(table.join(format!("_delta_log/{v:020}.json")))
                     .unwrap()
