@@ -29,6 +29,7 @@ use crate::fault::{fault, pause_before};
 use crate::ledger::{self, Backfill, Entry};
 use crate::plan::{self, Plan};
 use crate::plan_file::{self, PlanFile};
+use crate::publish::Publisher;
 use crate::slice_writer::SliceWriter;
 use crate::source::run::{DeltaInput, FolderListing, Source};
 use crate::store::{StoreError, Stores, display_url};
@@ -60,6 +61,13 @@ pub enum ApplyError {
          The slices committed before it stay recorded. Run `bf plan` again to plan against the new version."
     )]
     Conflict { slice: usize, first: String, kind: String, commits: String },
+    #[error(
+        "bf cannot publish the rehearsed slices: {0}.\nRun `bf plan` to rehearse again, or `bf apply --recompute` \
+         to run each slice's query again and write its rows (what lands may then differ from what was reviewed)."
+    )]
+    Unpublishable(String),
+    #[error("slice {slice} ({first}) was not published: {message}")]
+    Publish { slice: usize, first: String, message: String },
     #[error("{0}")]
     Delta(String),
     #[error(transparent)]
@@ -122,11 +130,18 @@ impl ApplyProgress for Silent {}
 pub struct Apply<'a> {
     plan: &'a Plan,
     rerun: bool,
+    recompute: bool,
 }
 
 impl<'a> Apply<'a> {
     pub fn new(plan: &'a Plan) -> Self {
-        Apply { plan, rerun: false }
+        Apply { plan, rerun: false, recompute: false }
+    }
+
+    /// Runs each slice's query again and writes its rows, instead of publishing the rehearsed files.
+    pub fn with_recompute(mut self, recompute: bool) -> Self {
+        self.recompute = recompute;
+        self
     }
 
     /// Re-applies every slice under a new backfill id, even those already committed.
@@ -204,12 +219,17 @@ impl<'a> Apply<'a> {
             outcomes.push(outcome);
         }
         let pending: Vec<&Slice> = slices.iter().filter(|s| !done.contains(&s.index)).collect();
+        let publisher = match self.recompute {
+            true => None,
+            false => Some(publisher(&stores, plan, &pending).await.map_err(ApplyError::Unpublishable)?),
+        };
         let parallel = spec.slicing.parallel.max(1) as usize;
         let run = SliceRun {
             plan,
             stores: &stores,
             source: &source,
             writer: &writer,
+            publisher: publisher.as_ref(),
             backfill: &backfill,
             spec,
             progress,
@@ -327,6 +347,8 @@ struct SliceRun<'r> {
     stores: &'r Stores,
     source: &'r Source<'r>,
     writer: &'r SliceWriter,
+    /// Publishes the rehearsed slices; without it, each slice's query runs again.
+    publisher: Option<&'r Publisher<'r>>,
     backfill: &'r Backfill,
     spec: &'r PlanFile,
     progress: &'r dyn ApplyProgress,
@@ -347,11 +369,40 @@ impl SliceRun<'_> {
         table: DeltaTable,
     ) -> Result<(DeltaTable, SliceOutcome), ApplyError> {
         fault(&format!("before-slice:{}", slice.index));
-        let rows = self.source.for_slice(slice).await?;
-        pause_before(slice.index);
+        let rehearsed = self.rehearsed(slice)?;
         let read_version = table.version().unwrap_or(0);
         let url = table.table_url().clone();
-        let table = match self.writer.write(table, slice, &rows, self.backfill.slice_commit(slice)).await {
+        let written = match (self.publisher, &rehearsed.publication) {
+            (Some(publisher), Some(publication)) => {
+                pause_before(slice.index);
+                let commit = |info| self.backfill.slice_commit_with(slice, info);
+                match publisher.publish(table, slice, publication, rehearsed.predicate.clone(), commit).await
+                {
+                    Ok(table) => Ok(table),
+                    // A commit that failed reads as a write's does: a conflict is named the same way.
+                    Err(crate::publish::PublishError::Delta(error)) => Err(crate::slice_writer::WriteError {
+                        slice: slice.index,
+                        first: slice.first.to_string(),
+                        last: slice.last.to_string(),
+                        broken: None,
+                        source: Box::new(error),
+                    }),
+                    Err(other) => {
+                        return Err(ApplyError::Publish {
+                            slice: slice.index,
+                            first: slice.first.to_string(),
+                            message: other.to_string(),
+                        });
+                    }
+                }
+            }
+            _ => {
+                let rows = self.source.for_slice(slice).await?;
+                pause_before(slice.index);
+                self.writer.write(table, slice, &rows, self.backfill.slice_commit(slice)).await
+            }
+        };
+        let table = match written {
             Ok(table) => table,
             Err(error) => {
                 return Err(conflict_or(
@@ -366,7 +417,6 @@ impl SliceRun<'_> {
             }
         };
         fault(&format!("after-commit:{}", slice.index));
-        let rehearsed = self.rehearsed(slice)?;
         let found = verify(&table, &self.spec.target.date_column, slice, rehearsed.after.rows).await?;
         let outcome = SliceOutcome {
             index: slice.index,
@@ -380,6 +430,33 @@ impl SliceRun<'_> {
         self.progress.slice_done(&outcome);
         Ok((table, outcome))
     }
+}
+
+/// The publisher of the rehearsed slices, once it is sure it can publish every pending one: the
+/// rehearsal the plan reviewed, unchanged, holding every file to publish.
+async fn publisher<'s>(stores: &'s Stores, plan: &Plan, pending: &[&Slice]) -> Result<Publisher<'s>, String> {
+    let publications: Vec<&crate::publish::Publication> = pending
+        .iter()
+        .map(|slice| {
+            plan.slices
+                .iter()
+                .find(|r| r.index == slice.index)
+                .and_then(|r| r.publication.as_ref())
+                .ok_or_else(|| {
+                    "this plan was saved by a bf that did not record the rehearsed files to publish"
+                        .to_owned()
+                })
+        })
+        .collect::<Result<_, _>>()?;
+    let table_id =
+        plan.rehearsal.table_id.as_deref().ok_or("the plan does not record its rehearsal's table id")?;
+    let rehearsal =
+        url::Url::parse(&plan.rehearsal.uri).map_err(|e| format!("the saved rehearsal URI: {e}"))?;
+    let publisher =
+        Publisher::open(stores, &rehearsal, table_id, plan.rehearsal.version, &plan.target.partition_columns)
+            .await?;
+    publisher.check(publications).await?;
+    Ok(publisher)
 }
 
 /// The backfill this apply continues or starts. A resume keeps the id of the plan's latest backfill

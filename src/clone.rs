@@ -63,6 +63,10 @@ pub struct CloneMetrics {
     /// Wall time of the clone: it should not grow with the data, only with the number of files.
     #[serde(default)]
     pub millis: u64,
+    /// Each file copied into the clone (its path there) and the target's path for it: publishing
+    /// a slice removes the target's file where the rehearsal removed the copy.
+    #[serde(skip)]
+    pub localized: std::collections::BTreeMap<String, String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -147,6 +151,7 @@ impl<'a> ShallowClone<'a> {
                 metrics.bytes_localized += bytes;
                 metrics.files_localized += 1;
                 metrics.files_copied_by_store += usize::from(by_store);
+                metrics.localized.insert(copy.clone(), decoded.clone());
                 copy
             } else {
                 metrics.files_referenced += 1;

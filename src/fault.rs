@@ -8,7 +8,10 @@ use std::path::Path;
 /// `after-commit:N`, `before-comment` (apply); `rollback-before-restore`, `rollback-before-comment`,
 /// `rollback-before-slice:N`, `rollback-after-commit:N` (rollback). Or a corruption bf's own checks
 /// must catch: `drop-row:N` (the slice writer loses one row of slice N, in the rehearsal or the
-/// real table) and `rollback-verify` (the rollback's comparison reads the table as the backfill left it).
+/// real table), `corrupt-published:N` (the copy of a file slice N publishes is not the rehearsed
+/// one) and `rollback-verify` (the rollback's comparison reads the table as the backfill left it).
+/// `before-publish-commit:N` aborts after slice N's files are placed in the target, before its
+/// commit.
 pub const FAULT_ENV: &str = "BF_FAULT";
 
 /// Names a file: before writing slice N (`BF_PAUSE_SLICE=N`), bf creates it and waits while it exists.

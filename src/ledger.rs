@@ -152,8 +152,17 @@ impl Backfill {
 
     /// The commit properties of one slice: ledger keys, `userMetadata`, app transaction.
     pub fn slice_commit(&self, slice: &Slice) -> CommitProperties {
-        self.slice_keys(slice)
-            .commit()
+        self.slice_commit_with(slice, HashMap::new())
+    }
+
+    /// [`Backfill::slice_commit`] with more commitInfo entries (a published slice's
+    /// `operationMetrics`, as its rehearsal's write recorded them).
+    pub fn slice_commit_with(&self, slice: &Slice, info: HashMap<String, Value>) -> CommitProperties {
+        let mut metadata = self.slice_keys(slice).metadata();
+        metadata.extend(info);
+        CommitProperties::default()
+            .with_metadata(metadata)
+            .with_cleanup_expired_logs(Some(false))
             .with_application_transaction(Transaction::new(self.app_id(slice.index), slice.index as i64))
     }
 

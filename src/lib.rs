@@ -29,6 +29,7 @@ pub mod ledger;
 pub mod plan;
 pub mod plan_file;
 pub mod predicate;
+pub mod publish;
 pub mod rehearsal;
 pub mod rollback;
 pub mod row_rules;

@@ -89,6 +89,9 @@ pub struct RehearsalRecord {
     pub uri: String,
     /// The rehearsal's version after its last slice.
     pub version: u64,
+    /// The rehearsal's table id: a rehearsal made again by another `bf plan` has another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_id: Option<String>,
     pub clone: CloneMetrics,
 }
 
@@ -135,6 +138,10 @@ pub struct SliceReport {
     pub after: Measures,
     /// With `target.key`: rows added, removed, changed.
     pub changes: Option<RowChanges>,
+    /// What publishing the rehearsed slice into the target takes (`bf apply`); absent in plans
+    /// saved by a bf that did not publish.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub publication: Option<crate::publish::Publication>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -137,6 +137,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let slices = spec.slices();
     progress.slices(slices.len());
     let mut sources: Vec<(SliceSource, SourceCounts)> = Vec::with_capacity(slices.len());
+    let mut publications = Vec::with_capacity(slices.len());
     for slice in &slices {
         let (rows, counts) = source.for_slice_counted(slice).await?;
         if let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) {
@@ -168,8 +169,18 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         }
         rehearsal =
             writer.write(rehearsal, slice, &rows, crate::ledger::rehearsal_commit(&id, slice.index)).await?;
+        // What `bf apply` will publish: this commit's files, and the target's files it replaces.
+        let version = rehearsal.version().unwrap_or(0);
+        let publication =
+            crate::publish::record(&stores, &rehearsal, version, &target_url, &clone_metrics.localized)
+                .await
+                .map_err(|e| RehearsalError::Query {
+                    what: format!("slice {} ({})", slice.index, slice.first),
+                    message: format!("recording what publishing it takes: {e}"),
+                })?;
         progress.slice_written(slice.index, &slice.first.to_string());
         sources.push((rows, counts));
+        publications.push(publication);
     }
 
     progress.step("comparing before and after");
@@ -182,7 +193,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let mut reports = Vec::with_capacity(slices.len());
     let mut check_results: Vec<CheckResult> = Vec::new();
     let mut merge_notes: Vec<String> = Vec::new();
-    for (slice, (rows, counts)) in slices.iter().zip(&sources) {
+    for ((slice, (rows, counts)), publication) in slices.iter().zip(&sources).zip(publications) {
         let what = format!("slice {} ({})", slice.index, slice.first);
         let predicate = slice_predicate(column, slice);
         let before =
@@ -244,6 +255,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
             before,
             after,
             changes,
+            publication: Some(publication),
         });
     }
 
@@ -337,6 +349,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         rehearsal: RehearsalRecord {
             uri: rehearsal_url.to_string(),
             version: rehearsal.version().unwrap_or(0),
+            table_id: rehearsal.snapshot().ok().map(|s| s.metadata().id().to_owned()),
             clone: clone_metrics,
         },
         inputs: fingerprints(&stores, &sources).await?,

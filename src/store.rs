@@ -476,6 +476,56 @@ impl Stores {
         Ok((size, false))
     }
 
+    /// Puts the file at `from` at `to` as well, replacing what is there: a hard link when both are
+    /// on one local filesystem (no byte is written; the file stays when either name is removed),
+    /// else a copy ([`Stores::copy`]).
+    pub async fn place(&self, from: &Url, to: &Url) -> Result<(), StoreError> {
+        if let (Some(source), Some(destination)) = (local_path(from), local_path(to)) {
+            let io = |e: std::io::Error| StoreError { location: display_url(to), problem: e.to_string() };
+            if let Some(parent) = destination.parent() {
+                std::fs::create_dir_all(parent).map_err(io)?;
+            }
+            match std::fs::remove_file(&destination) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => return Err(io(e)),
+            }
+            if std::fs::hard_link(&source, &destination).is_ok() {
+                return Ok(());
+            }
+        }
+        self.copy(from, to).await.map(|_| ())
+    }
+
+    /// A file's size and the sha256 of its bytes, streamed.
+    pub async fn checksum(&self, url: &Url) -> Result<(u64, String), StoreError> {
+        use sha2::{Digest, Sha256};
+        let mut hasher = Sha256::new();
+        let mut size = 0u64;
+        if let Some(path) = local_path(url) {
+            let io = |e: std::io::Error| StoreError { location: display_url(url), problem: e.to_string() };
+            let mut file = std::fs::File::open(&path).map_err(io)?;
+            let mut buffer = vec![0; 1 << 16];
+            loop {
+                let read = std::io::Read::read(&mut file, &mut buffer).map_err(io)?;
+                if read == 0 {
+                    break;
+                }
+                size += read as u64;
+                hasher.update(&buffer[..read]);
+            }
+        } else {
+            let (store, key) = self.object_store(url)?;
+            let mut chunks = store.get(&key).await.map_err(|e| self.error(url, &e))?.into_stream();
+            while let Some(chunk) = chunks.next().await {
+                let chunk = chunk.map_err(|e| self.error(url, &e))?;
+                size += chunk.len() as u64;
+                hasher.update(&chunk);
+            }
+        }
+        Ok((size, hex::encode(hasher.finalize())))
+    }
+
     /// Removes every file under the folder `url`, and nothing outside it.
     pub async fn remove_folder(&self, folder: &Url) -> Result<(), StoreError> {
         if let Some(path) = local_path(folder) {

@@ -165,10 +165,11 @@ async fn each_corruption_is_caught_by_the_check_that_guards_against_it() {
     bf_in(root).args(["apply", "--auto-approve"]).assert().code(1);
     assert!(slices_of(&daily).is_empty(), "a plan that failed its reconcile is not applied");
 
-    // Apply's verification: the real table's slice 2 loses a row; slice 1 stays, nothing after it.
+    // Apply's verification, recomputing: the real table's slice 2 loses a row; slice 1 stays,
+    // nothing after it.
     bf_in(root).args(["plan", "plans/week.toml", "-q"]).assert().success();
     let output = bf_in(root)
-        .args(["apply", "--auto-approve"])
+        .args(["apply", "--auto-approve", "--recompute"])
         .env(bf::fault::FAULT_ENV, "drop-row:2")
         .output()
         .unwrap();
@@ -195,6 +196,35 @@ async fn each_corruption_is_caught_by_the_check_that_guards_against_it() {
         stderr.contains("after the rollback, the window differs from version 0: 8 rows that were not there"),
         "{stderr}"
     );
+}
+
+/// Publishing checks every file it placed in the table against the checksum the plan recorded,
+/// before the commit: a copy that is not the rehearsed file is never committed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_published_copy_that_is_not_the_rehearsed_file_is_not_committed() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    crate::common::september_plan(root, "week.toml", 6, |text| text);
+    // The publish's checksum: the copy of slice 2's file in the table is not the rehearsed file;
+    // slice 1 stays, and slice 2 is not committed.
+    bf_in(root).args(["plan", "plans/week.toml", "-q"]).assert().success();
+    let output = bf_in(root)
+        .args(["apply", "--auto-approve"])
+        .env(bf::fault::FAULT_ENV, "corrupt-published:2")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("slice 2 (2026-09-02) was not published")
+            && stderr.contains("its copy in the target is not the rehearsed file"),
+        "{stderr}"
+    );
+    assert_eq!(slices_of(&daily), [1], "it stopped before committing the slice whose copy differs");
+    // Published again, the slices land as rehearsed.
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    assert_eq!(slices_of(&daily), [1, 2, 3, 4, 5, 6]);
 }
 
 fn slices_of(table: &Path) -> Vec<u64> {

@@ -16,8 +16,9 @@ use crate::render::plan::{Format, render, summary};
 ///
 /// `bf apply` applies the plan `bf plan` saved in the state dir; `bf apply FILE.json` one saved with
 /// `--out`; `bf apply PLAN.toml` plans first, shows the plan and asks before applying. A stale plan
-/// (plan file edited, table moved, input changed, failed check) is refused. Run it again after a
-/// crash: slices already committed are skipped.
+/// (plan file edited, table moved, input changed, failed check) is refused. Each slice publishes the
+/// files its rehearsal wrote, exactly what the plan showed; `--recompute` runs its query again
+/// instead. Run it again after a crash: slices already committed are skipped.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A saved plan (`.json`) or a plan file (`.toml`) to plan and apply; default: the saved plan.
@@ -31,6 +32,11 @@ pub struct Args {
     /// `all`: apply every slice again under a new backfill id, even those already committed.
     #[arg(long, value_name = "WHAT", value_parser = ["all"])]
     rerun: Option<String>,
+    /// Run each slice's query again and write its rows, instead of publishing the files the
+    /// rehearsal wrote (for a rehearsal cleaned or vacuumed since `bf plan`; what lands may then
+    /// differ from what the plan showed).
+    #[arg(long)]
+    recompute: bool,
     /// Print the outcome as JSON.
     #[arg(long)]
     json: bool,
@@ -119,7 +125,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     let lines = Lines::new(args.quiet || args.json, plan.slices.len());
-    let outcome = Apply::new(&plan).with_rerun(args.rerun.is_some()).execute(&lines).await;
+    let outcome = Apply::new(&plan)
+        .with_rerun(args.rerun.is_some())
+        .with_recompute(args.recompute)
+        .execute(&lines)
+        .await;
     lines.finish();
     let report = match outcome {
         Ok(report) => report,

@@ -1,0 +1,300 @@
+//! Publishing a rehearsed slice: the files the rehearsal wrote for it become the target's, in one
+//! commit — write, audit, publish. What lands is exactly what was reviewed, and nothing is computed
+//! or written twice.
+//!
+//! 1. At `bf plan`, after each slice's rehearsal commit, [`record`] reads that commit and keeps, in
+//!    the saved plan, what publishing it takes ([`Publication`]): the files it added (their path
+//!    relative to the table root, size and sha256) and the target's files it removed (mapped back to
+//!    the target's own paths: the clone's references name them by URL, and the files it copied into
+//!    the rehearsal are named as the target names them).
+//! 2. At `bf apply`, [`Publisher::check`] makes sure the rehearsal is the one the plan recorded
+//!    (same table, same version) and still holds every file to publish.
+//! 3. [`Publisher::publish`] places each added file under the target's root at the same relative
+//!    path (a hard link locally, the store's copy in a bucket), checks its bytes against the
+//!    recorded checksum, then commits the rehearsal's add actions (statistics included) with removes
+//!    of the target's own files (their deletion vectors included) and the change-data files, as one
+//!    commit carrying the slice's ledger keys and transaction. A crash before the commit leaves only
+//!    unreferenced files, which the resumed apply places again.
+
+use std::collections::{BTreeMap, HashMap};
+
+use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
+use deltalake::kernel::{Action, Add, AddCDCFile};
+use deltalake::protocol::{DeltaOperation, SaveMode};
+use deltalake::{DeltaTable, DeltaTableError};
+use futures::{StreamExt, TryStreamExt};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use url::Url;
+
+use crate::store::{self, StoreError, Stores, display_url};
+use crate::window::Slice;
+
+/// What publishing one rehearsed slice takes, recorded by `bf plan`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Publication {
+    /// The rehearsal's version holding the slice's commit.
+    pub rehearsal_version: u64,
+    /// The files the slice adds, as the rehearsal wrote them.
+    pub adds: Vec<PublishedFile>,
+    /// The target's files the slice removes: their paths relative to the target's root, decoded.
+    pub removes: Vec<String>,
+}
+
+/// A file the rehearsal wrote, by its path relative to the table root (decoded), which is also where
+/// it lands in the target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PublishedFile {
+    pub path: String,
+    pub size: u64,
+    pub sha256: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PublishError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Delta(#[from] DeltaTableError),
+    #[error("the rehearsal's commit {version} {problem}")]
+    Commit { version: u64, problem: String },
+}
+
+/// The actions of one commit of a table's log, read raw.
+async fn commit_actions(table: &DeltaTable, version: u64) -> Result<Vec<Value>, PublishError> {
+    let problem = |problem: String| PublishError::Commit { version, problem };
+    let bytes = table
+        .log_store()
+        .read_commit_entry(version as _)
+        .await?
+        .ok_or_else(|| problem("is not in the rehearsal's log".into()))?;
+    let text = std::str::from_utf8(&bytes).map_err(|e| problem(e.to_string()))?;
+    text.lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).map_err(|e| problem(format!("does not parse: {e}"))))
+        .collect()
+}
+
+fn decoded(path: &str) -> String {
+    percent_encoding::percent_decode_str(path).decode_utf8_lossy().into_owned()
+}
+
+/// What publishing the rehearsal's commit `version` takes. `localized` maps the files the clone
+/// copied into the rehearsal to the target's paths for them.
+pub async fn record(
+    stores: &Stores,
+    rehearsal: &DeltaTable,
+    version: u64,
+    target_root: &Url,
+    localized: &BTreeMap<String, String>,
+) -> Result<Publication, PublishError> {
+    let actions = commit_actions(rehearsal, version).await?;
+    let root = decoded(target_root.as_str());
+    let mut adds = Vec::new();
+    let mut removes = Vec::new();
+    for action in &actions {
+        if let Some(path) = action.pointer("/add/path").and_then(Value::as_str) {
+            let path = decoded(path);
+            let (size, sha256) = stores.checksum(&store::join(rehearsal.table_url(), &path)).await?;
+            adds.push(PublishedFile { path, size, sha256 });
+        }
+        if let Some(path) = action.pointer("/remove/path").and_then(Value::as_str) {
+            let path = decoded(path);
+            let target_path = if let Some(relative) = path.strip_prefix(&root) {
+                // A file the clone referenced in the target.
+                relative.to_owned()
+            } else if let Some(original) = localized.get(&path) {
+                original.clone()
+            } else if store::uri(&path).is_none() {
+                // A file an earlier slice wrote: published there under the same path.
+                path
+            } else {
+                return Err(PublishError::Commit {
+                    version,
+                    problem: format!("removes {path}, which is not a file of the target"),
+                });
+            };
+            removes.push(target_path);
+        }
+    }
+    Ok(Publication { rehearsal_version: version, adds, removes })
+}
+
+/// Publishes rehearsed slices into the target.
+pub struct Publisher<'a> {
+    stores: &'a Stores,
+    rehearsal: DeltaTable,
+    /// The operation each commit is recorded as, which is also what deltalake's conflict check
+    /// reads: an overwrite of the slice's days, as a replaceWhere of them is.
+    partition_by: Option<Vec<String>>,
+}
+
+impl<'a> Publisher<'a> {
+    /// Opens the rehearsal the saved plan recorded and checks it is still that rehearsal.
+    pub async fn open(
+        stores: &'a Stores,
+        rehearsal: &Url,
+        table_id: &str,
+        version: u64,
+        partition_columns: &[String],
+    ) -> Result<Publisher<'a>, String> {
+        let at = display_url(rehearsal);
+        let opened = stores
+            .open(rehearsal, None)
+            .await
+            .map_err(|e| format!("the rehearsal {at} cannot be opened ({e})"))?;
+        let found_id = opened.snapshot().map(|s| s.metadata().id().to_owned()).unwrap_or_default();
+        if found_id != table_id {
+            return Err(format!("the rehearsal {at} was made again since this plan (another `bf plan`)"));
+        }
+        let found = opened.version().unwrap_or(0);
+        if found != version {
+            return Err(format!(
+                "the rehearsal {at} is at version {found}, not the version {version} this plan reviewed"
+            ));
+        }
+        let partition_by = (!partition_columns.is_empty()).then(|| partition_columns.to_vec());
+        Ok(Publisher { stores, rehearsal: opened, partition_by })
+    }
+
+    /// Why the publications cannot be published, if a file they add is gone from the rehearsal.
+    pub async fn check<'p>(
+        &self,
+        publications: impl IntoIterator<Item = &'p Publication>,
+    ) -> Result<(), String> {
+        let files: Vec<Url> = publications
+            .into_iter()
+            .flat_map(|p| p.adds.iter().map(|f| store::join(self.rehearsal.table_url(), &f.path)))
+            .collect();
+        let found: Vec<Result<bool, StoreError>> =
+            futures::stream::iter(files.iter().map(|f| self.stores.exists(f))).buffered(16).collect().await;
+        for (file, found) in files.iter().zip(found) {
+            match found {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(format!(
+                        "the rehearsal no longer holds {} (VACUUM, or removed by hand)",
+                        display_url(file)
+                    ));
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Publishes one slice: its files placed and checked, then one commit. Returns the table after
+    /// it.
+    pub async fn publish(
+        &self,
+        table: DeltaTable,
+        slice: &Slice,
+        publication: &Publication,
+        predicate: String,
+        commit: impl FnOnce(HashMap<String, Value>) -> CommitProperties,
+    ) -> Result<DeltaTable, PublishError> {
+        let version = publication.rehearsal_version;
+        let actions = commit_actions(&self.rehearsal, version).await?;
+        // The history reads as it would for a write: the rows the rehearsal's write added and removed.
+        let metrics: HashMap<String, Value> = actions
+            .iter()
+            .find_map(|a| a.pointer("/commitInfo/operationMetrics").cloned())
+            .map(|m| ("operationMetrics".to_owned(), m))
+            .into_iter()
+            .collect();
+        let target_root = table.table_url().clone();
+        let place = |path: &str| {
+            let from = store::join(self.rehearsal.table_url(), path);
+            let to = store::join(&target_root, path);
+            async move {
+                self.stores.place(&from, &to).await?;
+                Ok::<_, PublishError>(to)
+            }
+        };
+        let mut published: Vec<Action> = Vec::new();
+        let recorded: HashMap<&str, &PublishedFile> =
+            publication.adds.iter().map(|f| (f.path.as_str(), f)).collect();
+        for action in &actions {
+            if let Some(add) = action.get("add") {
+                let add: Add = serde_json::from_value(add.clone()).map_err(|e| commit_problem(version, e))?;
+                let Some(expected) = recorded.get(add.path.as_str()) else {
+                    return Err(commit_problem(
+                        version,
+                        format!("adds {} which the plan did not record", add.path),
+                    ));
+                };
+                let to = place(&add.path).await?;
+                if crate::fault::corrupt(&format!("corrupt-published:{}", slice.index)) {
+                    // A test hook: the copy in the target is not the rehearsed file.
+                    if let Some(path) = store::local_path(&to) {
+                        let _ = std::fs::remove_file(&path);
+                        let _ = std::fs::write(&path, b"not the rehearsed file");
+                    }
+                }
+                let (size, sha256) = self.stores.checksum(&to).await?;
+                if (size, sha256.as_str()) != (expected.size, expected.sha256.as_str()) {
+                    return Err(commit_problem(
+                        version,
+                        format!(
+                            "adds {}, and its copy in the target is not the rehearsed file ({size} bytes, sha256 \
+                             {}…; the plan recorded {} bytes, sha256 {}…); nothing was committed",
+                            add.path,
+                            &sha256[..12],
+                            expected.size,
+                            &expected.sha256[..12.min(expected.sha256.len())]
+                        ),
+                    ));
+                }
+                published.push(Action::Add(Add { data_change: true, ..add }));
+            }
+            if let Some(cdc) = action.get("cdc") {
+                let cdc: AddCDCFile =
+                    serde_json::from_value(cdc.clone()).map_err(|e| commit_problem(version, e))?;
+                place(&cdc.path).await?;
+                published.push(Action::Cdc(cdc));
+            }
+        }
+        if published.iter().filter(|a| matches!(a, Action::Add(_))).count() != publication.adds.len() {
+            return Err(commit_problem(version, "does not add every file the plan recorded"));
+        }
+        // The removes name the target's own files as the target's log holds them.
+        let removed: std::collections::HashSet<&str> =
+            publication.removes.iter().map(String::as_str).collect();
+        let live: Vec<_> = table.get_active_add_actions_by_predicate(None).try_collect().await?;
+        let mut found = 0;
+        for file in &live {
+            if removed.contains(file.path().as_ref()) {
+                published.push(Action::Remove(file.remove_action(true)));
+                found += 1;
+            }
+        }
+        if found != removed.len() {
+            let live: std::collections::HashSet<String> =
+                live.iter().map(|f| f.path().into_owned()).collect();
+            let gone: Vec<&str> = removed.iter().filter(|p| !live.contains(**p)).copied().collect();
+            return Err(PublishError::Delta(DeltaTableError::Generic(format!(
+                "slice {} removes files the table no longer holds: {}",
+                slice.index,
+                gone.join(", ")
+            ))));
+        }
+        let operation = DeltaOperation::Write {
+            mode: SaveMode::Overwrite,
+            partition_by: self.partition_by.clone(),
+            predicate: Some(predicate),
+        };
+        let snapshot = table.snapshot()?;
+        crate::fault::fault(&format!("before-publish-commit:{}", slice.index));
+        let committed = CommitBuilder::from(commit(metrics))
+            .with_actions(published)
+            .build(Some(snapshot), table.log_store(), operation)
+            .await?;
+        let mut table = table;
+        table.update_incremental(Some(committed.version())).await?;
+        Ok(table)
+    }
+}
+
+fn commit_problem(version: u64, problem: impl ToString) -> PublishError {
+    PublishError::Commit { version, problem: problem.to_string() }
+}
