@@ -70,6 +70,8 @@ fn all_points() -> Vec<(String, Landed)> {
     let mut points = Vec::new();
     for slice in 1..=6 {
         points.push((format!("before-slice:{slice}"), applied(slice - 1, 0)));
+        // The slice's files placed in the table, not yet committed: unreferenced files only.
+        points.push((format!("before-publish-commit:{slice}"), applied(slice - 1, 0)));
         points.push((format!("after-commit:{slice}"), applied(slice, 0)));
         points.push((format!("rollback-before-slice:{slice}"), rolled(0, 0, slice - 1)));
         points.push((format!("rollback-after-commit:{slice}"), rolled(0, 0, slice)));
@@ -89,7 +91,7 @@ async fn crashes_at_every_point_of_apply_and_rollback_land_there_and_are_recover
     assert_eq!(applied.len(), 4 + 5 + 5 + 4 + 4 + 5, "orders of 1 to 6 September");
 
     let points = all_points();
-    assert_eq!(points.len(), 27);
+    assert_eq!(points.len(), 33);
     for (point, at_crash) in &points {
         let workspace = demo_workspace();
         let root = workspace.path();

@@ -17,6 +17,7 @@ mod merge;
 mod partitions;
 mod plan;
 mod plan_files;
+mod publish;
 mod review;
 mod rollback;
 mod schema;
