@@ -7,9 +7,11 @@
 //! 2. Read which slices of this backfill the table already holds (their Delta transactions): after a
 //!    crash, those are skipped and the apply resumes at the first slice not committed.
 //! 3. For each remaining slice, in the plan's order (N at a time with `parallel = N`, which `bf plan`
-//!    only allows on tables partitioned by the date column): run the source query, write the slice
-//!    through the [`SliceWriter`] the rehearsal used — one commit carrying the ledger and the slice's
-//!    transaction — then verify the table holds as many rows of the slice as the rehearsal did.
+//!    only allows on tables partitioned by the date column): publish the files its rehearsal wrote
+//!    ([`Publisher`]: exactly what the plan showed) — or, with `--recompute`, run the source query
+//!    and write the slice through the [`SliceWriter`] the rehearsal used — in one commit carrying the
+//!    ledger and the slice's transaction, then verify the table holds as many rows of the slice as
+//!    the rehearsal did.
 //! 4. Last, in its own metadata commit, set the table comment from `[record] comment`. Never while
 //!    slices run: a metadata commit makes concurrent writers fail.
 //!
@@ -221,7 +223,11 @@ impl<'a> Apply<'a> {
         let pending: Vec<&Slice> = slices.iter().filter(|s| !done.contains(&s.index)).collect();
         let publisher = match self.recompute {
             true => None,
-            false => Some(publisher(&stores, plan, &pending).await.map_err(ApplyError::Unpublishable)?),
+            false => Some(
+                publisher(&stores, plan, pending.iter().map(|s| s.index))
+                    .await
+                    .map_err(ApplyError::Unpublishable)?,
+            ),
         };
         let parallel = spec.slicing.parallel.max(1) as usize;
         let run = SliceRun {
@@ -304,6 +310,9 @@ pub struct ApplyState {
     pub pending: Vec<chrono::NaiveDate>,
     /// Whether its comment commit, the last of an apply, is in the table.
     pub commented: bool,
+    /// Why `bf apply` cannot publish the rehearsed files of the pending slices (it would need
+    /// `--recompute`); `None` when it can, or nothing is pending.
+    pub cannot_publish: Option<String>,
 }
 
 impl ApplyState {
@@ -326,6 +335,9 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
     };
     let committed: BTreeSet<usize> =
         recorded.iter().flat_map(|r| r.slices.iter().map(|(s, _)| s.index)).collect();
+    let pending = plan.slices.iter().map(|s| s.index).filter(|i| !committed.contains(i));
+    let stores = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?;
+    let cannot_publish = publisher(&stores, plan, pending).await.err();
     Ok(ApplyState {
         table: display_url(&url),
         table_version: target.version().unwrap_or(0),
@@ -333,6 +345,7 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
         committed: plan.slices.iter().map(|s| s.index).filter(|i| committed.contains(i)).collect(),
         pending: plan.slices.iter().filter(|s| !committed.contains(&s.index)).map(|s| s.first).collect(),
         commented: recorded.is_some_and(|r| r.commented),
+        cannot_publish,
     })
 }
 
@@ -434,18 +447,19 @@ impl SliceRun<'_> {
 
 /// The publisher of the rehearsed slices, once it is sure it can publish every pending one: the
 /// rehearsal the plan reviewed, unchanged, holding every file to publish.
-async fn publisher<'s>(stores: &'s Stores, plan: &Plan, pending: &[&Slice]) -> Result<Publisher<'s>, String> {
+async fn publisher<'s>(
+    stores: &'s Stores,
+    plan: &Plan,
+    pending: impl Iterator<Item = usize>,
+) -> Result<Publisher<'s>, String> {
     let publications: Vec<&crate::publish::Publication> = pending
-        .iter()
-        .map(|slice| {
-            plan.slices
-                .iter()
-                .find(|r| r.index == slice.index)
-                .and_then(|r| r.publication.as_ref())
-                .ok_or_else(|| {
+        .map(|index| {
+            plan.slices.iter().find(|r| r.index == index).and_then(|r| r.publication.as_ref()).ok_or_else(
+                || {
                     "this plan was saved by a bf that did not record the rehearsed files to publish"
                         .to_owned()
-                })
+                },
+            )
         })
         .collect::<Result<_, _>>()?;
     let table_id =

@@ -12,7 +12,8 @@
 //!    names the table rule a refused row broke.
 //! 7. [`diff`] and [`checks`]: before vs after, row changes, checks, guards.
 //! 8. [`plan`]: the saved plan, the value `bf apply` will apply.
-//! 9. [`apply`] with [`ledger`]: the slices committed to the real table, each recorded in it, and
+//! 9. [`apply`] with [`publish`] and [`ledger`]: the rehearsed slices' files published into the real
+//!    table, one recorded commit each, and
 //!    [`change_log`]: one row per finished backfill in a log table.
 //! 10. [`rollback`]: undoing a backfill from the ledger — a RESTORE, or the window only.
 //!

@@ -137,6 +137,13 @@ async fn a_rehearsal_gone_made_again_or_missing_a_file_is_not_published_and_reco
         assert_eq!(snapshot(&daily), untouched, "{why}: nothing written");
     };
 
+    let status = |first: &str| {
+        let out = ok(root, &["status", "first.json"]);
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(text.contains(first), "{text}");
+    };
+    status("`bf apply` publishes the rehearsed files: exactly what the plan shows");
+
     // A file the first slice publishes, gone.
     let first_added = saved["slices"][0]["publication"]["adds"][0]["path"].as_str().unwrap();
     let file = rehearsal.join(first_added);
@@ -152,6 +159,7 @@ async fn a_rehearsal_gone_made_again_or_missing_a_file_is_not_published_and_reco
     // Deleted.
     ok(root, &["clean", rehearsal.to_str().unwrap()]);
     refused("cannot be opened");
+    status("`bf apply` cannot publish the rehearsed files: the rehearsal");
 
     ok(root, &["apply", "first.json", "--auto-approve", "--recompute", "-q"]);
     assert_eq!(crate::common::slices_committed(&daily), (1..=6).collect::<Vec<u64>>());

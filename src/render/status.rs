@@ -17,6 +17,16 @@ pub fn text(plan: &Plan, state: &ApplyState) -> String {
         plan.created_at.format("%Y-%m-%d %H:%M UTC")
     );
     let _ = writeln!(out, "  {}", summary(plan));
+    if !state.pending.is_empty() {
+        let _ = match &state.cannot_publish {
+            None => writeln!(out, "  `bf apply` publishes the rehearsed files: exactly what the plan shows"),
+            Some(why) => writeln!(
+                out,
+                "  `bf apply` cannot publish the rehearsed files: {why}; `bf plan` rehearses again, \
+                 `bf apply --recompute` runs the queries again"
+            ),
+        };
+    }
     match &state.backfill_id {
         None => {
             let why = if plan.appliable() {
