@@ -61,6 +61,32 @@ pub struct Plan {
     pub problems: Vec<String>,
     /// What a reviewer should know before applying, e.g. a retention shorter than `keep_undo_for`.
     pub warnings: Vec<String>,
+    /// Where the rehearsal's time went.
+    #[serde(default)]
+    pub timings: PlanTimings,
+}
+
+/// Where `bf plan`'s time went, step by step, in milliseconds: what to make cheaper, measured on
+/// every plan (`bf show --json`, and the benchmarks read it).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlanTimings {
+    /// Opening the target, the writer gate, the change log's.
+    pub open: u64,
+    /// The shallow clone.
+    pub clone: u64,
+    /// Running the slices' source queries: where their rows fall, and a merge's key checks.
+    pub source: u64,
+    /// Writing the slices into the rehearsal.
+    pub write: u64,
+    /// Reading each slice's rehearsal commit and hashing its files, for `bf apply` to publish.
+    pub record: u64,
+    /// Before vs after: each slice's measures and row changes, the window, outside it, the breakdown.
+    pub compare: u64,
+    /// The plan's checks and the reconcile.
+    pub checks: u64,
+    /// The inputs' fingerprints.
+    pub fingerprint: u64,
+    pub total: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

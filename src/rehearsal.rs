@@ -25,8 +25,8 @@ use crate::checks::{self, CheckResult};
 use crate::clone::{self, ShallowClone};
 use crate::diff::{Comparison, Side};
 use crate::plan::{
-    self, BeforeAfter, InputFingerprint, OutsideWindow, PLAN_FORMAT, Plan, PlanFileRecord, RehearsalRecord,
-    SliceReport, TargetRecord,
+    self, BeforeAfter, InputFingerprint, OutsideWindow, PLAN_FORMAT, Plan, PlanFileRecord, PlanTimings,
+    RehearsalRecord, SliceReport, TargetRecord,
 };
 use crate::plan_file::{Metric, OutsideRows, PlanDocument, WriteMode};
 use crate::predicate::{slice_predicate, slice_predicate_sql, window_predicate};
@@ -78,6 +78,8 @@ fn query_error(
 pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Result<Plan, RehearsalError> {
     let spec = &document.plan;
     let stores = document.stores();
+    let mut timings = PlanTimings::default();
+    let mut watch = Stopwatch::start();
     let target_url = store::table_url(&document.resolve(&spec.target.table))?;
     progress.step("opening the target");
     let target = stores.open(&target_url, None).await?;
@@ -120,6 +122,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         )));
     }
 
+    timings.open += watch.lap();
     progress.step("cloning the target");
     let mut clone = ShallowClone::new(&target, rehearsal_url.clone(), &stores);
     if !partitioned_by_date {
@@ -127,6 +130,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         clone = clone.with_localized_window(column, spec.window());
     }
     let (mut rehearsal, clone_metrics) = clone.execute().await?;
+    timings.clone += watch.lap();
 
     let schema = table::arrow_schema(&target)?;
     let writer = SliceWriter::for_plan(spec);
@@ -139,6 +143,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let mut sources: Vec<(SliceSource, SourceCounts)> = Vec::with_capacity(slices.len());
     let mut publications = Vec::with_capacity(slices.len());
     for slice in &slices {
+        watch.lap();
         let (rows, counts) = source.for_slice_counted(slice).await?;
         if let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) {
             let what = format!("slice {} ({})", slice.index, slice.first);
@@ -167,8 +172,10 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
                 )));
             }
         }
+        timings.source += watch.lap();
         rehearsal =
             writer.write(rehearsal, slice, &rows, crate::ledger::rehearsal_commit(&id, slice.index)).await?;
+        timings.write += watch.lap();
         // What `bf apply` will publish: this commit's files, and the target's files it replaces.
         let version = rehearsal.version().unwrap_or(0);
         let publication =
@@ -178,11 +185,13 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
                     what: format!("slice {} ({})", slice.index, slice.first),
                     message: format!("recording what publishing it takes: {e}"),
                 })?;
+        timings.record += watch.lap();
         progress.slice_written(slice.index, &slice.first.to_string());
         sources.push((rows, counts));
         publications.push(publication);
     }
 
+    watch.lap();
     progress.step("comparing before and after");
     let comparison =
         Comparison::new(&stores, &target, &rehearsal, schema).await.map_err(|e| RehearsalError::Query {
@@ -213,12 +222,14 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
             .register_slice(&rows.ctx, Side::After, predicate.clone())
             .await
             .map_err(query_error(&what))?;
+        timings.compare += watch.lap();
         for check in &spec.checks {
             let result = checks::run_check(&rows.ctx, check, slice.index)
                 .await
                 .map_err(|message| RehearsalError::Query { what: what.clone(), message })?;
             check_results.push(result);
         }
+        timings.checks += watch.lap();
         if let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) {
             let keys = comparison
                 .key_report(Side::Before, predicate.clone(), key, 5)
@@ -238,6 +249,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
             (WriteMode::Merge, Some(key)) => missing_keys(rows, key).await.map_err(query_error(&what))?,
             _ => counts.in_slice.abs_diff(after.rows),
         };
+        timings.compare += watch.lap();
         check_results.push(checks::reconcile(
             slice.index,
             &slice.first.to_string(),
@@ -284,6 +296,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
             .await
             .map_err(query_error("the [diff] by breakdown"))?
     };
+    timings.compare += watch.lap();
     let guards = checks::run_guards(&spec.guards, &total.before, &total.after);
     let mut warnings = retention_warnings(&target, spec.record.keep_undo_for.0)?;
     if let Err(unsafe_commits) = stores.require_safe_commits(&target_url) {
@@ -352,7 +365,13 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
             table_id: rehearsal.snapshot().ok().map(|s| s.metadata().id().to_owned()),
             clone: clone_metrics,
         },
-        inputs: fingerprints(&stores, &sources).await?,
+        inputs: {
+            watch.lap();
+            let inputs = fingerprints(&stores, &sources).await?;
+            timings.fingerprint += watch.lap();
+            timings.total = watch.total();
+            inputs
+        },
         input_folders: folders(&sources),
         delta_inputs: source.delta_inputs(),
         slices: reports,
@@ -364,6 +383,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         guards,
         problems,
         warnings,
+        timings,
     })
 }
 
@@ -587,4 +607,29 @@ async fn fingerprints(
 fn plan_id() -> String {
     let uuid = uuid::Uuid::new_v4().simple().to_string();
     format!("{}-{}", chrono::Utc::now().format("%Y%m%dT%H%M%SZ"), &uuid[..8])
+}
+
+/// Milliseconds between laps, and since the start.
+struct Stopwatch {
+    started: std::time::Instant,
+    last: std::time::Instant,
+}
+
+impl Stopwatch {
+    fn start() -> Stopwatch {
+        let now = std::time::Instant::now();
+        Stopwatch { started: now, last: now }
+    }
+
+    /// Milliseconds since the last lap.
+    fn lap(&mut self) -> u64 {
+        let now = std::time::Instant::now();
+        let millis = now.duration_since(self.last).as_millis() as u64;
+        self.last = now;
+        millis
+    }
+
+    fn total(&self) -> u64 {
+        self.started.elapsed().as_millis() as u64
+    }
 }

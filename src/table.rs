@@ -253,6 +253,17 @@ impl FileDates {
     }
 }
 
+/// The writer features each legacy writer version (before 7) implies, by the version that brought it.
+const LEGACY_FEATURES: [(i64, &str); 7] = [
+    (2, "appendOnly"),
+    (2, "invariants"),
+    (3, "checkConstraints"),
+    (4, "changeDataFeed"),
+    (4, "generatedColumns"),
+    (5, "columnMapping"),
+    (6, "identityColumns"),
+];
+
 /// What a table's protocol asks of its writers: the writer version and, from version 7, the named
 /// writer features.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -280,31 +291,14 @@ impl WriterProtocol {
     /// The features writers must honour: the named ones at version 7, and before it the ones each
     /// legacy version implies, whether or not the table uses them.
     pub fn required(&self) -> Vec<String> {
-        let legacy: &[&str] = match self.version {
-            ..=1 => &[],
-            2 => &["appendOnly", "invariants"],
-            3 => &["appendOnly", "invariants", "checkConstraints"],
-            4 => &["appendOnly", "invariants", "checkConstraints", "changeDataFeed", "generatedColumns"],
-            5 => &[
-                "appendOnly",
-                "invariants",
-                "checkConstraints",
-                "changeDataFeed",
-                "generatedColumns",
-                "columnMapping",
-            ],
-            6 => &[
-                "appendOnly",
-                "invariants",
-                "checkConstraints",
-                "changeDataFeed",
-                "generatedColumns",
-                "columnMapping",
-                "identityColumns",
-            ],
-            _ => return self.features.clone(),
-        };
-        legacy.iter().map(|f| (*f).to_owned()).collect()
+        if self.version >= 7 {
+            return self.features.clone();
+        }
+        LEGACY_FEATURES
+            .iter()
+            .filter(|(since, _)| self.version >= *since)
+            .map(|(_, f)| (*f).to_owned())
+            .collect()
     }
 
     /// Whether writers must honour `feature`.

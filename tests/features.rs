@@ -9,7 +9,9 @@ use bf::deltalake::kernel::{DataType, StructField};
 use serde_json::Value;
 
 use crate::common::servers::python;
-use crate::common::{OrderRow, bf_in, open_table, orders_columns, orders_table_with, snapshot, write_plan};
+use crate::common::{
+    OrderRow, bf_in, commit_files, open_table, orders_columns, orders_table_with, snapshot, write_plan,
+};
 
 /// Two days of orders: the window the tests reload.
 const ORDERS: [OrderRow; 4] = [
@@ -32,6 +34,10 @@ fn reload_plan(dir: &Path, mode: &str, columns: &str) {
         ),
     );
 }
+
+/// The two rollbacks: a RESTORE of the pre-version, and the window only.
+const FULL: &[&str] = &["rollback", "--auto-approve"];
+const WINDOW_ONLY: &[&str] = &["rollback", "--auto-approve", "--window-only"];
 
 const ORDER_COLUMNS: &str = "order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date";
 
@@ -83,14 +89,10 @@ fn ok(dir: &Path, args: &[&str]) -> std::process::Output {
 
 /// The protocol the table's log states last, read raw.
 fn last_protocol(table: &Path) -> Value {
-    let mut logs: Vec<_> = std::fs::read_dir(table.join("_delta_log"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    logs.sort();
-    logs.iter()
+    commit_files(table)
+        .iter()
         .rev()
+        .map(|(_, p)| p)
         .flat_map(|p| std::fs::read_to_string(p).unwrap().lines().map(str::to_owned).collect::<Vec<_>>())
         .filter_map(|l| serde_json::from_str::<Value>(&l).ok()?.get("protocol").cloned())
         .next()
@@ -405,47 +407,22 @@ async fn the_change_data_feed_shows_what_a_backfill_and_its_rollback_changed() {
 
 /// Renames a column of a column-mapped table the way Spark's RENAME COLUMN does: a metaData
 /// action that changes the logical name and keeps the physical name and id.
-fn rename_column(table: &Path, version: u64, from: &str, to: &str) {
-    let metadata = std::fs::read_to_string(table.join("_delta_log/00000000000000000000.json"))
-        .unwrap()
-        .lines()
-        .find_map(|l| serde_json::from_str::<Value>(l).ok()?.get("metaData").cloned())
-        .unwrap();
-    let mut schema: Value = serde_json::from_str(metadata["schemaString"].as_str().unwrap()).unwrap();
-    for field in schema["fields"].as_array_mut().unwrap() {
-        if field["name"] == from {
-            field["name"] = Value::from(to);
+fn rename_column(table: &Path, from: &str, to: &str) {
+    crate::common::alter_table_with(table, None, |metadata| {
+        let mut schema: Value = serde_json::from_str(metadata["schemaString"].as_str().unwrap()).unwrap();
+        for field in schema["fields"].as_array_mut().unwrap() {
+            if field["name"] == from {
+                field["name"] = Value::from(to);
+            }
         }
-    }
-    let mut renamed = metadata.clone();
-    renamed["schemaString"] = Value::from(schema.to_string());
-    let commit = [
-        serde_json::json!({"commitInfo": {"timestamp": 1_700_000_000_000u64, "operation": "RENAME COLUMN"}}),
-        serde_json::json!({"metaData": renamed}),
-    ];
-    let text: String = commit.iter().map(|l| format!("{l}\n")).collect();
-    std::fs::write(table.join(format!("_delta_log/{version:020}.json")), text).unwrap();
+        metadata["schemaString"] = Value::from(schema.to_string());
+    });
 }
 
 /// The physical name and id of each column, from the table's last metaData action, read raw (a
 /// table without column mapping: its names, id 0).
 fn column_mapping(table: &Path) -> Vec<(String, String, i64)> {
-    let mut versions: Vec<_> = std::fs::read_dir(table.join("_delta_log"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    versions.sort();
-    let metadata = versions
-        .iter()
-        .rev()
-        .find_map(|p| {
-            std::fs::read_to_string(p)
-                .unwrap()
-                .lines()
-                .find_map(|l| serde_json::from_str::<Value>(l).ok()?.get("metaData").cloned())
-        })
-        .unwrap();
+    let metadata = crate::common::latest_metadata(table);
     let schema: Value = serde_json::from_str(metadata["schemaString"].as_str().unwrap()).unwrap();
     schema["fields"]
         .as_array()
@@ -469,13 +446,7 @@ fn raw_rows(table: &Path, mode: &str, columns: &[&str]) -> Vec<String> {
     use bf::deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
     let mapping = column_mapping(table);
     let mut live: std::collections::BTreeMap<String, Value> = Default::default();
-    let mut logs: Vec<_> = std::fs::read_dir(table.join("_delta_log"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "json"))
-        .collect();
-    logs.sort();
-    for log in logs {
+    for (_, log) in commit_files(table) {
         for line in std::fs::read_to_string(log).unwrap().lines() {
             let action: Value = serde_json::from_str(line).unwrap();
             if let Some(add) = action.get("add") {
@@ -529,13 +500,11 @@ fn raw_rows(table: &Path, mode: &str, columns: &[&str]) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn column_mapped_tables_backfill_by_logical_name_and_write_physical_names() {
     use bf::deltalake::parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-    let full: &[&str] = &["rollback", "--auto-approve"];
-    let window_only: &[&str] = &["rollback", "--auto-approve", "--window-only"];
     for (mode, partitioned, write, rollback) in [
-        ("id", false, "replace", full),
-        ("id", false, "merge", window_only),
-        ("name", true, "replace", full),
-        ("name", true, "merge", window_only),
+        ("id", false, "replace", FULL),
+        ("id", false, "merge", WINDOW_ONLY),
+        ("name", true, "replace", FULL),
+        ("name", true, "merge", WINDOW_ONLY),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let table = dir.path().join("orders");
@@ -552,7 +521,7 @@ async fn column_mapped_tables_backfill_by_logical_name_and_write_physical_names(
             ),
             &[],
         );
-        rename_column(&table, 2, "amount", "net_amount");
+        rename_column(&table, "amount", "net_amount");
         let mapping = column_mapping(&table);
         assert_eq!(mapping[1].0, "net_amount");
         // The Python package's pyarrow reader (1.6.6) reads every value of a column-mapped table as
@@ -691,9 +660,7 @@ fn log_files(table: &Path) -> Vec<String> {
 #[tokio::test(flavor = "multi_thread")]
 async fn bf_never_removes_log_entries_so_protected_checkpoints_stay() {
     use bf::deltalake::parquet::file::reader::{FileReader, SerializedFileReader};
-    let full: &[&str] = &["rollback", "--auto-approve"];
-    let window_only: &[&str] = &["rollback", "--auto-approve", "--window-only"];
-    for (partitioned, rollback) in [(false, full), (true, window_only)] {
+    for (partitioned, rollback) in [(false, FULL), (true, WINDOW_ONLY)] {
         let dir = tempfile::tempdir().unwrap();
         let table = dir.path().join("orders");
         orders_table_with(&table, partitioned, orders_columns(), &[], &[&ORDERS]).await;
@@ -753,13 +720,11 @@ async fn a_variant_column_is_carried_through_a_backfill_byte_for_byte() {
     };
     use bf::deltalake::arrow::datatypes::{DataType as Arrow, Date32Type, Field, Fields, Schema};
     use bf::deltalake::protocol::SaveMode;
-    let full: &[&str] = &["rollback", "--auto-approve"];
-    let window_only: &[&str] = &["rollback", "--auto-approve", "--window-only"];
     for (partitioned, write, rollback) in [
-        (false, "replace", full),
-        (false, "merge", window_only),
-        (true, "replace", full),
-        (true, "merge", window_only),
+        (false, "replace", FULL),
+        (false, "merge", WINDOW_ONLY),
+        (true, "replace", FULL),
+        (true, "merge", WINDOW_ONLY),
     ] {
         let dir = tempfile::tempdir().unwrap();
         let table = dir.path().join("events");

@@ -319,6 +319,31 @@ pub fn python_venv(variable: &str, name: &str, import: &str, packages: &[&str]) 
     bin
 }
 
+/// A table's commit files, by version, oldest first, read raw from `_delta_log`.
+pub fn commit_files(table: &Path) -> Vec<(u64, PathBuf)> {
+    let mut commits: Vec<(u64, PathBuf)> = std::fs::read_dir(table.join("_delta_log"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter_map(|p| Some((p.file_name()?.to_str()?.strip_suffix(".json")?.parse().ok()?, p)))
+        .collect();
+    commits.sort();
+    commits
+}
+
+/// The table's latest metaData action, read raw from its commits.
+pub fn latest_metadata(table: &Path) -> serde_json::Value {
+    commit_files(table)
+        .iter()
+        .rev()
+        .find_map(|(_, p)| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?.get("metaData").cloned())
+        })
+        .expect("a metaData action")
+}
+
 /// Changes a table the way an engine's ALTER TABLE does, in one commit of the next version written
 /// raw: `protocol` (an upgrade, as JSON) if given, and the latest metaData with `properties` set.
 pub fn alter_table(table: &Path, protocol: Option<serde_json::Value>, properties: &[(&str, &str)]) {
@@ -335,24 +360,9 @@ pub fn alter_table_with(
     protocol: Option<serde_json::Value>,
     edit: impl FnOnce(&mut serde_json::Value),
 ) {
-    use serde_json::{Value, json};
-    let mut commits: Vec<(u64, PathBuf)> = std::fs::read_dir(table.join("_delta_log"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter_map(|p| Some((p.file_name()?.to_str()?.strip_suffix(".json")?.parse().ok()?, p)))
-        .collect();
-    commits.sort();
-    let next = commits.last().map_or(0, |(version, _)| version + 1);
-    let mut metadata = commits
-        .iter()
-        .rev()
-        .find_map(|(_, p)| {
-            std::fs::read_to_string(p)
-                .unwrap()
-                .lines()
-                .find_map(|l| serde_json::from_str::<Value>(l).ok()?.get("metaData").cloned())
-        })
-        .expect("a metaData action");
+    use serde_json::json;
+    let next = commit_files(table).last().map_or(0, |(version, _)| version + 1);
+    let mut metadata = latest_metadata(table);
     edit(&mut metadata);
     let mut lines =
         vec![json!({"commitInfo": {"timestamp": 1_700_000_000_000u64, "operation": "ALTER TABLE"}})];
