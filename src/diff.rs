@@ -6,7 +6,7 @@
 //! three-year table about as cheap as on a one-month table.
 //!
 //! - [`Comparison::measure`]: row count and each declared metric (an aggregate) over a predicate.
-//! - [`Comparison::row_changes`]: with a key, rows added, removed and changed, and samples. Rows are
+//! - [`Comparison::slice_changes`]: with a key, rows added, removed and changed, and samples. Rows are
 //!   paired by key and by their rank among rows sharing the key, so a duplicated row that goes away
 //!   counts as removed rather than hiding behind its twin.
 //! - [`Comparison::breakdown`]: each metric's change split by columns (`[diff] by`): with a key, by
@@ -102,6 +102,16 @@ pub enum Side {
     After,
 }
 
+impl Side {
+    /// The view of this side of the slice [`Comparison::focus`] registered.
+    fn slice_view(self) -> &'static str {
+        match self {
+            Side::Before => SLICE_BEFORE,
+            Side::After => SLICE_AFTER,
+        }
+    }
+}
+
 /// Row-level changes of a slice, by key.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RowChanges {
@@ -140,6 +150,9 @@ const MEMORY_POOL: usize = 512 * 1024 * 1024;
 
 const BEFORE: &str = "__bf_before";
 const AFTER: &str = "__bf_after";
+/// The two sides of the slice being compared.
+const SLICE_BEFORE: &str = "__bf_bs";
+const SLICE_AFTER: &str = "__bf_as";
 
 /// The target before and the rehearsal after, side by side in one session.
 pub struct Comparison {
@@ -196,19 +209,34 @@ impl Comparison {
         Ok(())
     }
 
-    /// How `side`'s rows matching `predicate` use `key` (see [`key_report`]).
-    pub async fn key_report(
-        &self,
-        side: Side,
-        predicate: Expr,
-        key: &[String],
-        limit: usize,
-    ) -> DfResult<KeyReport> {
-        let table = match side {
-            Side::Before => BEFORE,
-            Side::After => AFTER,
-        };
-        key_report(self.ctx.table(table).await?.filter(predicate)?, key, limit).await
+    /// Registers both sides' rows matching `predicate` (a slice's) as the views the slice's
+    /// queries read: [`Comparison::measure_slice`], [`Comparison::slice_changes`],
+    /// [`Comparison::slice_key_report`]. With `in_memory`, each side is read once and held for all
+    /// of them; else each query reads it again (the measures, the duplicate-key check, the pairing
+    /// and each kind's samples: up to seven reads of a side).
+    pub async fn focus(&self, predicate: Expr, in_memory: bool) -> DfResult<()> {
+        for (name, table) in [(SLICE_BEFORE, BEFORE), (SLICE_AFTER, AFTER)] {
+            let mut rows = self.ctx.table(table).await?.filter(predicate.clone())?;
+            if in_memory {
+                rows = rows.cache().await?;
+            }
+            self.ctx.deregister_table(name)?;
+            self.ctx.register_table(name, rows.into_view())?;
+        }
+        Ok(())
+    }
+
+    /// Row count and metrics of one side of the slice [`Comparison::focus`] registered.
+    pub async fn measure_slice(&self, side: Side, metrics: &[Metric]) -> DfResult<Measures> {
+        let rows = self.ctx.table(side.slice_view()).await?;
+        self.ctx.deregister_table("__bf_measured")?;
+        self.ctx.register_table("__bf_measured", rows.into_view())?;
+        self.measure_view(metrics).await
+    }
+
+    /// How one side of the focused slice uses `key` (see [`key_report`]).
+    pub async fn slice_key_report(&self, side: Side, key: &[String], limit: usize) -> DfResult<KeyReport> {
+        key_report(self.ctx.table(side.slice_view()).await?, key, limit).await
     }
 
     /// Row count and metrics of `side`'s rows matching `predicate`.
@@ -296,10 +324,9 @@ impl Comparison {
         Ok(Measures { rows, metrics, error })
     }
 
-    /// Added, removed and changed rows between before and after within `predicate`, by `key`.
-    pub async fn row_changes(&self, predicate: Expr, key: &[String], samples: usize) -> DfResult<RowChanges> {
-        self.view("__bf_bs", Side::Before, predicate.clone()).await?;
-        self.view("__bf_as", Side::After, predicate).await?;
+    /// Added, removed and changed rows between the two sides of the slice [`Comparison::focus`]
+    /// registered, paired by `key`.
+    pub async fn slice_changes(&self, key: &[String], samples: usize) -> DfResult<RowChanges> {
         let columns: Vec<&str> = self.schema.fields().iter().map(|f| f.name().as_str()).collect();
         let (with, join) = self.paired(key).await?;
         let differs =

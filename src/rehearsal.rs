@@ -74,6 +74,11 @@ fn query_error(
     move |e| RehearsalError::Query { what, message: e.to_string() }
 }
 
+/// Slices of at most this many rows (the log's bound on the table's, plus the source's) are compared
+/// from memory: each side read once instead of once per query. Bigger ones are read as often as
+/// the queries need, so `bf plan`'s memory does not grow with a slice (docs/BENCHMARKS.md, W3).
+const IN_MEMORY_ROWS: u64 = 1_000_000;
+
 /// Rehearses the plan and returns it as a saved-plan value.
 pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Result<Plan, RehearsalError> {
     let spec = &document.plan;
@@ -205,14 +210,16 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     for ((slice, (rows, counts)), publication) in slices.iter().zip(&sources).zip(publications) {
         let what = format!("slice {} ({})", slice.index, slice.first);
         let predicate = slice_predicate(column, slice);
-        let before =
-            comparison.measure(Side::Before, predicate.clone(), metrics).await.map_err(query_error(&what))?;
-        let after =
-            comparison.measure(Side::After, predicate.clone(), metrics).await.map_err(query_error(&what))?;
+        // A slice small enough is read once per side for all its queries, from memory.
+        let before_rows = table::rows_in_slice_at_most(&target, column, slice).await.ok().flatten();
+        let in_memory = before_rows.is_some_and(|before| before + counts.in_slice <= IN_MEMORY_ROWS);
+        comparison.focus(predicate.clone(), in_memory).await.map_err(query_error(&what))?;
+        let before = comparison.measure_slice(Side::Before, metrics).await.map_err(query_error(&what))?;
+        let after = comparison.measure_slice(Side::After, metrics).await.map_err(query_error(&what))?;
         let changes = match &spec.target.key {
             Some(key) => Some(
                 comparison
-                    .row_changes(predicate.clone(), key, spec.diff.samples as usize)
+                    .slice_changes(key, spec.diff.samples as usize)
                     .await
                     .map_err(query_error(&what))?,
             ),
@@ -231,10 +238,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         }
         timings.checks += watch.lap();
         if let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) {
-            let keys = comparison
-                .key_report(Side::Before, predicate.clone(), key, 5)
-                .await
-                .map_err(query_error(&what))?;
+            let keys = comparison.slice_key_report(Side::Before, key, 5).await.map_err(query_error(&what))?;
             if keys.repeated > 0 {
                 merge_notes.push(format!(
                     "slice {} ({}): the table holds several rows for {} key(s); a source row for such a key replaces all of them: {}",

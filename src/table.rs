@@ -150,6 +150,28 @@ pub async fn rows_in_slice_from_log(
     Ok(Some(rows))
 }
 
+/// At most how many rows the table holds in the slice, from the log alone: the row counts of every
+/// file that may hold some. `None` when such a file's count is not in the log.
+pub async fn rows_in_slice_at_most(
+    table: &DeltaTable,
+    date_column: &str,
+    slice: &Slice,
+) -> Result<Option<u64>, DeltaTableError> {
+    let column = &physical_name(table, date_column);
+    let mut files = table.get_active_add_actions_by_predicate(None);
+    let mut rows = 0;
+    while let Some(file) = files.try_next().await? {
+        let dates = FileDates::read(&file.partition_values_map(), file.stats().as_deref(), column);
+        if dates.may_overlap(slice.first, slice.last) {
+            match file.num_records() {
+                Some(n) => rows += n as u64,
+                None => return Ok(None),
+            }
+        }
+    }
+    Ok(Some(rows))
+}
+
 fn partition_share(file: &LogicalFileView, column: &str, slice: &Slice) -> Option<u64> {
     let share = FileDates::read(&file.partition_values_map(), None, column).share(slice.first, slice.last)?;
     // The share of a file in the slice's days is all its rows.

@@ -676,3 +676,52 @@ async fn planning_again_replaces_the_rehearsal() {
         .stderr(predicate::str::contains("is not a bf rehearsal"));
     assert_eq!(snapshot(&daily), untouched);
 }
+
+/// A slice small enough is compared from memory, each side read once; a bigger one is read by
+/// each query. Both give the same measures, row changes and samples, duplicated keys included.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slice_compared_from_memory_reads_as_one_read_by_each_query() {
+    use crate::common::{OrderRow, open_table, orders_table};
+    use bf::diff::{Comparison, Side};
+    let dir = tempfile::tempdir().unwrap();
+    let day = |d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").unwrap();
+    let before: [OrderRow; 5] = [
+        (1, "C1", 10.0, "EUR", "2026-03-01"),
+        (2, "C2", 20.0, "EUR", "2026-03-01"),
+        (2, "C2", 20.0, "EUR", "2026-03-01"),
+        (3, "C3", 30.0, "USD", "2026-03-01"),
+        (4, "C4", 40.0, "USD", "2026-03-02"),
+    ];
+    let after: [OrderRow; 4] = [
+        (1, "C1", 11.0, "EUR", "2026-03-01"),
+        (2, "C2", 20.0, "EUR", "2026-03-01"),
+        (5, "C5", 50.0, "EUR", "2026-03-01"),
+        (4, "C4", 40.0, "USD", "2026-03-02"),
+    ];
+    let target = open_table(&orders_table(&dir.path().join("before"), false, &[&before]).await).await;
+    let rehearsal = open_table(&orders_table(&dir.path().join("after"), true, &[&after]).await).await;
+    let schema = bf::table::arrow_schema(&target).unwrap();
+    let comparison =
+        Comparison::new(&bf::store::Stores::from_environment(), &target, &rehearsal, schema).await.unwrap();
+    let metrics = [bf::plan_file::Metric { name: "revenue".into(), sql: "SUM(amount)".into() }];
+    let slice = bf::window::Slice {
+        index: 1,
+        first: day("2026-03-01"),
+        last: day("2026-03-01"),
+        run_date: day("2026-03-01"),
+    };
+    let predicate = bf::predicate::slice_predicate("order_date", &slice);
+    let key = ["order_id".to_owned()];
+    let mut compared = Vec::new();
+    for in_memory in [false, true] {
+        comparison.focus(predicate.clone(), in_memory).await.unwrap();
+        let before = comparison.measure_slice(Side::Before, &metrics).await.unwrap();
+        let after = comparison.measure_slice(Side::After, &metrics).await.unwrap();
+        let changes = comparison.slice_changes(&key, 5).await.unwrap();
+        compared.push((before, after, changes));
+    }
+    let (before, after, changes) = &compared[0];
+    assert_eq!((before.rows, after.rows), (4, 3));
+    assert_eq!((changes.added, changes.removed, changes.changed), (1, 2, 1), "{changes:?}");
+    assert_eq!(compared[0], compared[1], "from memory, the same numbers and samples");
+}
