@@ -202,7 +202,7 @@ impl<'a> Apply<'a> {
         let schema = table::arrow_schema(&target)?;
         let spec = &document.plan;
         let writer = SliceWriter::for_plan(spec);
-        let generated = table::generated_columns(&target);
+        let generated = crate::row_rules::generated_columns(&target);
         let source = Source::new(&document, schema)
             .with_computed_columns(generated.iter().map(String::as_str))
             .with_delta_inputs(&plan.delta_inputs);

@@ -140,7 +140,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let schema = table::arrow_schema(&target)?;
     let writer = SliceWriter::for_plan(spec);
     let id = plan_id();
-    let generated = table::generated_columns(&target);
+    let generated = crate::row_rules::generated_columns(&target);
     let source =
         Source::new(document, schema.clone()).with_computed_columns(generated.iter().map(String::as_str));
     let slices = spec.slices();

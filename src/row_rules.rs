@@ -241,3 +241,11 @@ fn is_immutable(expr: &Expr) -> bool {
 fn session() -> SessionState {
     deltalake::delta_datafusion::create_session().into_inner().state()
 }
+
+/// The columns the table computes itself (generated columns), which a source may leave out.
+pub fn generated_columns(table: &deltalake::DeltaTable) -> Vec<String> {
+    table
+        .snapshot()
+        .map(|state| RowRules::of(state).generated_columns().map(str::to_owned).collect())
+        .unwrap_or_default()
+}

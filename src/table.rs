@@ -329,14 +329,6 @@ impl WriterProtocol {
     }
 }
 
-/// The columns the table computes itself (generated columns), which a source may leave out.
-pub fn generated_columns(table: &DeltaTable) -> Vec<String> {
-    table
-        .snapshot()
-        .map(|state| crate::row_rules::RowRules::of(state).generated_columns().map(str::to_owned).collect())
-        .unwrap_or_default()
-}
-
 /// Whether the table's files name their columns by physical names (column mapping by name or id):
 /// read on their own, without the log's mapping, they do not show the table's columns.
 pub fn maps_columns(table: &DeltaTable) -> bool {
