@@ -164,3 +164,30 @@ async fn a_rehearsal_gone_made_again_or_missing_a_file_is_not_published_and_reco
     ok(root, &["apply", "first.json", "--auto-approve", "--recompute", "-q"]);
     assert_eq!(crate::common::slices_committed(&daily), (1..=6).collect::<Vec<u64>>());
 }
+
+/// The user's scenarios end with the same rows whether `bf apply` publishes the rehearsal or runs
+/// each slice's query again: the March reload of orders_silver, September's thirty daily runs, and
+/// the correction of 15 September.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_scenarios_end_with_the_same_rows_published_or_recomputed() {
+    let mut ends = Vec::new();
+    for apply in [&["apply", "--auto-approve", "-q"][..], &["apply", "--auto-approve", "-q", "--recompute"]] {
+        let workspace = demo_workspace();
+        let root = workspace.path();
+        let silver = root.join("bf-demo/warehouse/orders_silver");
+        let daily = root.join("bf-demo/warehouse/orders_daily");
+        ok(root, &["plan", "plans/march.toml", "-q"]);
+        ok(root, apply);
+        ok(root, &["plan", "plans/september.toml", "-q"]);
+        ok(root, apply);
+        let landing = root.join("bf-demo/landing/orders/2026-09-15.csv");
+        let mut text = std::fs::read_to_string(&landing).unwrap();
+        text.push_str("2131,C02,19.99,2026-09-15T20:30:00\n");
+        std::fs::write(&landing, text).unwrap();
+        ok(root, &["plan", "plans/correction-2026-09-15.toml", "-q"]);
+        ok(root, apply);
+        ends.push((rows_at(&silver, None, "true").await, rows_at(&daily, None, "true").await));
+    }
+    assert_eq!(ends[0].1.len(), 131, "September's 130 orders and the late one");
+    assert_eq!(ends[0], ends[1]);
+}
