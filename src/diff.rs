@@ -51,6 +51,31 @@ pub struct Measures {
 }
 
 impl Measures {
+    /// The measures of rows split into `parts`, from the parts' own, when every metric is a `SUM`
+    /// (sums of parts add up; an average, a maximum or a distinct count does not): the window's
+    /// totals without reading the window again. The rounding error of adding the parts'
+    /// floating-point sums joins theirs: γ(k−1)·Σ|Sᵢ| for k parts.
+    pub fn sum_of(parts: &[&Measures], metrics: &[Metric]) -> Option<Measures> {
+        if !metrics.iter().all(|m| matches!(crate::source::read_only::summed(&m.sql), Some(Summed::Sum(_)))) {
+            return None;
+        }
+        let mut total = Measures { rows: parts.iter().map(|p| p.rows).sum(), ..Measures::default() };
+        for metric in metrics {
+            let name = &metric.name;
+            let partial: Vec<f64> =
+                parts.iter().filter_map(|p| p.metrics.get(name).copied().flatten()).collect();
+            total.metrics.insert(name.clone(), (!partial.is_empty()).then(|| partial.iter().sum()));
+            let errors: Vec<f64> = parts.iter().filter_map(|p| p.error.get(name).copied()).collect();
+            if !errors.is_empty() {
+                let additions = partial.len().saturating_sub(1) as u64;
+                let magnitude: f64 = partial.iter().map(|v| v.abs()).sum();
+                let added = gamma(additions, f64::EPSILON / 2.0) * magnitude;
+                total.error.insert(name.clone(), errors.iter().sum::<f64>() + added);
+            }
+        }
+        Some(total)
+    }
+
     /// Whether two measures of what should be the same rows agree as far as the data can tell:
     /// the same row count, and each metric equal — floating-point sums within the rounding error
     /// of summing in another order (a file rewritten, a merge, parallel scans), everything else
@@ -669,6 +694,28 @@ fn as_f64(value: &ScalarValue) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_window_totals_are_the_slices_sums_only_when_every_metric_is_a_sum() {
+        let metric = |sql: &str| Metric { name: "revenue".into(), sql: sql.into() };
+        let (a, b) = (revenue(0.1), revenue(0.2));
+        let empty = Measures {
+            rows: 0,
+            metrics: BTreeMap::from([("revenue".to_owned(), None)]),
+            ..Measures::default()
+        };
+        let total = Measures::sum_of(&[&a, &b, &empty], &[metric("SUM(amount)")]).unwrap();
+        assert_eq!(total.rows, 2_000);
+        assert_eq!(total.metrics["revenue"], Some(0.1 + 0.2));
+        // The parts' errors, and one addition's rounding of |0.1| + |0.2|.
+        let expected = a.error["revenue"] + b.error["revenue"] + gamma(1, f64::EPSILON / 2.0) * 0.3;
+        assert!((total.error["revenue"] - expected).abs() < 1e-18, "{total:?}");
+        for sql in ["AVG(amount)", "MAX(amount)", "COUNT(DISTINCT amount)", "SUM(amount) / 2"] {
+            assert_eq!(Measures::sum_of(&[&a, &b], &[metric(sql)]), None, "{sql} does not add up");
+        }
+        let none = Measures::sum_of(&[&empty], &[metric("SUM(amount)")]).unwrap();
+        assert_eq!(none.metrics["revenue"], None, "a SUM of no rows is NULL");
+    }
 
     /// A metric summed over 1,000 DOUBLE values totalling 4,517,298 (the flake the issue saw).
     fn revenue(value: f64) -> Measures {

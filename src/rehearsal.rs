@@ -23,7 +23,7 @@ use url::Url;
 
 use crate::checks::{self, CheckResult};
 use crate::clone::{self, ShallowClone};
-use crate::diff::{Comparison, Side};
+use crate::diff::{Comparison, Measures, Side};
 use crate::plan::{
     self, BeforeAfter, InputFingerprint, OutsideWindow, PLAN_FORMAT, Plan, PlanFileRecord, PlanTimings,
     RehearsalRecord, SliceReport, TargetRecord,
@@ -279,15 +279,22 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let in_window = window_predicate(column, &window);
     let date = Expr::Column(Column::new_unqualified(column));
     let outside = not(in_window.clone()).or(date.is_null());
-    let total = BeforeAfter {
-        before: comparison
-            .measure(Side::Before, in_window.clone(), metrics)
-            .await
-            .map_err(query_error("the window"))?,
-        after: comparison
-            .measure(Side::After, in_window.clone(), metrics)
-            .await
-            .map_err(query_error("the window"))?,
+    // The slices make up the window: where their measures add up, they are its totals.
+    let side = |pick: fn(&SliceReport) -> &Measures| reports.iter().map(pick).collect::<Vec<_>>();
+    let summed =
+        (Measures::sum_of(&side(|r| &r.before), metrics), Measures::sum_of(&side(|r| &r.after), metrics));
+    let total = match summed {
+        (Some(before), Some(after)) => BeforeAfter { before, after },
+        _ => BeforeAfter {
+            before: comparison
+                .measure(Side::Before, in_window.clone(), metrics)
+                .await
+                .map_err(query_error("the window"))?,
+            after: comparison
+                .measure(Side::After, in_window.clone(), metrics)
+                .await
+                .map_err(query_error("the window"))?,
+        },
     };
     let outside_window = compare_outside(&target, &rehearsal, &comparison, column, &window, outside, metrics)
         .await
