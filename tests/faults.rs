@@ -93,10 +93,6 @@ async fn crashes_at_every_point_of_apply_and_rollback_land_there_and_are_recover
     let points = all_points();
     assert_eq!(points.len(), 33);
     for (point, at_crash) in &points {
-        let workspace = demo_workspace();
-        let root = workspace.path();
-        let daily = root.join("bf-demo/warehouse/orders_daily");
-        week_plan(root);
         let rollback = point.starts_with("rollback");
         // The slice points belong to a window-only rollback; the others to a full one.
         let window_only = rollback && (point.contains("slice") || point.contains("after-commit"));
@@ -105,6 +101,10 @@ async fn crashes_at_every_point_of_apply_and_rollback_land_there_and_are_recover
             undo.push("--window-only");
         }
         if rollback {
+            let workspace = demo_workspace();
+            let root = workspace.path();
+            let daily = root.join("bf-demo/warehouse/orders_daily");
+            week_plan(root);
             bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
             bf_in(root).args(&undo).env(bf::fault::FAULT_ENV, point).assert().failure();
             assert_eq!(&landed(&daily), at_crash, "{point}: where the crash landed");
@@ -125,15 +125,29 @@ async fn crashes_at_every_point_of_apply_and_rollback_land_there_and_are_recover
             bf_in(root).args(&undo).assert().success();
             assert_eq!(commit_infos(&daily).len(), versions, "{point}: a finished rollback writes nothing");
         } else {
-            bf_in(root)
-                .args(["apply", "--auto-approve", "-q"])
-                .env(bf::fault::FAULT_ENV, point)
-                .assert()
-                .failure();
-            assert_eq!(&landed(&daily), at_crash, "{point}: where the crash landed");
-            bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
-            assert_eq!(contents(&daily).await, applied, "{point}");
-            assert_eq!(landed(&daily), landed_applied(), "{point}: each slice and the comment once");
+            // Publishing (the default), and running the slices' queries again: the same guarantees.
+            for recompute in [false, true] {
+                if recompute && point.starts_with("before-publish-commit") {
+                    continue;
+                }
+                let workspace = demo_workspace();
+                let root = workspace.path();
+                let daily = root.join("bf-demo/warehouse/orders_daily");
+                week_plan(root);
+                let mut apply = vec!["apply", "--auto-approve", "-q"];
+                if recompute {
+                    apply.push("--recompute");
+                }
+                bf_in(root).args(&apply).env(bf::fault::FAULT_ENV, point).assert().failure();
+                assert_eq!(
+                    &landed(&daily),
+                    at_crash,
+                    "{point}, recompute {recompute}: where the crash landed"
+                );
+                bf_in(root).args(&apply).assert().success();
+                assert_eq!(contents(&daily).await, applied, "{point}, recompute {recompute}");
+                assert_eq!(landed(&daily), landed_applied(), "{point}: each slice and the comment once");
+            }
         }
     }
     eprintln!("{} crash points recovered", points.len());
