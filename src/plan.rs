@@ -391,21 +391,7 @@ fn hash_all(files: &[(usize, String, PathBuf)]) -> Vec<std::io::Result<InputFing
 fn fingerprint(input: &str, path: &Path) -> std::io::Result<InputFingerprint> {
     let metadata = std::fs::metadata(path)?;
     let modified = metadata.modified().ok().map(DateTime::<Utc>::from);
-    let sha256 = if metadata.len() < HASH_LIMIT {
-        let mut hasher = Sha256::new();
-        let mut file = std::fs::File::open(path)?;
-        let mut buffer = vec![0; 1 << 16];
-        loop {
-            let read = std::io::Read::read(&mut file, &mut buffer)?;
-            if read == 0 {
-                break;
-            }
-            hasher.update(&buffer[..read]);
-        }
-        Some(hex::encode(hasher.finalize()))
-    } else {
-        None
-    };
+    let sha256 = if metadata.len() < HASH_LIMIT { Some(crate::store::sha256_file(path)?.1) } else { None };
     Ok(InputFingerprint {
         input: input.to_owned(),
         path: path.display().to_string(),

@@ -236,6 +236,24 @@ pub enum Commits {
     Impossible,
 }
 
+/// A local file's size and the sha256 of its bytes, read 64 KiB at a time.
+pub fn sha256_file(path: &Path) -> std::io::Result<(u64, String)> {
+    use sha2::{Digest, Sha256};
+    let mut hasher = Sha256::new();
+    let mut size = 0u64;
+    let mut file = std::fs::File::open(path)?;
+    let mut buffer = vec![0; 1 << 16];
+    loop {
+        let read = std::io::Read::read(&mut file, &mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        size += read as u64;
+        hasher.update(&buffer[..read]);
+    }
+    Ok((size, hex::encode(hasher.finalize())))
+}
+
 /// Why a table or a file is not where a plan says, or cannot be opened there.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
@@ -500,28 +518,17 @@ impl Stores {
     /// A file's size and the sha256 of its bytes, streamed.
     pub async fn checksum(&self, url: &Url) -> Result<(u64, String), StoreError> {
         use sha2::{Digest, Sha256};
-        let mut hasher = Sha256::new();
-        let mut size = 0u64;
         if let Some(path) = local_path(url) {
-            let io = |e: std::io::Error| StoreError { location: display_url(url), problem: e.to_string() };
-            let mut file = std::fs::File::open(&path).map_err(io)?;
-            let mut buffer = vec![0; 1 << 16];
-            loop {
-                let read = std::io::Read::read(&mut file, &mut buffer).map_err(io)?;
-                if read == 0 {
-                    break;
-                }
-                size += read as u64;
-                hasher.update(&buffer[..read]);
-            }
-        } else {
-            let (store, key) = self.object_store(url)?;
-            let mut chunks = store.get(&key).await.map_err(|e| self.error(url, &e))?.into_stream();
-            while let Some(chunk) = chunks.next().await {
-                let chunk = chunk.map_err(|e| self.error(url, &e))?;
-                size += chunk.len() as u64;
-                hasher.update(&chunk);
-            }
+            return sha256_file(&path)
+                .map_err(|e| StoreError { location: display_url(url), problem: e.to_string() });
+        }
+        let (store, key) = self.object_store(url)?;
+        let mut chunks = store.get(&key).await.map_err(|e| self.error(url, &e))?.into_stream();
+        let (mut hasher, mut size) = (Sha256::new(), 0u64);
+        while let Some(chunk) = chunks.next().await {
+            let chunk = chunk.map_err(|e| self.error(url, &e))?;
+            size += chunk.len() as u64;
+            hasher.update(&chunk);
         }
         Ok((size, hex::encode(hasher.finalize())))
     }
