@@ -310,9 +310,6 @@ pub struct ApplyState {
     pub pending: Vec<chrono::NaiveDate>,
     /// Whether its comment commit, the last of an apply, is in the table.
     pub commented: bool,
-    /// Why `bf apply` cannot publish the rehearsed files of the pending slices (it would need
-    /// `--recompute`); `None` when it can, or nothing is pending.
-    pub cannot_publish: Option<String>,
 }
 
 impl ApplyState {
@@ -335,9 +332,6 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
     };
     let committed: BTreeSet<usize> =
         recorded.iter().flat_map(|r| r.slices.iter().map(|(s, _)| s.index)).collect();
-    let pending = plan.slices.iter().map(|s| s.index).filter(|i| !committed.contains(i));
-    let stores = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?;
-    let cannot_publish = publisher(&stores, plan, pending).await.err();
     Ok(ApplyState {
         table: display_url(&url),
         table_version: target.version().unwrap_or(0),
@@ -345,8 +339,19 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
         committed: plan.slices.iter().map(|s| s.index).filter(|i| committed.contains(i)).collect(),
         pending: plan.slices.iter().filter(|s| !committed.contains(&s.index)).map(|s| s.first).collect(),
         commented: recorded.is_some_and(|r| r.commented),
-        cannot_publish,
     })
+}
+
+/// Why `bf apply` cannot publish the rehearsed files of the slices `state` says are pending (it
+/// would need `--recompute`); `None` when it can, or nothing is pending. Opens the rehearsal and
+/// looks for each file, so only what reports it asks.
+pub async fn cannot_publish(plan: &Plan, state: &ApplyState) -> Option<String> {
+    let pending = plan.slices.iter().filter(|s| state.pending.contains(&s.first)).map(|s| s.index);
+    let stores = match plan.stores() {
+        Ok(stores) => stores,
+        Err(e) => return Some(e.to_string()),
+    };
+    publisher(&stores, plan, pending).await.err()
 }
 
 fn url_of(plan: &Plan) -> Result<url::Url, ApplyError> {

@@ -160,6 +160,9 @@ async fn a_rehearsal_gone_made_again_or_missing_a_file_is_not_published_and_reco
     ok(root, &["clean", rehearsal.to_str().unwrap()]);
     refused("cannot be opened");
     status("`bf apply` cannot publish the rehearsed files: the rehearsal");
+    let json: Value = serde_json::from_slice(&ok(root, &["status", "first.json", "--json"]).stdout).unwrap();
+    assert!(json["cannot_publish"].as_str().is_some_and(|why| why.contains("cannot be opened")), "{json}");
+    assert_eq!(json["pending"].as_array().map(Vec::len), Some(6), "{json}");
 
     ok(root, &["apply", "first.json", "--auto-approve", "--recompute", "-q"]);
     assert_eq!(crate::common::slices_committed(&daily), (1..=6).collect::<Vec<u64>>());

@@ -21,10 +21,23 @@ pub struct Args {
     json: bool,
 }
 
+/// What `bf status --json` prints: how far the apply got, and whether `bf apply` can publish.
+#[derive(serde::Serialize)]
+struct Status<'a> {
+    #[serde(flatten)]
+    state: &'a bf::apply::ApplyState,
+    cannot_publish: Option<&'a str>,
+}
+
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let plan = Plan::load(&args.file.unwrap_or_else(|| args.state.saved_plan()))?;
     let state = bf::apply::state(&plan).await?;
-    let text = if args.json { render::json(&state) } else { render::status::text(&plan, &state) };
+    let cannot_publish = bf::apply::cannot_publish(&plan, &state).await;
+    let text = if args.json {
+        render::json(&Status { state: &state, cannot_publish: cannot_publish.as_deref() })
+    } else {
+        render::status::text(&plan, &state, cannot_publish.as_deref())
+    };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -7,7 +7,8 @@ use bf::plan::Plan;
 
 use super::plan::summary;
 
-pub fn text(plan: &Plan, state: &ApplyState) -> String {
+/// `cannot_publish`: why `bf apply` could not publish the pending slices, if it could not.
+pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -18,7 +19,7 @@ pub fn text(plan: &Plan, state: &ApplyState) -> String {
     );
     let _ = writeln!(out, "  {}", summary(plan));
     if !state.pending.is_empty() {
-        let _ = match &state.cannot_publish {
+        let _ = match cannot_publish {
             None => writeln!(out, "  `bf apply` publishes the rehearsed files: exactly what the plan shows"),
             Some(why) => writeln!(
                 out,
