@@ -150,26 +150,35 @@ pub async fn rows_in_slice_from_log(
     Ok(Some(rows))
 }
 
-/// At most how many rows the table holds in the slice, from the log alone: the row counts of every
-/// file that may hold some. `None` when such a file's count is not in the log.
-pub async fn rows_in_slice_at_most(
-    table: &DeltaTable,
-    date_column: &str,
-    slice: &Slice,
-) -> Result<Option<u64>, DeltaTableError> {
-    let column = &physical_name(table, date_column);
-    let mut files = table.get_active_add_actions_by_predicate(None);
-    let mut rows = 0;
-    while let Some(file) = files.try_next().await? {
-        let dates = FileDates::read(&file.partition_values_map(), file.stats().as_deref(), column);
-        if dates.may_overlap(slice.first, slice.last) {
-            match file.num_records() {
-                Some(n) => rows += n as u64,
-                None => return Ok(None),
-            }
-        }
+/// What the log says of each live file's days and row count on one date column, read once: how
+/// many rows each slice of a plan can hold at most is then a sum, not another pass over the log.
+pub struct RowBounds(Vec<(FileDates, Option<u64>)>);
+
+impl RowBounds {
+    pub async fn read(table: &DeltaTable, date_column: &str) -> Result<RowBounds, DeltaTableError> {
+        let column = &physical_name(table, date_column);
+        let files: Vec<_> = table.get_active_add_actions_by_predicate(None).try_collect().await?;
+        Ok(RowBounds(
+            files
+                .iter()
+                .map(|file| {
+                    let dates =
+                        FileDates::read(&file.partition_values_map(), file.stats().as_deref(), column);
+                    (dates, file.num_records().map(|n| n as u64))
+                })
+                .collect(),
+        ))
     }
-    Ok(Some(rows))
+
+    /// At most how many rows the table holds in the slice: the row counts of every file that may
+    /// hold some. `None` when such a file's count is not in the log.
+    pub fn in_slice(&self, slice: &Slice) -> Option<u64> {
+        self.0
+            .iter()
+            .filter(|(dates, _)| dates.may_overlap(slice.first, slice.last))
+            .map(|(_, rows)| *rows)
+            .sum()
+    }
 }
 
 fn partition_share(file: &LogicalFileView, column: &str, slice: &Slice) -> Option<u64> {
