@@ -133,11 +133,28 @@ pub struct Apply<'a> {
     plan: &'a Plan,
     rerun: bool,
     recompute: bool,
+    cascade: Option<ledger::Cascade>,
+}
+
+/// What an apply found before writing: the plan as reviewed, the target, and its commits since the
+/// plan, which the stale check held to be this plan's own.
+struct Preflight {
+    document: plan_file::PlanDocument,
+    stores: Stores,
+    target: DeltaTable,
+    since: Vec<Entry>,
+    log_url: Option<url::Url>,
 }
 
 impl<'a> Apply<'a> {
     pub fn new(plan: &'a Plan) -> Self {
-        Apply { plan, rerun: false, recompute: false }
+        Apply { plan, rerun: false, recompute: false, cascade: None }
+    }
+
+    /// Records the backfill's place in a chain in each of its commits.
+    pub fn with_cascade(mut self, cascade: Option<ledger::Cascade>) -> Self {
+        self.cascade = cascade;
+        self
     }
 
     /// Runs each slice's query again and writes its rows, instead of publishing the rehearsed files.
@@ -152,8 +169,12 @@ impl<'a> Apply<'a> {
         self
     }
 
-    pub async fn execute(self, progress: &dyn ApplyProgress) -> Result<ApplyReport, ApplyError> {
-        let started_at = chrono::Utc::now();
+    /// Refuses a stale plan, or a table bf may not write, without writing anything.
+    pub async fn check(&self) -> Result<(), ApplyError> {
+        self.preflight().await.map(drop)
+    }
+
+    async fn preflight(&self) -> Result<Preflight, ApplyError> {
         let plan = self.plan;
         // The plan as reviewed, read from the saved text (the file on disk was checked to match).
         let document = plan_file::parse(Path::new(&plan.plan_file.path), plan.plan_file.text.clone())
@@ -167,7 +188,7 @@ impl<'a> Apply<'a> {
             let stores = stores.clone();
             tokio::spawn(async move { plan::fingerprint_all(&stores, &files).await })
         };
-        let mut target = stores.open(&url, None).await?;
+        let target = stores.open(&url, None).await?;
         crate::compat::check_writable(&target).await?;
         // The change log is written after the last slice: a log table bf may not write is refused
         // before the first.
@@ -182,8 +203,16 @@ impl<'a> Apply<'a> {
         let folders_now = futures::future::join_all(plan.input_folders.iter().map(|f| f.now(&stores))).await;
         let delta_now = delta_input_versions(&stores, &plan.delta_inputs).await;
         check_stale(plan, &since, &Now { inputs: &inputs_now, folders: &folders_now, delta: &delta_now })?;
+        Ok(Preflight { document, stores, target, since, log_url })
+    }
 
-        let backfill = backfill_for(plan, &since, self.rerun);
+    pub async fn execute(self, progress: &dyn ApplyProgress) -> Result<ApplyReport, ApplyError> {
+        let started_at = chrono::Utc::now();
+        let plan = self.plan;
+        let Preflight { document, stores, mut target, since, log_url } = self.preflight().await?;
+        let url = url_of(plan)?;
+        let mut backfill = backfill_for(plan, &since, self.rerun);
+        backfill.cascade = self.cascade.clone();
         let slices = document.plan.slices();
         // Only slices this backfill's commits since the plan name can be committed (the stale check
         // already holds `since` to be every commit after the plan's version); their transactions
@@ -497,6 +526,7 @@ fn backfill_for(plan: &Plan, since: &[Entry], rerun: bool) -> Backfill {
         window: plan.window,
         date_column: plan.target.date_column.clone(),
         slices: plan.slices.len(),
+        cascade: None,
     }
 }
 

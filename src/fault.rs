@@ -11,12 +11,30 @@ use std::path::Path;
 /// real table), `corrupt-published:N` (the copy of a file slice N publishes is not the rehearsed
 /// one) and `rollback-verify` (the rollback's comparison reads the table as the backfill left it).
 /// `before-publish-commit:N` aborts after slice N's files are placed in the target, before its
-/// commit.
+/// commit. In a chain, `before-table:N` aborts before its Nth table (from 0), and `NAME/POINT`
+/// names a point in the table called NAME only (`revenue_by_day/before-comment`).
 pub const FAULT_ENV: &str = "BF_FAULT";
 
 /// Names a file: before writing slice N (`BF_PAUSE_SLICE=N`), bf creates it and waits while it exists.
 pub const PAUSE_FILE_ENV: &str = "BF_PAUSE_FILE";
 pub const PAUSE_SLICE_ENV: &str = "BF_PAUSE_SLICE";
+
+/// The table of a chain being applied, so `BF_FAULT=NAME/POINT` crashes at POINT in that table only.
+static TABLE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
+
+/// While it lives, fault points are in the table `name` of a chain.
+pub(crate) struct InTable;
+
+impl Drop for InTable {
+    fn drop(&mut self) {
+        *TABLE.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+}
+
+pub(crate) fn in_table(name: &str) -> InTable {
+    *TABLE.lock().unwrap_or_else(|e| e.into_inner()) = Some(name.to_owned());
+    InTable
+}
 
 /// Aborts the process at a named point when `BF_FAULT` names it: a crash exactly there.
 pub(crate) fn fault(point: &str) {
@@ -28,7 +46,13 @@ pub(crate) fn fault(point: &str) {
 /// Whether `BF_FAULT` names `point`: for a corruption, the caller corrupts on purpose, so a test
 /// proves the check that should catch it does.
 pub(crate) fn corrupt(point: &str) -> bool {
-    std::env::var(FAULT_ENV).is_ok_and(|wanted| wanted == point)
+    let Ok(wanted) = std::env::var(FAULT_ENV) else { return false };
+    wanted == point
+        || TABLE
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .as_ref()
+            .is_some_and(|table| wanted == format!("{table}/{point}"))
 }
 
 /// Waits while the pause file of `BF_PAUSE_FILE` exists, when `BF_PAUSE_SLICE` names this slice.

@@ -80,6 +80,15 @@ pub struct Keys {
     /// On a rehearsal's slice commits.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rehearsal: Option<bool>,
+    /// A backfill in a chain: the chain's id (its first plan's id)…
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cascade: Option<String>,
+    /// …the table it is built from, when it is downstream…
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    /// …and the tables built from it, which a rollback must not leave built from undone rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub downstream: Option<Vec<String>>,
 }
 
 /// What a commit bf made is, read from its keys.
@@ -142,6 +151,21 @@ pub struct Backfill {
     /// The column the slices' predicates filter on: what a rollback puts back by.
     pub date_column: String,
     pub slices: usize,
+    /// Its place in a chain of backfills, when its plan has downstream plans or is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cascade: Option<Cascade>,
+}
+
+/// A backfill's place in a chain: the tables above and below it were backfilled with it, and are
+/// found again from the table's history alone.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Cascade {
+    /// The chain's id: its first plan's id, on every backfill of the chain.
+    pub id: String,
+    /// The table it is built from (a URI), when it is downstream.
+    pub upstream: Option<String>,
+    /// The tables built from it (URIs), in apply order.
+    pub downstream: Vec<String>,
 }
 
 impl Backfill {
@@ -195,6 +219,9 @@ impl Backfill {
             window_end: Some(self.window.end),
             date_column: Some(self.date_column.clone()),
             slices: Some(self.slices),
+            cascade: self.cascade.as_ref().map(|c| c.id.clone()),
+            upstream: self.cascade.as_ref().and_then(|c| c.upstream.clone()),
+            downstream: self.cascade.as_ref().map(|c| c.downstream.clone()),
             ..Keys::default()
         }
     }
@@ -328,6 +355,11 @@ impl Keys {
                 },
                 date_column: need(&self.date_column, "date_column")?,
                 slices: need(&self.slices, "slices")?,
+                cascade: self.cascade.as_ref().map(|id| Cascade {
+                    id: id.clone(),
+                    upstream: self.upstream.clone(),
+                    downstream: self.downstream.clone().unwrap_or_default(),
+                }),
             };
             return match self.comment {
                 Some(true) => Ok(Mark::Comment { backfill }),
@@ -660,7 +692,29 @@ mod tests {
             window: Window { start: day("2026-03-01"), end: day("2026-03-31") },
             date_column: "order_date".into(),
             slices: 1,
+            cascade: None,
         }
+    }
+
+    #[test]
+    fn a_backfill_of_a_chain_reads_back_with_its_neighbours() {
+        let cascade = Cascade {
+            id: "p0".into(),
+            upstream: Some("file:///w/orders_silver/".into()),
+            downstream: vec!["file:///w/revenue_by_day/".into(), "file:///w/kpis/".into()],
+        };
+        let chained = Backfill { cascade: Some(cascade.clone()), ..backfill() };
+        let first = chained.window.start;
+        let written = chained.slice_keys(&Slice { index: 1, first, last: first, run_date: first }).metadata();
+        assert_eq!(written["bf.cascade"], "p0");
+        let Mark::Slice { backfill: read, .. } = Keys::read(&written).unwrap().unwrap().mark().unwrap()
+        else {
+            panic!("a slice commit reads as a slice")
+        };
+        assert_eq!(read.cascade, Some(cascade));
+        let alone =
+            backfill().slice_keys(&Slice { index: 1, first, last: first, run_date: first }).metadata();
+        assert!(!alone.contains_key("bf.cascade") && !alone.contains_key("bf.downstream"));
     }
 
     #[test]

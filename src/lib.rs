@@ -20,6 +20,8 @@
 //! [`shop`] builds the example shop the demo and the tests run on.
 
 pub mod apply;
+pub mod cascade;
+pub mod chain;
 pub mod change_log;
 pub mod checks;
 pub mod clone;
@@ -27,6 +29,7 @@ pub mod compat;
 pub mod diff;
 pub mod fault;
 pub mod ledger;
+pub mod notify;
 pub mod plan;
 pub mod plan_file;
 pub mod predicate;

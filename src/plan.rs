@@ -20,8 +20,9 @@ use crate::source::run::{DeltaInput, FolderListing, SourceCounts};
 use crate::store::{Found, Location, Stores};
 use crate::window::Window;
 
-/// The version of the saved plan's layout.
-pub const PLAN_FORMAT: u32 = 2;
+/// The version of the saved plan's layout: 3 added downstream plans, which a bf reading format 2
+/// would silently leave unapplied.
+pub const PLAN_FORMAT: u32 = 3;
 
 /// Files bigger than this are fingerprinted by size and modification time only.
 const HASH_LIMIT: u64 = 1 << 30;
@@ -64,6 +65,10 @@ pub struct Plan {
     /// Where the rehearsal's time went.
     #[serde(default)]
     pub timings: PlanTimings,
+    /// The plans of the tables built from this one (`[[downstream]]`), rehearsed on this plan's
+    /// rehearsal, in apply order; each may have its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub downstream: Vec<Plan>,
 }
 
 /// Where `bf plan`'s time went, step by step, in milliseconds: what to make cheaper, measured on
@@ -228,17 +233,27 @@ pub enum SavedPlanError {
 }
 
 impl Plan {
-    /// Whether `bf apply` may apply this plan.
+    /// Whether `bf apply` may apply this plan and every plan downstream of it.
     pub fn appliable(&self) -> bool {
-        self.problems.is_empty()
+        self.chain().iter().all(|p| p.problems.is_empty())
     }
 
-    /// Whether applying it would change any row.
+    /// Whether applying it (downstream plans included) would change any row.
     pub fn changes_data(&self) -> bool {
-        self.slices.iter().any(|s| {
+        self.chain().iter().flat_map(|p| &p.slices).any(|s| {
             !s.before.same_as(&s.after)
                 || s.changes.as_ref().is_some_and(|c| c.added + c.removed + c.changed > 0)
         })
+    }
+
+    /// This plan and every plan downstream of it, in apply order (upstream first, then each
+    /// downstream depth first).
+    pub fn chain(&self) -> Vec<&Plan> {
+        let mut all = vec![self];
+        for downstream in &self.downstream {
+            all.extend(downstream.chain());
+        }
+        all
     }
 
     /// Saves the plan as JSON, atomically: a reader never sees half a plan.
@@ -260,6 +275,17 @@ impl Plan {
         let planned = toml::from_str::<crate::plan_file::PlanFile>(&self.plan_file.text)
             .map_err(|e| SavedPlanError::Storage(e.message().to_owned()))?;
         Ok(Stores::new(&planned.storage))
+    }
+
+    /// The plan's `[notify]`: who is told of its apply and rollback (a chain's first plan speaks for
+    /// the chain).
+    pub fn notify(&self) -> Option<crate::plan_file::Notify> {
+        toml::from_str::<crate::plan_file::PlanFile>(&self.plan_file.text).ok()?.notify
+    }
+
+    /// The folder of the plan file, which its relative paths start from.
+    pub fn plan_dir(&self) -> &Path {
+        Path::new(&self.plan_file.path).parent().unwrap_or(Path::new("."))
     }
 
     /// The saved inputs as `(input, file)` pairs, to fingerprint them again.

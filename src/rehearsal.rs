@@ -21,6 +21,7 @@ use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
 use url::Url;
 
+use crate::chain::Chain;
 use crate::checks::{self, CheckResult};
 use crate::clone::{self, ShallowClone};
 use crate::diff::{Comparison, Measures, Side};
@@ -31,7 +32,7 @@ use crate::plan::{
 use crate::plan_file::{Metric, OutsideRows, PlanDocument, WriteMode};
 use crate::predicate::{slice_predicate, slice_predicate_sql, window_predicate};
 use crate::slice_writer::SliceWriter;
-use crate::source::run::{FolderListing, SliceSource, Source, SourceCounts};
+use crate::source::run::{DeltaInput, FolderListing, SliceSource, Source, SourceCounts};
 use crate::store::{self, display_url};
 use crate::table::{self, TableError};
 use crate::window::Window;
@@ -65,6 +66,8 @@ pub enum RehearsalError {
     Unsupported(#[from] crate::compat::Unsupported),
     #[error("{what}: {message}")]
     Query { what: String, message: String },
+    #[error("downstream plan {plan}: {source}")]
+    Downstream { plan: String, source: Box<RehearsalError> },
 }
 
 fn query_error(
@@ -80,7 +83,51 @@ fn query_error(
 const IN_MEMORY_ROWS: u64 = 1_000_000;
 
 /// Rehearses the plan and returns it as a saved-plan value.
-pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Result<Plan, RehearsalError> {
+/// Rehearses a chain: its first plan, then each downstream plan reading the rehearsals of the
+/// tables above it (its Delta inputs naming them are redirected), so the reviewer sees the
+/// dashboard table move with the table it is built from before anything is written. The plans of
+/// the plan's folder that read one of the chain's tables without being in it are warned about.
+pub async fn rehearse_chain(chain: &Chain, progress: &dyn Progress) -> Result<Plan, RehearsalError> {
+    let mut plan = rehearse_below(chain, &[], progress).await?;
+    plan.warnings.extend(chain.undeclared_readers());
+    Ok(plan)
+}
+
+fn rehearse_below<'a>(
+    chain: &'a Chain,
+    redirects: &'a [DeltaInput],
+    progress: &'a dyn Progress,
+) -> futures::future::LocalBoxFuture<'a, Result<Plan, RehearsalError>> {
+    Box::pin(async move {
+        let mut plan = rehearse(&chain.document, redirects, progress).await?;
+        let mut below = redirects.to_vec();
+        below.push(DeltaInput {
+            input: String::new(),
+            uri: plan.rehearsal.uri.clone(),
+            version: plan.rehearsal.version,
+            stands_for: Some(plan.target.uri.clone()),
+        });
+        for downstream in &chain.downstream {
+            let rehearsed = rehearse_below(downstream, &below, progress).await.map_err(|e| match e {
+                nested @ RehearsalError::Downstream { .. } => nested,
+                other => RehearsalError::Downstream {
+                    plan: downstream.document.path.display().to_string(),
+                    source: Box::new(other),
+                },
+            })?;
+            plan.downstream.push(rehearsed);
+        }
+        Ok(plan)
+    })
+}
+
+/// Rehearses one plan; `redirects` are the upstream tables its Delta inputs read from their
+/// rehearsals instead.
+pub async fn rehearse(
+    document: &PlanDocument,
+    redirects: &[DeltaInput],
+    progress: &dyn Progress,
+) -> Result<Plan, RehearsalError> {
     let spec = &document.plan;
     let stores = document.stores();
     let mut timings = PlanTimings::default();
@@ -141,8 +188,9 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
     let writer = SliceWriter::for_plan(spec);
     let id = plan_id();
     let generated = crate::row_rules::generated_columns(&target);
-    let source =
-        Source::new(document, schema.clone()).with_computed_columns(generated.iter().map(String::as_str));
+    let source = Source::new(document, schema.clone())
+        .with_computed_columns(generated.iter().map(String::as_str))
+        .with_redirects(redirects);
     let slices = spec.slices();
     progress.slices(slices.len());
     let mut sources: Vec<(SliceSource, SourceCounts)> = Vec::with_capacity(slices.len());
@@ -397,6 +445,7 @@ pub async fn rehearse(document: &PlanDocument, progress: &dyn Progress) -> Resul
         problems,
         warnings,
         timings,
+        downstream: Vec::new(),
     })
 }
 

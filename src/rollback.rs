@@ -196,6 +196,42 @@ impl RollbackPlan {
         entry.rollback_step_of(self.backfill_id()) == Some(RollbackStep::Restore)
     }
 
+    /// Every reason the rollback ([`restore`](Self::restore), or [`window_only`](Self::window_only)
+    /// with `force`) would refuse before writing, found without writing: a chain checks each of its
+    /// tables before it rolls back any.
+    pub async fn check(&self, window_only: bool, force: bool) -> Result<(), RollbackError> {
+        if window_only {
+            let table = self.stores.open(&self.url, None).await?;
+            let in_window = self.others_in_window(&table).await?;
+            if !in_window.is_empty() && !force {
+                return Err(RollbackError::OthersInWindow {
+                    backfill: self.backfill_id().to_owned(),
+                    commits: ledger::describe(&in_window),
+                });
+            }
+        } else if self.restored_at().is_some() {
+            // An earlier run restored: finishing it is checked against the window itself.
+            return Ok(());
+        } else if !self.others.is_empty() {
+            return Err(RollbackError::OthersCommitted {
+                table: self.table.clone(),
+                backfill: self.backfill_id().to_owned(),
+                commits: ledger::describe(&self.others),
+            });
+        }
+        check_files_exist(&self.stores, &self.url, self.backfill.backfill.pre_version).await
+    }
+
+    /// Whether the backfill is undone: restored, or every slice put back by a window-only rollback.
+    pub fn undone(&self) -> bool {
+        let put_back = |index: usize| {
+            self.earlier.iter().any(|e| {
+                matches!(e.rollback_step_of(self.backfill_id()), Some(RollbackStep::Slice(s)) if s.index == index)
+            })
+        };
+        self.restored_at().is_some() || self.backfill.slices.iter().all(|(s, _)| put_back(s.index))
+    }
+
     /// Whether a full rollback has nothing left to write.
     pub fn finished(&self) -> bool {
         self.restored_at().is_some() && self.commented()
@@ -228,14 +264,7 @@ impl RollbackPlan {
                 (table, version, Some(rows))
             }
             None => {
-                if !self.others.is_empty() {
-                    return Err(RollbackError::OthersCommitted {
-                        table: self.table.clone(),
-                        backfill: self.backfill_id().to_owned(),
-                        commits: ledger::describe(&self.others),
-                    });
-                }
-                check_files_exist(&self.stores, &self.url, pre_version).await?;
+                self.check(false, false).await?;
                 let table = self.stores.open(&self.url, None).await?;
                 fault("rollback-before-restore");
                 let (table, _metrics) = table
@@ -284,16 +313,9 @@ impl RollbackPlan {
 
     /// Put back the window's rows slice by slice, keeping other writers' work outside it.
     pub async fn window_only(&self, force: bool) -> Result<RollbackReport, RollbackError> {
+        self.check(true, force).await?;
         let mut table = self.stores.open(&self.url, None).await?;
-        let in_window = self.others_in_window(&table).await?;
-        if !in_window.is_empty() && !force {
-            return Err(RollbackError::OthersInWindow {
-                backfill: self.backfill_id().to_owned(),
-                commits: ledger::describe(&in_window),
-            });
-        }
         let pre_version = self.backfill.backfill.pre_version;
-        check_files_exist(&self.stores, &self.url, pre_version).await?;
         let rows_before = self.window_rows(&table).await?;
         let date_column = self.backfill.backfill.date_column.clone();
         let writer = SliceWriter::replace(&date_column);

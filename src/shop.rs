@@ -7,6 +7,8 @@
 //! - `warehouse/orders_silver`: January to April 2026, where the source sent EUR orders of March as USD
 //!   (so March's revenue in EUR is off) and a rerun appended three March orders a second time.
 //!   `landing/orders_march.csv` and `landing/fx_rates.csv` hold the corrected March of the March reload.
+//! - `warehouse/revenue_by_day`: revenue in EUR and orders per day, computed from `orders_silver` (so
+//!   its March is wrong too): the table the dashboards read, downstream of the March reload.
 //!
 //! Everything is a pure function of the order id, so two builds are identical and tests can assert
 //! exact counts. Each table is written the way a pipeline would have written it, one commit per load,
@@ -35,8 +37,9 @@ pub const MARCH_DUPLICATES: usize = 3;
 pub const FX_TO_EUR: [(&str, f64); 3] = [("EUR", 1.0), ("USD", 0.92), ("GBP", 1.17)];
 
 /// The bundled plans (`plans/` in the repository), which point at `../bf-demo/` from there.
-pub const PLANS: [(&str, &str); 3] = [
+pub const PLANS: [(&str, &str); 4] = [
     ("march.toml", include_str!("../plans/march.toml")),
+    ("march-revenue-by-day.toml", include_str!("../plans/march-revenue-by-day.toml")),
     ("september.toml", include_str!("../plans/september.toml")),
     ("correction-2026-09-15.toml", include_str!("../plans/correction-2026-09-15.toml")),
 ];
@@ -92,6 +95,10 @@ impl Shop {
         self.root.join("warehouse").join("orders_silver")
     }
 
+    pub fn revenue_by_day(&self) -> PathBuf {
+        self.root.join("warehouse").join("revenue_by_day")
+    }
+
     pub fn orders_daily(&self) -> PathBuf {
         self.root.join("warehouse").join("orders_daily")
     }
@@ -116,6 +123,7 @@ impl Shop {
         }
         self.write_text(&self.landing().join("fx_rates.csv"), &fx)?;
         let silver_version = self.write_orders_silver().await?;
+        self.write_revenue_by_day().await?;
         self.create_orders_daily().await?;
         for (name, text) in PLANS {
             self.write_text(&self.plans().join(name), &text.replace("../bf-demo/", "../"))?;
@@ -203,6 +211,31 @@ impl Shop {
             .await
             .map_err(delta)?;
         Ok(table.version().unwrap_or(0))
+    }
+
+    /// Revenue by day as the gold job computed it from the silver table, one append per month: wrong
+    /// for March, as the silver table is.
+    async fn write_revenue_by_day(&self) -> Result<(), ShopError> {
+        let path = self.revenue_by_day();
+        let delta = |source| ShopError::Delta { table: path.display().to_string(), source };
+        let columns = vec![
+            StructField::new("order_date", DataType::DATE, true),
+            StructField::new("revenue", DataType::DOUBLE, true),
+            StructField::new("orders", DataType::LONG, true),
+        ];
+        let mut table = create_table(
+            &path,
+            &columns,
+            "Revenue in EUR by order day, from orders_silver: what the dashboards read.",
+        )
+        .await
+        .map_err(delta)?;
+        let days = revenue_by_day(&silver_rows());
+        for month in 1..=4 {
+            let batch = revenue_batch(days.iter().filter(|(day, ..)| day.month() == month));
+            table = table.write(vec![batch]).with_save_mode(SaveMode::Append).await.map_err(delta)?;
+        }
+        Ok(())
     }
 
     async fn create_orders_daily(&self) -> Result<(), ShopError> {
@@ -323,6 +356,39 @@ fn silver_rows() -> Vec<(Order, NaiveDate)> {
     rows
 }
 
+/// Each day's revenue in EUR (rounded to the cent) and order count, in day order.
+fn revenue_by_day(rows: &[(Order, NaiveDate)]) -> Vec<(NaiveDate, f64, i64)> {
+    let mut days: std::collections::BTreeMap<NaiveDate, (f64, i64)> = std::collections::BTreeMap::new();
+    for (order, day) in rows {
+        let day = days.entry(*day).or_default();
+        day.0 += amount_eur(order);
+        day.1 += 1;
+    }
+    days.into_iter()
+        .map(|(day, (revenue, orders))| (day, (revenue * 100.0).round() / 100.0, orders))
+        .collect()
+}
+
+fn revenue_batch<'a>(days: impl Iterator<Item = &'a (NaiveDate, f64, i64)>) -> RecordBatch {
+    let days: Vec<&(NaiveDate, f64, i64)> = days.collect();
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Date32Array::from_iter_values(days.iter().map(|(d, ..)| Date32Type::from_naive_date(*d)))),
+        Arc::new(Float64Array::from_iter_values(days.iter().map(|(_, revenue, _)| *revenue))),
+        Arc::new(Int64Array::from_iter_values(days.iter().map(|(.., orders)| *orders))),
+    ];
+    let schema = Schema::new(vec![
+        Field::new("order_date", ArrowType::Date32, true),
+        Field::new("revenue", ArrowType::Float64, true),
+        Field::new("orders", ArrowType::Int64, true),
+    ]);
+    RecordBatch::try_new(Arc::new(schema), columns).expect("columns match the schema")
+}
+
+/// An order's amount in EUR as the silver table holds it: converted at its currency's rate, to the cent.
+fn amount_eur(order: &Order) -> f64 {
+    (order.amount * rate(order.currency) * 100.0).round() / 100.0
+}
+
 fn rate(currency: &str) -> f64 {
     FX_TO_EUR.iter().find(|(c, _)| *c == currency).map_or(1.0, |(_, r)| *r)
 }
@@ -334,9 +400,7 @@ fn silver_batch<'a>(rows: impl Iterator<Item = &'a (Order, NaiveDate)>) -> Recor
         Arc::new(StringArray::from_iter_values(rows.iter().map(|(o, _)| o.customer.as_str()))),
         Arc::new(Float64Array::from_iter_values(rows.iter().map(|(o, _)| o.amount))),
         Arc::new(StringArray::from_iter_values(rows.iter().map(|(o, _)| o.currency))),
-        Arc::new(Float64Array::from_iter_values(
-            rows.iter().map(|(o, _)| (o.amount * rate(o.currency) * 100.0).round() / 100.0),
-        )),
+        Arc::new(Float64Array::from_iter_values(rows.iter().map(|(o, _)| amount_eur(o)))),
         Arc::new(Date32Array::from_iter_values(rows.iter().map(|(_, d)| Date32Type::from_naive_date(*d)))),
     ];
     let schema = Schema::new(vec![

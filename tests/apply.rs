@@ -642,7 +642,7 @@ fn credentials_in_the_environment_never_reach_output_plans_or_commits() {
         &["apply", "--auto-approve", "--json"],
         &["history", "bf-demo/warehouse/orders_silver", "--json"],
         &["status"],
-        &["rollback", "--auto-approve", "--json"],
+        &["rollback", "--cascade", "--auto-approve", "--json"],
     ] {
         let output = with_secrets(args);
         assert!(output.status.success(), "{args:?}: {}", String::from_utf8_lossy(&output.stderr));
@@ -733,7 +733,8 @@ async fn a_merge_plan_applies_resumes_verifies_and_rolls_back() {
     assert_eq!(contents(&daily).await.len(), expected.len(), "a merge adds and updates, it removes nothing");
 
     // Window-only rollback of the second merge: the first merge's rows again, row by row.
-    let rolled = bf_in(root).args(["rollback", "--auto-approve", "--window-only"]).output().unwrap();
+    let rolled =
+        bf_in(root).args(["rollback", "--cascade", "--auto-approve", "--window-only"]).output().unwrap();
     assert!(rolled.status.success(), "{}", String::from_utf8_lossy(&rolled.stderr));
     assert_eq!(contents(&daily).await, expected);
 }
@@ -813,7 +814,7 @@ async fn an_append_only_table_is_refused_for_rewrites_and_appended_to_as_a_log()
     assert!(apply(root).status.success());
     crate::common::alter_table(&log, None, &[("delta.appendOnly", "true")]);
     let promised = std::fs::read_dir(log.join("_delta_log")).unwrap().count();
-    assert!(bf_in(root).args(["rollback", "--auto-approve"]).output().unwrap().status.success());
+    assert!(bf_in(root).args(["rollback", "--cascade", "--auto-approve"]).output().unwrap().status.success());
     plan(root, "plans/march.toml");
     assert!(apply(root).status.success());
     let appended = std::fs::read_to_string(log.join(format!("_delta_log/{promised:020}.json"))).unwrap();

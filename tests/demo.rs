@@ -27,7 +27,20 @@ async fn demo_builds_the_example_shop() {
         .stdout(predicate::str::contains("Will RESTORE version 5 in one commit."))
         .stdout(predicate::str::contains(
             "now version 9, equal to version 5 (412 rows, 409 before the rollback); wrote versions [8, 9].",
-        ));
+        ))
+        // The chain: revenue_by_day rehearsed on the reloaded silver, applied after it, rolled back first.
+        .stdout(predicate::str::contains("── downstream of orders_silver: revenue_by_day ──"))
+        .stdout(predicate::str::contains(
+            "revenue_by_day: Plan: 1 slice to replace; rows 31 (unchanged); orders 412 → 409",
+        ))
+        .stdout(predicate::str::contains("$ bf history warehouse/revenue_by_day --limit 3"))
+        .stdout(predicate::str::contains("$ bf rollback --cascade --auto-approve"))
+        .stdout(predicate::str::contains("Backfill applied: orders_silver → revenue_by_day"))
+        .stdout(predicate::function(|out: &str| {
+            // Downstream first on the way out.
+            out.find("revenue_by_day: now version").unwrap_or(usize::MAX)
+                < out.find("orders_silver: now version").unwrap_or(0)
+        }));
     // `bf clean` in the shop finds the walkthrough's rehearsal: the demo remembered it like `bf plan`.
     crate::common::bf_in(&shop)
         .args(["clean", "--dry-run"])
@@ -79,6 +92,17 @@ async fn demo_builds_the_example_shop() {
     assert_eq!(open_table(&silver).await.version(), Some(9));
     assert_eq!(count(&silver, &format!("SELECT count(*) FROM t WHERE {march}")).await, 412);
     assert_eq!(count(&silver, "SELECT count(*) FROM t").await, 1586);
+
+    // revenue_by_day as built (version 4, one load per month): March summed from the wrong silver;
+    // the walkthrough applied (5, 6) and rolled back (7, 8) its chain.
+    let revenue = shop.join("warehouse/revenue_by_day");
+    assert_eq!(open_table(&revenue).await.version(), Some(8));
+    assert_eq!(count(&revenue, &format!("SELECT count(*) FROM t WHERE {march}")).await, 31);
+    assert_eq!(
+        count(&revenue, &format!("SELECT CAST(SUM(orders) AS BIGINT) FROM t WHERE {march}")).await,
+        412
+    );
+    assert_eq!(count(&revenue, "SELECT CAST(SUM(orders) AS BIGINT) FROM t").await, 1586);
 
     // The corrected March has one line per order.
     let corrected = std::fs::read_to_string(shop.join("landing/orders_march.csv")).unwrap();

@@ -193,9 +193,9 @@ async fn a_read_only_table_can_be_planned_but_not_written_and_stays_byte_identic
     // A rollback that may not write stops before its RESTORE and leaves the applied table as it was.
     let applied = snapshot(&silver);
     let read_only = Storage::read_only(&silver);
-    bf_in(root).args(["rollback", "--auto-approve"]).assert().code(1).stderr(refused_write());
+    bf_in(root).args(["rollback", "--cascade", "--auto-approve"]).assert().code(1).stderr(refused_write());
     assert_eq!(snapshot(&silver), applied);
     drop(read_only);
-    bf_in(root).args(["rollback", "--auto-approve"]).assert().success();
+    bf_in(root).args(["rollback", "--cascade", "--auto-approve"]).assert().success();
     assert_eq!(rows_at(&silver, None, "true").await, original);
 }

@@ -8,7 +8,7 @@ use std::path::Path;
 use bf::deltalake::kernel::{DataType, StructField};
 use serde_json::Value;
 
-use crate::common::servers::python;
+use crate::common::servers::{python, python_sql_rows};
 use crate::common::{
     OrderRow, bf_in, commit_files, open_table, orders_columns, orders_table_with, snapshot, write_plan,
 };
@@ -46,23 +46,6 @@ fn python_rows(table: &Path, columns: &str) -> Vec<String> {
     let out = python(
         &format!(
             "import deltalake\nt = deltalake.DeltaTable({:?}).to_pyarrow_table().to_pylist()\n\
-             rows = sorted('|'.join(str(r[c]) for c in {:?}.split(',')) for r in t)\nprint('\\n'.join(rows))\n",
-            table.to_str().unwrap(),
-            columns
-        ),
-        &[],
-    );
-    out.lines().map(str::to_owned).collect()
-}
-
-/// [`python_rows`] through the Python package's SQL reader (its `QueryBuilder`), which reads
-/// column-mapped tables by their logical names.
-fn python_sql_rows(table: &Path, columns: &str) -> Vec<String> {
-    let out = python(
-        &format!(
-            "import deltalake, pyarrow as pa\n\
-             q = deltalake.QueryBuilder().register('t', deltalake.DeltaTable({:?}))\n\
-             t = pa.table(q.execute('SELECT {columns} FROM t')).to_pylist()\n\
              rows = sorted('|'.join(str(r[c]) for c in {:?}.split(',')) for r in t)\nprint('\\n'.join(rows))\n",
             table.to_str().unwrap(),
             columns

@@ -49,7 +49,7 @@ fn a_malformed_pre_version_is_an_error_naming_the_commit_never_version_0() {
         // Version 6 is the March slice; the comment commit (7) keeps its keys.
         edit_commit_info(&silver, 6, &edit);
         let untouched = snapshot(&silver);
-        let output = bf_in(root).args(["rollback", "--auto-approve"]).output().unwrap();
+        let output = bf_in(root).args(["rollback", "--cascade", "--auto-approve"]).output().unwrap();
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(1), "{what}: {stderr}");
         assert!(
@@ -100,8 +100,8 @@ fn march_rollback_crashed_after_its_restore(root: &Path) {
     bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
     bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
     bf_in(root)
-        .args(["rollback", "--auto-approve"])
-        .env(bf::fault::FAULT_ENV, "rollback-before-comment")
+        .args(["rollback", "--cascade", "--auto-approve"])
+        .env(bf::fault::FAULT_ENV, "orders_silver/rollback-before-comment")
         .assert()
         .failure();
 }
@@ -113,7 +113,7 @@ fn a_rollback_that_crashed_after_its_restore_only_writes_the_comment_when_rerun(
     let silver = root.join("bf-demo/warehouse/orders_silver");
     march_rollback_crashed_after_its_restore(root);
     assert_eq!(commit_infos(&silver).len(), 9, "versions 0-8: the RESTORE (8) committed, the comment not");
-    let output = bf_in(root).args(["rollback", "--auto-approve"]).output().unwrap();
+    let output = bf_in(root).args(["rollback", "--cascade", "--auto-approve"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(
@@ -143,7 +143,7 @@ fn a_rollback_is_not_finished_over_a_window_that_changed_since_its_restore() {
     // Someone brings the backfill's rows back (version 7: the slice and the comment) before the rerun.
     bf_in(root).args(["rollback", "--auto-approve", "--to-version", "7"]).assert().success();
     let untouched = snapshot(&silver);
-    let output = bf_in(root).args(["rollback", "--auto-approve"]).output().unwrap();
+    let output = bf_in(root).args(["rollback", "--cascade", "--auto-approve"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("was rolled back at version 8, but the window has changed since"), "{stderr}");
@@ -175,7 +175,7 @@ fn every_json_flag_prints_one_json_document_and_nothing_else() {
     assert_eq!(applied["slices"][0]["status"], "committed");
     json(&["status", "--json"]);
     json(&["history", "bf-demo/warehouse/orders_silver", "--json"]);
-    let rolled = json(&["rollback", "--auto-approve", "--json"]);
+    let rolled = json(&["rollback", "--cascade", "--auto-approve", "--json"]);
     assert_eq!(rolled["restored_version"], 5);
     json(&["apply", "plans/september.toml", "--auto-approve", "--json", "-q"]);
 }

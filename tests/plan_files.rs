@@ -78,7 +78,11 @@ fn bundled_plans_declare_the_schema_and_are_valid() {
         .filter(|path| path.extension().is_some_and(|e| e == "toml"))
         .collect();
     plans.sort();
-    assert_eq!(plans.len(), 3, "march, september and the 15 September correction");
+    assert_eq!(
+        plans.len(),
+        4,
+        "march and its downstream revenue by day, september and the 15 September correction"
+    );
     for plan in &plans {
         let text = std::fs::read_to_string(plan).expect("readable");
         assert!(

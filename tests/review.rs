@@ -22,7 +22,18 @@ fn the_markdown_comment_holds_what_a_reviewer_decides_on() {
     let march = stdout(
         &bf_in(root).args(["plan", "plans/march.toml", "-q", "--format", "markdown"]).output().unwrap(),
     );
-    assert!(march.starts_with("### ✅ Plan: 1 slice to replace; rows 412 → 409 (−0.7%)"), "{march}");
+    assert!(march.starts_with("## ✅ Backfill of 2 tables"), "the chain's status first: {march}");
+    assert!(
+        march.contains(
+            "| 1 | `orders_silver` | `march.toml` | Plan: 1 slice to replace; rows 412 → 409 (−0.7%)"
+        ),
+        "{march}"
+    );
+    assert!(march.contains("\n### ✅ Plan: 1 slice to replace; rows 412 → 409 (−0.7%)"), "{march}");
+    assert!(
+        march.contains("#### 2. `revenue_by_day`") && march.contains("rows 31 (unchanged); orders 412 → 409"),
+        "{march}"
+    );
     assert!(
         march.contains("**Table** `../bf-demo/warehouse/orders_silver` at version 5"),
         "named as the plan names it"

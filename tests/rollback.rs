@@ -28,7 +28,7 @@ async fn rollback_restores_the_pre_version_and_records_it() {
     let id = plan_and_apply(root);
     assert_ne!(rows(&silver, None, MARCH).await, rows(&silver, Some(5), MARCH).await);
     bf_in(root)
-        .args(["rollback", "--auto-approve"])
+        .args(["rollback", "--cascade", "--auto-approve"])
         .assert()
         .success()
         .stdout(predicate::str::contains("equal to version 5"));
@@ -95,14 +95,14 @@ async fn after_another_writer_only_the_window_can_be_rolled_back() {
     append_outside_march(&silver).await;
     let untouched = snapshot(&silver);
     bf_in(root)
-        .args(["rollback", "--auto-approve"])
+        .args(["rollback", "--cascade", "--auto-approve"])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("a full RESTORE would silently discard them"))
         .stderr(predicate::str::contains("version 8: WRITE"))
         .stderr(predicate::str::contains("--window-only"));
     assert_eq!(snapshot(&silver), untouched, "a refused rollback wrote nothing");
-    bf_in(root).args(["rollback", "--window-only", "--auto-approve"]).assert().success();
+    bf_in(root).args(["rollback", "--cascade", "--window-only", "--auto-approve"]).assert().success();
     assert_eq!(
         rows(&silver, None, MARCH).await,
         rows(&silver, Some(5), MARCH).await,
@@ -132,7 +132,7 @@ async fn rollback_after_vacuum_is_refused_and_touches_nothing() {
         .unwrap();
     let untouched = snapshot(&silver);
     bf_in(root)
-        .args(["rollback", "--auto-approve", "--backfill", &id])
+        .args(["rollback", "--cascade", "--auto-approve", "--backfill", &id])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("version 5 of"))
@@ -149,7 +149,7 @@ async fn rollback_from_anywhere_with_the_table_and_the_backfill_id() {
     let id = plan_and_apply(root);
     let elsewhere = tempfile::tempdir().unwrap();
     bf_in(elsewhere.path())
-        .args(["rollback", "--auto-approve", "--backfill", &id, "--table"])
+        .args(["rollback", "--cascade", "--auto-approve", "--backfill", &id, "--table"])
         .arg(&silver)
         .assert()
         .success();
@@ -269,14 +269,17 @@ async fn another_writer_inside_the_window_needs_force_and_to_version_restores_an
     assert_eq!(table.version(), Some(8));
     let untouched = snapshot(&silver);
     bf_in(root)
-        .args(["rollback", "--window-only", "--auto-approve"])
+        .args(["rollback", "--cascade", "--window-only", "--auto-approve"])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("other writers wrote inside the window"))
         .stderr(predicate::str::contains("version 8: UPDATE"))
         .stderr(predicate::str::contains("--force"));
     assert_eq!(snapshot(&silver), untouched);
-    bf_in(root).args(["rollback", "--window-only", "--force", "--auto-approve"]).assert().success();
+    bf_in(root)
+        .args(["rollback", "--cascade", "--window-only", "--force", "--auto-approve"])
+        .assert()
+        .success();
     assert_eq!(rows(&silver, None, MARCH).await, rows(&silver, Some(5), MARCH).await);
     // An explicit version, from the table alone.
     bf_in(root)

@@ -172,7 +172,7 @@ fn the_march_reload_is_planned_applied_and_rolled_back_on_s3() {
     assert_eq!(slice["operation"], "WRITE", "{slice}");
     assert!(slice.to_string().contains("2026-03-01"), "bf history reads the ledger on S3: {slice}");
 
-    shop.ok(&["rollback", "--auto-approve"]);
+    shop.ok(&["rollback", "--cascade", "--auto-approve"]);
     assert_eq!(march(None), before, "the rollback restored March row for row");
     assert_eq!(shop.history("orders_silver").last().unwrap().1, "UPDATE TABLE METADATA");
     assert!(shop.history("orders_silver").iter().any(|(_, op)| op == "RESTORE"));
@@ -281,9 +281,11 @@ fn without_a_safe_commit_bf_refuses_to_write_to_s3_unless_the_plan_says_it_is_th
     assert_eq!(shop.history("orders_silver"), versions, "nothing was written");
 
     // Declared the only writer, it applies.
-    let path = shop.root().join("plans/march.toml");
-    let text = std::fs::read_to_string(&path).unwrap();
-    std::fs::write(&path, format!("{text}\n[storage]\ns3_single_writer = true\n")).unwrap();
+    for plan in ["march.toml", "march-revenue-by-day.toml"] {
+        let path = shop.root().join("plans").join(plan);
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, format!("{text}\n[storage]\ns3_single_writer = true\n")).unwrap();
+    }
     let mut plan = shop.bf();
     unsafe_env(&mut plan);
     plan.args(["plan", "plans/march.toml"]).assert().success();
@@ -297,7 +299,7 @@ fn without_a_safe_commit_bf_refuses_to_write_to_s3_unless_the_plan_says_it_is_th
     let versions = shop.history("orders_silver");
     shop.bf()
         .env("AWS_CONDITIONAL_PUT", "disabled")
-        .args(["rollback", "--auto-approve"])
+        .args(["rollback", "--cascade", "--auto-approve"])
         .assert()
         .code(1)
         .stderr(predicate::str::contains("conditional put is disabled"));
@@ -311,7 +313,8 @@ fn a_missing_bucket_is_named_with_the_fix_and_nothing_is_written() {
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::write(
         &path,
-        text.replace("s3://acme-lake/shop/warehouse/orders_silver", "s3://no-such-lake/orders"),
+        crate::common::without_downstream(&text)
+            .replace("s3://acme-lake/shop/warehouse/orders_silver", "s3://no-such-lake/orders"),
     )
     .unwrap();
     let output = shop.run(&["plan", "plans/march.toml"]);
@@ -542,7 +545,7 @@ for row in sorted(json.dumps(r, default=str, sort_keys=True) for r in rows):
     let after = march(None);
     assert_eq!(after.len(), 409);
     assert!(after.iter().any(|r| r.contains("\"currency\": \"EUR\"")));
-    bf(&root, &["rollback", "--auto-approve"]);
+    bf(&root, &["rollback", "--cascade", "--auto-approve"]);
     assert_eq!(march(None), before, "the rollback restored March row for row");
 }
 
@@ -666,7 +669,7 @@ print(removed[0])
         &servers::s3_env(&shop.server),
     );
     let versions = shop.history("orders_silver");
-    let refused = shop.run(&["rollback", "--auto-approve"]);
+    let refused = shop.run(&["rollback", "--cascade", "--auto-approve"]);
     assert_eq!(refused.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("VACUUM removed 1 of its data files"), "{stderr}");

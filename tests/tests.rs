@@ -5,6 +5,7 @@ mod common;
 
 mod apply;
 mod bench;
+mod chain;
 mod corpus;
 mod demo;
 mod disk;

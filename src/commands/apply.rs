@@ -4,7 +4,9 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bf::apply::{Apply, ApplyProgress, SliceOutcome};
+use bf::apply::{ApplyProgress, SliceOutcome};
+use bf::cascade::{ChainApply, ChainProgress};
+use bf::notify::Notice;
 use bf::plan::Plan;
 use bf::rehearsal::Quiet;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -72,6 +74,25 @@ impl Lines {
     }
 }
 
+impl ChainProgress for Lines {
+    fn table_started(&self, plan: &Plan, position: usize, tables: usize) {
+        if self.quiet || tables == 1 {
+            return;
+        }
+        let line = format!(
+            "applying {} ({} of {tables}){}",
+            url::Url::parse(&plan.target.uri)
+                .map_or(plan.target.table.clone(), |u| bf::chain::table_name(&u)),
+            position + 1,
+            if position == 0 { "" } else { ", built from the tables above" }
+        );
+        match &self.bar {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+}
+
 impl ApplyProgress for Lines {
     fn slice_done(&self, outcome: &SliceOutcome) {
         if self.quiet {
@@ -124,17 +145,23 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     }
-    let lines = Lines::new(args.quiet || args.json, plan.slices.len());
-    let outcome = Apply::new(&plan)
+    let slices = plan.chain().iter().map(|p| p.slices.len()).sum();
+    let lines = Lines::new(args.quiet || args.json, slices);
+    let outcome = ChainApply::new(&plan)
         .with_rerun(args.rerun.is_some())
         .with_recompute(args.recompute)
         .execute(&lines)
         .await;
     lines.finish();
-    let report = match outcome {
-        Ok(report) => report,
-        Err(error) => {
-            eprintln!("error: {}", bf::store::redact(&error.to_string()));
+    let reports = match outcome {
+        Ok(reports) => reports,
+        Err(stopped) => {
+            let chained = plan.chain().len() > 1;
+            let error = &stopped.source;
+            match chained {
+                true => eprintln!("error: {}", bf::store::redact(&stopped.to_string())),
+                false => eprintln!("error: {}", bf::store::redact(&error.to_string())),
+            }
             use bf::apply::ApplyError;
             match error {
                 ApplyError::Verify { .. } => eprintln!(
@@ -144,15 +171,57 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 ApplyError::Stale(_)
                 | ApplyError::Unsupported(_)
                 | ApplyError::Ledger(_)
+                | ApplyError::UnsafeCommits(_)
+                    if stopped.applied.is_empty() && chained =>
+                {
+                    eprintln!("No table of the chain was written.")
+                }
+                ApplyError::Stale(_)
+                | ApplyError::Unsupported(_)
+                | ApplyError::Ledger(_)
                 | ApplyError::UnsafeCommits(_) => {}
                 _ => eprintln!(
                     "Slices committed before this stay recorded in the table; run `bf apply` again to resume."
                 ),
             }
+            for report in &stopped.applied {
+                eprintln!(
+                    "{} is applied (backfill {}); `bf apply` again resumes the chain at {}, or `bf rollback --cascade` undoes it.",
+                    report.table, report.backfill_id, stopped.table
+                );
+            }
             return Ok(ExitCode::FAILURE);
         }
     };
-    let text = if args.json { render::json(&report) } else { render::apply::report(&report) };
+    let notices = match plan.notify() {
+        Some(spec) => {
+            let notice = Notice::of_apply(&plan, &spec.owners, &reports);
+            super::tell(&spec, plan.plan_dir(), &notice).await
+        }
+        None => Vec::new(),
+    };
+    let mut reports = reports.into_iter();
+    let first = reports.next().expect("a chain applies its first plan");
+    let applied = Applied { first, downstream: reports.collect(), notices };
+    let text = if args.json {
+        render::json(&applied)
+    } else {
+        let mut parts = vec![render::apply::report(&applied.first)];
+        parts.extend(applied.downstream.iter().map(render::apply::report));
+        parts.join("\n")
+    };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `bf apply --json` prints: the first table's report as before chains existed, the tables
+/// downstream of it, and where the notice went.
+#[derive(serde::Serialize)]
+struct Applied {
+    #[serde(flatten)]
+    first: bf::apply::ApplyReport,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    downstream: Vec<bf::apply::ApplyReport>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    notices: Vec<String>,
 }

@@ -22,32 +22,39 @@ pub struct Args {
     dry_run: bool,
 }
 
-/// Whether every slice of the plan is committed: its rehearsal has served its purpose then.
+/// Whether every slice of the plan and of the plans downstream of it is committed: its rehearsals
+/// have served their purpose then (a downstream's apply reads its upstream's rehearsal).
 async fn applied(plan: &Plan) -> bool {
-    bf::apply::state(plan).await.is_ok_and(|state| state.all_committed())
+    for planned in plan.chain() {
+        if !bf::apply::state(planned).await.is_ok_and(|state| state.all_committed()) {
+            return false;
+        }
+    }
+    true
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let cwd = std::env::current_dir()?;
     let saved = Plan::load(&args.state.saved_plan()).ok();
     // The saved plan's `[storage]` settings are for its own rehearsal; the environment reaches the rest.
-    let planned = match &saved {
-        Some(plan) => Some((plan.rehearsal.uri.clone(), plan.stores()?)),
-        None => None,
-    };
+    let mut planned = Vec::new();
+    for plan in saved.iter().flat_map(Plan::chain) {
+        planned.push((plan.rehearsal.uri.clone(), plan.stores()?));
+    }
     let environment = Stores::from_environment();
-    let stores_for = |url: &url::Url| match &planned {
-        Some((rehearsal, stores)) if rehearsal == url.as_str() => stores,
-        _ => &environment,
+    let stores_for = |url: &url::Url| {
+        planned.iter().find(|(rehearsal, _)| rehearsal == url.as_str()).map_or(&environment, |(_, s)| s)
     };
     let candidates: Vec<url::Url> = if args.tables.is_empty() {
-        let needed = match &saved {
-            Some(plan) if !applied(plan).await => Some(plan.rehearsal.uri.clone()),
-            _ => None,
+        let needed: Vec<String> = match &saved {
+            Some(plan) if !applied(plan).await => {
+                plan.chain().iter().map(|p| p.rehearsal.uri.clone()).collect()
+            }
+            _ => Vec::new(),
         };
         remembered_rehearsals(args.state.path())
             .into_iter()
-            .filter(|u| Some(u.as_str()) != needed.as_deref())
+            .filter(|u| !needed.iter().any(|n| n == u.as_str()))
             .collect()
     } else {
         args.tables.iter().map(|t| store::table_url(&Location::resolve(&cwd, t))).collect::<Result<_, _>>()?

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::Context;
-use bf::apply::{Apply, Silent};
+use bf::apply::Silent;
+use bf::cascade::ChainApply;
+use bf::notify::Notice;
 use bf::rehearsal::Quiet;
 use bf::shop::Shop;
 use bf::store::{Stores, display_url};
@@ -14,12 +16,13 @@ use bf::{ledger, rollback};
 use crate::render;
 use crate::render::plan::{Format, render};
 
-/// Build the example shop, then rehearse, apply and roll back the March reload on it.
+/// Build the example shop, then rehearse, apply and roll back the March reload on it, with the
+/// revenue-by-day table built from it.
 ///
 /// The shop: September's till files, a silver orders table whose March has the wrong currency, an
 /// empty daily table, and the bundled plans (in `DIR/plans`, pointing at the shop). The walkthrough
-/// runs `bf plan plans/march.toml`, `bf apply`, `bf history` and `bf rollback` in DIR (the plan is
-/// saved in `DIR/.bf`).
+/// runs `bf plan plans/march.toml`, `bf apply`, `bf history` and `bf rollback --cascade` in DIR (the
+/// plan is saved in `DIR/.bf`).
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Folder to build the shop in; it must not hold a shop yet. The repository's `plans/` expect
@@ -66,8 +69,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         "  warehouse/orders_silver       {} rows, January to April 2026, version {}: March has EUR orders as USD, and 3 duplicates",
         summary.silver_rows, summary.silver_version
     )?;
+    writeln!(
+        out,
+        "  warehouse/revenue_by_day      revenue by day from orders_silver, what the dashboards read: March is wrong too"
+    )?;
     writeln!(out, "  warehouse/orders_daily        empty: its daily job starts in October")?;
-    writeln!(out, "  plans/                        march.toml, september.toml, correction-2026-09-15.toml")?;
+    writeln!(
+        out,
+        "  plans/                        march.toml (with march-revenue-by-day.toml downstream), september.toml, correction-2026-09-15.toml"
+    )?;
     if args.shop_only {
         writeln!(out, "\nNext, in {dir}: bf plan plans/march.toml")?;
         return Ok(ExitCode::SUCCESS);
@@ -85,30 +95,55 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     writeln!(out, "{}", super::plan::saved_line(&plan, &saved))?;
     writeln!(
         out,
-        "\nThe real orders_silver did not change: the rehearsal ran on a shallow clone beside it."
+        "\nNeither real table changed: each was rehearsed on a shallow clone beside it, revenue_by_day on the \
+         rehearsal of the reloaded orders_silver."
     )?;
 
     writeln!(out, "\n$ bf apply --auto-approve\n")?;
-    let report = Apply::new(&plan).execute(&Silent).await.context("applying plans/march.toml")?;
-    for slice in &report.slices {
-        writeln!(out, "{}", render::apply::slice_line(slice))?;
+    let reports = ChainApply::new(&plan).execute(&Silent).await.context("applying plans/march.toml")?;
+    for report in &reports {
+        for slice in &report.slices {
+            writeln!(out, "{}", render::apply::slice_line(slice))?;
+        }
+        write!(out, "{}", render::apply::report(report))?;
     }
-    write!(out, "{}", render::apply::report(&report))?;
+    if let Some(spec) = plan.notify() {
+        // The demo has no webhook to post to unless one is set; the notice file shows what it says.
+        let spec = bf::plan_file::Notify {
+            webhook_env: spec.webhook_env.filter(|env| std::env::var_os(env).is_some()),
+            ..spec
+        };
+        let notice = Notice::of_apply(&plan, &spec.owners, &reports);
+        writeln!(out)?;
+        super::tell(&spec, plan.plan_dir(), &notice).await;
+        write!(out, "\n{}", notice.text())?;
+    }
 
+    for planned in plan.chain() {
+        let url = url::Url::parse(&planned.target.uri)?;
+        let name = bf::chain::table_name(&url);
+        let shown = args.store.as_ref().map_or(format!("warehouse/{name}"), |_| display_url(&url));
+        writeln!(out, "\n$ bf history {shown} --limit 3\n")?;
+        let table = stores.open(&url, None).await?;
+        writeln!(out, "{}", render::history::table(&ledger::history(&table, Some(3)).await?))?;
+    }
+
+    writeln!(out, "\n$ bf rollback --cascade --auto-approve\n")?;
     let url = url::Url::parse(&plan.target.uri)?;
-    let silver = args.store.as_ref().map_or("warehouse/orders_silver".to_owned(), |_| display_url(&url));
-    writeln!(out, "\n$ bf history {silver} --limit 3\n")?;
-    let table = stores.open(&url, None).await?;
-    writeln!(out, "{}", render::history::table(&ledger::history(&table, Some(3)).await?))?;
-
-    writeln!(out, "\n$ bf rollback --auto-approve\n")?;
-    let undo = rollback::prepare(&stores, &url, &report.backfill_id).await?;
-    write!(out, "{}", render::rollback::intent(&undo, false))?;
-    let rolled = undo.restore().await.context("rolling back the March reload")?;
-    write!(out, "{}", render::rollback::report(&rolled))?;
+    let upstream = rollback::prepare(&stores, &url, &reports[0].backfill_id).await?;
+    let undo = bf::cascade::with_downstream(upstream, &|_| stores.clone()).await?;
+    for step in &undo {
+        write!(out, "{}", render::rollback::intent(step, false))?;
+    }
+    for rolled in
+        bf::cascade::roll_back(&undo, false, false).await.context("rolling back the March reload")?
+    {
+        write!(out, "{}", render::rollback::report(&rolled))?;
+    }
     writeln!(
         out,
-        "The table's history keeps both: the backfill's commits, then the RESTORE that undid them."
+        "Downstream first, then upstream. Each table's history keeps both: the backfill's commits, then the RESTORE \
+         that undid them."
     )?;
 
     writeln!(out, "\nNext, in {dir}, the September daily backfill (one run per day):")?;

@@ -50,6 +50,32 @@ pub fn confirm(question: &str, verb: &str) -> anyhow::Result<bool> {
     Ok(answer.trim() == "yes")
 }
 
+/// Sends a notice where the plan's `[notify]` says, and says on stderr where it went. A notice
+/// that was not delivered is a warning with the notice printed, so it can be passed on by hand;
+/// the command's outcome stands. Returns a line per destination, for `--json`.
+pub async fn tell(spec: &bf::plan_file::Notify, plan_dir: &Path, notice: &bf::notify::Notice) -> Vec<String> {
+    use bf::notify::Delivery;
+    let deliveries = bf::notify::send(spec, plan_dir, notice).await;
+    let mut lines = Vec::new();
+    for delivery in &deliveries {
+        let line = match delivery {
+            Delivery::Posted { env } => format!("notice posted to the webhook in {env}"),
+            Delivery::Written { file } => format!("notice written to {}", file.display()),
+            Delivery::Failed { to, why } => format!("notice NOT delivered to {to}: {why}"),
+        };
+        if delivery.failed() {
+            eprintln!("Warning: {line}");
+        } else {
+            eprintln!("{line}");
+        }
+        lines.push(line);
+    }
+    if deliveries.iter().any(Delivery::failed) {
+        eprintln!("The notice, to pass on by hand:\n\n{}", notice.text());
+    }
+    lines
+}
+
 /// Where bf keeps what it remembers between commands (the saved plan, the rehearsals it made):
 /// one option, one place that knows the layout.
 #[derive(Debug, Clone, clap::Args)]

@@ -4,8 +4,8 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use bf::chain::Chain;
 use bf::plan::Plan;
-use bf::plan_file;
 use bf::rehearsal::{self, Progress};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -75,14 +75,14 @@ pub async fn rehearse_and_save(
     out: Option<&Path>,
     progress: &dyn Progress,
 ) -> anyhow::Result<Option<(Plan, PathBuf)>> {
-    let document = match plan_file::load(path) {
-        Ok(document) => document,
+    let chain = match Chain::load(path) {
+        Ok(chain) => chain,
         Err(error) => {
             eprintln!("{error}");
             return Ok(None);
         }
     };
-    let plan = match rehearsal::rehearse(&document, progress).await {
+    let plan = match rehearsal::rehearse_chain(&chain, progress).await {
         Ok(plan) => plan,
         Err(error) => {
             eprintln!("error: {}", bf::store::redact(&error.to_string()));
@@ -92,7 +92,9 @@ pub async fn rehearse_and_save(
     };
     let saved = out.map_or_else(|| state.saved_plan(), Path::to_owned);
     plan.save(&saved)?;
-    bf::plan::remember_rehearsal(state.path(), &plan.rehearsal.uri)?;
+    for planned in plan.chain() {
+        bf::plan::remember_rehearsal(state.path(), &planned.rehearsal.uri)?;
+    }
     Ok(Some((plan, saved)))
 }
 

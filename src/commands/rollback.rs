@@ -4,9 +4,10 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use bf::notify::Notice;
 use bf::plan::Plan;
 use bf::store::{self, Location, Stores};
-use bf::{ledger, rollback};
+use bf::{cascade, ledger, rollback};
 
 use crate::render;
 
@@ -33,6 +34,11 @@ pub struct Args {
     /// With `--window-only`: roll back even where other writers wrote inside the window since.
     #[arg(long, requires = "window_only")]
     force: bool,
+    /// Also roll back the backfills of the tables built from this one (a chain's downstream plans),
+    /// downstream first; without it, a rollback of a table whose downstream backfills are still in
+    /// place is refused.
+    #[arg(long, conflicts_with = "to_version")]
+    cascade: bool,
     /// Roll back without asking.
     #[arg(long)]
     auto_approve: bool,
@@ -77,14 +83,72 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     };
     let plan = rollback::prepare(&stores, &url, &backfill).await?;
-    eprint!("{}", render::rollback::intent(&plan, args.window_only));
-    let nothing_to_write = !args.window_only && plan.finished();
+    let saved = saved().ok();
+    // Each table of the saved chain is reached with its own plan's `[storage]`; others from the
+    // environment.
+    let chain_stores: Vec<(String, Stores)> = match &saved {
+        Some(root) => {
+            root.chain().iter().filter_map(|p| Some((p.target.uri.clone(), p.stores().ok()?))).collect()
+        }
+        None => Vec::new(),
+    };
+    let stores_for = |table: &url::Url| {
+        chain_stores
+            .iter()
+            .find(|(uri, _)| uri == table.as_str())
+            .map_or_else(Stores::from_environment, |(_, stores)| stores.clone())
+    };
+    let undo = cascade::with_downstream(plan, &stores_for).await?;
+    if undo.len() > 1 && !args.cascade {
+        eprintln!("error: {}", cascade::refusal(&undo));
+        return Ok(ExitCode::FAILURE);
+    }
+    for step in &undo {
+        eprint!("{}", render::rollback::intent(step, args.window_only));
+    }
+    let nothing_to_write = !args.window_only && undo.iter().all(|p| p.finished());
     if !args.auto_approve && !nothing_to_write && !super::confirm("Do you want to roll back?", "roll back")? {
         eprintln!("Rollback cancelled; nothing was written.");
         return Ok(ExitCode::FAILURE);
     }
-    let report = if args.window_only { plan.window_only(args.force).await? } else { plan.restore().await? };
-    finish(&report, args.json)
+    let mut reports = cascade::roll_back(&undo, args.window_only, args.force).await?;
+    // The notice reads upstream first, as the chain was applied.
+    reports.reverse();
+    let notices = match saved.as_ref().and_then(|root| Some((root, root.notify()?))) {
+        Some((root, spec)) if reports.iter().any(|r| belongs(root, r)) => {
+            let notice = Notice::of_rollback(root, &spec.owners, &reports);
+            super::tell(&spec, root.plan_dir(), &notice).await
+        }
+        _ => Vec::new(),
+    };
+    let mut reports = reports.into_iter();
+    let first = reports.next().expect("the rollback's own table");
+    if args.json {
+        #[derive(serde::Serialize)]
+        struct RolledBack {
+            #[serde(flatten)]
+            first: rollback::RollbackReport,
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            downstream: Vec<rollback::RollbackReport>,
+            #[serde(skip_serializing_if = "Vec::is_empty")]
+            notices: Vec<String>,
+        }
+        let text = render::json(&RolledBack { first, downstream: reports.collect(), notices });
+        std::io::stdout().lock().write_all(text.as_bytes())?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut text = render::rollback::report(&first);
+    for report in reports {
+        text.push('\n');
+        text.push_str(&render::rollback::report(&report));
+    }
+    std::io::stdout().lock().write_all(text.as_bytes())?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Whether a rolled-back backfill is one of the saved chain's (a rerun's id extends its plan's).
+fn belongs(root: &Plan, report: &rollback::RollbackReport) -> bool {
+    root.chain().iter().any(|p| report.backfill_id.starts_with(&p.id))
 }
 
 fn finish(report: &rollback::RollbackReport, json: bool) -> anyhow::Result<ExitCode> {

@@ -23,20 +23,34 @@ pub struct Args {
 
 /// What `bf status --json` prints: how far the apply got, and whether `bf apply` can publish.
 #[derive(serde::Serialize)]
-struct Status<'a> {
+struct Status {
     #[serde(flatten)]
-    state: &'a bf::apply::ApplyState,
-    cannot_publish: Option<&'a str>,
+    state: bf::apply::ApplyState,
+    cannot_publish: Option<String>,
+    /// The tables downstream of the plan's, in apply order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    downstream: Vec<Status>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let plan = Plan::load(&args.file.unwrap_or_else(|| args.state.saved_plan()))?;
-    let state = bf::apply::state(&plan).await?;
-    let cannot_publish = bf::apply::cannot_publish(&plan, &state).await;
+    let root = Plan::load(&args.file.unwrap_or_else(|| args.state.saved_plan()))?;
+    let mut statuses = Vec::new();
+    for plan in root.chain() {
+        let state = bf::apply::state(plan).await?;
+        let cannot_publish = bf::apply::cannot_publish(plan, &state).await;
+        statuses.push((plan, Status { state, cannot_publish, downstream: Vec::new() }));
+    }
     let text = if args.json {
-        render::json(&Status { state: &state, cannot_publish: cannot_publish.as_deref() })
+        let mut all = statuses.into_iter().map(|(_, status)| status);
+        let mut first = all.next().expect("a chain has its first plan");
+        first.downstream = all.collect();
+        render::json(&first)
     } else {
-        render::status::text(&plan, &state, cannot_publish.as_deref())
+        let parts: Vec<String> = statuses
+            .iter()
+            .map(|(plan, status)| render::status::text(plan, &status.state, status.cannot_publish.as_deref()))
+            .collect();
+        parts.join("\n")
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)

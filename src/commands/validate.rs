@@ -4,9 +4,10 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bf::plan_file;
+use bf::chain::Chain;
 
-/// Check plan files without touching any table: syntax, keys, window, slices, read-only SQL.
+/// Check plan files without touching any table: syntax, keys, window, slices, read-only SQL, and
+/// the chain of `[[downstream]]` plans each names.
 ///
 /// Every problem is reported with its file, line and column; all of a file's problems are listed,
 /// not only the first. Exits 1 when any file is invalid.
@@ -21,19 +22,23 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let mut invalid = 0;
     for path in &args.plans {
-        match plan_file::load(path) {
-            Ok(document) => {
-                let plan = &document.plan;
-                let count = plan.slices().len();
-                writeln!(
-                    out,
-                    "ok {}: {count} slice{} of `{}` over {}, into {}",
-                    path.display(),
-                    if count == 1 { "" } else { "s" },
-                    plan.slicing.every,
-                    plan.window(),
-                    document.resolve(&plan.target.table),
-                )?;
+        match Chain::load(path) {
+            Ok(chain) => {
+                for (i, member) in chain.plans().into_iter().enumerate() {
+                    let document = &member.document;
+                    let plan = &document.plan;
+                    let count = plan.slices().len();
+                    writeln!(
+                        out,
+                        "{}ok {}: {count} slice{} of `{}` over {}, into {}",
+                        if i == 0 { "" } else { "  downstream: " },
+                        document.path.display(),
+                        if count == 1 { "" } else { "s" },
+                        plan.slicing.every,
+                        plan.window(),
+                        document.resolve(&plan.target.table),
+                    )?;
+                }
             }
             Err(error) => {
                 invalid += 1;

@@ -35,6 +35,27 @@ impl PlanDocument {
     pub fn stores(&self) -> crate::store::Stores {
         crate::store::Stores::new(&self.plan.storage)
     }
+
+    /// This file refused for `issues` found beyond it (its downstream plans), each at its key's line.
+    pub fn invalid(&self, issues: Vec<super::Issue>) -> PlanFileError {
+        let index = SpanIndex::new(&self.text);
+        PlanFileError::Invalid {
+            path: self.path.clone(),
+            text: self.text.clone(),
+            diagnostics: issues.into_iter().map(|issue| issue.diagnostic(&index)).collect(),
+        }
+    }
+}
+
+impl super::Issue {
+    fn diagnostic(self, index: &SpanIndex) -> Diagnostic {
+        Diagnostic {
+            span: index.locate(&self.key),
+            key: Some(self.key),
+            message: self.message,
+            help: self.help,
+        }
+    }
 }
 
 /// Why a plan file cannot be used.
@@ -90,15 +111,7 @@ pub fn parse(path: &Path, text: String) -> Result<PlanDocument, PlanFileError> {
     };
     let issues = plan.validate();
     if !issues.is_empty() {
-        let diagnostics = issues
-            .into_iter()
-            .map(|issue| Diagnostic {
-                span: index.locate(&issue.key),
-                key: Some(issue.key),
-                message: issue.message,
-                help: issue.help,
-            })
-            .collect();
+        let diagnostics = issues.into_iter().map(|issue| issue.diagnostic(&index)).collect();
         return Err(invalid(diagnostics));
     }
     Ok(PlanDocument { path: path.to_owned(), text, plan })

@@ -75,6 +75,40 @@ pub struct PlanFile {
     /// How to reach tables and files in object stores (S3, Azure, GCS): non-secret settings only.
     #[serde(default, skip_serializing_if = "Storage::is_default")]
     pub storage: Storage,
+    /// Tables built from this one that read the window, each a plan file of its own: rehearsed on
+    /// this plan's rehearsal, shown with it, applied after it and rolled back before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub downstream: Vec<Downstream>,
+    /// Who is told, once per chain, when the backfill is applied or rolled back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notify: Option<Notify>,
+}
+
+/// A table built from this plan's target, backfilled with it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Downstream {
+    /// Its plan file, relative to this one: a complete plan, valid on its own, whose source reads
+    /// this plan's target as a Delta input. `bf plan` runs it on this plan's rehearsal.
+    #[schemars(length(min = 1))]
+    pub plan: String,
+}
+
+/// Where the notice of an apply or a rollback goes. Give `webhook_env`, `file` or both.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Notify {
+    /// The environment variable holding the webhook URL (Slack, Teams, Google Chat or any receiver
+    /// of a JSON POST), e.g. `"FINANCE_BACKFILL_WEBHOOK"`. The URL is a secret: it never appears in
+    /// a plan, a saved plan or bf's output.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub webhook_env: Option<String>,
+    /// Who reads the tables, named in the notice, e.g. `["finance-analytics", "bi-dashboards"]`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owners: Vec<String>,
+    /// A markdown file (relative to this plan file) the notice is also written to, replaced each time.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
 }
 
 /// The Delta table to backfill.

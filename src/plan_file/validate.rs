@@ -48,6 +48,7 @@ impl PlanFile {
         self.check_comment(&mut issues);
         self.check_locations(&mut issues);
         self.check_storage(&mut issues);
+        self.check_downstream_and_notify(&mut issues);
         if self.diff.samples > 1000 {
             issues.add(
                 "diff.samples",
@@ -391,6 +392,48 @@ impl PlanFile {
                     "`{timeout}` is not a duration: write a number and a unit, e.g. \"30s\", \"5m\", \"1h\""
                 ),
             );
+        }
+    }
+}
+
+impl PlanFile {
+    /// What one file can say of its chain; what needs the other files is [`crate::chain`]'s.
+    fn check_downstream_and_notify(&self, issues: &mut Issues) {
+        let mut seen = BTreeSet::new();
+        for (i, downstream) in self.downstream.iter().enumerate() {
+            let key = format!("downstream[{i}].plan");
+            if !downstream.plan.ends_with(".toml") {
+                issues.add(key, format!("`{}` is not a plan file: name a `.toml` file", downstream.plan));
+            } else if !seen.insert(&downstream.plan) {
+                issues.add(key, format!("`{}` is downstream twice", downstream.plan));
+            }
+        }
+        let Some(notify) = &self.notify else { return };
+        if notify.webhook_env.is_none() && notify.file.is_none() {
+            issues.add_with_help(
+                "notify",
+                "`[notify]` sends nowhere",
+                "give `webhook_env` (the environment variable holding the webhook URL), `file`, or both",
+            );
+        }
+        if let Some(name) = &notify.webhook_env {
+            let valid = name.chars().next().is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+                && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+            if name.contains("://") {
+                issues.add_with_help(
+                    "notify.webhook_env",
+                    "`webhook_env` holds a URL; a webhook URL is a secret and a plan holds none",
+                    "put the URL in an environment variable and name the variable here, e.g. \"FINANCE_BACKFILL_WEBHOOK\"",
+                );
+            } else if !valid {
+                issues.add(
+                    "notify.webhook_env",
+                    format!("`{name}` is not an environment variable name: write e.g. \"FINANCE_BACKFILL_WEBHOOK\""),
+                );
+            }
+        }
+        if notify.owners.iter().any(|o| o.trim().is_empty()) {
+            issues.add("notify.owners", "`notify.owners` holds an empty name");
         }
     }
 }

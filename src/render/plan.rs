@@ -50,10 +50,95 @@ pub fn render(plan: &Plan, format: Format) -> String {
 
 pub fn render_with(plan: &Plan, format: Format, detail: Detail) -> String {
     match format {
-        Format::Text => text(plan, detail),
+        Format::Text if plan.downstream.is_empty() => text(plan, detail),
+        Format::Text => chain_text(plan, detail),
         Format::Json => super::json(plan),
-        Format::Markdown => markdown(plan, detail),
+        Format::Markdown if plan.downstream.is_empty() => markdown(plan, detail, COMMENT_LIMIT) + MARKER,
+        Format::Markdown => chain_markdown(plan, detail),
     }
+}
+
+/// How a CI job finds its earlier comment on the pull request to update it.
+const MARKER: &str = "\n<!-- bf plan -->\n";
+
+/// A chain: each table's plan, upstream first, under a line naming the table it is built from; the
+/// chain's summary last, where a terminal leaves the eye.
+fn chain_text(root: &Plan, detail: Detail) -> String {
+    let mut out = text(root, detail);
+    for (plan, upstream) in downstream_of(root) {
+        let _ = writeln!(
+            out,
+            "\n── downstream of {}: {} ──\n",
+            table_name(&upstream.target.uri),
+            table_name(&plan.target.uri)
+        );
+        out.push_str(&text(plan, detail));
+    }
+    let _ = writeln!(out, "\n{}", chain_summary(root));
+    if !root.appliable() {
+        let _ = writeln!(out, "The chain cannot be applied: a plan in it has problems (above).");
+    }
+    out
+}
+
+/// `Chain of 2 tables, applied in this order:` and each table's summary line.
+pub fn chain_summary(root: &Plan) -> String {
+    let plans = root.chain();
+    let mut lines = vec![format!("Chain of {}, applied in this order:", count(plans.len(), "table"))];
+    for plan in plans {
+        lines.push(format!("  {}: {}", table_name(&plan.target.uri), summary(plan)));
+    }
+    lines.join("\n")
+}
+
+/// Every plan below `root` with the plan it is downstream of, in apply order.
+fn downstream_of(root: &Plan) -> Vec<(&Plan, &Plan)> {
+    let mut pairs = Vec::new();
+    for plan in &root.downstream {
+        pairs.push((plan, root));
+        pairs.extend(downstream_of(plan));
+    }
+    pairs
+}
+
+/// A chain as one pull-request comment: the chain's status first, then each table's plan, all
+/// under GitHub's limit.
+fn chain_markdown(root: &Plan, detail: Detail) -> String {
+    let plans = root.chain();
+    let status = if root.appliable() { "✅" } else { "❌" };
+    let mut out = format!("## {status} Backfill of {} tables\n\n", plans.len());
+    let _ = writeln!(out, "| | table | plan | change |\n|---|---|---|---|");
+    for (i, plan) in plans.iter().enumerate() {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} |",
+            i + 1,
+            code(&table_name(&plan.target.uri)),
+            // The file's name: its folder is the planning machine's.
+            code(
+                &std::path::Path::new(&plan.plan_file.path)
+                    .file_name()
+                    .map_or_else(|| plan.plan_file.path.clone(), |name| name.to_string_lossy().into_owned())
+            ),
+            inline(&summary(plan)).replace('|', "\\|")
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\n`bf apply` applies them in this order, each table its own backfill; downstream tables were rehearsed on \
+         the rehearsals of the tables they read. `bf rollback --cascade` undoes them in reverse order.\n"
+    );
+    let budget = (COMMENT_LIMIT - out.len() - 1_000) / plans.len();
+    for (i, plan) in plans.iter().enumerate() {
+        let _ = writeln!(out, "\n---\n\n#### {}. {}\n", i + 1, code(&table_name(&plan.target.uri)));
+        out.push_str(&markdown(plan, detail, budget));
+    }
+    out + MARKER
+}
+
+/// `orders_silver`: the last segment of a table's URI.
+fn table_name(uri: &str) -> String {
+    url::Url::parse(uri).map(|u| bf::chain::table_name(&u)).unwrap_or_else(|_| uri.to_owned())
 }
 
 /// What a detail level shows of a plan: which slices' rows, and which slices' changed rows.
@@ -169,8 +254,17 @@ fn text(plan: &Plan, detail: Detail) -> String {
         count(clone.files_localized, "file"),
         number(clone.bytes_localized as f64)
     );
+    for read in plan.delta_inputs.iter().filter(|d| d.stands_for.is_some()) {
+        let _ = writeln!(
+            w,
+            "  reads      `{}` = {} as its backfill leaves it (its rehearsal, version {})",
+            read.input,
+            table_name(read.stands_for.as_deref().unwrap_or_default()),
+            read.version
+        );
+    }
     let _ = writeln!(w, "\n{}", summary(plan));
-    if !plan.appliable() {
+    if !plan.problems.is_empty() {
         let _ = writeln!(w, "This plan cannot be applied:");
         for problem in &plan.problems {
             let _ = writeln!(w, "  - {problem}");
@@ -284,7 +378,7 @@ fn text(plan: &Plan, detail: Detail) -> String {
         let _ = writeln!(w, "\nWarning: {warning}");
     }
     let _ = writeln!(w, "\n{}", summary(plan));
-    if !plan.appliable() {
+    if !plan.problems.is_empty() {
         let _ = writeln!(w, "This plan cannot be applied: {}.", count(plan.problems.len(), "problem"));
     }
     out
@@ -444,11 +538,12 @@ fn breakdown_lines(rows: &[BreakdownRow], plan: &Plan) -> Vec<String> {
 /// A pull-request comment a reviewer can decide on: the summary, what apply will do, checks and
 /// guards, outside the window — never cut — then the slices, the breakdown and the changed rows,
 /// cut where GitHub's comment limit would be reached, saying so.
-fn markdown(plan: &Plan, detail: Detail) -> String {
+/// One plan's comment, at most `limit` characters.
+fn markdown(plan: &Plan, detail: Detail, limit: usize) -> String {
     let shown = Shown::of(plan, detail);
     let mut head = String::new();
     let w = &mut head;
-    let status = if plan.appliable() { "✅" } else { "❌" };
+    let status = if plan.problems.is_empty() { "✅" } else { "❌" };
     let _ = writeln!(w, "### {status} {}\n", summary(plan));
     let table =
         if plan.target.table.is_empty() { display(&plan.target.uri) } else { plan.target.table.clone() };
@@ -467,7 +562,7 @@ fn markdown(plan: &Plan, detail: Detail) -> String {
         },
         inline(&plan.reason)
     );
-    if plan.appliable() {
+    if plan.problems.is_empty() {
         let _ = writeln!(
             w,
             "**`bf apply`** writes {} (one per slice, each recorded with the backfill's id) and then the table comment; \
@@ -592,17 +687,16 @@ fn markdown(plan: &Plan, detail: Detail) -> String {
 
     let reserve = 400; // the truncation note
     let mut out = head;
-    if out.len() + reserve > COMMENT_LIMIT {
+    if out.len() + reserve > limit {
         // Only a plan file with thousands of checks gets here: keep what fits, whole lines.
-        let cut = out[..COMMENT_LIMIT - reserve].rfind('\n').unwrap_or(0);
+        let cut = out[..limit - reserve].rfind('\n').unwrap_or(0);
         out.truncate(cut);
         let _ =
             writeln!(out, "\n> Cut here to stay under GitHub's {} characters.", number(COMMENT_LIMIT as f64));
-        out.push_str("\n<!-- bf plan -->\n");
         return out;
     }
     for (i, section) in sections.iter().enumerate() {
-        if out.len() + section.len() + reserve > COMMENT_LIMIT {
+        if out.len() + section.len() + reserve > limit {
             let _ = writeln!(
                 out,
                 "\n> Cut here to stay under GitHub's {} characters: {} more section(s) of detail. `bf show --format markdown --detail all` prints everything.",
@@ -613,8 +707,6 @@ fn markdown(plan: &Plan, detail: Detail) -> String {
         }
         out.push_str(section);
     }
-    // How a CI job finds its earlier comment on the pull request to update it.
-    out.push_str("\n<!-- bf plan -->\n");
     out
 }
 

@@ -100,6 +100,17 @@ pub struct DeltaInput {
     pub input: String,
     pub uri: String,
     pub version: u64,
+    /// In a downstream plan: the upstream table the input names, which it reads the rehearsal of
+    /// (`uri`) instead — the upstream as its backfill will leave it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stands_for: Option<String>,
+}
+
+impl DeltaInput {
+    /// Whether this is what an input naming the table at `url` reads.
+    fn serves(&self, url: &Url) -> bool {
+        self.uri == url.as_str() || self.stands_for.as_deref() == Some(url.as_str())
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -124,6 +135,8 @@ pub struct Source<'a> {
     computed: Vec<String>,
     /// The version each Delta input is read at: the first slice pins it, or the saved plan does.
     pinned: std::sync::Mutex<Vec<DeltaInput>>,
+    /// Upstream tables read from their rehearsals instead (`stands_for` says which).
+    redirects: Vec<DeltaInput>,
 }
 
 impl<'a> Source<'a> {
@@ -134,6 +147,7 @@ impl<'a> Source<'a> {
             target_schema,
             computed: Vec::new(),
             pinned: Default::default(),
+            redirects: Vec::new(),
         }
     }
 
@@ -146,6 +160,13 @@ impl<'a> Source<'a> {
     /// Reads each Delta input at the version the saved plan read.
     pub fn with_delta_inputs(self, pinned: &[DeltaInput]) -> Self {
         *self.pinned.lock().expect("not poisoned") = pinned.to_vec();
+        self
+    }
+
+    /// Reads the upstream tables of a chain from their rehearsals, at the versions given: what the
+    /// upstream backfills will make of them.
+    pub fn with_redirects(mut self, redirects: &[DeltaInput]) -> Self {
+        self.redirects = redirects.to_vec();
         self
     }
 
@@ -271,19 +292,32 @@ impl<'a> Source<'a> {
         location: &Location,
     ) -> Result<(), String> {
         let url = store::table_url(location).map_err(|e| e.to_string())?;
-        let pinned = self
-            .pinned
-            .lock()
-            .expect("not poisoned")
-            .iter()
-            .find(|d| d.uri == url.as_str())
-            .map(|d| d.version);
-        let delta = self.stores.open(&url, pinned).await.map_err(|e| e.to_string())?;
+        let pinned = {
+            let mut known = self.pinned.lock().expect("not poisoned");
+            if let Some(redirect) = self.redirects.iter().find(|r| r.serves(&url))
+                && !known.iter().any(|d| d.serves(&url))
+            {
+                known.push(DeltaInput { input: name.to_owned(), ..redirect.clone() });
+            }
+            known.iter().find(|d| d.serves(&url)).map(|d| (d.uri.clone(), d.version))
+        };
+        let delta = match &pinned {
+            Some((uri, version)) => {
+                let read = Url::parse(uri).map_err(|e| e.to_string())?;
+                self.stores.open(&read, Some(*version)).await.map_err(|e| e.to_string())?
+            }
+            None => self.stores.open(&url, None).await.map_err(|e| e.to_string())?,
+        };
         if pinned.is_none() {
             let version = delta.version().unwrap_or(0);
             let mut known = self.pinned.lock().expect("not poisoned");
-            if !known.iter().any(|d| d.uri == url.as_str()) {
-                known.push(DeltaInput { input: name.to_owned(), uri: url.to_string(), version });
+            if !known.iter().any(|d| d.serves(&url)) {
+                known.push(DeltaInput {
+                    input: name.to_owned(),
+                    uri: url.to_string(),
+                    version,
+                    stands_for: None,
+                });
             }
         }
         let provider = delta.table_provider().await.map_err(|e| e.to_string())?;

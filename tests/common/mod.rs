@@ -116,6 +116,21 @@ pub fn september_plan(root: &Path, name: &str, days: u32, edit: impl Fn(String) 
     format!("plans/{name}")
 }
 
+/// A plan file's text without its `[[downstream]]` plans: the March reload of `orders_silver` alone,
+/// for tests that move its target elsewhere (a downstream that no longer reads it is refused).
+pub fn without_downstream(text: &str) -> String {
+    let mut kept = Vec::new();
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() == "[[downstream]]" {
+            lines.next();
+        } else {
+            kept.push(line);
+        }
+    }
+    kept.join("\n") + "\n"
+}
+
 /// Runs `bf` in `dir`.
 pub fn bf_in(dir: &Path) -> Command {
     let mut command = bf();

@@ -210,6 +210,24 @@ pub fn python(script: &str, env: &[(&str, String)]) -> String {
     String::from_utf8(output.stdout).unwrap()
 }
 
+/// The table's rows as the Python `deltalake` package reads them through its SQL reader (its
+/// `QueryBuilder`, which reads column-mapped tables by their logical names): each row's `columns`
+/// (comma-separated) joined by `|`, sorted. A reader that is not bf's.
+pub fn python_sql_rows(table: &std::path::Path, columns: &str) -> Vec<String> {
+    let out = python(
+        &format!(
+            "import deltalake, pyarrow as pa\n\
+             q = deltalake.QueryBuilder().register('t', deltalake.DeltaTable({:?}))\n\
+             t = pa.table(q.execute('SELECT {columns} FROM t')).to_pylist()\n\
+             rows = sorted('|'.join(str(r[c]) for c in {:?}.split(',')) for r in t)\nprint('\\n'.join(rows))\n",
+            table.to_str().unwrap(),
+            columns
+        ),
+        &[],
+    );
+    out.lines().map(str::to_owned).collect()
+}
+
 /// A TCP relay on a free loopback port to a server, which a test can take down and bring back:
 /// an outage of the store's endpoint without losing what the server holds (moto keeps buckets in
 /// memory, so stopping it would lose them).

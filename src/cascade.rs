@@ -1,0 +1,242 @@
+//! A chain of backfills applied and undone as one: upstream first on the way in, downstream first
+//! on the way out.
+//!
+//! Each table of a chain is its own backfill — own id, own ledger, own comment, its own exactly-once
+//! slices — so a crash anywhere resumes where it stopped by applying the chain again: the tables
+//! already applied skip every slice. What links them is `bf.cascade` (the chain's id) in every
+//! commit, with `bf.upstream` and `bf.downstream` naming the neighbours, so a rollback finds the
+//! tables built from the one it undoes from the tables' histories alone.
+
+use url::Url;
+
+use crate::apply::{Apply, ApplyError, ApplyProgress, ApplyReport};
+use crate::fault::{fault, in_table};
+use crate::ledger::{self, Cascade};
+use crate::plan::Plan;
+use crate::rollback::{self, RollbackError, RollbackPlan, RollbackReport};
+use crate::store::Stores;
+
+/// Applies a saved plan and the plans downstream of it.
+pub struct ChainApply<'a> {
+    root: &'a Plan,
+    rerun: bool,
+    recompute: bool,
+}
+
+/// A chain's apply that stopped: at which table, and what the tables before it got.
+#[derive(Debug, thiserror::Error)]
+#[error("{table}: {source}")]
+pub struct ChainApplyError {
+    /// The table it stopped at (its name).
+    pub table: String,
+    /// Its position in the chain, from 0.
+    pub position: usize,
+    /// The tables applied before it, in apply order.
+    pub applied: Vec<ApplyReport>,
+    pub source: ApplyError,
+}
+
+/// Told when each table of a chain starts.
+pub trait ChainProgress: ApplyProgress {
+    fn table_started(&self, _plan: &Plan, _position: usize, _tables: usize) {}
+}
+
+impl ChainProgress for crate::apply::Silent {}
+
+impl<'a> ChainApply<'a> {
+    pub fn new(root: &'a Plan) -> Self {
+        ChainApply { root, rerun: false, recompute: false }
+    }
+
+    pub fn with_rerun(mut self, rerun: bool) -> Self {
+        self.rerun = rerun;
+        self
+    }
+
+    pub fn with_recompute(mut self, recompute: bool) -> Self {
+        self.recompute = recompute;
+        self
+    }
+
+    /// Every table's stale check first — a chain is not started that would stop at its second
+    /// table — then each table's apply, in order. Fault points `before-table:N` (N from 0) crash
+    /// between tables; `NAME/POINT` crashes at an apply point of the table named NAME only.
+    pub async fn execute(self, progress: &dyn ChainProgress) -> Result<Vec<ApplyReport>, ChainApplyError> {
+        let links = links(self.root);
+        let stop = |position: usize, applied: Vec<ApplyReport>, source| ChainApplyError {
+            table: name(&links[position].0.target.uri),
+            position,
+            applied,
+            source,
+        };
+        for (position, (plan, cascade)) in links.iter().enumerate() {
+            self.apply(plan, cascade).check().await.map_err(|e| stop(position, Vec::new(), e))?;
+        }
+        let mut applied = Vec::with_capacity(links.len());
+        for (position, (plan, cascade)) in links.iter().enumerate() {
+            fault(&format!("before-table:{position}"));
+            progress.table_started(plan, position, links.len());
+            let _table = in_table(&name(&plan.target.uri));
+            match self.apply(plan, cascade).execute(progress).await {
+                Ok(report) => applied.push(report),
+                Err(error) => return Err(stop(position, applied, error)),
+            }
+        }
+        Ok(applied)
+    }
+
+    fn apply<'p>(&self, plan: &'p Plan, cascade: &Option<Cascade>) -> Apply<'p> {
+        Apply::new(plan).with_rerun(self.rerun).with_recompute(self.recompute).with_cascade(cascade.clone())
+    }
+}
+
+/// Each plan of the chain in apply order with its place in it; a plan without downstream plans
+/// is a chain of one, and its commits carry no cascade keys.
+fn links(root: &Plan) -> Vec<(&Plan, Option<Cascade>)> {
+    if root.downstream.is_empty() {
+        return vec![(root, None)];
+    }
+    fn walk<'p>(
+        plan: &'p Plan,
+        upstream: Option<&Plan>,
+        id: &str,
+        out: &mut Vec<(&'p Plan, Option<Cascade>)>,
+    ) {
+        out.push((
+            plan,
+            Some(Cascade {
+                id: id.to_owned(),
+                upstream: upstream.map(|u| u.target.uri.clone()),
+                downstream: plan.downstream.iter().map(|d| d.target.uri.clone()).collect(),
+            }),
+        ));
+        for downstream in &plan.downstream {
+            walk(downstream, Some(plan), id, out);
+        }
+    }
+    let mut out = Vec::new();
+    walk(root, None, &root.id, &mut out);
+    out
+}
+
+/// A backfill of a chain still in place on a table built from the one being rolled back.
+struct Live {
+    table: Url,
+    backfill_id: String,
+}
+
+/// The chain's backfills still in place on the tables built from `plan`'s table (directly or
+/// further down), in the order to undo them: the last applied first. A table that has no backfill
+/// of the chain, or has one already rolled back, is not listed.
+async fn live_downstream(
+    plan: &RollbackPlan,
+    stores_for: &(dyn Fn(&Url) -> Stores + Sync),
+) -> Result<Vec<Live>, RollbackError> {
+    let mut found = Vec::new();
+    let Some(cascade) = &plan.backfill.backfill.cascade else { return Ok(found) };
+    let mut pending: Vec<String> = cascade.downstream.clone();
+    // Breadth of the walk is bounded by the chain recorded in the commits: each table once.
+    let mut seen: Vec<String> = Vec::new();
+    while let Some(uri) = pending.first().cloned() {
+        pending.remove(0);
+        if seen.contains(&uri) {
+            continue;
+        }
+        seen.push(uri.clone());
+        let url =
+            Url::parse(&uri).map_err(|e| RollbackError::Delta(format!("a downstream table's URI: {e}")))?;
+        let stores = stores_for(&url);
+        let table = stores.open(&url, None).await?;
+        let history = ledger::commits_after(&table, 0).await?;
+        let Some(backfill_id) = history
+            .iter()
+            .filter_map(|e| e.backfill())
+            .filter(|b| b.cascade.as_ref().is_some_and(|c| c.id == cascade.id))
+            .map(|b| b.backfill_id.clone())
+            .next_back()
+        else {
+            continue;
+        };
+        let below = rollback::prepare(&stores, &url, &backfill_id).await?;
+        if below.undone() {
+            continue;
+        }
+        if let Some(theirs) = &below.backfill.backfill.cascade {
+            pending.extend(theirs.downstream.iter().cloned());
+        }
+        found.push(Live { table: url, backfill_id });
+    }
+    // Found upstream first, level by level; undone the other way round.
+    found.reverse();
+    Ok(found)
+}
+
+/// Runs the rollbacks of `undo` (as [`with_downstream`] returns them) in order, once each has been
+/// checked: a refusal on any table stops them all before the first writes. Each rollback verifies
+/// its table; a failure after the first says which tables were rolled back.
+pub async fn roll_back(
+    undo: &[RollbackPlan],
+    window_only: bool,
+    force: bool,
+) -> Result<Vec<RollbackReport>, RollbackError> {
+    for step in undo {
+        step.check(window_only, force).await?;
+    }
+    let mut reports: Vec<RollbackReport> = Vec::with_capacity(undo.len());
+    for step in undo {
+        let _table = in_table(&name(step.url.as_str()));
+        let report = if window_only { step.window_only(force).await } else { step.restore().await };
+        match report {
+            Ok(report) => reports.push(report),
+            Err(error) if reports.is_empty() => return Err(error),
+            Err(error) => {
+                let done: Vec<&str> = reports.iter().map(|r| r.table.as_str()).collect();
+                return Err(RollbackError::Delta(format!(
+                    "rolling back {}: {error}\nRolled back before it: {}. `bf rollback --cascade` again finishes the chain.",
+                    step.table,
+                    done.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(reports)
+}
+
+/// The rollbacks that undo `plan`'s backfill and the chain's backfills still in place below it, in
+/// the order to run them: the last table applied first, `plan`'s own last.
+pub async fn with_downstream(
+    plan: RollbackPlan,
+    stores_for: &(dyn Fn(&Url) -> Stores + Sync),
+) -> Result<Vec<RollbackPlan>, RollbackError> {
+    let live = live_downstream(&plan, stores_for).await?;
+    let mut undo = Vec::with_capacity(live.len() + 1);
+    for below in &live {
+        undo.push(rollback::prepare(&stores_for(&below.table), &below.table, &below.backfill_id).await?);
+    }
+    undo.push(plan);
+    Ok(undo)
+}
+
+/// Why a rollback is refused while tables built from the rows it would undo stay backfilled:
+/// `undo` as [`with_downstream`] returns it.
+pub fn refusal(undo: &[RollbackPlan]) -> String {
+    let (plan, live) = undo.split_last().expect("the rollback's own table");
+    let listed: Vec<String> = live
+        .iter()
+        .rev()
+        .map(|l| {
+            format!("  {} ({}): backfill {}", name(l.url.as_str()), l.table, l.backfill.backfill.backfill_id)
+        })
+        .collect();
+    format!(
+        "{}'s backfill {} has downstream backfills still in place, built from the rows this rollback would undo:\n{}\n\
+         Roll them back first, or run `bf rollback --cascade` to roll back the chain, downstream first. Nothing was written.",
+        name(plan.url.as_str()),
+        plan.backfill.backfill.backfill_id,
+        listed.join("\n")
+    )
+}
+
+fn name(uri: &str) -> String {
+    Url::parse(uri).map(|u| crate::chain::table_name(&u)).unwrap_or_else(|_| uri.to_owned())
+}

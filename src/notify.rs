@@ -1,0 +1,338 @@
+//! Telling the people who read the tables: one notice per chain, after an apply and after a rollback.
+//!
+//! Correct data nobody knows about still causes confusion: finance quoted March's revenue, and it
+//! moved. The notice says which tables changed, over which days, why, from which version to which,
+//! and the rows and metrics before → after, with the command that undoes it. It goes as a JSON POST
+//! to a webhook (its `text` field is what Slack, Teams and Google Chat show) and as markdown to a
+//! file. The webhook URL is a secret: it is read from the environment variable the plan names and
+//! never printed, saved or put in an error. A notice that cannot be delivered is a loud warning
+//! with its text, never a reason to undo data that landed.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::apply::ApplyReport;
+use crate::plan::Plan;
+use crate::plan_file::Notify;
+use crate::rollback::RollbackReport;
+
+/// How long a webhook may take to answer before the notice counts as not delivered.
+const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// What happened to the chain.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Event {
+    Applied,
+    RolledBack,
+}
+
+/// One notice: every table of a chain, upstream first.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Notice {
+    pub event: Event,
+    /// The chain's id (its first plan's id, `bf.cascade` in the tables' commits).
+    pub chain: String,
+    pub owners: Vec<String>,
+    pub tables: Vec<TableNotice>,
+    /// The command that undoes an apply, run where the saved plan is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollback_command: Option<String>,
+}
+
+/// One table's part of a notice.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TableNotice {
+    /// Its name (`orders_silver`), and where it is.
+    pub name: String,
+    pub table: String,
+    pub backfill_id: String,
+    pub window: String,
+    pub reason: String,
+    /// The version before, and the version the apply or rollback left.
+    pub from_version: u64,
+    pub to_version: u64,
+    pub rows_before: u64,
+    pub rows_after: u64,
+    /// Each declared metric over the window, before → after.
+    pub metrics: Vec<MetricChange>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MetricChange {
+    pub name: String,
+    pub before: Option<f64>,
+    pub after: Option<f64>,
+}
+
+impl TableNotice {
+    /// A table of `plan` as its backfill changed it: the plan's totals over the window, which the
+    /// apply verified slice by slice.
+    pub fn applied(plan: &Plan, backfill_id: &str, post_version: u64) -> TableNotice {
+        let (before, after) = (&plan.total.before, &plan.total.after);
+        TableNotice {
+            name: table_name(&plan.target.uri),
+            table: display(&plan.target.uri),
+            backfill_id: backfill_id.to_owned(),
+            window: plan.window.to_string(),
+            reason: plan.reason.clone(),
+            from_version: plan.target.pre_version,
+            to_version: post_version,
+            rows_before: before.rows,
+            rows_after: after.rows,
+            metrics: before
+                .metrics
+                .iter()
+                .map(|(name, b)| MetricChange {
+                    name: name.clone(),
+                    before: *b,
+                    after: after.metrics.get(name).copied().flatten(),
+                })
+                .collect(),
+        }
+    }
+
+    /// The same table after a rollback: the change undone, read the other way round.
+    pub fn rolled_back(
+        mut self,
+        rolled_from: u64,
+        new_version: u64,
+        rows_before: u64,
+        rows_after: u64,
+    ) -> Self {
+        self.from_version = rolled_from;
+        self.to_version = new_version;
+        self.rows_before = rows_before;
+        self.rows_after = rows_after;
+        for metric in &mut self.metrics {
+            std::mem::swap(&mut metric.before, &mut metric.after);
+        }
+        self
+    }
+}
+
+impl Notice {
+    /// The notice of a chain's apply: `reports` are its tables' applies, in the chain's order.
+    pub fn of_apply(root: &Plan, owners: &[String], reports: &[ApplyReport]) -> Notice {
+        Notice {
+            event: Event::Applied,
+            chain: root.id.clone(),
+            owners: owners.to_vec(),
+            tables: root
+                .chain()
+                .into_iter()
+                .zip(reports)
+                .map(|(plan, report)| TableNotice::applied(plan, &report.backfill_id, report.post_version))
+                .collect(),
+            rollback_command: Some(
+                if reports.len() > 1 { "bf rollback --cascade" } else { "bf rollback" }.to_owned(),
+            ),
+        }
+    }
+
+    /// The notice of a rollback of the chain's backfills (`reports` upstream first): each table's
+    /// window back to its pre-version, with the plan's metrics read the other way round.
+    pub fn of_rollback(root: &Plan, owners: &[String], reports: &[RollbackReport]) -> Notice {
+        let tables = reports
+            .iter()
+            .filter_map(|report| {
+                // A rerun's backfill id extends its plan's.
+                let plan = root.chain().into_iter().find(|p| report.backfill_id.starts_with(&p.id))?;
+                let before = report.new_version.saturating_sub(report.wrote.len() as u64);
+                Some(TableNotice::applied(plan, &report.backfill_id, before).rolled_back(
+                    before,
+                    report.new_version,
+                    report.rows_before,
+                    report.rows_after,
+                ))
+            })
+            .collect();
+        Notice {
+            event: Event::RolledBack,
+            chain: root.id.clone(),
+            owners: owners.to_vec(),
+            tables,
+            rollback_command: None,
+        }
+    }
+
+    fn headline(&self) -> String {
+        let first = self.tables.first();
+        let names: Vec<&str> = self.tables.iter().map(|t| t.name.as_str()).collect();
+        let window = first.map_or("", |t| t.window.as_str());
+        match self.event {
+            Event::Applied => format!("Backfill applied: {} for {window}", names.join(" → ")),
+            Event::RolledBack => format!("Backfill rolled back: {} for {window}", names.join(" → ")),
+        }
+    }
+
+    /// The notice as Slack's `mrkdwn` (also read well as plain text).
+    pub fn text(&self) -> String {
+        let mut out = format!("*{}*\n", self.headline());
+        if let Some(first) = self.tables.first() {
+            let _ = writeln!(out, "Reason: {}", first.reason);
+        }
+        for table in &self.tables {
+            let _ = writeln!(
+                out,
+                "• *{}* ({}) version {} → {}: rows {}{}",
+                table.name,
+                table.backfill_id,
+                table.from_version,
+                table.to_version,
+                change(Some(table.rows_before as f64), Some(table.rows_after as f64)),
+                table
+                    .metrics
+                    .iter()
+                    .map(|m| format!("; {} {}", m.name, change(m.before, m.after)))
+                    .collect::<String>()
+            );
+        }
+        if !self.owners.is_empty() {
+            let _ = writeln!(out, "For: {}", self.owners.join(", "));
+        }
+        if let Some(command) = &self.rollback_command {
+            let _ = writeln!(out, "Undo: `{command}`");
+        }
+        out
+    }
+
+    /// The notice as a markdown section, for a file, a pull request or a wiki.
+    pub fn markdown(&self) -> String {
+        let mut out = format!("## {}\n\n", self.headline());
+        if let Some(first) = self.tables.first() {
+            let _ = writeln!(out, "**Reason** {}\n", first.reason.replace(['\r', '\n'], " "));
+        }
+        let _ = writeln!(out, "| table | backfill | versions | rows | metrics |\n|---|---|---|---|---|");
+        for table in &self.tables {
+            let metrics: Vec<String> =
+                table.metrics.iter().map(|m| format!("{} {}", m.name, change(m.before, m.after))).collect();
+            let _ = writeln!(
+                out,
+                "| `{}` | `{}` | {} → {} | {} | {} |",
+                table.name,
+                table.backfill_id,
+                table.from_version,
+                table.to_version,
+                change(Some(table.rows_before as f64), Some(table.rows_after as f64)),
+                metrics.join("; ")
+            );
+        }
+        if !self.owners.is_empty() {
+            let _ = writeln!(out, "\n**For** {}", self.owners.join(", "));
+        }
+        if let Some(command) = &self.rollback_command {
+            let _ = writeln!(out, "\n**Undo** `{command}`");
+        }
+        let _ = writeln!(out, "\nChain `{}`.", self.chain);
+        out
+    }
+
+    /// The webhook's JSON body: `text` for chat tools, the rest for anything that reads fields.
+    pub fn body(&self) -> serde_json::Value {
+        let mut body = serde_json::to_value(self).expect("a notice serializes");
+        body["text"] = serde_json::Value::String(self.text());
+        body
+    }
+}
+
+/// Where one copy of a notice went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Delivery {
+    /// POSTed to the webhook of this environment variable; it answered 2xx.
+    Posted { env: String },
+    /// Written to this file.
+    Written { file: PathBuf },
+    /// Not delivered, and why (never holding the URL).
+    Failed { to: String, why: String },
+}
+
+impl Delivery {
+    pub fn failed(&self) -> bool {
+        matches!(self, Delivery::Failed { .. })
+    }
+}
+
+/// Sends `notice` where `spec` says (`file` relative to `plan_dir`): every destination is tried,
+/// whatever the others did.
+pub async fn send(spec: &Notify, plan_dir: &Path, notice: &Notice) -> Vec<Delivery> {
+    let mut deliveries = Vec::new();
+    if let Some(file) = &spec.file {
+        let path = path_clean::clean(plan_dir.join(file));
+        let written = path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&path, notice.markdown()));
+        deliveries.push(match written {
+            Ok(()) => Delivery::Written { file: path },
+            Err(e) => Delivery::Failed { to: path.display().to_string(), why: e.to_string() },
+        });
+    }
+    if let Some(env) = &spec.webhook_env {
+        let to = format!("the webhook in {env}");
+        deliveries.push(match std::env::var(env) {
+            Ok(url) if !url.trim().is_empty() => match post(url.trim(), &notice.body()).await {
+                Ok(()) => Delivery::Posted { env: env.clone() },
+                Err(why) => Delivery::Failed { to, why },
+            },
+            _ => Delivery::Failed { to, why: format!("{env} is not set") },
+        });
+    }
+    deliveries
+}
+
+/// One POST of `body`; an answer other than 2xx, a timeout or a refused connection is an error
+/// that names neither the URL nor its query.
+async fn post(url: &str, body: &serde_json::Value) -> Result<(), String> {
+    let client = reqwest::Client::builder()
+        .timeout(WEBHOOK_TIMEOUT)
+        .build()
+        .map_err(|e| e.without_url().to_string())?;
+    let response = client
+        .post(url)
+        .header(reqwest::header::CONTENT_TYPE, "application/json")
+        .body(body.to_string())
+        .send()
+        .await
+        .map_err(|e| e.without_url().to_string())?;
+    let status = response.status();
+    if status.is_success() { Ok(()) } else { Err(format!("it answered {status}")) }
+}
+
+/// `412 → 409 (−0.7%)`, `31 (unchanged)`, `– → 3`.
+fn change(before: Option<f64>, after: Option<f64>) -> String {
+    let show = |v: Option<f64>| v.map_or("–".to_owned(), number);
+    match (before, after) {
+        (Some(b), Some(a)) if a == b => format!("{} (unchanged)", show(Some(b))),
+        (Some(b), Some(a)) if b != 0.0 => {
+            format!("{} → {} ({:+.1}%)", show(Some(b)), show(Some(a)), (a - b) / b.abs() * 100.0)
+        }
+        (b, a) => format!("{} → {}", show(b), show(a)),
+    }
+}
+
+/// `20,023.10`, `409`: whole numbers as such, others to the cent, thousands grouped.
+fn number(value: f64) -> String {
+    let text = if value.fract() == 0.0 { format!("{value:.0}") } else { format!("{value:.2}") };
+    let (sign, digits) = text.strip_prefix('-').map_or(("", text.as_str()), |d| ("-", d));
+    let (whole, cents) = digits.split_once('.').map_or((digits, None), |(w, c)| (w, Some(c)));
+    let mut grouped = String::new();
+    for (i, digit) in whole.chars().enumerate() {
+        if i > 0 && (whole.len() - i) % 3 == 0 {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    format!("{sign}{grouped}{}", cents.map(|c| format!(".{c}")).unwrap_or_default())
+}
+
+fn table_name(uri: &str) -> String {
+    url::Url::parse(uri).map(|u| crate::chain::table_name(&u)).unwrap_or_else(|_| uri.to_owned())
+}
+
+fn display(uri: &str) -> String {
+    url::Url::parse(uri).map(|u| crate::store::display_url(&u)).unwrap_or_else(|_| uri.to_owned())
+}

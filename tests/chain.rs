@@ -1,0 +1,501 @@
+//! Downstream tables: the March reload with `revenue_by_day` built from `orders_silver`, rehearsed
+//! on the reloaded silver's rehearsal, applied after it, rolled back before it, and the notice that
+//! tells the people who read them. Outcomes are read raw (the log) or by the Python `deltalake`
+//! package, and the expected numbers are computed here from the landing CSVs.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+
+use crate::common::servers::python_sql_rows;
+use crate::common::{
+    bf_in, commit_infos, commits_with, demo_workspace, rows_at, slices_committed, snapshot, write_plan,
+};
+
+const SILVER: &str = "bf-demo/warehouse/orders_silver";
+const REVENUE: &str = "bf-demo/warehouse/revenue_by_day";
+const MARCH: &str = "order_date BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'";
+
+fn run(root: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    bf_in(root).env_remove("FINANCE_BACKFILL_WEBHOOK").args(args).envs(env.iter().copied()).output().unwrap()
+}
+
+fn ok(root: &Path, args: &[&str]) -> String {
+    let out = run(root, args, &[]);
+    assert!(
+        out.status.success(),
+        "bf {args:?}:\n{}{}",
+        String::from_utf8_lossy(&out.stderr),
+        String::from_utf8_lossy(&out.stdout)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// March's revenue in EUR and order count per day, as the corrected landing files say: each order
+/// converted at its currency's rate and rounded to the cent, each day's sum rounded to the cent.
+fn march_by_day_from_csvs(root: &Path) -> BTreeMap<String, (f64, i64)> {
+    let landing = root.join("bf-demo/landing");
+    let rates: BTreeMap<String, f64> = std::fs::read_to_string(landing.join("fx_rates.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (currency, rate) = l.split_once(',').unwrap();
+            (currency.to_owned(), rate.parse().unwrap())
+        })
+        .collect();
+    let mut days: BTreeMap<String, (f64, i64)> = BTreeMap::new();
+    for line in std::fs::read_to_string(landing.join("orders_march.csv")).unwrap().lines().skip(1) {
+        let fields: Vec<&str> = line.split(',').collect();
+        let (amount, currency, at) = (fields[2].parse::<f64>().unwrap(), fields[3], fields[4]);
+        let day = days.entry(at[..10].to_owned()).or_default();
+        day.0 += (amount * rates[currency] * 100.0).round() / 100.0;
+        day.1 += 1;
+    }
+    days.values_mut().for_each(|(revenue, _)| *revenue = (*revenue * 100.0).round() / 100.0);
+    days
+}
+
+fn saved_plan(root: &Path) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn the_march_reload_rehearses_revenue_by_day_on_the_reloaded_silver_and_writes_neither() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let (silver, revenue) = (snapshot(&root.join(SILVER)), snapshot(&root.join(REVENUE)));
+    let shown = ok(root, &["plan", "plans/march.toml"]);
+    assert_eq!(snapshot(&root.join(SILVER)), silver, "orders_silver is byte for byte as before");
+    assert_eq!(snapshot(&root.join(REVENUE)), revenue, "revenue_by_day is byte for byte as before");
+    assert!(shown.contains("── downstream of orders_silver: revenue_by_day ──"), "{shown}");
+    assert!(shown.contains("`silver` = orders_silver as its backfill leaves it"), "{shown}");
+    assert!(shown.contains("Chain of 2 tables, applied in this order:"), "{shown}");
+
+    let plan = saved_plan(root);
+    let downstream = &plan["downstream"][0];
+    let expected = march_by_day_from_csvs(root);
+    let revenue_after: f64 = expected.values().map(|(r, _)| r).sum();
+    let after = &downstream["total"]["after"];
+    assert!((after["metrics"]["revenue"].as_f64().unwrap() - revenue_after).abs() < 0.005, "{after}");
+    assert_eq!(after["metrics"]["orders"], 409.0, "March's 409 orders, the 3 duplicates gone");
+    assert_eq!(after["rows"], 31, "one row per day of March");
+    // Before: what the dashboards show today, the wrong silver summed by the Python reader.
+    let wrong: f64 = python_sql_rows(&root.join(SILVER), "amount_eur,order_date")
+        .iter()
+        .filter(|r| r.contains("|2026-03-"))
+        .map(|r| r.split('|').next().unwrap().parse::<f64>().unwrap())
+        .sum();
+    let before = downstream["total"]["before"]["metrics"]["revenue"].as_f64().unwrap();
+    assert!((before - wrong).abs() < 0.01, "before {before}, the silver's March {wrong}");
+    // The downstream read the upstream's rehearsal at its final version, as the plan records.
+    let read = &downstream["delta_inputs"][0];
+    assert_eq!(read["uri"], plan["rehearsal"]["uri"]);
+    assert_eq!(read["version"], plan["rehearsal"]["version"]);
+    assert_eq!(read["stands_for"], plan["target"]["uri"]);
+
+    let markdown = ok(root, &["show", "--format", "markdown"]);
+    assert!(markdown.starts_with("## ✅ Backfill of 2 tables"), "{markdown}");
+    assert!(markdown.contains("#### 2. `revenue_by_day`"), "{markdown}");
+    assert_eq!(markdown.matches("<!-- bf plan -->").count(), 1, "one marker for the CI job to find");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_chain_applies_upstream_first_and_a_rollback_needs_cascade_to_undo_it() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let (silver, revenue) = (root.join(SILVER), root.join(REVENUE));
+    ok(root, &["plan", "plans/march.toml", "-q"]);
+    let applied: Value = serde_json::from_str(&ok(root, &["apply", "--auto-approve", "--json"])).unwrap();
+    assert_eq!(applied["pre_version"], 5);
+    assert_eq!(applied["downstream"][0]["pre_version"], 4);
+
+    // revenue_by_day's March, read by the Python package, is the corrected landing files' March.
+    let expected: Vec<String> = march_by_day_from_csvs(root)
+        .iter()
+        .map(|(day, (revenue, orders))| format!("{day}|{revenue}|{orders}"))
+        .collect();
+    let march: Vec<String> = python_sql_rows(&revenue, "order_date,revenue,orders")
+        .into_iter()
+        .filter(|r| r.starts_with("2026-03-"))
+        .collect();
+    assert_eq!(march, expected);
+    // The seed's numbers agree across the chain: March by day sums to the silver's March.
+    let silver_march: f64 = python_sql_rows(&silver, "amount_eur,order_date")
+        .iter()
+        .filter(|r| r.contains("|2026-03-"))
+        .map(|r| r.split('|').next().unwrap().parse::<f64>().unwrap())
+        .sum();
+    let by_day: f64 = march.iter().map(|r| r.split('|').nth(1).unwrap().parse::<f64>().unwrap()).sum();
+    assert!((silver_march - by_day).abs() < 0.01, "silver {silver_march}, by day {by_day}");
+
+    // Each table its own backfill, linked by bf.cascade, read from the raw log.
+    let chain = saved_plan(root)["id"].as_str().unwrap().to_owned();
+    let slice_of = |table: &Path| -> Value {
+        commit_infos(table).into_iter().map(|(_, i)| i).find(|i| i.get("bf.slice").is_some()).unwrap()
+    };
+    let (up, down) = (slice_of(&silver), slice_of(&revenue));
+    assert_eq!((up["bf.cascade"].as_str(), down["bf.cascade"].as_str()), (Some(&*chain), Some(&*chain)));
+    assert_ne!(up["bf.backfill_id"], down["bf.backfill_id"]);
+    assert!(down["bf.upstream"].as_str().unwrap().ends_with("/orders_silver/"), "{down}");
+    assert!(up["bf.downstream"][0].as_str().unwrap().ends_with("/revenue_by_day/"), "{up}");
+    assert!(up.get("bf.upstream").is_none() && down["bf.downstream"] == Value::Array(Vec::new()));
+    let silver_slice_time = up["timestamp"].as_i64().unwrap();
+    assert!(down["timestamp"].as_i64().unwrap() >= silver_slice_time, "upstream first");
+    assert_eq!((commits_with(&silver, "comment"), commits_with(&revenue, "comment")), (1, 1));
+
+    // Without --cascade, the upstream's rollback is refused and writes nothing.
+    let (before_silver, before_revenue) = (snapshot(&silver), snapshot(&revenue));
+    let refused = run(root, &["rollback", "--auto-approve"], &[]);
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("has downstream backfills still in place"), "{stderr}");
+    assert!(stderr.contains("revenue_by_day") && stderr.contains("--cascade"), "{stderr}");
+    assert_eq!((snapshot(&silver), snapshot(&revenue)), (before_silver, before_revenue));
+
+    let rolled: Value =
+        serde_json::from_str(&ok(root, &["rollback", "--cascade", "--auto-approve", "--json"])).unwrap();
+    assert_eq!(rolled["restored_version"], 5);
+    assert_eq!(rolled["downstream"][0]["restored_version"], 4);
+    for (table, version) in [(&silver, 5), (&revenue, 4)] {
+        assert_eq!(rows_at(table, None, "true").await, rows_at(table, Some(version), "true").await);
+    }
+    // Downstream first: revenue_by_day's RESTORE is not later than orders_silver's.
+    let restore_time = |table: &Path| {
+        commit_infos(table)
+            .into_iter()
+            .find(|(_, i)| i["operation"] == "RESTORE")
+            .map(|(_, i)| i["timestamp"].as_i64().unwrap())
+            .unwrap()
+    };
+    assert!(restore_time(&revenue) <= restore_time(&silver));
+}
+
+/// Crashes at every table boundary and inside each table, each then resumed by `bf apply` again:
+/// both tables end as an uninterrupted apply leaves them, each slice and comment committed once.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_crash_anywhere_in_the_chain_resumes_where_it_stopped_exactly_once() {
+    let reference = demo_workspace();
+    ok(reference.path(), &["plan", "plans/march.toml", "-q"]);
+    ok(reference.path(), &["apply", "--auto-approve", "-q"]);
+    let want_silver = rows_at(&reference.path().join(SILVER), None, "true").await;
+    let want_revenue = rows_at(&reference.path().join(REVENUE), None, "true").await;
+    for point in [
+        "before-table:1",
+        "orders_silver/after-commit:1",
+        "orders_silver/before-comment",
+        "revenue_by_day/before-slice:1",
+        "revenue_by_day/before-publish-commit:1",
+        "revenue_by_day/after-commit:1",
+        "revenue_by_day/before-comment",
+    ] {
+        let workspace = demo_workspace();
+        let root = workspace.path();
+        ok(root, &["plan", "plans/march.toml", "-q"]);
+        let crashed = run(root, &["apply", "--auto-approve", "-q"], &[("BF_FAULT", point)]);
+        assert!(!crashed.status.success(), "{point}: the apply crashed");
+        let resumed = ok(root, &["apply", "--auto-approve"]);
+        for (table, want) in [(SILVER, &want_silver), (REVENUE, &want_revenue)] {
+            let table = root.join(table);
+            assert_eq!(&rows_at(&table, None, "true").await, want, "{point}: {}", table.display());
+            assert_eq!(slices_committed(&table), [1], "{point}: one slice commit in {}", table.display());
+            assert_eq!(commits_with(&table, "comment"), 1, "{point}: one comment in {}", table.display());
+        }
+        assert!(resumed.contains("revenue_by_day"), "{point}: {resumed}");
+    }
+}
+
+/// A webhook receiver on 127.0.0.1 answering every request with `status`; what it received is kept.
+struct Receiver {
+    server: Arc<tiny_http::Server>,
+    received: Arc<Mutex<Vec<(String, String)>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Receiver {
+    fn start(status: u16) -> Receiver {
+        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+        let received = Arc::new(Mutex::new(Vec::new()));
+        let thread = {
+            let (server, received) = (server.clone(), received.clone());
+            std::thread::spawn(move || {
+                for mut request in server.incoming_requests() {
+                    let mut body = String::new();
+                    request.as_reader().read_to_string(&mut body).unwrap();
+                    received.lock().unwrap().push((request.url().to_owned(), body));
+                    let _ = request.respond(tiny_http::Response::empty(status));
+                }
+            })
+        };
+        Receiver { server, received, thread: Some(thread) }
+    }
+
+    /// A URL with a secret in it, as webhook URLs have.
+    fn url(&self) -> String {
+        format!("http://{}/hooks/T0SECRET/B0SECRET", self.server.server_addr().to_ip().unwrap())
+    }
+
+    fn bodies(&self) -> Vec<Value> {
+        self.received.lock().unwrap().iter().map(|(_, body)| serde_json::from_str(body).unwrap()).collect()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(thread) = self.thread.take() {
+            thread.join().unwrap();
+        }
+    }
+}
+
+#[test]
+fn one_notice_per_apply_and_per_rollback_with_the_numbers_and_never_the_url() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let receiver = Receiver::start(200);
+    let hook = [("FINANCE_BACKFILL_WEBHOOK", receiver.url())];
+    let env: Vec<(&str, &str)> = hook.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let planned = run(root, &["plan", "plans/march.toml"], &env);
+    assert!(planned.status.success());
+    let applied = run(root, &["apply", "--auto-approve"], &env);
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    let bodies = receiver.bodies();
+    assert_eq!(bodies.len(), 1, "one POST per apply of the chain");
+    let notice = &bodies[0];
+    assert_eq!(notice["event"], "applied");
+    assert_eq!(notice["owners"], serde_json::json!(["finance-analytics", "bi-dashboards"]));
+    let tables = notice["tables"].as_array().unwrap();
+    assert_eq!(
+        tables.iter().map(|t| t["name"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["orders_silver", "revenue_by_day"]
+    );
+    assert_eq!((tables[0]["rows_before"].as_u64(), tables[0]["rows_after"].as_u64()), (Some(412), Some(409)));
+    assert_eq!((tables[0]["from_version"].as_u64(), tables[0]["to_version"].as_u64()), (Some(5), Some(7)));
+    let revenue_after: f64 = march_by_day_from_csvs(root).values().map(|(r, _)| r).sum();
+    let metric = |t: &Value, name: &str| {
+        t["metrics"].as_array().unwrap().iter().find(|m| m["name"] == name).cloned().unwrap()
+    };
+    assert!((metric(&tables[1], "revenue")["after"].as_f64().unwrap() - revenue_after).abs() < 0.005);
+    let text = notice["text"].as_str().unwrap();
+    assert!(
+        text.contains("Backfill applied: orders_silver → revenue_by_day for 2026-03-01..2026-03-31"),
+        "{text}"
+    );
+    assert!(text.contains("rows 412 → 409") && text.contains("bf rollback --cascade"), "{text}");
+    let file = std::fs::read_to_string(root.join("bf-demo/notices/march-reload.md")).unwrap();
+    assert!(file.contains("| `orders_silver` |") && file.contains("412 → 409"), "{file}");
+
+    let rolled = run(root, &["rollback", "--cascade", "--auto-approve"], &env);
+    assert!(rolled.status.success(), "{}", String::from_utf8_lossy(&rolled.stderr));
+    let bodies = receiver.bodies();
+    assert_eq!(bodies.len(), 2, "one more POST for the rollback");
+    assert_eq!(bodies[1]["event"], "rolled_back");
+    assert_eq!(bodies[1]["tables"][0]["rows_after"], 412);
+    assert!(receiver.received.lock().unwrap().iter().all(|(path, _)| path == "/hooks/T0SECRET/B0SECRET"));
+    for out in [&planned, &applied, &rolled] {
+        let shown =
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!shown.contains("SECRET"), "the webhook URL is never printed: {shown}");
+    }
+    assert!(!std::fs::read_to_string(root.join(".bf/plan.json")).unwrap().contains("SECRET"));
+}
+
+/// A webhook that answers 500, or is down: the backfill lands, exit 0, and the warning and the
+/// notice are printed for passing on by hand.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_notice_that_cannot_be_delivered_is_a_warning_never_an_undo() {
+    let failing = Receiver::start(500);
+    let down = {
+        let gone = Receiver::start(200);
+        gone.url()
+    };
+    for (url, why) in [(failing.url(), "500"), (down, "error")] {
+        let workspace = demo_workspace();
+        let root = workspace.path();
+        ok(root, &["plan", "plans/march.toml", "-q"]);
+        let applied = run(root, &["apply", "--auto-approve"], &[("FINANCE_BACKFILL_WEBHOOK", &url)]);
+        let stderr = String::from_utf8_lossy(&applied.stderr);
+        assert_eq!(applied.status.code(), Some(0), "{stderr}");
+        assert!(
+            stderr.contains("Warning: notice NOT delivered to the webhook in FINANCE_BACKFILL_WEBHOOK"),
+            "{stderr}"
+        );
+        assert!(stderr.contains(why), "{why}: {stderr}");
+        assert!(
+            stderr.contains("The notice, to pass on by hand:") && stderr.contains("rows 412 → 409"),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("SECRET"), "{stderr}");
+        assert_eq!(slices_committed(&root.join(SILVER)), [1]);
+        assert_eq!(slices_committed(&root.join(REVENUE)), [1]);
+        assert_eq!(rows_at(&root.join(SILVER), None, MARCH).await.len(), 409);
+    }
+    assert_eq!(failing.bodies().len(), 1, "the failing webhook was asked once");
+}
+
+/// A folder of plans for the validation tests: an upstream over `../warehouse/orders` and a
+/// downstream over `../warehouse/daily` reading it, each changed by the test.
+fn chain_plans(dir: &Path, upstream_extra: &str, downstream: &str) {
+    let upstream = format!(
+        "reason = \"Fix March.\"\n[target]\ntable = \"../warehouse/orders\"\ndate_column = \"order_date\"\n\
+         [window]\nstart = 2026-03-01\nend = 2026-03-31\n[slicing]\nevery = \"month\"\n\
+         [source]\ninputs.orders = {{ path = \"orders.csv\", format = \"csv\" }}\n\
+         query = \"SELECT order_id, order_date FROM orders\"\n{upstream_extra}"
+    );
+    write_plan(dir, "up.toml", &upstream);
+    write_plan(dir, "down.toml", downstream);
+}
+
+fn downstream_plan(table: &str, reads: &str, window: (&str, &str), extra: &str) -> String {
+    format!(
+        "reason = \"Rebuild daily.\"\n[target]\ntable = \"{table}\"\ndate_column = \"order_date\"\n\
+         [window]\nstart = {}\nend = {}\n[slicing]\nevery = \"month\"\n\
+         [source]\ninputs.up = {{ path = \"{reads}\", format = \"delta\" }}\n\
+         query = \"SELECT order_date, COUNT(*) AS orders FROM up GROUP BY order_date\"\n{extra}",
+        window.0, window.1
+    )
+}
+
+#[test]
+fn a_broken_chain_is_refused_by_validate_at_its_line() {
+    let march = ("2026-03-01", "2026-03-31");
+    let cases: [(&str, String, &str, &str); 5] = [
+        ("[[downstream]]\nplan = \"missing.toml\"\n", String::new(), "does not exist", "missing.toml"),
+        (
+            "[[downstream]]\nplan = \"down.toml\"\n",
+            downstream_plan(
+                "../warehouse/daily",
+                "../warehouse/orders",
+                march,
+                "[[downstream]]\nplan = \"up.toml\"\n",
+            ),
+            "a cycle",
+            "down.toml",
+        ),
+        (
+            "[[downstream]]\nplan = \"down.toml\"\n",
+            downstream_plan("../warehouse/daily", "../warehouse/elsewhere", march, ""),
+            "reads no table upstream of it",
+            "down.toml",
+        ),
+        (
+            "[[downstream]]\nplan = \"down.toml\"\n",
+            downstream_plan("../warehouse/daily", "../warehouse/orders", ("2026-02-15", "2026-03-31"), ""),
+            "is not inside this plan's window 2026-03-01..2026-03-31",
+            "down.toml",
+        ),
+        (
+            "[[downstream]]\nplan = \"down.toml\"\n",
+            downstream_plan("../warehouse/orders", "../warehouse/orders", march, ""),
+            "a table is backfilled once per chain",
+            "down.toml",
+        ),
+    ];
+    for (upstream_extra, downstream, message, named) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        chain_plans(dir.path(), upstream_extra, &downstream);
+        let out = bf_in(dir.path()).args(["validate", "up.toml"]).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{message}: {stderr}");
+        assert!(stderr.contains(message) && stderr.contains(named), "{message}: {stderr}");
+        // The line of the `plan = ...` key that names the broken link: in the file that closes a
+        // cycle, in the upstream file otherwise.
+        let file = if message == "a cycle" { "down.toml" } else { "up.toml" };
+        let line = plan_key_line(&dir.path().join(file));
+        assert!(stderr.contains(&format!("{file}:{line}:")), "{message}: file:line in\n{stderr}");
+    }
+    // The chain as it should be validates, both files listed.
+    let dir = tempfile::tempdir().unwrap();
+    chain_plans(
+        dir.path(),
+        "[[downstream]]\nplan = \"down.toml\"\n",
+        &downstream_plan("../warehouse/daily", "../warehouse/orders", march, ""),
+    );
+    let listed =
+        String::from_utf8(bf_in(dir.path()).args(["validate", "up.toml"]).output().unwrap().stdout).unwrap();
+    assert!(
+        listed.contains("ok ") && listed.contains("downstream: ok ") && listed.contains("down.toml"),
+        "{listed}"
+    );
+}
+
+/// The 1-based line of `plan = ` in a plan file.
+fn plan_key_line(file: &Path) -> usize {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .lines()
+        .position(|l| l.starts_with("plan = "))
+        .unwrap()
+        + 1
+}
+
+#[test]
+fn a_plan_that_reads_the_table_but_is_not_downstream_is_warned_about() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let kpis = std::fs::read_to_string(root.join("plans/march-revenue-by-day.toml"))
+        .unwrap()
+        .replace("warehouse/revenue_by_day", "warehouse/weekly_kpis");
+    write_plan(&root.join("plans"), "weekly-kpis.toml", &kpis);
+    let out = run(root, &["plan", "plans/march.toml"], &[]);
+    let shown = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(
+        shown.contains("weekly-kpis.toml reads orders_silver but is not downstream of this backfill"),
+        "{shown}"
+    );
+    assert!(!shown.contains("march-revenue-by-day.toml reads orders_silver but"), "{shown}");
+}
+
+/// Every table of the chain is checked before any is written: a downstream plan edited since
+/// `bf plan` stops the apply before the upstream's first slice; a rollback the upstream would refuse
+/// stops the cascade before the downstream's RESTORE.
+#[test]
+fn a_chain_is_checked_whole_before_any_table_is_written() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let (silver, revenue) = (root.join(SILVER), root.join(REVENUE));
+    ok(root, &["plan", "plans/march.toml", "-q"]);
+    let downstream = root.join("plans/march-revenue-by-day.toml");
+    let text = std::fs::read_to_string(&downstream).unwrap();
+    std::fs::write(&downstream, text.replace("name = \"one row per day\"", "name = \"one row a day\""))
+        .unwrap();
+    let (before_silver, before_revenue) = (snapshot(&silver), snapshot(&revenue));
+    let refused = run(root, &["apply", "--auto-approve"], &[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("revenue_by_day: the saved plan is stale") && stderr.contains("one row a day"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("No table of the chain was written."), "{stderr}");
+    assert_eq!((snapshot(&silver), snapshot(&revenue)), (before_silver, before_revenue));
+
+    std::fs::write(&downstream, text).unwrap();
+    ok(root, &["apply", "--auto-approve", "-q"]);
+    // Another writer's commit to orders_silver makes its full RESTORE refused: revenue_by_day is
+    // not rolled back either.
+    let other = "SELECT 9001 AS order_id, 'C01' AS customer, 5.0 AS amount, 'EUR' AS currency, 5.0 AS amount_eur, DATE '2026-05-02' AS order_date";
+    write_plan(
+        &root.join("plans"),
+        "may.toml",
+        &format!(
+            "reason = \"Another writer.\"\n[target]\ntable = \"../bf-demo/warehouse/orders_silver\"\ndate_column = \"order_date\"\n\
+             [window]\nstart = 2026-05-02\nend = 2026-05-02\n[slicing]\nevery = \"day\"\n\
+             [source]\ninputs.none = {{ path = \"../bf-demo/landing/fx_rates.csv\", format = \"csv\" }}\nquery = \"{other}\"\n"
+        ),
+    );
+    ok(root, &["apply", "plans/may.toml", "--auto-approve", "-q", "--state-dir", ".bf-may"]);
+    let (before_silver, before_revenue) = (snapshot(&silver), snapshot(&revenue));
+    let refused = run(root, &["rollback", "--cascade", "--auto-approve"], &[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("a full RESTORE would silently discard them"), "{stderr}");
+    assert_eq!(
+        (snapshot(&silver), snapshot(&revenue)),
+        (before_silver, before_revenue),
+        "nothing rolled back"
+    );
+}
