@@ -302,7 +302,8 @@ impl<'a> Apply<'a> {
             let row = change_log::LogRow {
                 backfill_id: backfill.backfill_id.clone(),
                 table: display_url(&url_of(plan)?),
-                plan: plan.clone(),
+                // This table's plan: the tables downstream have rows of their own.
+                plan: Plan { downstream: Vec::new(), ..plan.clone() },
                 post_version: target.version().unwrap_or(0),
                 started_at,
                 finished_at: chrono::Utc::now(),

@@ -46,11 +46,6 @@ impl Chain {
         Chain::below(document, &[])
     }
 
-    /// A plan without downstream plans, as a chain of one.
-    pub fn single(document: PlanDocument) -> Result<Chain, PlanFileError> {
-        Chain::below(document, &[])
-    }
-
     fn below(document: PlanDocument, above: &[Above]) -> Result<Chain, PlanFileError> {
         let table = target_url(&document)?;
         let mut path = above.to_vec();

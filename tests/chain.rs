@@ -182,6 +182,13 @@ async fn a_crash_anywhere_in_the_chain_resumes_where_it_stopped_exactly_once() {
     ok(reference.path(), &["apply", "--auto-approve", "-q"]);
     let want_silver = rows_at(&reference.path().join(SILVER), None, "true").await;
     let want_revenue = rows_at(&reference.path().join(REVENUE), None, "true").await;
+    // `--recompute` runs both tables' queries again — the downstream's on the upstream's rehearsal,
+    // as planned — and lands the same rows.
+    let recomputed = demo_workspace();
+    ok(recomputed.path(), &["plan", "plans/march.toml", "-q"]);
+    ok(recomputed.path(), &["apply", "--auto-approve", "-q", "--recompute"]);
+    assert_eq!(rows_at(&recomputed.path().join(SILVER), None, "true").await, want_silver);
+    assert_eq!(rows_at(&recomputed.path().join(REVENUE), None, "true").await, want_revenue);
     for point in [
         "before-table:1",
         "orders_silver/after-commit:1",
@@ -424,12 +431,7 @@ fn a_broken_chain_is_refused_by_validate_at_its_line() {
 
 /// The 1-based line of `plan = ` in a plan file.
 fn plan_key_line(file: &Path) -> usize {
-    std::fs::read_to_string(file)
-        .unwrap()
-        .lines()
-        .position(|l| l.starts_with("plan = "))
-        .unwrap()
-        + 1
+    std::fs::read_to_string(file).unwrap().lines().position(|l| l.starts_with("plan = ")).unwrap() + 1
 }
 
 #[test]

@@ -143,6 +143,7 @@ fn the_march_reload_is_planned_applied_and_rolled_back_on_s3() {
     assert_eq!(before.len(), 412);
     let versions = shop.history("orders_silver");
     let pre_version = versions.last().unwrap().0;
+    let revenue_versions = shop.history("revenue_by_day");
 
     let planned = shop.ok(&["plan", "plans/march.toml"]);
     assert!(planned.contains("412 → 409"), "{planned}");
@@ -172,8 +173,15 @@ fn the_march_reload_is_planned_applied_and_rolled_back_on_s3() {
     assert_eq!(slice["operation"], "WRITE", "{slice}");
     assert!(slice.to_string().contains("2026-03-01"), "bf history reads the ledger on S3: {slice}");
 
+    // revenue_by_day, downstream, was rehearsed on the rehearsal in the bucket and applied after it.
+    let revenue = |version| shop.rows("revenue_by_day", version, "2026-03-01", "2026-03-31");
+    assert_eq!(revenue(None).len(), 31);
+    assert_ne!(revenue(None), revenue(Some(revenue_versions.last().unwrap().0)), "its March was rebuilt");
+    assert_eq!(shop.history("revenue_by_day").len(), revenue_versions.len() + 2);
+
     shop.ok(&["rollback", "--cascade", "--auto-approve"]);
     assert_eq!(march(None), before, "the rollback restored March row for row");
+    assert_eq!(revenue(None), revenue(Some(revenue_versions.last().unwrap().0)), "and revenue_by_day's");
     assert_eq!(shop.history("orders_silver").last().unwrap().1, "UPDATE TABLE METADATA");
     assert!(shop.history("orders_silver").iter().any(|(_, op)| op == "RESTORE"));
 

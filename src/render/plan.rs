@@ -82,7 +82,7 @@ fn chain_text(root: &Plan, detail: Detail) -> String {
 }
 
 /// `Chain of 2 tables, applied in this order:` and each table's summary line.
-pub fn chain_summary(root: &Plan) -> String {
+fn chain_summary(root: &Plan) -> String {
     let plans = root.chain();
     let mut lines = vec![format!("Chain of {}, applied in this order:", count(plans.len(), "table"))];
     for plan in plans {
