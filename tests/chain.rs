@@ -501,3 +501,69 @@ fn a_chain_is_checked_whole_before_any_table_is_written() {
         "nothing rolled back"
     );
 }
+
+/// A downstream of a downstream: `big_days` (March's days over 600 EUR) is built from
+/// `revenue_by_day`, rehearsed on its rehearsal, applied last and rolled back first.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_chain_three_tables_deep_applies_in_order_and_rolls_back_from_the_bottom() {
+    use bf::deltalake::kernel::{DataType, StructField};
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let big = root.join("bf-demo/warehouse/big_days");
+    crate::common::new_table(
+        &big,
+        vec![
+            StructField::new("order_date", DataType::DATE, true),
+            StructField::new("revenue", DataType::DOUBLE, true),
+        ],
+        &[],
+    )
+    .await;
+    write_plan(
+        &root.join("plans"),
+        "march-big-days.toml",
+        "reason = \"Days over 600 EUR, from revenue_by_day.\"\n[target]\ntable = \"../bf-demo/warehouse/big_days\"\n\
+         date_column = \"order_date\"\n[window]\nstart = 2026-03-01\nend = 2026-03-31\n[slicing]\nevery = \"month\"\n\
+         [source]\ninputs.daily = { path = \"../bf-demo/warehouse/revenue_by_day\", format = \"delta\" }\n\
+         query = \"SELECT order_date, revenue FROM daily WHERE order_date BETWEEN $start AND $end AND revenue > 600\"\n",
+    );
+    let middle = root.join("plans/march-revenue-by-day.toml");
+    let text = std::fs::read_to_string(&middle).unwrap();
+    std::fs::write(&middle, format!("{text}\n[[downstream]]\nplan = \"march-big-days.toml\"\n")).unwrap();
+
+    let shown = ok(root, &["plan", "plans/march.toml"]);
+    assert!(shown.contains("── downstream of revenue_by_day: big_days ──"), "{shown}");
+    let plan = saved_plan(root);
+    let bottom = &plan["downstream"][0]["downstream"][0];
+    assert_eq!(bottom["delta_inputs"][0]["stands_for"], plan["downstream"][0]["target"]["uri"]);
+    ok(root, &["apply", "--auto-approve", "-q"]);
+    let expected: Vec<String> = march_by_day_from_csvs(root)
+        .into_iter()
+        .filter(|(_, (revenue, _))| *revenue > 600.0)
+        .map(|(day, (revenue, _))| format!("{day}|{revenue}"))
+        .collect();
+    assert!(!expected.is_empty());
+    assert_eq!(python_sql_rows(&big, "order_date,revenue"), expected, "the corrected March's big days");
+
+    // revenue_by_day alone, from its history: refused while big_days is built from it.
+    let middle_id = plan["downstream"][0]["id"].as_str().unwrap().to_owned();
+    let refused =
+        run(root, &["rollback", "--auto-approve", "--table", REVENUE, "--backfill", &middle_id], &[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("revenue_by_day's backfill") && stderr.contains("big_days ("), "{stderr}");
+
+    ok(root, &["rollback", "--cascade", "--auto-approve"]);
+    let restored_at = |table: &Path| {
+        commit_infos(table)
+            .into_iter()
+            .find(|(_, i)| i["operation"] == "RESTORE")
+            .map(|(_, i)| i["timestamp"].as_i64().unwrap())
+            .unwrap()
+    };
+    let (silver, revenue) = (root.join(SILVER), root.join(REVENUE));
+    assert!(restored_at(&big) <= restored_at(&revenue) && restored_at(&revenue) <= restored_at(&silver));
+    assert!(rows_at(&big, None, "true").await.is_empty(), "big_days as it was: empty");
+    assert_eq!(rows_at(&revenue, None, "true").await, rows_at(&revenue, Some(4), "true").await);
+    assert_eq!(rows_at(&silver, None, "true").await, rows_at(&silver, Some(5), "true").await);
+}
