@@ -1,7 +1,8 @@
 //! bf makes a backfill of a Delta Lake table a reviewed, rehearsed and reversible change.
 //!
 //! The modules follow the path a backfill takes:
-//! 1. [`plan_file`]: the TOML plan a team reviews — window, table, reason, source, checks, guards.
+//! 1. [`plan_file`]: the TOML plan a team reviews — window, table, reason, source, checks, guards;
+//!    [`chain`]: a plan with the plans of the tables built from it (`[[downstream]]`).
 //! 2. [`window`]: the window and the slices it is cut into; one slice is one run and one commit.
 //! 3. [`store`]: where tables and files live — local folders, S3, Azure, GCS — and how bf reaches
 //!    them; [`table`]: the facts about the target later steps rely on (version, date column), and
@@ -16,6 +17,8 @@
 //!    table, one recorded commit each, and
 //!    [`change_log`]: one row per finished backfill in a log table.
 //! 10. [`rollback`]: undoing a backfill from the ledger — a RESTORE, or the window only.
+//! 11. [`cascade`]: a chain applied upstream first and rolled back downstream first, and
+//!     [`notify`]: the notice that tells the people who read its tables.
 //!
 //! [`shop`] builds the example shop the demo and the tests run on.
 
