@@ -72,7 +72,9 @@ pub struct Plan {
 }
 
 /// Where `bf plan`'s time went, step by step, in milliseconds: what to make cheaper, measured on
-/// every plan (`bf show --json`, and the benchmarks read it).
+/// every plan (`bf show --json`, and the benchmarks read it). Each slice is compared (and checked)
+/// while the next one is written, so those steps overlap the writes and all of them may add up to
+/// more than `total`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanTimings {
     /// Opening the target, the writer gate, the change log's.

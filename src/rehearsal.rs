@@ -13,6 +13,7 @@
 //! 6. Return the [`Plan`]: data to save, show and later apply. The target is only ever read.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use deltalake::datafusion::common::Column;
 use deltalake::datafusion::error::{DataFusionError, Result as DfResult};
@@ -193,8 +194,14 @@ pub async fn rehearse(
         .with_redirects(redirects);
     let slices = spec.slices();
     progress.slices(slices.len());
-    let mut sources: Vec<(SliceSource, SourceCounts)> = Vec::with_capacity(slices.len());
-    let mut publications = Vec::with_capacity(slices.len());
+    // Unreadable bounds only mean every slice is read by each query, as big ones are.
+    let bounds = table::RowBounds::read(&target, column).await.ok();
+    let shared_spec = Arc::new(spec.clone());
+    // Each slice is compared on a task of its own while the next one is written: deltalake's
+    // write of an unpartitioned slice keeps one core busy, the comparison the other. One slice's
+    // comparison at a time, so at most two slices are held in memory.
+    let mut comparing: Option<tokio::task::JoinHandle<Result<Compared, RehearsalError>>> = None;
+    let mut compared: Vec<Compared> = Vec::with_capacity(slices.len());
     for slice in &slices {
         watch.lap();
         let (rows, counts) = source.for_slice_counted(slice).await?;
@@ -240,10 +247,36 @@ pub async fn rehearse(
                 })?;
         timings.record += watch.lap();
         progress.slice_written(slice.index, &slice.first.to_string());
-        sources.push((rows, counts));
-        publications.push(publication);
+        if let Some(previous) = comparing.take() {
+            compared.push(finished(previous).await?);
+        }
+        // The rehearsal at this slice's commit holds the slice's rows as its last version will:
+        // slices never share a day.
+        let comparison =
+            Comparison::new(&stores, &target, &rehearsal, schema.clone()).await.map_err(|e| {
+                RehearsalError::Query {
+                    what: "registering the target and the rehearsal".into(),
+                    message: e.to_string(),
+                }
+            })?;
+        let before_rows = bounds.as_ref().and_then(|b| b.in_slice(slice));
+        let in_memory = before_rows.is_some_and(|before| before + counts.in_slice <= IN_MEMORY_ROWS);
+        let job = SliceComparison {
+            comparison,
+            spec: shared_spec.clone(),
+            slice: *slice,
+            rows,
+            counts,
+            publication,
+            in_memory,
+        };
+        comparing = Some(tokio::spawn(job.run()));
+        // Waiting for the comparison before is not a step of its own: the task times itself.
+        watch.lap();
     }
-
+    if let Some(last) = comparing.take() {
+        compared.push(finished(last).await?);
+    }
     watch.lap();
     progress.step("comparing before and after");
     let comparison =
@@ -255,74 +288,14 @@ pub async fn rehearse(
     let mut reports = Vec::with_capacity(slices.len());
     let mut check_results: Vec<CheckResult> = Vec::new();
     let mut merge_notes: Vec<String> = Vec::new();
-    // Unreadable bounds only mean every slice is read by each query, as big ones are.
-    let bounds = table::RowBounds::read(&target, column).await.ok();
-    for ((slice, (rows, counts)), publication) in slices.iter().zip(&sources).zip(publications) {
-        let what = format!("slice {} ({})", slice.index, slice.first);
-        let predicate = slice_predicate(column, slice);
-        // A slice small enough is read once per side for all its queries, from memory.
-        let before_rows = bounds.as_ref().and_then(|b| b.in_slice(slice));
-        let in_memory = before_rows.is_some_and(|before| before + counts.in_slice <= IN_MEMORY_ROWS);
-        comparison.focus(predicate.clone(), in_memory).await.map_err(query_error(&what))?;
-        let before = comparison.measure_slice(Side::Before, metrics).await.map_err(query_error(&what))?;
-        let after = comparison.measure_slice(Side::After, metrics).await.map_err(query_error(&what))?;
-        let changes = match &spec.target.key {
-            Some(key) => Some(
-                comparison
-                    .slice_changes(key, spec.diff.samples as usize)
-                    .await
-                    .map_err(query_error(&what))?,
-            ),
-            None => None,
-        };
-        comparison
-            .register_slice(&rows.ctx, Side::After, predicate.clone())
-            .await
-            .map_err(query_error(&what))?;
-        timings.compare += watch.lap();
-        for check in &spec.checks {
-            let result = checks::run_check(&rows.ctx, check, slice.index)
-                .await
-                .map_err(|message| RehearsalError::Query { what: what.clone(), message })?;
-            check_results.push(result);
-        }
-        timings.checks += watch.lap();
-        if let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) {
-            let keys = comparison.slice_key_report(Side::Before, key, 5).await.map_err(query_error(&what))?;
-            if keys.repeated > 0 {
-                merge_notes.push(format!(
-                    "slice {} ({}): the table holds several rows for {} key(s); a source row for such a key replaces all of them: {}",
-                    slice.index,
-                    slice.first,
-                    keys.repeated,
-                    keys.samples.join("; ")
-                ));
-            }
-        }
-        let missing = match (spec.write.mode, &spec.target.key) {
-            (WriteMode::Merge, Some(key)) => missing_keys(rows, key).await.map_err(query_error(&what))?,
-            _ => counts.in_slice.abs_diff(after.rows),
-        };
-        timings.compare += watch.lap();
-        check_results.push(checks::reconcile(
-            slice.index,
-            &slice.first.to_string(),
-            counts.in_slice,
-            after.rows,
-            missing,
-        ));
-        reports.push(SliceReport {
-            index: slice.index,
-            first: slice.first,
-            last: slice.last,
-            run_date: slice.run_date,
-            predicate: slice_predicate_sql(column, slice),
-            source: *counts,
-            before,
-            after,
-            changes,
-            publication: Some(publication),
-        });
+    let mut sources: Vec<(SliceSource, SourceCounts)> = Vec::with_capacity(slices.len());
+    for done in compared {
+        timings.compare += done.compare_ms;
+        timings.checks += done.checks_ms;
+        check_results.extend(done.checks);
+        merge_notes.extend(done.merge_note);
+        sources.push((done.rows, done.report.source));
+        reports.push(done.report);
     }
 
     let window = spec.window();
@@ -447,6 +420,113 @@ pub async fn rehearse(
         timings,
         downstream: Vec::new(),
     })
+}
+
+/// One rehearsed slice to compare with the target: its measures, row changes, checks and reconcile.
+/// It owns what it needs, so it runs on a task of its own beside the next slice's write.
+struct SliceComparison {
+    /// The target and the rehearsal at this slice's commit.
+    comparison: Comparison,
+    spec: Arc<crate::plan_file::PlanFile>,
+    slice: crate::window::Slice,
+    rows: SliceSource,
+    counts: SourceCounts,
+    publication: crate::publish::Publication,
+    /// Whether both sides of the slice are small enough to be read once, into memory.
+    in_memory: bool,
+}
+
+/// A slice compared: its report, and its source handed back for the plan's fingerprints.
+struct Compared {
+    report: SliceReport,
+    checks: Vec<CheckResult>,
+    merge_note: Option<String>,
+    rows: SliceSource,
+    compare_ms: u64,
+    checks_ms: u64,
+}
+
+impl SliceComparison {
+    async fn run(self) -> Result<Compared, RehearsalError> {
+        let SliceComparison { comparison, spec, slice, rows, counts, publication, in_memory } = self;
+        let started = std::time::Instant::now();
+        let column = spec.target.date_column.as_str();
+        let metrics = &spec.metrics;
+        let what = format!("slice {} ({})", slice.index, slice.first);
+        let predicate = slice_predicate(column, &slice);
+        comparison.focus(predicate.clone(), in_memory).await.map_err(query_error(&what))?;
+        let before = comparison.measure_slice(Side::Before, metrics).await.map_err(query_error(&what))?;
+        let after = comparison.measure_slice(Side::After, metrics).await.map_err(query_error(&what))?;
+        let changes = match &spec.target.key {
+            Some(key) => Some(
+                comparison
+                    .slice_changes(key, spec.diff.samples as usize)
+                    .await
+                    .map_err(query_error(&what))?,
+            ),
+            None => None,
+        };
+        comparison.register_slice(&rows.ctx, Side::After, predicate).await.map_err(query_error(&what))?;
+        let mut compare_ms = started.elapsed().as_millis() as u64;
+        let checking = std::time::Instant::now();
+        let mut checks = Vec::with_capacity(spec.checks.len() + 1);
+        for check in &spec.checks {
+            let result = checks::run_check(&rows.ctx, check, slice.index)
+                .await
+                .map_err(|message| RehearsalError::Query { what: what.clone(), message })?;
+            checks.push(result);
+        }
+        let checks_ms = checking.elapsed().as_millis() as u64;
+        let rest = std::time::Instant::now();
+        let mut merge_note = None;
+        if let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) {
+            let keys = comparison.slice_key_report(Side::Before, key, 5).await.map_err(query_error(&what))?;
+            if keys.repeated > 0 {
+                merge_note = Some(format!(
+                    "slice {} ({}): the table holds several rows for {} key(s); a source row for such a key replaces all of them: {}",
+                    slice.index,
+                    slice.first,
+                    keys.repeated,
+                    keys.samples.join("; ")
+                ));
+            }
+        }
+        let missing = match (spec.write.mode, &spec.target.key) {
+            (WriteMode::Merge, Some(key)) => missing_keys(&rows, key).await.map_err(query_error(&what))?,
+            _ => counts.in_slice.abs_diff(after.rows),
+        };
+        compare_ms += rest.elapsed().as_millis() as u64;
+        // Only the source's files are needed from here on: let the rehearsal's version go.
+        rows.ctx.deregister_table("slice").map_err(query_error(&what))?;
+        checks.push(checks::reconcile(
+            slice.index,
+            &slice.first.to_string(),
+            counts.in_slice,
+            after.rows,
+            missing,
+        ));
+        let report = SliceReport {
+            index: slice.index,
+            first: slice.first,
+            last: slice.last,
+            run_date: slice.run_date,
+            predicate: slice_predicate_sql(column, &slice),
+            source: counts,
+            before,
+            after,
+            changes,
+            publication: Some(publication),
+        };
+        Ok(Compared { report, checks, merge_note, rows, compare_ms, checks_ms })
+    }
+}
+
+/// The outcome of a slice's comparison task; a task that panicked is an error, not a hang.
+async fn finished(
+    task: tokio::task::JoinHandle<Result<Compared, RehearsalError>>,
+) -> Result<Compared, RehearsalError> {
+    task.await
+        .map_err(|e| RehearsalError::Query { what: "comparing a slice".into(), message: e.to_string() })?
 }
 
 /// Warnings for retention settings shorter than the undo must last: VACUUM past them deletes the
