@@ -183,6 +183,8 @@ const SLICE_AFTER: &str = "__bf_as";
 pub struct Comparison {
     ctx: SessionContext,
     schema: SchemaRef,
+    /// Whether the focused slice's two sides are held in memory ([`Comparison::focus`]).
+    in_memory: std::sync::atomic::AtomicBool,
 }
 
 impl Comparison {
@@ -207,7 +209,7 @@ impl Comparison {
         }
         ctx.register_table(BEFORE, before.table_provider().await?)?;
         ctx.register_table(AFTER, after.table_provider().await?)?;
-        Ok(Comparison { ctx, schema })
+        Ok(Comparison { ctx, schema, in_memory: false.into() })
     }
 
     /// Registers `side` filtered by `predicate` as the view `name`.
@@ -240,6 +242,9 @@ impl Comparison {
     /// of them; else each query reads it again (the measures, the duplicate-key check, the pairing
     /// and each kind's samples: up to seven reads of a side).
     pub async fn focus(&self, predicate: Expr, in_memory: bool) -> DfResult<()> {
+        // Sides held in memory are paired by a hash join, which holds a side too, and faster.
+        self.in_memory.store(in_memory, std::sync::atomic::Ordering::Relaxed);
+        self.ctx.state_ref().write().config_mut().options_mut().optimizer.prefer_hash_join = in_memory;
         for (name, table) in [(SLICE_BEFORE, BEFORE), (SLICE_AFTER, AFTER)] {
             let mut rows = self.ctx.table(table).await?.filter(predicate.clone())?;
             if in_memory {
@@ -391,6 +396,16 @@ impl Comparison {
             sides("b"),
             sides("a"),
         );
+        // Sides in memory are paired once, and the counts and each kind's samples read the pairs;
+        // otherwise each query pairs them again rather than hold every pair of a big slice.
+        let joined = if self.in_memory.load(std::sync::atomic::Ordering::Relaxed) {
+            let pairs = self.ctx.sql(&joined).await?.cache().await?;
+            self.ctx.deregister_table("__bf_pairs")?;
+            self.ctx.register_table("__bf_pairs", pairs.into_view())?;
+            "SELECT * FROM __bf_pairs".to_owned()
+        } else {
+            joined
+        };
         let counts = self
             .batches(&format!("SELECT __bf_change, COUNT(*) FROM ({joined}) GROUP BY __bf_change"))
             .await?;
