@@ -69,7 +69,8 @@ impl<'a> ChainApply<'a> {
             applied,
             source,
         };
-        for (position, (plan, cascade)) in links.iter().enumerate() {
+        // A chain of one is checked by its apply, once.
+        for (position, (plan, cascade)) in links.iter().enumerate().filter(|_| links.len() > 1) {
             self.apply(plan, cascade).check().await.map_err(|e| stop(position, Vec::new(), e))?;
         }
         let mut applied = Vec::with_capacity(links.len());
