@@ -37,15 +37,7 @@ fn ok(root: &Path, args: &[&str]) -> String {
 /// converted at its currency's rate and rounded to the cent, each day's sum rounded to the cent.
 fn march_by_day_from_csvs(root: &Path) -> BTreeMap<String, (f64, i64)> {
     let landing = root.join("bf-demo/landing");
-    let rates: BTreeMap<String, f64> = std::fs::read_to_string(landing.join("fx_rates.csv"))
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let (currency, rate) = l.split_once(',').unwrap();
-            (currency.to_owned(), rate.parse().unwrap())
-        })
-        .collect();
+    let rates: BTreeMap<String, f64> = crate::common::fx_rates(&landing).into_iter().collect();
     let mut days: BTreeMap<String, (f64, i64)> = BTreeMap::new();
     for line in std::fs::read_to_string(landing.join("orders_march.csv")).unwrap().lines().skip(1) {
         let fields: Vec<&str> = line.split(',').collect();
@@ -56,6 +48,15 @@ fn march_by_day_from_csvs(root: &Path) -> BTreeMap<String, (f64, i64)> {
     }
     days.values_mut().for_each(|(revenue, _)| *revenue = (*revenue * 100.0).round() / 100.0);
     days
+}
+
+/// When the table's RESTORE was committed (its commitInfo's timestamp, read raw).
+fn restored_at(table: &Path) -> i64 {
+    commit_infos(table)
+        .into_iter()
+        .find(|(_, i)| i["operation"] == "RESTORE")
+        .map(|(_, i)| i["timestamp"].as_i64().unwrap())
+        .unwrap()
 }
 
 fn saved_plan(root: &Path) -> Value {
@@ -163,14 +164,7 @@ async fn the_chain_applies_upstream_first_and_a_rollback_needs_cascade_to_undo_i
         assert_eq!(rows_at(table, None, "true").await, rows_at(table, Some(version), "true").await);
     }
     // Downstream first: revenue_by_day's RESTORE is not later than orders_silver's.
-    let restore_time = |table: &Path| {
-        commit_infos(table)
-            .into_iter()
-            .find(|(_, i)| i["operation"] == "RESTORE")
-            .map(|(_, i)| i["timestamp"].as_i64().unwrap())
-            .unwrap()
-    };
-    assert!(restore_time(&revenue) <= restore_time(&silver));
+    assert!(restored_at(&revenue) <= restored_at(&silver));
 }
 
 /// Crashes at every table boundary and inside each table, each then resumed by `bf apply` again:
@@ -554,13 +548,6 @@ async fn a_chain_three_tables_deep_applies_in_order_and_rolls_back_from_the_bott
     assert!(stderr.contains("revenue_by_day's backfill") && stderr.contains("big_days ("), "{stderr}");
 
     ok(root, &["rollback", "--cascade", "--auto-approve"]);
-    let restored_at = |table: &Path| {
-        commit_infos(table)
-            .into_iter()
-            .find(|(_, i)| i["operation"] == "RESTORE")
-            .map(|(_, i)| i["timestamp"].as_i64().unwrap())
-            .unwrap()
-    };
     let (silver, revenue) = (root.join(SILVER), root.join(REVENUE));
     assert!(restored_at(&big) <= restored_at(&revenue) && restored_at(&revenue) <= restored_at(&silver));
     assert!(rows_at(&big, None, "true").await.is_empty(), "big_days as it was: empty");

@@ -15,15 +15,7 @@ use crate::common::{OrderRow, bf_in, count, demo_workspace, open_table, orders_t
 
 /// The corrected March from the shop's landing files, computed by hand: (order_id, currency, amount in EUR).
 fn corrected_march(shop: &Path) -> Vec<(i64, String, f64)> {
-    let rates: Vec<(String, f64)> = std::fs::read_to_string(shop.join("landing/fx_rates.csv"))
-        .unwrap()
-        .lines()
-        .skip(1)
-        .map(|l| {
-            let (currency, rate) = l.split_once(',').unwrap();
-            (currency.to_owned(), rate.parse().unwrap())
-        })
-        .collect();
+    let rates = crate::common::fx_rates(&shop.join("landing"));
     std::fs::read_to_string(shop.join("landing/orders_march.csv"))
         .unwrap()
         .lines()

@@ -156,30 +156,28 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let reports = match outcome {
         Ok(reports) => reports,
         Err(stopped) => {
+            use bf::apply::ApplyError;
             let chained = plan.chain().len() > 1;
             let error = &stopped.source;
-            match chained {
-                true => eprintln!("error: {}", bf::store::redact(&stopped.to_string())),
-                false => eprintln!("error: {}", bf::store::redact(&error.to_string())),
-            }
-            use bf::apply::ApplyError;
+            // A chain's error names the table it stopped at.
+            let said = if chained { stopped.to_string() } else { error.to_string() };
+            eprintln!("error: {}", bf::store::redact(&said));
+            // Refused before writing: the message says what to do instead of a resume.
+            let refused = matches!(
+                error,
+                ApplyError::Stale(_)
+                    | ApplyError::Unsupported(_)
+                    | ApplyError::Ledger(_)
+                    | ApplyError::UnsafeCommits(_)
+            );
             match error {
                 ApplyError::Verify { .. } => eprintln!(
                     "That slice's commit is in the table: `bf rollback` puts the table back to the pre-version."
                 ),
-                // Refused before writing: the message says what to do instead of a resume.
-                ApplyError::Stale(_)
-                | ApplyError::Unsupported(_)
-                | ApplyError::Ledger(_)
-                | ApplyError::UnsafeCommits(_)
-                    if stopped.applied.is_empty() && chained =>
-                {
+                _ if refused && chained && stopped.applied.is_empty() => {
                     eprintln!("No table of the chain was written.")
                 }
-                ApplyError::Stale(_)
-                | ApplyError::Unsupported(_)
-                | ApplyError::Ledger(_)
-                | ApplyError::UnsafeCommits(_) => {}
+                _ if refused => {}
                 _ => eprintln!(
                     "Slices committed before this stay recorded in the table; run `bf apply` again to resume."
                 ),

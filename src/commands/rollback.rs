@@ -115,7 +115,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // The notice reads upstream first, as the chain was applied.
     reports.reverse();
     let notices = match saved.as_ref().and_then(|root| Some((root, root.notify()?))) {
-        Some((root, spec)) if reports.iter().any(|r| belongs(root, r)) => {
+        // A rollback that had nothing left to write tells nobody again.
+        Some((root, spec)) if reports.iter().any(|r| belongs(root, r) && !r.wrote.is_empty()) => {
             let notice = Notice::of_rollback(root, &spec.owners, &reports);
             super::tell(&spec, root.plan_dir(), &notice).await
         }

@@ -116,6 +116,20 @@ pub fn september_plan(root: &Path, name: &str, days: u32, edit: impl Fn(String) 
     format!("plans/{name}")
 }
 
+/// The shop's exchange rates to EUR, `(currency, rate)`, read from `landing/fx_rates.csv` by the
+/// test, not by bf.
+pub fn fx_rates(landing: &Path) -> Vec<(String, f64)> {
+    std::fs::read_to_string(landing.join("fx_rates.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let (currency, rate) = l.split_once(',').unwrap();
+            (currency.to_owned(), rate.parse().unwrap())
+        })
+        .collect()
+}
+
 /// A plan file's text without its `[[downstream]]` plans: the March reload of `orders_silver` alone,
 /// for tests that move its target elsewhere (a downstream that no longer reads it is refused).
 pub fn without_downstream(text: &str) -> String {
