@@ -18,7 +18,7 @@
 //! Every write is one Delta commit or nothing, so a crash at any point leaves the table at a slice
 //! boundary, and the ledger says which.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use deltalake::operations::update_table_metadata::TableMetadataUpdate;
@@ -70,6 +70,18 @@ pub enum ApplyError {
     Unpublishable(String),
     #[error("slice {slice} ({first}) was not published: {message}")]
     Publish { slice: usize, first: String, message: String },
+    #[error("the plan has slices 1 to {count}; it has no slice {missing}")]
+    NoSuchSlice { count: usize, missing: String },
+    #[error(
+        "the backfill cannot be finished: {count} of its slices are not committed yet: {missing}\n\
+         Apply them first (`bf apply --slice N`), then finish."
+    )]
+    Unfinished { count: usize, missing: String },
+    #[error(
+        "this plan has downstream plans: a chain is applied by `bf apply` as a whole, upstream first; \
+         `--slice` and `--finish` apply the slices of a plan without `[[downstream]]`"
+    )]
+    FanOutChain,
     #[error("{0}")]
     Delta(String),
     #[error(transparent)]
@@ -134,6 +146,10 @@ pub struct Apply<'a> {
     rerun: bool,
     recompute: bool,
     cascade: Option<ledger::Cascade>,
+    /// Only these slices, by number: one task of a fan-out. The end of the apply waits for `finish`.
+    only: Option<BTreeSet<usize>>,
+    /// No slice: the end of an apply whose slices were applied one task each.
+    finish: bool,
 }
 
 /// What an apply found before writing: the plan as reviewed, the target, and its commits since the
@@ -148,7 +164,22 @@ struct Preflight {
 
 impl<'a> Apply<'a> {
     pub fn new(plan: &'a Plan) -> Self {
-        Apply { plan, rerun: false, recompute: false, cascade: None }
+        Apply { plan, rerun: false, recompute: false, cascade: None, only: None, finish: false }
+    }
+
+    /// Applies only these slices (by number), each with every guarantee of a full apply; a slice
+    /// already committed, by this process or another, is a success. The table comment and the
+    /// change-log row wait for [`Apply::finishing`]: an orchestrator runs slices as its tasks.
+    pub fn with_only(mut self, slices: Option<BTreeSet<usize>>) -> Self {
+        self.only = slices;
+        self
+    }
+
+    /// Writes no slice: refuses, naming them, while any slice is not committed, and then writes
+    /// the table comment and the change-log row, once.
+    pub fn finishing(mut self, finish: bool) -> Self {
+        self.finish = finish;
+        self
     }
 
     /// Records the backfill's place in a chain in each of its commits.
@@ -235,8 +266,29 @@ impl<'a> Apply<'a> {
         let source = Source::new(&document, schema)
             .with_computed_columns(generated.iter().map(String::as_str))
             .with_delta_inputs(&plan.delta_inputs);
+        if let Some(only) = &self.only {
+            let unknown: Vec<String> = only
+                .iter()
+                .filter(|i| !slices.iter().any(|s| s.index == **i))
+                .map(usize::to_string)
+                .collect();
+            if !unknown.is_empty() {
+                return Err(ApplyError::NoSuchSlice { count: slices.len(), missing: unknown.join(", ") });
+            }
+        }
+        if self.finish {
+            let missing: Vec<String> = slices
+                .iter()
+                .filter(|s| !done.contains(&s.index))
+                .map(|s| format!("{} ({})", s.index, s.first))
+                .collect();
+            if !missing.is_empty() {
+                return Err(ApplyError::Unfinished { count: missing.len(), missing: missing.join(", ") });
+            }
+        }
+        let chosen = |slice: &Slice| self.only.as_ref().is_none_or(|only| only.contains(&slice.index));
         let mut outcomes = Vec::with_capacity(slices.len());
-        for slice in slices.iter().filter(|s| done.contains(&s.index)) {
+        for slice in slices.iter().filter(|s| done.contains(&s.index) && chosen(s)) {
             let outcome = SliceOutcome {
                 index: slice.index,
                 first: slice.first.to_string(),
@@ -249,8 +301,9 @@ impl<'a> Apply<'a> {
             progress.slice_done(&outcome);
             outcomes.push(outcome);
         }
-        let pending: Vec<&Slice> = slices.iter().filter(|s| !done.contains(&s.index)).collect();
-        let publisher = match self.recompute {
+        let pending: Vec<&Slice> = slices.iter().filter(|s| !done.contains(&s.index) && chosen(s)).collect();
+        // Nothing pending (a resume of a finished apply, `--finish`) needs no rehearsal.
+        let publisher = match self.recompute || pending.is_empty() {
             true => None,
             false => Some(
                 publisher(&stores, plan, pending.iter().map(|s| s.index))
@@ -268,6 +321,7 @@ impl<'a> Apply<'a> {
             backfill: &backfill,
             spec,
             progress,
+            others_may_commit: self.only.is_some(),
         };
         if parallel == 1 {
             // Each slice writes on the table the previous one returned: commits follow one another.
@@ -287,6 +341,19 @@ impl<'a> Apply<'a> {
             target.load().await?;
         }
 
+        if self.only.is_some() {
+            // One task of a fan-out: the comment and the change log are `finish`'s.
+            outcomes.sort_by_key(|o| o.index);
+            return Ok(ApplyReport {
+                backfill_id: backfill.backfill_id,
+                table: display_url(&url),
+                pre_version: plan.target.pre_version,
+                post_version: target.version().unwrap_or(0),
+                slices: outcomes,
+                comment: None,
+                log_table: None,
+            });
+        }
         fault("before-comment");
         let already_commented = since.iter().any(|e| e.is_comment_of(&backfill.backfill_id));
         let comment = comment_text(&spec.record.comment, &backfill, chrono::Utc::now().date_naive());
@@ -340,6 +407,10 @@ pub struct ApplyState {
     pub pending: Vec<chrono::NaiveDate>,
     /// Whether its comment commit, the last of an apply, is in the table.
     pub commented: bool,
+    /// Who committed each slice, where its commit says (`bf.applied_by`): an Airflow task, or a
+    /// host and process.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub committed_by: BTreeMap<usize, String>,
 }
 
 impl ApplyState {
@@ -362,6 +433,14 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
     };
     let committed: BTreeSet<usize> =
         recorded.iter().flat_map(|r| r.slices.iter().map(|(s, _)| s.index)).collect();
+    let committed_by = match &backfill_id {
+        Some(id) => history
+            .iter()
+            .filter(|e| e.is_slice_of(id))
+            .filter_map(|e| Some((e.slice()?.index, e.keys.applied_by.clone()?)))
+            .collect(),
+        None => BTreeMap::new(),
+    };
     Ok(ApplyState {
         table: display_url(&url),
         table_version: target.version().unwrap_or(0),
@@ -369,6 +448,7 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
         committed: plan.slices.iter().map(|s| s.index).filter(|i| committed.contains(i)).collect(),
         pending: plan.slices.iter().filter(|s| !committed.contains(&s.index)).map(|s| s.first).collect(),
         commented: recorded.is_some_and(|r| r.commented),
+        committed_by,
     })
 }
 
@@ -400,6 +480,9 @@ struct SliceRun<'r> {
     backfill: &'r Backfill,
     spec: &'r PlanFile,
     progress: &'r dyn ApplyProgress,
+    /// Other processes apply slices of the same backfill (`--slice`): a slice one of them committed
+    /// first is done, not a conflict.
+    others_may_commit: bool,
 }
 
 impl SliceRun<'_> {
@@ -453,6 +536,11 @@ impl SliceRun<'_> {
         let table = match written {
             Ok(table) => table,
             Err(error) => {
+                if self.others_may_commit
+                    && let Some(done) = self.committed_by_another(slice, &url).await
+                {
+                    return Ok(done);
+                }
                 return Err(conflict_or(
                     self.stores,
                     error,
@@ -477,6 +565,34 @@ impl SliceRun<'_> {
         };
         self.progress.slice_done(&outcome);
         Ok((table, outcome))
+    }
+}
+
+impl SliceRun<'_> {
+    /// After a failed commit: the slice as another process committed it, if one did (its
+    /// transaction is in the table), so a task racing another for the same slice succeeds as a
+    /// skip instead of failing.
+    async fn committed_by_another(
+        &self,
+        slice: &Slice,
+        url: &url::Url,
+    ) -> Option<(DeltaTable, SliceOutcome)> {
+        let table = self.stores.open(url, None).await.ok()?;
+        let committed = self.backfill.committed_slices(&table, std::slice::from_ref(slice)).await.ok()?;
+        if !committed.contains(&slice.index) {
+            return None;
+        }
+        let outcome = SliceOutcome {
+            index: slice.index,
+            first: slice.first.to_string(),
+            last: slice.last.to_string(),
+            status: SliceStatus::Skipped,
+            version: None,
+            rows: None,
+            source_rows: None,
+        };
+        self.progress.slice_done(&outcome);
+        Some((table, outcome))
     }
 }
 

@@ -21,6 +21,8 @@ pub struct ChainApply<'a> {
     root: &'a Plan,
     rerun: bool,
     recompute: bool,
+    only: Option<std::collections::BTreeSet<usize>>,
+    finish: bool,
 }
 
 /// A chain's apply that stopped: at which table, and what the tables before it got.
@@ -45,7 +47,19 @@ impl ChainProgress for crate::apply::Silent {}
 
 impl<'a> ChainApply<'a> {
     pub fn new(root: &'a Plan) -> Self {
-        ChainApply { root, rerun: false, recompute: false }
+        ChainApply { root, rerun: false, recompute: false, only: None, finish: false }
+    }
+
+    /// Only these slices of a plan without downstream plans ([`Apply::with_only`]).
+    pub fn with_only(mut self, slices: Option<std::collections::BTreeSet<usize>>) -> Self {
+        self.only = slices;
+        self
+    }
+
+    /// The end of an apply whose slices ran as separate tasks ([`Apply::finishing`]).
+    pub fn finishing(mut self, finish: bool) -> Self {
+        self.finish = finish;
+        self
     }
 
     pub fn with_rerun(mut self, rerun: bool) -> Self {
@@ -69,6 +83,9 @@ impl<'a> ChainApply<'a> {
             applied,
             source,
         };
+        if (self.only.is_some() || self.finish) && links.len() > 1 {
+            return Err(stop(0, Vec::new(), ApplyError::FanOutChain));
+        }
         // A chain of one is checked by its apply, once.
         for (position, (plan, cascade)) in links.iter().enumerate().filter(|_| links.len() > 1) {
             self.apply(plan, cascade).check().await.map_err(|e| stop(position, Vec::new(), e))?;
@@ -87,7 +104,12 @@ impl<'a> ChainApply<'a> {
     }
 
     fn apply<'p>(&self, plan: &'p Plan, cascade: &Option<Cascade>) -> Apply<'p> {
-        Apply::new(plan).with_rerun(self.rerun).with_recompute(self.recompute).with_cascade(cascade.clone())
+        Apply::new(plan)
+            .with_rerun(self.rerun)
+            .with_recompute(self.recompute)
+            .with_cascade(cascade.clone())
+            .with_only(self.only.clone())
+            .finishing(self.finish)
     }
 }
 

@@ -2,7 +2,9 @@
 
 use clap::{Parser, Subcommand};
 
-use crate::commands::{apply, clean, demo, history, plan, rollback, schema, show, slices, status, validate};
+use crate::commands::{
+    apply, clean, demo, export, history, plan, rollback, schema, show, slices, status, validate,
+};
 
 /// Backfills of Delta Lake tables as a reviewed, rehearsed and reversible change.
 ///
@@ -27,6 +29,7 @@ pub enum Command {
     History(history::Args),
     Status(status::Args),
     Clean(clean::Args),
+    Export(export::Args),
     Schema(schema::Args),
     Demo(demo::Args),
 }

@@ -80,6 +80,10 @@ pub struct Keys {
     /// On a rehearsal's slice commits.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rehearsal: Option<bool>,
+    /// On a slice commit: who committed it — the Airflow task (`airflow:<dag>/<task>#<try>`) when
+    /// one ran it, else `<host>:<pid>` — for `bf status` when slices run as separate tasks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub applied_by: Option<String>,
     /// A backfill in a chain: the chain's id (its first plan's id)…
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cascade: Option<String>,
@@ -195,6 +199,7 @@ impl Backfill {
             slice: Some(slice.index),
             slice_first: Some(slice.first),
             slice_last: Some(slice.last),
+            applied_by: Some(worker()),
             ..self.keys()
         }
     }
@@ -235,6 +240,22 @@ impl Backfill {
     ) -> Result<Vec<usize>, DeltaTableError> {
         committed(table, slices.iter().map(|s| (s.index, self.app_id(s.index)))).await
     }
+}
+
+/// Who is committing: the Airflow task running bf (Airflow sets `AIRFLOW_CTX_*` for a task's
+/// commands), else this host and process.
+fn worker() -> String {
+    let airflow = |name: &str| std::env::var(format!("AIRFLOW_CTX_{name}")).ok();
+    if let (Some(dag), Some(task)) = (airflow("DAG_ID"), airflow("TASK_ID")) {
+        let attempt = airflow("TRY_NUMBER").map(|t| format!("#{t}")).unwrap_or_default();
+        return format!("airflow:{dag}/{task}{attempt}");
+    }
+    let host = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok().map(|h| h.trim().to_owned()))
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".into());
+    format!("{host}:{}", std::process::id())
 }
 
 /// Which of `slices` (number, app id) have a Delta transaction in `table`: the commits bf makes

@@ -1,5 +1,6 @@
 //! `bf apply`: apply a saved plan to the real table, one recorded commit per slice.
 
+use std::collections::BTreeSet;
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,7 +21,8 @@ use crate::render::plan::{Format, render, summary};
 /// `--out`; `bf apply PLAN.toml` plans first, shows the plan and asks before applying. A stale plan
 /// (plan file edited, table moved, input changed, failed check) is refused. Each slice publishes the
 /// files its rehearsal wrote, exactly what the plan showed; `--recompute` runs its query again
-/// instead. Run it again after a crash: slices already committed are skipped.
+/// instead. Run it again after a crash: slices already committed are skipped. `--slice N` applies
+/// one slice of the saved plan, as one task of an orchestrator's run, and `--finish` ends such a run.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A saved plan (`.json`) or a plan file (`.toml`) to plan and apply; default: the saved plan.
@@ -39,6 +41,18 @@ pub struct Args {
     /// differ from what the plan showed).
     #[arg(long)]
     recompute: bool,
+    /// Apply only slice N of the saved plan (repeatable), with every guarantee of a full apply: one
+    /// task of an orchestrator's run. A slice already committed is a success; the comment and the
+    /// change log wait for `--finish`.
+    #[arg(long, value_name = "N", conflicts_with_all = ["rerun", "finish"])]
+    slice: Vec<usize>,
+    /// Apply only slices A to B (`3..9`, inclusive), as `--slice` does each.
+    #[arg(long, value_name = "A..B", value_parser = slice_range, conflicts_with_all = ["rerun", "finish"])]
+    slices: Option<std::ops::RangeInclusive<usize>>,
+    /// Write no slice: once every slice is committed (refused, naming the missing ones, before),
+    /// set the table comment, write the change-log row and send the notice.
+    #[arg(long, conflicts_with = "rerun")]
+    finish: bool,
     /// Print the outcome as JSON.
     #[arg(long)]
     json: bool,
@@ -110,6 +124,13 @@ impl ApplyProgress for Lines {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let fanned = !args.slice.is_empty() || args.slices.is_some() || args.finish;
+    if fanned && args.plan.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "toml")) {
+        anyhow::bail!(
+            "`--slice`, `--slices` and `--finish` apply a saved plan, the one every task shares: run `bf plan` once, \
+             then give each task the saved plan (`.bf/plan.json`, or the file `bf plan --out` wrote)"
+        );
+    }
     let plan = match &args.plan {
         Some(path) if path.extension().is_some_and(|e| e == "toml") => {
             let Some((plan, _)) = super::plan::rehearse_and_save(path, &args.state, None, &Quiet).await?
@@ -147,9 +168,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let slices = plan.chain().iter().map(|p| p.slices.len()).sum();
     let lines = Lines::new(args.quiet || args.json, slices);
+    let mut only: BTreeSet<usize> = args.slice.iter().copied().collect();
+    only.extend(args.slices.clone().into_iter().flatten());
+    let fan_out = !only.is_empty();
     let outcome = ChainApply::new(&plan)
         .with_rerun(args.rerun.is_some())
         .with_recompute(args.recompute)
+        .with_only(fan_out.then_some(only))
+        .finishing(args.finish)
         .execute(&lines)
         .await;
     lines.finish();
@@ -169,6 +195,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     | ApplyError::Unsupported(_)
                     | ApplyError::Ledger(_)
                     | ApplyError::UnsafeCommits(_)
+                    | ApplyError::NoSuchSlice { .. }
+                    | ApplyError::Unfinished { .. }
+                    | ApplyError::FanOutChain
             );
             match error {
                 ApplyError::Verify { .. } => eprintln!(
@@ -191,7 +220,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             return Ok(ExitCode::FAILURE);
         }
     };
-    let notices = match plan.notify() {
+    // One task of a fan-out tells nobody: `--finish` does, once every slice is in.
+    let notices = match plan.notify().filter(|_| !fan_out) {
         Some(spec) => {
             let notice = Notice::of_apply(&plan, &spec.owners, &reports);
             super::tell(&spec, plan.plan_dir(), &notice).await
@@ -210,6 +240,20 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// `3..9`: slices 3 to 9, inclusive.
+fn slice_range(text: &str) -> Result<std::ops::RangeInclusive<usize>, String> {
+    let (first, last) =
+        text.split_once("..").ok_or_else(|| format!("`{text}` is not a range: write e.g. 3..9"))?;
+    let number = |n: &str| n.trim().parse::<usize>().map_err(|_| format!("`{n}` is not a slice number"));
+    let (first, last) = (number(first)?, number(last)?);
+    if first == 0 || last < first {
+        return Err(format!(
+            "`{text}`: slices are numbered from 1, and the range's first comes before its last"
+        ));
+    }
+    Ok(first..=last)
 }
 
 /// What `bf apply --json` prints: the first table's report as before chains existed, the tables

@@ -4,6 +4,7 @@
 pub mod apply;
 pub mod clean;
 pub mod demo;
+pub mod export;
 pub mod history;
 pub mod plan;
 pub mod rollback;
@@ -30,6 +31,7 @@ pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
         Command::History(args) => history::run(args).await,
         Command::Status(args) => status::run(args).await,
         Command::Clean(args) => clean::run(args).await,
+        Command::Export(args) => export::run(args),
         Command::Schema(args) => schema::run(args),
         Command::Demo(args) => demo::run(args).await,
     }

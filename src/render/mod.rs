@@ -2,6 +2,7 @@
 //! text and `--json` forms cannot say different things. One module per report; every verb and the
 //! demo print through them.
 
+pub mod airflow;
 pub mod apply;
 pub mod history;
 pub mod plan;

@@ -52,13 +52,23 @@ pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>) -> St
             );
         }
     }
+    // Slices applied by separate processes (an orchestrator's tasks) say which committed each.
+    let workers: std::collections::BTreeSet<&String> = state.committed_by.values().collect();
+    if workers.len() > 1 {
+        for (slice, by) in &state.committed_by {
+            let _ = writeln!(out, "    slice {slice}: committed by {by}");
+        }
+    }
     let _ = if !state.pending.is_empty() {
         let pending: Vec<String> = state.pending.iter().map(|d| d.to_string()).collect();
         writeln!(out, "  pending: {} — run `bf apply` to resume", pending.join(", "))
     } else if state.commented {
         writeln!(out, "  done: every slice committed and the comment set")
     } else {
-        writeln!(out, "  every slice committed; the comment is not set yet: run `bf apply`")
+        writeln!(
+            out,
+            "  every slice committed; the comment is not set yet: run `bf apply` (or `bf apply --finish`)"
+        )
     };
     let _ = writeln!(out, "  the version to go back to: {}", plan.target.pre_version);
     out
