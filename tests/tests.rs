@@ -9,6 +9,7 @@ mod chain;
 mod corpus;
 mod demo;
 mod disk;
+mod fanout;
 mod faults;
 mod features;
 mod fuzz;

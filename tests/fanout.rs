@@ -1,0 +1,220 @@
+//! Slices as tasks: `bf apply --slice N` from several processes, in any order and twice at once,
+//! then `--finish`; and the DAG `bf export airflow` writes, run by Airflow itself (`airflow dags
+//! test`, from PyPI in a venv) with a slice task that crashes once and is retried.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Output, Stdio};
+
+use serde_json::Value;
+
+use crate::common::{
+    bf_in, commits_with, demo_workspace, python_venv, rows_at, september_plan, slices_committed, wait_for,
+};
+
+const DAILY: &str = "bf-demo/warehouse/orders_daily";
+/// The September backfill cut to its first six days: six one-day slices of an unpartitioned table.
+const DAYS: u32 = 6;
+
+fn run(root: &Path, args: &[&str]) -> Output {
+    bf_in(root).args(args).output().unwrap()
+}
+
+fn ok(root: &Path, args: &[&str]) -> String {
+    let out = run(root, args);
+    assert!(out.status.success(), "bf {args:?}:\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// A shop with the six-day September plan saved.
+fn planned() -> tempfile::TempDir {
+    let workspace = demo_workspace();
+    let plan = september_plan(workspace.path(), "september-6.toml", DAYS, |text| text);
+    ok(workspace.path(), &["plan", &plan, "-q"]);
+    workspace
+}
+
+/// The table one full `bf apply` of the same plan leaves.
+async fn applied_in_one_go() -> Vec<String> {
+    let reference = planned();
+    ok(reference.path(), &["apply", "--auto-approve", "-q"]);
+    rows_at(&reference.path().join(DAILY), None, "true").await
+}
+
+fn spawn_slice(root: &Path, slice: &str, pause: &Path) -> Child {
+    std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+        .current_dir(root)
+        .env_remove("BF_STATE_DIR")
+        .args(["apply", "--slice", slice, "--auto-approve", "-q"])
+        .env(bf::fault::PAUSE_FILE_ENV, pause)
+        .env(bf::fault::PAUSE_SLICE_ENV, slice)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn slices_applied_by_several_processes_in_any_order_end_as_one_apply() {
+    let expected = applied_in_one_go().await;
+    let workspace = planned();
+    let root = workspace.path();
+    let daily = root.join(DAILY);
+
+    // Out of order, one process a slice or a range.
+    ok(root, &["apply", "--slice", "4", "--auto-approve", "-q"]);
+    ok(root, &["apply", "--slices", "1..2", "--auto-approve", "-q"]);
+    ok(root, &["apply", "--slice", "6", "--auto-approve", "-q"]);
+    assert_eq!(slices_committed(&daily), [4, 1, 2, 6]);
+    assert_eq!(commits_with(&daily, "comment"), 0, "the comment waits for --finish");
+
+    // The same slice by two processes at once: both paused before it, released together.
+    let pauses = [root.join("paused-a"), root.join("paused-b")];
+    let racing: Vec<Child> = pauses.iter().map(|pause| spawn_slice(root, "3", pause)).collect();
+    wait_for("both processes to reach slice 3", || pauses.iter().all(|p| p.exists()));
+    for pause in &pauses {
+        std::fs::remove_file(pause).unwrap();
+    }
+    for child in racing {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "a racing task succeeds: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(slices_committed(&daily), [4, 1, 2, 6, 3], "slice 3 committed once");
+
+    // Finishing before the last slice is refused, naming it, and writes nothing.
+    let early = run(root, &["apply", "--finish", "--auto-approve"]);
+    let stderr = String::from_utf8_lossy(&early.stderr);
+    assert_eq!(early.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("1 of its slices are not committed yet: 5 (2026-09-05)"), "{stderr}");
+    assert_eq!(commits_with(&daily, "comment"), 0);
+    // A slice the plan does not have is refused.
+    let unknown = run(root, &["apply", "--slice", "7", "--auto-approve"]);
+    assert!(
+        String::from_utf8_lossy(&unknown.stderr).contains("the plan has slices 1 to 6; it has no slice 7")
+    );
+
+    ok(root, &["apply", "--slice", "5", "--auto-approve", "-q"]);
+    // A slice already committed is a success that writes nothing.
+    let again = ok(root, &["apply", "--slice", "5", "--auto-approve", "--json"]);
+    let again: Value = serde_json::from_str(&again).unwrap();
+    assert_eq!(again["slices"][0]["status"], "skipped");
+    ok(root, &["apply", "--finish", "--auto-approve", "-q"]);
+    ok(root, &["apply", "--finish", "--auto-approve", "-q"]);
+    assert_eq!(commits_with(&daily, "comment"), 1, "one comment, however often finish runs");
+    let mut once = slices_committed(&daily);
+    once.sort();
+    assert_eq!(once, (1..=u64::from(DAYS)).collect::<Vec<_>>(), "each slice committed exactly once");
+    assert_eq!(rows_at(&daily, None, "true").await, expected, "the table one full apply leaves");
+
+    // bf status says which process committed each slice.
+    let status: Value = serde_json::from_str(&ok(root, &["status", "--json"])).unwrap();
+    let by = status["committed_by"].as_object().unwrap();
+    assert_eq!(by.len(), DAYS as usize, "{status}");
+    assert!(by.values().all(|w| w.as_str().unwrap().contains(':')), "{status}");
+}
+
+/// The venv holding Airflow 3, made once per machine (`BF_AIRFLOW_VENV`, default
+/// `~/.cache/bf-airflow-venv`).
+fn airflow_venv() -> PathBuf {
+    python_venv(
+        "BF_AIRFLOW_VENV",
+        "bf-airflow-venv",
+        "import airflow.providers.standard",
+        &["apache-airflow==3.3.2"],
+    )
+}
+
+/// `bf export airflow`'s DAG imported by Airflow: its tasks are the plan's slices then `finish`, one
+/// after the other; `airflow dags test` runs it against the shop, one slice task crashing after its
+/// commit on its first try, and Airflow's retry completes the backfill as one apply would.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_exported_dag_runs_on_airflow_and_a_slice_that_crashed_is_retried_once() {
+    let expected = applied_in_one_go().await;
+    let workspace = planned();
+    let root = workspace.path();
+    let daily = root.join(DAILY);
+    let home = root.join("airflow");
+    std::fs::create_dir_all(home.join("dags")).unwrap();
+    let dag = ok(root, &["export", "airflow", "--retry-delay", "1"]);
+    std::fs::write(home.join("dags/backfill_september.py"), &dag).unwrap();
+    let plan: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let dag_id = format!("bf_backfill_orders_daily_{}", plan["id"].as_str().unwrap());
+
+    // The bf the tasks run: the real binary, which crashes after slice 3's commit the first time.
+    let marker = root.join("crashed-once");
+    let wrapper = root.join("bf-once");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *\" --slice 3 \"*) if [ ! -e {marker:?} ]; then touch {marker:?}; \
+             export BF_FAULT=after-commit:3; fi;; esac\nexec {bf:?} \"$@\"\n",
+            bf = assert_cmd::cargo::cargo_bin("bf"),
+        ),
+    )
+    .unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(&wrapper).status().unwrap();
+
+    let venv = airflow_venv();
+    let airflow = |args: &[&str]| {
+        std::process::Command::new(venv.join("airflow"))
+            .args(args)
+            .current_dir(root)
+            .env("AIRFLOW_HOME", &home)
+            .env("AIRFLOW__CORE__DAGS_FOLDER", home.join("dags"))
+            .env("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
+            .env("BF_BIN", &wrapper)
+            .env_remove("BF_STATE_DIR")
+            .output()
+            .unwrap()
+    };
+    // The DAG file imports, and its graph is the plan's: slice 1 → 2 → … → 6, each → finish.
+    let graph = std::process::Command::new(venv.join("python"))
+        .arg("-c")
+        .arg(format!(
+            "import importlib.util, json\n\
+             spec = importlib.util.spec_from_file_location('dag', {:?})\n\
+             module = importlib.util.module_from_spec(spec); spec.loader.exec_module(module)\n\
+             dag = module.dag\n\
+             print(json.dumps({{'id': dag.dag_id, 'max_active_tasks': dag.max_active_tasks, 'tags': sorted(dag.tags),\n\
+               'tasks': {{t.task_id: sorted(t.downstream_task_ids) for t in dag.tasks}}}}))",
+            home.join("dags/backfill_september.py")
+        ))
+        .output()
+        .unwrap();
+    assert!(graph.status.success(), "the DAG imports: {}", String::from_utf8_lossy(&graph.stderr));
+    let graph: Value = serde_json::from_slice(&graph.stdout).unwrap();
+    assert_eq!(graph["id"], dag_id.as_str());
+    assert_eq!(graph["max_active_tasks"], 1, "one slice at a time on an unpartitioned table");
+    assert!(graph["tags"].as_array().unwrap().iter().any(|t| t.as_str().unwrap().starts_with("backfill:")));
+    let tasks = graph["tasks"].as_object().unwrap();
+    assert_eq!(tasks.len(), DAYS as usize + 1);
+    for day in 1..=DAYS {
+        let task = format!("slice_{day:03}_2026-09-{day:02}");
+        let mut next = vec!["finish".to_owned()];
+        if day < DAYS {
+            next.push(format!("slice_{:03}_2026-09-{:02}", day + 1, day + 1));
+        }
+        next.sort();
+        assert_eq!(tasks[&task], serde_json::json!(next), "{task}");
+    }
+
+    let migrated = airflow(&["db", "migrate"]);
+    assert!(migrated.status.success(), "{}", String::from_utf8_lossy(&migrated.stderr));
+    let ran = airflow(&["dags", "test", &dag_id]);
+    let log = format!("{}{}", String::from_utf8_lossy(&ran.stdout), String::from_utf8_lossy(&ran.stderr));
+    assert!(ran.status.success(), "airflow dags test:\n{log}");
+    assert!(log.contains("state=success") || log.contains("successful"), "the run succeeded:\n{log}");
+    assert!(marker.exists(), "slice 3's first try crashed after its commit");
+
+    let mut once = slices_committed(&daily);
+    once.sort();
+    assert_eq!(once, (1..=u64::from(DAYS)).collect::<Vec<_>>(), "each slice committed exactly once");
+    assert_eq!(commits_with(&daily, "comment"), 1, "finish ran once every slice was in");
+    assert_eq!(rows_at(&daily, None, "true").await, expected, "the table one full apply leaves");
+    let status: Value = serde_json::from_str(&ok(root, &["status", "--json"])).unwrap();
+    let by = &status["committed_by"]["3"];
+    assert!(
+        by.as_str().unwrap().starts_with(&format!("airflow:{dag_id}/slice_003_2026-09-03#1")),
+        "{status}"
+    );
+}
