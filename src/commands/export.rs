@@ -1,7 +1,7 @@
 //! `bf export`: hand a saved plan to the orchestrator a team already runs.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -25,8 +25,9 @@ enum To {
 
 #[derive(Debug, clap::Args)]
 struct Airflow {
-    /// A plan saved with `bf plan --out FILE`; default: the saved plan in the state dir. The DAG
-    /// names it by its absolute path: the workers must see it there.
+    /// A plan saved with `bf plan --out FILE`, or the plan file whose saved plan is in the state
+    /// dir; default: the saved plan in the state dir. The DAG names the saved plan by its absolute
+    /// path: the workers must see it there.
     #[arg(value_name = "FILE")]
     file: Option<PathBuf>,
     #[command(flatten)]
@@ -41,7 +42,27 @@ struct Airflow {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let To::Airflow(airflow) = args.to;
-    let path = airflow.file.unwrap_or_else(|| airflow.state.saved_plan());
+    let path = match airflow.file {
+        // A plan file names the plan `bf plan` saved from it: the reviewed artifact, not a new plan.
+        Some(file) if file.extension().is_some_and(|e| e == "toml") => {
+            let saved = airflow.state.saved_plan();
+            let planned = Plan::load(&saved)
+                .ok()
+                .filter(|p| std::fs::canonicalize(&file).is_ok_and(|f| Path::new(&p.plan_file.path) == f));
+            if planned.is_none() {
+                anyhow::bail!(
+                    "the saved plan in {} is not one of {}: run `bf plan {}` and review it first; the DAG applies \
+                     the saved plan",
+                    saved.display(),
+                    file.display(),
+                    file.display()
+                );
+            }
+            saved
+        }
+        Some(file) => file,
+        None => airflow.state.saved_plan(),
+    };
     let plan = Plan::load(&path)?;
     if !plan.appliable() {
         anyhow::bail!(
