@@ -218,3 +218,54 @@ async fn an_exported_dag_runs_on_airflow_and_a_slice_that_crashed_is_retried_onc
         "{status}"
     );
 }
+
+/// On a table partitioned by the date, slice tasks run at once as `parallel` allows: four
+/// processes, each paused before its slice and released together, all commit (deltalake rebases
+/// commits to other partitions), and the exported DAG lets four run at a time.
+#[tokio::test(flavor = "multi_thread")]
+async fn different_slices_at_once_on_a_table_partitioned_by_day_all_land() {
+    use crate::common::{OrderRow, VALID_PLAN, count, orders_table, write_plan};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let rows: [&[OrderRow]; 1] =
+        [&[(1, "C01", 10.0, "EUR", "2026-09-01"), (2, "C02", 20.0, "EUR", "2026-09-05")]];
+    let target = orders_table(&root.join("orders"), true, &rows).await;
+    std::fs::write(
+        root.join("days.csv"),
+        "order_id,customer,amount,currency,order_date\n1,C01,11.0,EUR,2026-09-01\n3,C03,30.0,EUR,2026-09-02\n\
+         4,C04,40.0,EUR,2026-09-03\n5,C05,50.0,EUR,2026-09-04\n",
+    )
+    .unwrap();
+    let text = VALID_PLAN
+        .replace("../warehouse/orders_silver", "orders")
+        .replace("orders.csv", "days.csv")
+        .replace("start = 2026-03-01", "start = 2026-09-01")
+        .replace("end = 2026-03-31", "end = 2026-09-04")
+        .replace("every = \"month\"", "every = \"day\"\nparallel = 4")
+        .replace(
+            "SELECT order_id, amount, order_date FROM orders",
+            "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders",
+        );
+    write_plan(root, "days.toml", &text);
+    ok(root, &["plan", "days.toml", "-q"]);
+    let dag = ok(root, &["export", "airflow"]);
+    assert!(dag.contains("max_active_tasks=4,") && !dag.contains("previous >> task"), "{dag}");
+
+    let pauses: Vec<PathBuf> = (1..=4).map(|n| root.join(format!("paused-{n}"))).collect();
+    let tasks: Vec<Child> =
+        pauses.iter().enumerate().map(|(i, pause)| spawn_slice(root, &(i + 1).to_string(), pause)).collect();
+    wait_for("four slice tasks to reach their slices", || pauses.iter().all(|p| p.exists()));
+    for pause in &pauses {
+        std::fs::remove_file(pause).unwrap();
+    }
+    for task in tasks {
+        let out = task.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    ok(root, &["apply", "--finish", "--auto-approve", "-q"]);
+    let mut slices = slices_committed(&target);
+    slices.sort();
+    assert_eq!(slices, [1, 2, 3, 4], "all four slices committed, each once");
+    assert_eq!(count(&target, "SELECT CAST(SUM(amount) AS BIGINT) FROM t").await, 11 + 30 + 40 + 50 + 20);
+    assert_eq!(commits_with(&target, "comment"), 1);
+}
