@@ -250,6 +250,26 @@ fn a_september_backfill_on_s3_resumes_after_a_crash_and_a_kill_9() {
 }
 
 /// The orders of the first `days` days of September, as the shop's till files hold them.
+/// The September backfill in the bucket run as Airflow tasks: the DAG `bf export airflow` writes,
+/// run by `airflow dags test` with the store's settings in the tasks' environment, one slice task
+/// crashing after its commit and retried; each slice lands once, then the comment.
+#[test]
+fn the_september_backfill_on_s3_runs_as_an_airflow_dag() {
+    let shop = S3Shop::new();
+    let root = shop.root();
+    let plan = september_plan(&root, "september-5.toml", 5, |t| t);
+    shop.ok(&["plan", &plan]);
+    let dag_id = crate::fanout::run_exported_dag(&root, 5, &servers::s3_env(&shop.server));
+    let history = shop.history("orders_daily");
+    let writes = history.iter().filter(|(v, op)| *v > 0 && op == "WRITE").count();
+    assert_eq!(writes, 5, "each slice committed once: {history:?}");
+    assert_eq!(history.last().unwrap().1, "UPDATE TABLE METADATA", "then finish's comment");
+    assert_eq!(shop.rows("orders_daily", None, "2026-09-01", "2026-09-05").len(), root_orders(&shop, 5));
+    let status: serde_json::Value = serde_json::from_str(&shop.ok(&["status", "--json"])).unwrap();
+    let by = status["committed_by"]["3"].as_str().unwrap();
+    assert!(by.starts_with(&format!("airflow:{dag_id}/slice_003_2026-09-03#1")), "{status}");
+}
+
 fn root_orders(shop: &S3Shop, days: u32) -> usize {
     let script = format!(
         r#"
