@@ -252,17 +252,10 @@ pub async fn rehearse(
         }
         // The rehearsal at this slice's commit holds the slice's rows as its last version will:
         // slices never share a day.
-        let comparison =
-            Comparison::new(&stores, &target, &rehearsal, schema.clone()).await.map_err(|e| {
-                RehearsalError::Query {
-                    what: "registering the target and the rehearsal".into(),
-                    message: e.to_string(),
-                }
-            })?;
         let before_rows = bounds.as_ref().and_then(|b| b.in_slice(slice));
         let in_memory = before_rows.is_some_and(|before| before + counts.in_slice <= IN_MEMORY_ROWS);
         let job = SliceComparison {
-            comparison,
+            sides: (stores.clone(), target.clone(), rehearsal.clone(), schema.clone()),
             spec: shared_spec.clone(),
             slice: *slice,
             rows,
@@ -425,8 +418,9 @@ pub async fn rehearse(
 /// One rehearsed slice to compare with the target: its measures, row changes, checks and reconcile.
 /// It owns what it needs, so it runs on a task of its own beside the next slice's write.
 struct SliceComparison {
-    /// The target and the rehearsal at this slice's commit.
-    comparison: Comparison,
+    /// The target and the rehearsal at this slice's commit (with the stores they are in and the
+    /// table's schema), compared in a session the task makes, off the writing thread.
+    sides: (store::Stores, DeltaTable, DeltaTable, deltalake::arrow::datatypes::SchemaRef),
     spec: Arc<crate::plan_file::PlanFile>,
     slice: crate::window::Slice,
     rows: SliceSource,
@@ -448,8 +442,15 @@ struct Compared {
 
 impl SliceComparison {
     async fn run(self) -> Result<Compared, RehearsalError> {
-        let SliceComparison { comparison, spec, slice, rows, counts, publication, in_memory } = self;
+        let SliceComparison { sides, spec, slice, rows, counts, publication, in_memory } = self;
         let started = std::time::Instant::now();
+        let (stores, target, rehearsal, schema) = sides;
+        let comparison = Comparison::new(&stores, &target, &rehearsal, schema).await.map_err(|e| {
+            RehearsalError::Query {
+                what: "registering the target and the rehearsal".into(),
+                message: e.to_string(),
+            }
+        })?;
         let column = spec.target.date_column.as_str();
         let metrics = &spec.metrics;
         let what = format!("slice {} ({})", slice.index, slice.first);
