@@ -118,6 +118,21 @@ pub struct SliceOutcome {
     pub source_rows: Option<u64>,
 }
 
+impl SliceOutcome {
+    /// A slice committed before this run (by an earlier run, or another process).
+    fn skipped(slice: &Slice) -> SliceOutcome {
+        SliceOutcome {
+            index: slice.index,
+            first: slice.first.to_string(),
+            last: slice.last.to_string(),
+            status: SliceStatus::Skipped,
+            version: None,
+            rows: None,
+            source_rows: None,
+        }
+    }
+}
+
 /// What an apply did, for the summary and `--json`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ApplyReport {
@@ -289,15 +304,7 @@ impl<'a> Apply<'a> {
         let chosen = |slice: &Slice| self.only.as_ref().is_none_or(|only| only.contains(&slice.index));
         let mut outcomes = Vec::with_capacity(slices.len());
         for slice in slices.iter().filter(|s| done.contains(&s.index) && chosen(s)) {
-            let outcome = SliceOutcome {
-                index: slice.index,
-                first: slice.first.to_string(),
-                last: slice.last.to_string(),
-                status: SliceStatus::Skipped,
-                version: None,
-                rows: None,
-                source_rows: None,
-            };
+            let outcome = SliceOutcome::skipped(slice);
             progress.slice_done(&outcome);
             outcomes.push(outcome);
         }
@@ -582,15 +589,7 @@ impl SliceRun<'_> {
         if !committed.contains(&slice.index) {
             return None;
         }
-        let outcome = SliceOutcome {
-            index: slice.index,
-            first: slice.first.to_string(),
-            last: slice.last.to_string(),
-            status: SliceStatus::Skipped,
-            version: None,
-            rows: None,
-            source_rows: None,
-        };
+        let outcome = SliceOutcome::skipped(slice);
         self.progress.slice_done(&outcome);
         Some((table, outcome))
     }

@@ -9,8 +9,8 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 use crate::common::{
-    OrderRow, bf_in, commit_infos, commits_with, count, demo_workspace, open_table, orders_table,
-    slices_committed, snapshot, wait_for, write_plan,
+    OrderRow, bf_in, commit_infos, commits_with, count, demo_workspace, open_table, slices_committed,
+    snapshot, wait_for, write_plan,
 };
 
 fn apply(root: &Path) -> Output {
@@ -372,25 +372,7 @@ pub(crate) async fn append_silver(silver: &Path, rows: &[OrderRow]) {
 #[tokio::test(flavor = "multi_thread")]
 async fn four_slices_at_once_on_a_table_partitioned_by_day() {
     let dir = tempfile::tempdir().unwrap();
-    let rows: [&[OrderRow]; 1] =
-        [&[(1, "C01", 10.0, "EUR", "2026-09-01"), (2, "C02", 20.0, "EUR", "2026-09-05")]];
-    let target = orders_table(&dir.path().join("orders"), true, &rows).await;
-    std::fs::write(
-        dir.path().join("days.csv"),
-        "order_id,customer,amount,currency,order_date\n1,C01,11.0,EUR,2026-09-01\n3,C03,30.0,EUR,2026-09-02\n4,C04,40.0,EUR,2026-09-03\n5,C05,50.0,EUR,2026-09-04\n",
-    )
-    .unwrap();
-    let text = crate::common::VALID_PLAN
-        .replace("../warehouse/orders_silver", "orders")
-        .replace("orders.csv", "days.csv")
-        .replace("start = 2026-03-01", "start = 2026-09-01")
-        .replace("end = 2026-03-31", "end = 2026-09-04")
-        .replace("every = \"month\"", "every = \"day\"\nparallel = 4")
-        .replace(
-            "SELECT order_id, amount, order_date FROM orders",
-            "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders",
-        );
-    write_plan(dir.path(), "days.toml", &text);
+    let target = crate::common::four_days_at_once(dir.path()).await;
     bf_in(dir.path()).args(["plan", "days.toml", "-q"]).assert().success();
     let untouched_day = files_by_day(&target).await.get("2026-09-05").cloned();
     let output = bf_in(dir.path()).args(["apply", "--auto-approve"]).output().unwrap();

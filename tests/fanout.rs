@@ -238,29 +238,10 @@ pub fn run_exported_dag(root: &Path, days: u32, env: &[(&str, String)]) -> Strin
 /// commits to other partitions), and the exported DAG lets four run at a time.
 #[tokio::test(flavor = "multi_thread")]
 async fn different_slices_at_once_on_a_table_partitioned_by_day_all_land() {
-    use crate::common::{OrderRow, VALID_PLAN, count, orders_table, write_plan};
+    use crate::common::{count, four_days_at_once};
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let rows: [&[OrderRow]; 1] =
-        [&[(1, "C01", 10.0, "EUR", "2026-09-01"), (2, "C02", 20.0, "EUR", "2026-09-05")]];
-    let target = orders_table(&root.join("orders"), true, &rows).await;
-    std::fs::write(
-        root.join("days.csv"),
-        "order_id,customer,amount,currency,order_date\n1,C01,11.0,EUR,2026-09-01\n3,C03,30.0,EUR,2026-09-02\n\
-         4,C04,40.0,EUR,2026-09-03\n5,C05,50.0,EUR,2026-09-04\n",
-    )
-    .unwrap();
-    let text = VALID_PLAN
-        .replace("../warehouse/orders_silver", "orders")
-        .replace("orders.csv", "days.csv")
-        .replace("start = 2026-03-01", "start = 2026-09-01")
-        .replace("end = 2026-03-31", "end = 2026-09-04")
-        .replace("every = \"month\"", "every = \"day\"\nparallel = 4")
-        .replace(
-            "SELECT order_id, amount, order_date FROM orders",
-            "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders",
-        );
-    write_plan(root, "days.toml", &text);
+    let target = four_days_at_once(root).await;
     ok(root, &["plan", "days.toml", "-q"]);
     let dag = ok(root, &["export", "airflow"]);
     assert!(dag.contains("max_active_tasks=4,") && !dag.contains("previous >> task"), "{dag}");

@@ -145,6 +145,33 @@ pub fn without_downstream(text: &str) -> String {
     kept.join("\n") + "\n"
 }
 
+/// In `dir`: `orders`, a table partitioned by the day holding orders of 1 and 5 September, and
+/// `days.toml`, a plan reloading 1–4 September from `days.csv` in one-day slices, four at once
+/// (`parallel = 4`). Returns the table's folder.
+pub async fn four_days_at_once(dir: &Path) -> PathBuf {
+    let rows: [&[OrderRow]; 1] =
+        [&[(1, "C01", 10.0, "EUR", "2026-09-01"), (2, "C02", 20.0, "EUR", "2026-09-05")]];
+    let target = orders_table(&dir.join("orders"), true, &rows).await;
+    std::fs::write(
+        dir.join("days.csv"),
+        "order_id,customer,amount,currency,order_date\n1,C01,11.0,EUR,2026-09-01\n3,C03,30.0,EUR,2026-09-02\n\
+         4,C04,40.0,EUR,2026-09-03\n5,C05,50.0,EUR,2026-09-04\n",
+    )
+    .unwrap();
+    let text = VALID_PLAN
+        .replace("../warehouse/orders_silver", "orders")
+        .replace("orders.csv", "days.csv")
+        .replace("start = 2026-03-01", "start = 2026-09-01")
+        .replace("end = 2026-03-31", "end = 2026-09-04")
+        .replace("every = \"month\"", "every = \"day\"\nparallel = 4")
+        .replace(
+            "SELECT order_id, amount, order_date FROM orders",
+            "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders",
+        );
+    write_plan(dir, "days.toml", &text);
+    target
+}
+
 /// Runs `bf` in `dir`.
 pub fn bf_in(dir: &Path) -> Command {
     let mut command = bf();
