@@ -184,7 +184,7 @@ pub struct Comparison {
     ctx: SessionContext,
     schema: SchemaRef,
     /// Whether the focused slice's two sides are held in memory ([`Comparison::focus`]).
-    in_memory: std::sync::atomic::AtomicBool,
+    in_memory: bool,
 }
 
 impl Comparison {
@@ -209,7 +209,7 @@ impl Comparison {
         }
         ctx.register_table(BEFORE, before.table_provider().await?)?;
         ctx.register_table(AFTER, after.table_provider().await?)?;
-        Ok(Comparison { ctx, schema, in_memory: false.into() })
+        Ok(Comparison { ctx, schema, in_memory: false })
     }
 
     /// Registers `side` filtered by `predicate` as the view `name`.
@@ -241,9 +241,9 @@ impl Comparison {
     /// [`Comparison::slice_key_report`]. With `in_memory`, each side is read once and held for all
     /// of them; else each query reads it again (the measures, the duplicate-key check, the pairing
     /// and each kind's samples: up to seven reads of a side).
-    pub async fn focus(&self, predicate: Expr, in_memory: bool) -> DfResult<()> {
+    pub async fn focus(&mut self, predicate: Expr, in_memory: bool) -> DfResult<()> {
         // Sides held in memory are paired by a hash join, which holds a side too, and faster.
-        self.in_memory.store(in_memory, std::sync::atomic::Ordering::Relaxed);
+        self.in_memory = in_memory;
         self.ctx.state_ref().write().config_mut().options_mut().optimizer.prefer_hash_join = in_memory;
         for (name, table) in [(SLICE_BEFORE, BEFORE), (SLICE_AFTER, AFTER)] {
             let mut rows = self.ctx.table(table).await?.filter(predicate.clone())?;
@@ -398,7 +398,7 @@ impl Comparison {
         );
         // Sides in memory are paired once, and the counts and each kind's samples read the pairs;
         // otherwise each query pairs them again rather than hold every pair of a big slice.
-        let joined = if self.in_memory.load(std::sync::atomic::Ordering::Relaxed) {
+        let joined = if self.in_memory {
             let pairs = self.ctx.sql(&joined).await?.cache().await?;
             self.ctx.deregister_table("__bf_pairs")?;
             self.ctx.register_table("__bf_pairs", pairs.into_view())?;

@@ -445,7 +445,7 @@ impl SliceComparison {
         let SliceComparison { sides, spec, slice, rows, counts, publication, in_memory } = self;
         let started = std::time::Instant::now();
         let (stores, target, rehearsal, schema) = sides;
-        let comparison = Comparison::new(&stores, &target, &rehearsal, schema).await.map_err(|e| {
+        let mut comparison = Comparison::new(&stores, &target, &rehearsal, schema).await.map_err(|e| {
             RehearsalError::Query {
                 what: "registering the target and the rehearsal".into(),
                 message: e.to_string(),
