@@ -95,22 +95,17 @@ impl TableNotice {
         }
     }
 
-    /// The same table after a rollback: the change undone, read the other way round.
-    pub fn rolled_back(
-        mut self,
-        rolled_from: u64,
-        new_version: u64,
-        rows_before: u64,
-        rows_after: u64,
-    ) -> Self {
-        self.from_version = rolled_from;
-        self.to_version = new_version;
-        self.rows_before = rows_before;
-        self.rows_after = rows_after;
-        for metric in &mut self.metrics {
+    /// A table of `plan` as a rollback put it back: the window's rows before and after the
+    /// rollback, the versions it went from and to, and the plan's metrics read the other way round.
+    pub fn rolled_back(plan: &Plan, report: &RollbackReport) -> TableNotice {
+        let mut notice = TableNotice::applied(plan, &report.backfill_id, report.new_version);
+        notice.from_version = report.new_version.saturating_sub(report.wrote.len() as u64);
+        notice.rows_before = report.rows_before;
+        notice.rows_after = report.rows_after;
+        for metric in &mut notice.metrics {
             std::mem::swap(&mut metric.before, &mut metric.after);
         }
-        self
+        notice
     }
 }
 
@@ -141,13 +136,7 @@ impl Notice {
             .filter_map(|report| {
                 // A rerun's backfill id extends its plan's.
                 let plan = root.chain().into_iter().find(|p| report.backfill_id.starts_with(&p.id))?;
-                let before = report.new_version.saturating_sub(report.wrote.len() as u64);
-                Some(TableNotice::applied(plan, &report.backfill_id, before).rolled_back(
-                    before,
-                    report.new_version,
-                    report.rows_before,
-                    report.rows_after,
-                ))
+                Some(TableNotice::rolled_back(plan, report))
             })
             .collect();
         Notice {

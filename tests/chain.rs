@@ -294,7 +294,13 @@ fn one_notice_per_apply_and_per_rollback_with_the_numbers_and_never_the_url() {
     let bodies = receiver.bodies();
     assert_eq!(bodies.len(), 2, "one more POST for the rollback");
     assert_eq!(bodies[1]["event"], "rolled_back");
-    assert_eq!(bodies[1]["tables"][0]["rows_after"], 412);
+    let undone = bodies[1]["tables"].as_array().unwrap();
+    assert_eq!((undone[0]["rows_before"].as_u64(), undone[0]["rows_after"].as_u64()), (Some(409), Some(412)));
+    assert_eq!((undone[0]["from_version"].as_u64(), undone[0]["to_version"].as_u64()), (Some(7), Some(9)));
+    // The plan's numbers read the other way round: revenue_by_day back to the wrong March.
+    let revenue = metric(&undone[1], "revenue");
+    assert!((revenue["before"].as_f64().unwrap() - revenue_after).abs() < 0.005, "{revenue}");
+    assert_eq!(revenue["after"], metric(&tables[1], "revenue")["before"]);
     assert!(receiver.received.lock().unwrap().iter().all(|(path, _)| path == "/hooks/T0SECRET/B0SECRET"));
     for out in [&planned, &applied, &rolled] {
         let shown =
@@ -313,7 +319,7 @@ async fn a_notice_that_cannot_be_delivered_is_a_warning_never_an_undo() {
         let gone = Receiver::start(200);
         gone.url()
     };
-    for (url, why) in [(failing.url(), "500"), (down, "error")] {
+    for (url, why) in [(failing.url(), "it answered 500"), (down, "error sending request")] {
         let workspace = demo_workspace();
         let root = workspace.path();
         ok(root, &["plan", "plans/march.toml", "-q"]);
