@@ -545,10 +545,7 @@ async fn two_applies_at_once_commit_each_slice_once() {
         .collect();
     wait_for("both applies to reach slice 1", || pauses.iter().all(|p| p.exists()));
     assert!(slices_committed(&daily).is_empty(), "neither wrote before the release");
-    for pause in &pauses {
-        std::fs::remove_file(pause).unwrap();
-    }
-    let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
+    let outputs = crate::common::release_together("both applies to reach slice 1", &pauses, children);
     let lost: Vec<String> = outputs
         .iter()
         .filter(|o| !o.status.success())

@@ -8,7 +8,8 @@ use std::process::{Child, Output, Stdio};
 use serde_json::Value;
 
 use crate::common::{
-    bf_in, commits_with, demo_workspace, python_venv, rows_at, september_plan, slices_committed, wait_for,
+    bf_in, commits_with, demo_workspace, python_venv, release_together, rows_at, september_plan,
+    slices_committed,
 };
 
 const DAILY: &str = "bf-demo/warehouse/orders_daily";
@@ -70,12 +71,7 @@ async fn slices_applied_by_several_processes_in_any_order_end_as_one_apply() {
     // The same slice by two processes at once: both paused before it, released together.
     let pauses = [root.join("paused-a"), root.join("paused-b")];
     let racing: Vec<Child> = pauses.iter().map(|pause| spawn_slice(root, "3", pause)).collect();
-    wait_for("both processes to reach slice 3", || pauses.iter().all(|p| p.exists()));
-    for pause in &pauses {
-        std::fs::remove_file(pause).unwrap();
-    }
-    for child in racing {
-        let out = child.wait_with_output().unwrap();
+    for out in release_together("both processes to reach slice 3", &pauses, racing) {
         assert!(out.status.success(), "a racing task succeeds: {}", String::from_utf8_lossy(&out.stderr));
     }
     assert_eq!(slices_committed(&daily), [4, 1, 2, 6, 3], "slice 3 committed once");
@@ -249,12 +245,7 @@ async fn different_slices_at_once_on_a_table_partitioned_by_day_all_land() {
     let pauses: Vec<PathBuf> = (1..=4).map(|n| root.join(format!("paused-{n}"))).collect();
     let tasks: Vec<Child> =
         pauses.iter().enumerate().map(|(i, pause)| spawn_slice(root, &(i + 1).to_string(), pause)).collect();
-    wait_for("four slice tasks to reach their slices", || pauses.iter().all(|p| p.exists()));
-    for pause in &pauses {
-        std::fs::remove_file(pause).unwrap();
-    }
-    for task in tasks {
-        let out = task.wait_with_output().unwrap();
+    for out in release_together("four slice tasks to reach their slices", &pauses, tasks) {
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
     ok(root, &["apply", "--finish", "--auto-approve", "-q"]);

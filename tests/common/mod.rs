@@ -343,6 +343,20 @@ pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Releases processes paused each on its own file (`BF_PAUSE_FILE`) once every one of them waits
+/// there, so that their next commits race; returns what each printed, in their order.
+pub fn release_together(
+    what: &str,
+    pauses: &[PathBuf],
+    children: Vec<std::process::Child>,
+) -> Vec<std::process::Output> {
+    wait_for(what, || pauses.iter().all(|p| p.exists()));
+    for pause in pauses {
+        std::fs::remove_file(pause).unwrap();
+    }
+    children.into_iter().map(|c| c.wait_with_output().unwrap()).collect()
+}
+
 /// `~/.cache/<name>`, or the folder the environment variable `variable` names.
 pub fn cache_dir(variable: &str, name: &str) -> PathBuf {
     std::env::var_os(variable).map(PathBuf::from).unwrap_or_else(|| {
