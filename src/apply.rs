@@ -1,18 +1,22 @@
 //! Applying a saved plan to the real table: exactly once per slice, resumable, recorded.
 //!
-//! 1. Refuse a stale plan ([`check_stale`]): the plan file edited since `bf plan`, the target moved
-//!    by anyone but this plan's own slices, an input file changed, a file added to or removed from
-//!    an input folder, a commit to a Delta input, or a check or guard that failed; and a change log
-//!    table bf may not write.
+//! 1. Refuse a stale plan ([`check_stale`]): the plan file edited since `bf plan`, an input file
+//!    changed, a file added to or removed from an input folder, a commit to a Delta input, or a check
+//!    or guard that failed; and a change log table bf may not write.
 //! 2. Read which slices of this backfill the table already holds (their Delta transactions): after a
-//!    crash, those are skipped and the apply resumes at the first slice not committed.
-//! 3. For each remaining slice, in the plan's order (N at a time with `parallel = N`, which `bf plan`
-//!    only allows on tables partitioned by the date column): publish the files its rehearsal wrote
-//!    ([`Publisher`]: exactly what the plan showed) — or, with `--recompute`, run the source query
-//!    and write the slice through the [`SliceWriter`] the rehearsal used — in one commit carrying the
-//!    ledger and the slice's transaction, then verify the table holds as many rows of the slice as
-//!    the rehearsal did.
-//! 4. Last, in its own metadata commit, set the table comment from `[record] comment`. Never while
+//!    crash, those are skipped and the apply resumes at the first slice not committed. Each of them
+//!    is counted again: a slice whose rows differ from the rehearsal's stops every resume, retry and
+//!    finish ([`ApplyError::Unverified`]).
+//! 3. Refuse, naming them, the pending slices another writer's commits since the plan touch
+//!    ([`Watch`], the rule in [`crate::staleness`]), and published slices whose files' predecessors
+//!    are not committed. Commits that touch no pending slice never block.
+//! 4. For each remaining slice, in the plan's order (N at a time with `parallel = N`, which `bf plan`
+//!    only allows on tables partitioned by the date column): check again that no commit touches it,
+//!    then publish the files its rehearsal wrote ([`Publisher`]: exactly what the plan showed) — or,
+//!    with `--recompute` or on a rerun, run the source query and write the slice through the
+//!    [`SliceWriter`] the rehearsal used — in one commit carrying the ledger and the slice's
+//!    transaction, then verify the table holds as many rows of the slice as the rehearsal did.
+//! 5. Last, in its own metadata commit, set the table comment from `[record] comment`. Never while
 //!    slices run: a metadata commit makes concurrent writers fail.
 //!
 //! Every write is one Delta commit or nothing, so a crash at any point leaves the table at a slice
@@ -27,13 +31,14 @@ use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
 use crate::change_log;
-use crate::fault::{fault, pause_before};
+use crate::fault::{fault, pause_after_check, pause_before};
 use crate::ledger::{self, Backfill, Entry};
 use crate::plan::{self, Plan};
-use crate::plan_file::{self, PlanFile};
+use crate::plan_file;
 use crate::publish::Publisher;
 use crate::slice_writer::SliceWriter;
 use crate::source::run::{DeltaInput, FolderListing, Source};
+use crate::staleness::{Overtaken, Watch};
 use crate::store::{StoreError, Stores, display_url};
 use crate::table;
 use crate::window::Slice;
@@ -70,6 +75,24 @@ pub enum ApplyError {
     Unpublishable(String),
     #[error("slice {slice} ({first}) was not published: {message}")]
     Publish { slice: usize, first: String, message: String },
+    #[error("{}", overtaken_message(.slices, *.committed, .plan_file))]
+    Overtaken { slices: Vec<(Slice, Overtaken)>, committed: usize, plan_file: String },
+    #[error(
+        "{}\nThe table differs from the plan there, so bf will not finish this backfill (no comment, change log \
+         or notice). `bf rollback` puts the table back to the pre-version; `bf apply --rerun all` writes every \
+         slice again under a new backfill id.",
+        .0.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("\n")
+    )]
+    Unverified(Vec<Unverified>),
+    #[error(
+        "{}\nNothing was written. Apply them first, or run these slices with `--recompute` (a recomputed slice \
+         rewrites whatever the table holds on its days).",
+        .0.iter().map(|(s, before)| format!(
+            "slice {} ({}) rewrites files that slices {} write: it can only be published after them",
+            s.index, s.first, before.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+        )).collect::<Vec<_>>().join("\n")
+    )]
+    OutOfOrder(Vec<(Slice, Vec<usize>)>),
     #[error("the plan has slices 1 to {count}; it has no slice {missing}")]
     NoSuchSlice { count: usize, missing: String },
     #[error(
@@ -88,6 +111,47 @@ pub enum ApplyError {
     Unsupported(#[from] crate::compat::Unsupported),
     #[error(transparent)]
     Ledger(#[from] ledger::LedgerError),
+}
+
+/// A committed slice whose rows are not the rehearsal's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unverified {
+    pub slice: Slice,
+    /// The version that committed it, where it was counted.
+    pub version: u64,
+    pub expected: u64,
+    pub found: u64,
+}
+
+impl std::fmt::Display for Unverified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "slice {} ({}), committed at version {}, holds {} rows of its days, but the rehearsal held {}",
+            self.slice.index, self.slice.first, self.version, self.found, self.expected
+        )
+    }
+}
+
+fn overtaken_message(slices: &[(Slice, Overtaken)], committed: usize, plan_file: &str) -> String {
+    let each: Vec<String> = slices
+        .iter()
+        .map(|(slice, by)| {
+            format!(
+                "slice {} ({} to {}) was not written: since the plan, other commits touch its rows:\n{by}",
+                slice.index, slice.first, slice.last
+            )
+        })
+        .collect();
+    let kept = match committed {
+        0 => "No slice of this backfill is committed.".to_owned(),
+        n => format!("The {n} slice(s) of this backfill already committed stay recorded."),
+    };
+    format!(
+        "{}\n{kept} Run `bf plan {plan_file}` again: it rehearses against the table as it is now, the other \
+         writers' rows included.",
+        each.join("\n")
+    )
 }
 
 impl From<DeltaTableError> for ApplyError {
@@ -175,6 +239,13 @@ struct Preflight {
     target: DeltaTable,
     since: Vec<Entry>,
     log_url: Option<url::Url>,
+    backfill: Backfill,
+    /// The backfill's slices the table holds, each with the version that committed it.
+    done: BTreeMap<usize, u64>,
+    /// Whether slices are written by running their queries again: asked for, or because an earlier
+    /// backfill of this plan already published the rehearsed files (a rerun).
+    recompute: bool,
+    watch: Watch,
 }
 
 impl<'a> Apply<'a> {
@@ -228,6 +299,12 @@ impl<'a> Apply<'a> {
         let url = url_of(plan)?;
         let stores = document.stores();
         stores.require_safe_commits(&url)?;
+        let several = match (&self.only, document.plan.slicing.parallel > 1) {
+            (Some(_), _) => Some("slices applied as separate tasks (`--slice`, `--slices`)"),
+            (None, true) => Some("`slicing.parallel` slices at once"),
+            (None, false) => None,
+        };
+        stores.require_one_writer(&url, several)?;
         // The inputs are fingerprinted while the table's log is read.
         let files = plan.input_files();
         let hashing = {
@@ -249,38 +326,10 @@ impl<'a> Apply<'a> {
         let folders_now = futures::future::join_all(plan.input_folders.iter().map(|f| f.now(&stores))).await;
         let delta_now = delta_input_versions(&stores, &plan.delta_inputs).await;
         check_stale(plan, &since, &Now { inputs: &inputs_now, folders: &folders_now, delta: &delta_now })?;
-        Ok(Preflight { document, stores, target, since, log_url })
-    }
 
-    pub async fn execute(self, progress: &dyn ApplyProgress) -> Result<ApplyReport, ApplyError> {
-        let started_at = chrono::Utc::now();
-        let plan = self.plan;
-        let Preflight { document, stores, mut target, since, log_url } = self.preflight().await?;
-        let url = url_of(plan)?;
         let mut backfill = backfill_for(plan, &since, self.rerun);
         backfill.cascade = self.cascade.clone();
         let slices = document.plan.slices();
-        // Only slices this backfill's commits since the plan name can be committed (the stale check
-        // already holds `since` to be every commit after the plan's version); their transactions
-        // confirm it. Each lookup replays the log, so a first apply makes none.
-        let named: BTreeSet<usize> = since
-            .iter()
-            .filter(|e| e.is_slice_of(&backfill.backfill_id))
-            .filter_map(|e| e.slice().map(|s| s.index))
-            .collect();
-        let named: Vec<Slice> = slices.iter().filter(|s| named.contains(&s.index)).cloned().collect();
-        let done: BTreeSet<usize> = if named.is_empty() {
-            BTreeSet::new()
-        } else {
-            backfill.committed_slices(&target, &named).await?.into_iter().collect()
-        };
-        let schema = table::arrow_schema(&target)?;
-        let spec = &document.plan;
-        let writer = SliceWriter::for_plan(spec);
-        let generated = crate::row_rules::generated_columns(&target);
-        let source = Source::new(&document, schema)
-            .with_computed_columns(generated.iter().map(String::as_str))
-            .with_delta_inputs(&plan.delta_inputs);
         if let Some(only) = &self.only {
             let unknown: Vec<String> = only
                 .iter()
@@ -291,29 +340,115 @@ impl<'a> Apply<'a> {
                 return Err(ApplyError::NoSuchSlice { count: slices.len(), missing: unknown.join(", ") });
             }
         }
+        let done = committed(&target, &since, &backfill, &slices).await?;
+        // An earlier backfill of this plan published the rehearsed files already: they are the
+        // table's now, and what a rerun rewrites is whatever the table holds on those days.
+        let republishing = since
+            .iter()
+            .filter_map(Entry::backfill)
+            .any(|b| b.plan_id == plan.id && b.backfill_id != backfill.backfill_id);
+        let recompute = self.recompute || republishing;
+        let watch = Watch::new(&plan.id, plan.target.pre_version, &target, &plan.target.date_column);
+        let preflight =
+            Preflight { document, stores, target, since, log_url, backfill, done, recompute, watch };
+        let pending: Vec<&Slice> =
+            slices.iter().filter(|s| !preflight.done.contains_key(&s.index) && self.chosen(s)).collect();
+        self.refuse_out_of_order(&preflight, &pending)?;
+        let mut overtaken = Vec::new();
+        for slice in &pending {
+            let by =
+                preflight.watch.check(&preflight.target, slice, preflight.removes(plan, slice), 0).await?;
+            if !by.is_empty() {
+                overtaken.push(((*slice).clone(), by));
+            }
+        }
+        if !overtaken.is_empty() {
+            return Err(self.overtaken(overtaken, preflight.done.len()));
+        }
+        // A slice committed but not as rehearsed stays a failure on every resume, retry and finish.
+        let which = |s: &Slice| self.finish || self.chosen(s);
+        let unverified =
+            verify_committed(&preflight.target, &preflight.watch, &preflight.done, plan, &slices, which)
+                .await?;
+        if !unverified.is_empty() {
+            return Err(ApplyError::Unverified(unverified));
+        }
+        Ok(preflight)
+    }
+
+    fn chosen(&self, slice: &Slice) -> bool {
+        self.only.as_ref().is_none_or(|only| only.contains(&slice.index))
+    }
+
+    fn overtaken(&self, slices: Vec<(Slice, Overtaken)>, committed: usize) -> ApplyError {
+        ApplyError::Overtaken { slices, committed, plan_file: self.plan.plan_file.path.clone() }
+    }
+
+    /// Refuses, before anything is written, pending slices whose published files would rewrite files
+    /// slices neither committed nor applied in this run write.
+    fn refuse_out_of_order(&self, preflight: &Preflight, pending: &[&Slice]) -> Result<(), ApplyError> {
+        if preflight.recompute {
+            return Ok(());
+        }
+        let waits = crate::staleness::predecessors(
+            self.plan.slices.iter().filter_map(|r| Some((r.index, r.publication.as_ref()?))),
+        );
+        let running: BTreeSet<usize> = pending.iter().map(|s| s.index).collect();
+        let blocked: Vec<(Slice, Vec<usize>)> = pending
+            .iter()
+            .filter_map(|slice| {
+                let missing: Vec<usize> = waits
+                    .get(&slice.index)?
+                    .iter()
+                    .filter(|before| !preflight.done.contains_key(before) && !running.contains(before))
+                    .copied()
+                    .collect();
+                (!missing.is_empty()).then(|| ((*slice).clone(), missing))
+            })
+            .collect();
+        match blocked.is_empty() {
+            true => Ok(()),
+            false => Err(ApplyError::OutOfOrder(blocked)),
+        }
+    }
+
+    pub async fn execute(self, progress: &dyn ApplyProgress) -> Result<ApplyReport, ApplyError> {
+        let started_at = chrono::Utc::now();
+        let plan = self.plan;
+        let preflight = self.preflight().await?;
+        let url = url_of(plan)?;
+        let slices = preflight.document.plan.slices();
+        let done = &preflight.done;
+        let schema = table::arrow_schema(&preflight.target)?;
+        let spec = &preflight.document.plan;
+        let writer = SliceWriter::for_plan(spec);
+        let generated = crate::row_rules::generated_columns(&preflight.target);
+        let source = Source::new(&preflight.document, schema)
+            .with_computed_columns(generated.iter().map(String::as_str))
+            .with_delta_inputs(&plan.delta_inputs);
         if self.finish {
             let missing: Vec<String> = slices
                 .iter()
-                .filter(|s| !done.contains(&s.index))
+                .filter(|s| !done.contains_key(&s.index))
                 .map(|s| format!("{} ({})", s.index, s.first))
                 .collect();
             if !missing.is_empty() {
                 return Err(ApplyError::Unfinished { count: missing.len(), missing: missing.join(", ") });
             }
         }
-        let chosen = |slice: &Slice| self.only.as_ref().is_none_or(|only| only.contains(&slice.index));
         let mut outcomes = Vec::with_capacity(slices.len());
-        for slice in slices.iter().filter(|s| done.contains(&s.index) && chosen(s)) {
+        for slice in slices.iter().filter(|s| done.contains_key(&s.index) && self.chosen(s)) {
             let outcome = SliceOutcome::skipped(slice);
             progress.slice_done(&outcome);
             outcomes.push(outcome);
         }
-        let pending: Vec<&Slice> = slices.iter().filter(|s| !done.contains(&s.index) && chosen(s)).collect();
+        let pending: Vec<&Slice> =
+            slices.iter().filter(|s| !done.contains_key(&s.index) && self.chosen(s)).collect();
         // Nothing pending (a resume of a finished apply, `--finish`) needs no rehearsal.
-        let publisher = match self.recompute || pending.is_empty() {
+        let publisher = match preflight.recompute || pending.is_empty() {
             true => None,
             false => Some(
-                publisher(&stores, plan, pending.iter().map(|s| s.index))
+                publisher(&preflight.stores, plan, pending.iter().map(|s| s.index))
                     .await
                     .map_err(ApplyError::Unpublishable)?,
             ),
@@ -321,15 +456,14 @@ impl<'a> Apply<'a> {
         let parallel = spec.slicing.parallel.max(1) as usize;
         let run = SliceRun {
             plan,
-            stores: &stores,
+            preflight: &preflight,
             source: &source,
             writer: &writer,
             publisher: publisher.as_ref(),
-            backfill: &backfill,
-            spec,
             progress,
-            others_may_commit: self.only.is_some(),
+            committed: Default::default(),
         };
+        let mut target = preflight.target.clone();
         if parallel == 1 {
             // Each slice writes on the table the previous one returned: commits follow one another.
             for slice in pending {
@@ -347,6 +481,7 @@ impl<'a> Apply<'a> {
             outcomes.extend(results.into_iter().map(|(_, outcome)| outcome));
             target.load().await?;
         }
+        let Preflight { stores, since, log_url, backfill, .. } = preflight;
 
         if self.only.is_some() {
             // One task of a fan-out: the comment and the change log are `finish`'s.
@@ -362,17 +497,13 @@ impl<'a> Apply<'a> {
             });
         }
         fault("before-comment");
-        let already_commented = since.iter().any(|e| e.is_comment_of(&backfill.backfill_id));
+        crate::fault::pause_before_comment();
         let comment = comment_text(&spec.record.comment, &backfill, chrono::Utc::now().date_naive());
-        if !already_commented {
-            target = target
-                .update_table_metadata()
-                .with_update(TableMetadataUpdate { name: None, description: Some(comment.clone()) })
-                .with_commit_properties(backfill.comment_commit())
-                .await?;
-        }
+        let (target, wrote_comment) = comment_once(target, &since, &backfill, &comment).await?;
         let mut log_table = None;
         if let Some(url) = log_url {
+            // Two finishers at once: the one whose comment landed writes the row; a crash between the
+            // two leaves it to the next run, which finds the comment and no row.
             let row = change_log::LogRow {
                 backfill_id: backfill.backfill_id.clone(),
                 table: display_url(&url_of(plan)?),
@@ -385,7 +516,10 @@ impl<'a> Apply<'a> {
                     .or_else(|_| std::env::var("USERNAME"))
                     .unwrap_or_else(|_| "unknown".into()),
             };
-            change_log::record(&stores, &url, &row).await?;
+            let commented_before = since.iter().any(|e| e.is_comment_of(&backfill.backfill_id));
+            if wrote_comment || commented_before {
+                change_log::record(&stores, &url, &row).await?;
+            }
             log_table = Some(display_url(&url));
         }
         outcomes.sort_by_key(|o| o.index);
@@ -399,6 +533,96 @@ impl<'a> Apply<'a> {
             log_table,
         })
     }
+}
+
+/// Sets the table comment that ends the backfill's apply, unless its commit is in the table already;
+/// returns the table and whether this call wrote it. Two finishers racing: the comment is a metadata
+/// commit, so the second conflicts, finds the first's comment, and writes nothing.
+async fn comment_once(
+    target: DeltaTable,
+    since: &[Entry],
+    backfill: &Backfill,
+    comment: &str,
+) -> Result<(DeltaTable, bool), ApplyError> {
+    if since.iter().any(|e| e.is_comment_of(&backfill.backfill_id)) {
+        return Ok((target, false));
+    }
+    let read_version = target.version().unwrap_or(0);
+    let fallback = target.clone();
+    let written = target
+        .update_table_metadata()
+        .with_update(TableMetadataUpdate { name: None, description: Some(comment.to_owned()) })
+        .with_commit_properties(backfill.comment_commit())
+        .await;
+    match written {
+        Ok(table) => Ok((table, true)),
+        Err(error) => {
+            let mut table = fallback;
+            table.update_incremental(None).await?;
+            let newer = ledger::commits_after(&table, read_version).await?;
+            match newer.iter().any(|e| e.is_comment_of(&backfill.backfill_id)) {
+                true => Ok((table, false)),
+                false => Err(error.into()),
+            }
+        }
+    }
+}
+
+/// The backfill's slices the table holds, each with the version that committed it: named by the
+/// backfill's commits since the plan, confirmed by their transactions (each lookup replays the log,
+/// so a first apply makes none).
+async fn committed(
+    target: &DeltaTable,
+    since: &[Entry],
+    backfill: &Backfill,
+    slices: &[Slice],
+) -> Result<BTreeMap<usize, u64>, ApplyError> {
+    let named: BTreeMap<usize, u64> = since
+        .iter()
+        .filter(|e| e.is_slice_of(&backfill.backfill_id))
+        .filter_map(|e| Some((e.slice()?.index, e.version)))
+        .collect();
+    if named.is_empty() {
+        return Ok(BTreeMap::new());
+    }
+    let named_slices: Vec<Slice> = slices.iter().filter(|s| named.contains_key(&s.index)).cloned().collect();
+    let confirmed = backfill.committed_slices(target, &named_slices).await?;
+    Ok(named.into_iter().filter(|(index, _)| confirmed.contains(index)).collect())
+}
+
+/// Counts the rows of each committed slice `which` picks and returns those that differ from the
+/// rehearsal's. A slice is counted in the table as it is now, unless a later commit of another
+/// writer touched its days: then at the version that committed it.
+async fn verify_committed(
+    target: &DeltaTable,
+    watch: &Watch,
+    done: &BTreeMap<usize, u64>,
+    plan: &Plan,
+    slices: &[Slice],
+    which: impl Fn(&Slice) -> bool,
+) -> Result<Vec<Unverified>, ApplyError> {
+    let mut unverified = Vec::new();
+    for slice in slices.iter().filter(|s| which(s)) {
+        let Some(&version) = done.get(&slice.index) else { continue };
+        let Some(rehearsed) = plan.slices.iter().find(|r| r.index == slice.index) else { continue };
+        let touched_since = !watch.check(target, slice, &[], version).await?.is_empty();
+        let found = if touched_since {
+            let mut then = target.clone();
+            then.load_version(version as _).await?;
+            table::rows_in_slice(&then, &plan.target.date_column, slice).await?
+        } else {
+            table::rows_in_slice(target, &plan.target.date_column, slice).await?
+        };
+        if found != rehearsed.after.rows {
+            unverified.push(Unverified {
+                slice: slice.clone(),
+                version,
+                expected: rehearsed.after.rows,
+                found,
+            });
+        }
+    }
+    Ok(unverified)
 }
 
 /// How far applying a saved plan got, read from the table alone.
@@ -459,6 +683,23 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
     })
 }
 
+/// The committed slices of the plan's latest backfill whose rows are not the rehearsal's: what stops
+/// its resume, its retries and its finish. Counts rows, so only what reports it asks.
+pub async fn unverified(plan: &Plan) -> Result<Vec<Unverified>, ApplyError> {
+    let url = url_of(plan)?;
+    let target = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?.open(&url, None).await?;
+    let since = ledger::commits_after(&target, plan.target.pre_version).await?;
+    let backfill = backfill_for(plan, &since, false);
+    let slices: Vec<Slice> = plan
+        .slices
+        .iter()
+        .map(|r| Slice { index: r.index, first: r.first, last: r.last, run_date: r.run_date })
+        .collect();
+    let done = committed(&target, &since, &backfill, &slices).await?;
+    let watch = Watch::new(&plan.id, plan.target.pre_version, &target, &plan.target.date_column);
+    verify_committed(&target, &watch, &done, plan, &slices, |_| true).await
+}
+
 /// Why `bf apply` cannot publish the rehearsed files of the slices `state` says are pending (it
 /// would need `--recompute`); `None` when it can, or nothing is pending. Opens the rehearsal and
 /// looks for each file, so only what reports it asks.
@@ -479,17 +720,29 @@ fn url_of(plan: &Plan) -> Result<url::Url, ApplyError> {
 /// What writing one slice needs, borrowed for the length of an apply.
 struct SliceRun<'r> {
     plan: &'r Plan,
-    stores: &'r Stores,
+    preflight: &'r Preflight,
     source: &'r Source<'r>,
     writer: &'r SliceWriter,
     /// Publishes the rehearsed slices; without it, each slice's query runs again.
     publisher: Option<&'r Publisher<'r>>,
-    backfill: &'r Backfill,
-    spec: &'r PlanFile,
     progress: &'r dyn ApplyProgress,
-    /// Other processes apply slices of the same backfill (`--slice`): a slice one of them committed
-    /// first is done, not a conflict.
-    others_may_commit: bool,
+    /// How many slices this run committed so far.
+    committed: std::sync::atomic::AtomicUsize,
+}
+
+impl Preflight {
+    /// The target's files the slice's publication removes; none when slices are recomputed.
+    fn removes<'p>(&self, plan: &'p Plan, slice: &Slice) -> &'p [String] {
+        match self.recompute {
+            true => &[],
+            false => plan
+                .slices
+                .iter()
+                .find(|r| r.index == slice.index)
+                .and_then(|r| r.publication.as_ref())
+                .map_or(&[], |p| p.removes.as_slice()),
+        }
+    }
 }
 
 impl SliceRun<'_> {
@@ -499,8 +752,38 @@ impl SliceRun<'_> {
         })
     }
 
-    /// Source query, one commit, verification. Another writer's commit that does not touch the
-    /// slice's rows is rebased over by deltalake (bounded retries); one that does stops the apply.
+    /// The table as it is now, once no commit since the plan touches the slice: the version the
+    /// slice's commit is built on. Commits after it are deltalake's conflict check's. A slice another
+    /// process committed meanwhile is [`Ready::Done`].
+    async fn untouched(&self, slice: &Slice, mut table: DeltaTable) -> Result<Ready, ApplyError> {
+        table.update_incremental(None).await?;
+        let removes = self.preflight.removes(self.plan, slice);
+        let watch = &self.preflight.watch;
+        let by = watch.check(&table, slice, removes, 0).await?;
+        if watch.committed(&self.preflight.backfill.backfill_id, slice.index).await.is_some() {
+            return Ok(Ready::Done(table));
+        }
+        if !by.is_empty() {
+            let committed =
+                self.preflight.done.len() + self.committed.load(std::sync::atomic::Ordering::SeqCst);
+            return Err(ApplyError::Overtaken {
+                slices: vec![(slice.clone(), by)],
+                committed,
+                plan_file: self.plan.plan_file.path.clone(),
+            });
+        }
+        pause_after_check(slice.index);
+        Ok(Ready::Write(table))
+    }
+
+    /// Checks the slice is still the plan's, writes it in one commit, verifies it. Another writer's
+    /// commit that does not touch the slice is rebased over by deltalake (bounded retries); one that
+    /// does stops the apply before the slice is written.
+    ///
+    /// On a table whose partition values the log keys by physical names (column mapping), deltalake
+    /// 1.1 panics checking a concurrent commit (`kernel/transaction/state.rs` looks them up by
+    /// logical name). There bf never lets it check: each commit is tried without retries, and a
+    /// commit that lost the race is written again from the table as it is then, after bf's own check.
     async fn apply(
         &self,
         slice: &Slice,
@@ -508,59 +791,60 @@ impl SliceRun<'_> {
     ) -> Result<(DeltaTable, SliceOutcome), ApplyError> {
         fault(&format!("before-slice:{}", slice.index));
         let rehearsed = self.rehearsed(slice)?;
-        let read_version = table.version().unwrap_or(0);
         let url = table.table_url().clone();
-        let written = match (self.publisher, &rehearsed.publication) {
-            (Some(publisher), Some(publication)) => {
-                pause_before(slice.index);
-                let commit = |info| self.backfill.slice_commit_with(slice, info);
-                match publisher.publish(table, slice, publication, rehearsed.predicate.clone(), commit).await
+        let own_conflict_check = table::partition_values_by_physical_name(&table);
+        let attempts = if own_conflict_check { RACE_ATTEMPTS } else { 1 };
+        let mut table = table;
+        let mut written = None;
+        for attempt in 1..=attempts {
+            let (outcome, read_version) =
+                self.write(slice, rehearsed, table.clone(), own_conflict_check).await?;
+            match outcome {
+                Err(Failed::Write(error))
+                    if own_conflict_check && attempt < attempts && lost_race(&error) =>
                 {
-                    Ok(table) => Ok(table),
-                    // A commit that failed reads as a write's does: a conflict is named the same way.
-                    Err(crate::publish::PublishError::Delta(error)) => Err(crate::slice_writer::WriteError {
-                        slice: slice.index,
-                        first: slice.first.to_string(),
-                        last: slice.last.to_string(),
-                        broken: None,
-                        source: Box::new(error),
-                    }),
-                    Err(other) => {
-                        return Err(ApplyError::Publish {
-                            slice: slice.index,
-                            first: slice.first.to_string(),
-                            message: other.to_string(),
-                        });
-                    }
+                    table.update_incremental(None).await?;
+                }
+                Err(Failed::Done(table)) => {
+                    let outcome = SliceOutcome::skipped(slice);
+                    self.progress.slice_done(&outcome);
+                    return Ok((table, outcome));
+                }
+                outcome => {
+                    written = Some((outcome, read_version));
+                    break;
                 }
             }
-            _ => {
-                let rows = self.source.for_slice(slice).await?;
-                pause_before(slice.index);
-                self.writer.write(table, slice, &rows, self.backfill.slice_commit(slice)).await
-            }
-        };
+        }
+        let (written, read_version) = written.expect("at least one attempt");
+        let backfill = &self.preflight.backfill;
         let table = match written {
             Ok(table) => table,
-            Err(error) => {
-                if self.others_may_commit
-                    && let Some(done) = self.committed_by_another(slice, &url).await
-                {
+            Err(failed) => {
+                // Another process (a fan-out task, a second apply) committed the slice first.
+                if let Some(done) = self.committed_by_another(slice, &url).await {
                     return Ok(done);
                 }
-                return Err(conflict_or(
-                    self.stores,
-                    error,
-                    slice,
-                    &url,
-                    read_version,
-                    &self.backfill.backfill_id,
-                )
-                .await);
+                return Err(match failed {
+                    Failed::Write(error) => {
+                        conflict_or(
+                            &self.preflight.stores,
+                            error,
+                            slice,
+                            &url,
+                            read_version,
+                            &backfill.backfill_id,
+                        )
+                        .await
+                    }
+                    Failed::Other(error) => error,
+                    Failed::Done(_) => unreachable!("a slice committed before its write is a success"),
+                });
             }
         };
+        self.committed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         fault(&format!("after-commit:{}", slice.index));
-        let found = verify(&table, &self.spec.target.date_column, slice, rehearsed.after.rows).await?;
+        let found = verify(&table, &self.plan.target.date_column, slice, rehearsed.after.rows).await?;
         let outcome = SliceOutcome {
             index: slice.index,
             first: slice.first.to_string(),
@@ -573,6 +857,95 @@ impl SliceRun<'_> {
         self.progress.slice_done(&outcome);
         Ok((table, outcome))
     }
+
+    /// One attempt at the slice's commit, on the table as it is now once the check passed; returns
+    /// what became of it and the version it was built on. `no_retries`: a commit that finds the
+    /// table moved fails instead of rebasing.
+    async fn write(
+        &self,
+        slice: &Slice,
+        rehearsed: &crate::plan::SliceReport,
+        table: DeltaTable,
+        no_retries: bool,
+    ) -> Result<(Result<DeltaTable, Failed>, u64), ApplyError> {
+        let backfill = &self.preflight.backfill;
+        let retries = |properties: deltalake::kernel::transaction::CommitProperties| match no_retries {
+            true => properties.with_max_retries(0),
+            false => properties,
+        };
+        Ok(match (self.publisher, &rehearsed.publication) {
+            (Some(publisher), Some(publication)) => {
+                pause_before(slice.index);
+                let table = match self.untouched(slice, table).await? {
+                    Ready::Write(table) => table,
+                    Ready::Done(table) => return Ok((Err(Failed::Done(table)), 0)),
+                };
+                let read_version = table.version().unwrap_or(0);
+                let commit = |info| retries(backfill.slice_commit_with(slice, info));
+                let published =
+                    publisher.publish(table, slice, publication, rehearsed.predicate.clone(), commit).await;
+                let written = published.map_err(|error| match error {
+                    // A commit that failed reads as a write's does: a conflict is named the same way.
+                    crate::publish::PublishError::Delta(error) => {
+                        Failed::Write(crate::slice_writer::WriteError {
+                            slice: slice.index,
+                            first: slice.first.to_string(),
+                            last: slice.last.to_string(),
+                            broken: None,
+                            source: Box::new(error),
+                        })
+                    }
+                    other => Failed::Other(ApplyError::Publish {
+                        slice: slice.index,
+                        first: slice.first.to_string(),
+                        message: other.to_string(),
+                    }),
+                });
+                (written, read_version)
+            }
+            _ => {
+                let rows = self.source.for_slice(slice).await?;
+                pause_before(slice.index);
+                let table = match self.untouched(slice, table).await? {
+                    Ready::Write(table) => table,
+                    Ready::Done(table) => return Ok((Err(Failed::Done(table)), 0)),
+                };
+                let read_version = table.version().unwrap_or(0);
+                let written =
+                    self.writer.write(table, slice, &rows, retries(backfill.slice_commit(slice))).await;
+                (written.map_err(Failed::Write), read_version)
+            }
+        })
+    }
+}
+
+/// How many times a slice's commit is tried on a table where bf checks concurrent commits itself.
+const RACE_ATTEMPTS: usize = 16;
+
+/// Whether a commit tried without retries failed because another landed first.
+fn lost_race(error: &crate::slice_writer::WriteError) -> bool {
+    matches!(
+        error.source.as_ref(),
+        DeltaTableError::Transaction {
+            source: deltalake::kernel::transaction::TransactionError::MaxCommitAttempts(0)
+        }
+    )
+}
+
+/// Why a slice's write did not land: deltalake refused the commit, publishing stopped before it, or
+/// another process had committed the slice.
+enum Failed {
+    Write(crate::slice_writer::WriteError),
+    Other(ApplyError),
+    Done(DeltaTable),
+}
+
+/// What the check before a slice's commit found.
+enum Ready {
+    /// The table to build the commit on.
+    Write(DeltaTable),
+    /// The slice is in the table already, committed by another process.
+    Done(DeltaTable),
 }
 
 impl SliceRun<'_> {
@@ -584,8 +957,9 @@ impl SliceRun<'_> {
         slice: &Slice,
         url: &url::Url,
     ) -> Option<(DeltaTable, SliceOutcome)> {
-        let table = self.stores.open(url, None).await.ok()?;
-        let committed = self.backfill.committed_slices(&table, std::slice::from_ref(slice)).await.ok()?;
+        let table = self.preflight.stores.open(url, None).await.ok()?;
+        let committed =
+            self.preflight.backfill.committed_slices(&table, std::slice::from_ref(slice)).await.ok()?;
         if !committed.contains(&slice.index) {
             return None;
         }
@@ -691,17 +1065,8 @@ pub fn check_stale(plan: &Plan, since: &[Entry], now: &Now) -> Result<(), ApplyE
     for malformed in since.iter().filter_map(|e| e.mark().err()) {
         reasons.push(malformed.to_string());
     }
-    let others: Vec<&Entry> = since
-        .iter()
-        .filter(|e| e.mark().is_ok() && e.backfill().is_none_or(|b| b.plan_id != plan.id))
-        .collect();
-    if !others.is_empty() {
-        let listed = ledger::describe(others);
-        reasons.push(format!(
-            "the table moved since its planned version {}:\n{listed}",
-            plan.target.pre_version
-        ));
-    }
+    // Other writers' commits since the plan are judged slice by slice ([`Watch`]): only those that
+    // touch a slice's days or files make it stale.
     for (input, now) in plan.inputs.iter().zip(now.inputs) {
         if !now.as_ref().is_ok_and(|now| input.matches(now)) {
             reasons.push(match now {

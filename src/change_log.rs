@@ -14,7 +14,8 @@ use deltalake::arrow::array::{
 };
 use deltalake::arrow::datatypes::{DataType as ArrowType, Date32Type, Field, Schema, TimeUnit};
 use deltalake::datafusion::prelude::{SessionContext, col, lit};
-use deltalake::kernel::{DataType, StructField};
+use deltalake::kernel::transaction::CommitProperties;
+use deltalake::kernel::{DataType, StructField, Transaction};
 use deltalake::protocol::SaveMode;
 use deltalake::{DeltaTable, DeltaTableError};
 use url::Url;
@@ -74,17 +75,35 @@ pub async fn record(stores: &Stores, url: &Url, row: &LogRow) -> Result<bool, De
         }
         Err(other) => return Err(DeltaTableError::Generic(other.to_string())),
     };
-    let ctx = SessionContext::new();
-    let already = ctx
-        .read_table(table.table_provider().await?)?
-        .filter(col("backfill_id").eq(lit(row.backfill_id.clone())))?
-        .count()
-        .await?;
-    if already > 0 {
+    if holds(&table, &row.backfill_id).await? {
         return Ok(false);
     }
-    table.write(vec![batch(row)?]).with_save_mode(SaveMode::Append).await?;
-    Ok(true)
+    // The row's own transaction: two finishers appending it at once conflict instead of both landing.
+    let once = CommitProperties::default()
+        .with_cleanup_expired_logs(Some(false))
+        .with_application_transaction(Transaction::new(format!("bf-log:{}", row.backfill_id), 1));
+    let fallback = table.clone();
+    match table.write(vec![batch(row)?]).with_save_mode(SaveMode::Append).with_commit_properties(once).await {
+        Ok(_) => Ok(true),
+        Err(error) => {
+            let mut table = fallback;
+            table.update_incremental(None).await?;
+            match holds(&table, &row.backfill_id).await? {
+                true => Ok(false),
+                false => Err(error),
+            }
+        }
+    }
+}
+
+/// Whether the log table holds a row for the backfill.
+async fn holds(table: &DeltaTable, backfill_id: &str) -> Result<bool, DeltaTableError> {
+    let rows = SessionContext::new()
+        .read_table(table.table_provider().await?)?
+        .filter(col("backfill_id").eq(lit(backfill_id.to_owned())))?
+        .count()
+        .await?;
+    Ok(rows > 0)
 }
 
 fn columns() -> Vec<(&'static str, DataType, ArrowType)> {

@@ -18,6 +18,10 @@ pub const FAULT_ENV: &str = "BF_FAULT";
 /// Names a file: before writing slice N (`BF_PAUSE_SLICE=N`), bf creates it and waits while it exists.
 pub const PAUSE_FILE_ENV: &str = "BF_PAUSE_FILE";
 pub const PAUSE_SLICE_ENV: &str = "BF_PAUSE_SLICE";
+/// Where the pause is: `before` (the default: before slice N's staleness check), `after-check`
+/// (between slice N's check and its commit, where only the commit's conflict check stands), or
+/// `before-comment` (before the comment commit that ends an apply; no slice named).
+pub const PAUSE_POINT_ENV: &str = "BF_PAUSE_POINT";
 
 /// The table of a chain being applied, so `BF_FAULT=NAME/POINT` crashes at POINT in that table only.
 static TABLE: std::sync::Mutex<Option<String>> = std::sync::Mutex::new(None);
@@ -57,10 +61,24 @@ pub(crate) fn corrupt(point: &str) -> bool {
 
 /// Waits while the pause file of `BF_PAUSE_FILE` exists, when `BF_PAUSE_SLICE` names this slice.
 pub(crate) fn pause_before(index: usize) {
-    let (Ok(file), Ok(wanted)) = (std::env::var(PAUSE_FILE_ENV), std::env::var(PAUSE_SLICE_ENV)) else {
-        return;
-    };
-    if wanted != index.to_string() {
+    pause_at("before", Some(index));
+}
+
+/// Waits as [`pause_before`] does, with `BF_PAUSE_POINT=after-check`.
+pub(crate) fn pause_after_check(index: usize) {
+    pause_at("after-check", Some(index));
+}
+
+/// Waits while the pause file exists, with `BF_PAUSE_POINT=before-comment`.
+pub(crate) fn pause_before_comment() {
+    pause_at("before-comment", None);
+}
+
+fn pause_at(point: &str, index: Option<usize>) {
+    let Ok(file) = std::env::var(PAUSE_FILE_ENV) else { return };
+    let at = std::env::var(PAUSE_POINT_ENV).unwrap_or_else(|_| "before".to_owned());
+    let slice = std::env::var(PAUSE_SLICE_ENV).ok();
+    if at != point || index.is_some_and(|index| slice != Some(index.to_string())) {
         return;
     }
     let file = Path::new(&file);

@@ -22,7 +22,7 @@ use chrono::NaiveDate;
 use deltalake::kernel::Transaction;
 use deltalake::kernel::transaction::CommitProperties;
 use deltalake::{DeltaTable, DeltaTableError};
-use futures::TryStreamExt;
+use futures::{StreamExt, TryStreamExt};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -636,48 +636,94 @@ pub async fn added_files(table: &DeltaTable, version: u64) -> Result<Vec<Value>,
         .collect())
 }
 
-/// The table's commits after `after_version`, oldest first.
+/// One commit as the log holds it: its entry in the history, and its actions (adds, removes,
+/// metadata…) for what needs to know what it did to the table.
+#[derive(Debug, Clone)]
+pub struct Logged {
+    pub entry: Entry,
+    pub actions: Vec<Value>,
+}
+
+impl Logged {
+    fn parse(version: u64, bytes: &[u8]) -> Result<Logged, DeltaTableError> {
+        let unreadable = |problem: String| {
+            DeltaTableError::Generic(format!(
+                "version {version} of the table's log cannot be read: {problem}"
+            ))
+        };
+        let text = std::str::from_utf8(bytes).map_err(|e| unreadable(e.to_string()))?;
+        let actions: Vec<Value> = text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|l| serde_json::from_str(l).map_err(|e| unreadable(e.to_string())))
+            .collect::<Result<_, _>>()?;
+        let info: HashMap<String, Value> = actions
+            .iter()
+            .find_map(|a| a.get("commitInfo")?.as_object().cloned())
+            .map(|info| info.into_iter().collect())
+            .unwrap_or_default();
+        let predicate = info.get("operationParameters").and_then(|p| p.get("predicate")).map(|p| match p {
+            Value::String(text) => text.clone(),
+            other => other.to_string(),
+        });
+        let metrics = info.get("operationMetrics");
+        let rows_written =
+            ["num_added_rows", "numOutputRows", "num_target_rows_inserted"].iter().find_map(|k| {
+                let value = metrics?.get(*k)?;
+                value.as_u64().or_else(|| value.as_str()?.parse().ok())
+            });
+        let entry = Entry::new(
+            version,
+            info.get("timestamp").and_then(Value::as_i64),
+            // A commit without commitInfo (some writers omit it) still has a place in the history.
+            info.get("operation").and_then(Value::as_str).unwrap_or("(no commitInfo)").to_owned(),
+            predicate,
+            rows_written,
+            &info,
+        );
+        Ok(Logged { entry, actions })
+    }
+}
+
+/// The commits `versions` of the table, read from the log by their version numbers, oldest first.
+/// A version whose file the log no longer holds (cleaned up behind a checkpoint) is left out.
+///
+/// Versions come from the log's file names, never from counting: a commit without commitInfo, or
+/// one landing while the history is read, cannot shift another commit's number.
+pub async fn read_log(
+    table: &DeltaTable,
+    versions: std::ops::RangeInclusive<u64>,
+) -> Result<Vec<Logged>, DeltaTableError> {
+    let log_store = table.log_store();
+    let reads = versions.map(|version| {
+        let log_store = log_store.clone();
+        async move {
+            match log_store.read_commit_entry(version as _).await? {
+                Some(bytes) => Logged::parse(version, &bytes).map(Some),
+                None => Ok(None),
+            }
+        }
+    });
+    let read: Vec<Option<Logged>> = futures::stream::iter(reads).buffered(16).try_collect().await?;
+    Ok(read.into_iter().flatten().collect())
+}
+
+/// The table's commits after `after_version` up to the version `table` was loaded at, oldest first.
 pub async fn commits_after(table: &DeltaTable, after_version: u64) -> Result<Vec<Entry>, DeltaTableError> {
     let latest = table.version().unwrap_or(0);
     if latest <= after_version {
         return Ok(Vec::new());
     }
-    let mut entries = history(table, Some((latest - after_version) as usize)).await?;
-    entries.reverse();
-    Ok(entries)
+    Ok(read_log(table, after_version + 1..=latest).await?.into_iter().map(|l| l.entry).collect())
 }
 
-/// The table's last `limit` commits (all without a limit), newest first, with versions: delta-rs's
-/// history has none, so they are counted down from the latest (every commit delta-rs and Spark
-/// write carries a commitInfo).
+/// The table's last `limit` commits (all without a limit), newest first.
 pub async fn history(table: &DeltaTable, limit: Option<usize>) -> Result<Vec<Entry>, DeltaTableError> {
     let latest = table.version().unwrap_or(0);
-    let infos: Vec<_> = table.history(limit).try_collect().await?;
-    let entries: Vec<Entry> = infos
-        .into_iter()
-        .zip((0..=latest).rev())
-        .map(|(info, version)| {
-            let predicate = info
-                .operation_parameters
-                .as_ref()
-                .and_then(|p| p.get("predicate"))
-                .and_then(|p| p.as_str().map(str::to_owned).or_else(|| Some(p.to_string())));
-            let metrics = info.info.get("operationMetrics");
-            let rows_written =
-                ["num_added_rows", "numOutputRows", "num_target_rows_inserted"].iter().find_map(|k| {
-                    let value = metrics?.get(*k)?;
-                    value.as_u64().or_else(|| value.as_str()?.parse().ok())
-                });
-            Entry::new(
-                version,
-                info.timestamp,
-                info.operation.clone().unwrap_or_default(),
-                predicate,
-                rows_written,
-                &info.info,
-            )
-        })
-        .collect();
+    let first = limit.map_or(0, |limit| (latest + 1).saturating_sub(limit as u64));
+    let mut entries: Vec<Entry> =
+        read_log(table, first..=latest).await?.into_iter().map(|l| l.entry).collect();
+    entries.reverse();
     Ok(entries)
 }
 

@@ -43,6 +43,7 @@ pub mod row_rules;
 pub mod shop;
 pub mod slice_writer;
 pub mod source;
+pub mod staleness;
 pub mod store;
 pub mod table;
 pub mod window;

@@ -9,12 +9,14 @@
 //!    the rehearsal are named as the target names them).
 //! 2. At `bf apply`, [`Publisher::check`] makes sure the rehearsal is the one the plan recorded
 //!    (same table, same version) and still holds every file to publish.
-//! 3. [`Publisher::publish`] places each added file under the target's root at the same relative
-//!    path (a hard link locally, the store's copy in a bucket), checks its bytes against the
-//!    recorded checksum, then commits the rehearsal's add actions (statistics included) with removes
-//!    of the target's own files (their deletion vectors included) and the change-data files, as one
-//!    commit carrying the slice's ledger keys and transaction. A crash before the commit leaves only
-//!    unreferenced files, which the resumed apply places again.
+//! 3. [`Publisher::publish`] places each added file and change-data file under the target's root at
+//!    the same relative path ([`Stores::place`]: a fresh hard link locally, the store's copy in a
+//!    bucket; never over a file that is there), checks its bytes against the recorded checksum, then
+//!    commits the rehearsal's add actions (statistics included) with removes of the target's own files
+//!    (their deletion vectors included) and the change-data files, as one commit carrying the slice's
+//!    ledger keys and transaction. A crash before the commit leaves only unreferenced files, which
+//!    the resumed apply finds in place and checks again. A rehearsal commit that would change the
+//!    table itself (metadata, protocol, domain metadata) is refused: publishing carries data only.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -39,6 +41,10 @@ pub struct Publication {
     pub adds: Vec<PublishedFile>,
     /// The target's files the slice removes: their paths relative to the target's root, decoded.
     pub removes: Vec<String>,
+    /// The change-data files the slice's commit writes (tables with the change data feed on),
+    /// checked like its data files.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cdc: Vec<PublishedFile>,
 }
 
 /// A file the rehearsal wrote, by its path relative to the table root (decoded), which is also where
@@ -92,11 +98,21 @@ pub async fn record(
     let root = decoded(target_root.as_str());
     let mut adds = Vec::new();
     let mut removes = Vec::new();
+    let mut cdc = Vec::new();
+    let recorded = |path: &str| {
+        let path = decoded(path);
+        let url = store::join(rehearsal.table_url(), &path);
+        async move {
+            let (size, sha256) = stores.checksum(&url).await?;
+            Ok::<_, PublishError>(PublishedFile { path, size, sha256 })
+        }
+    };
     for action in &actions {
         if let Some(path) = action.pointer("/add/path").and_then(Value::as_str) {
-            let path = decoded(path);
-            let (size, sha256) = stores.checksum(&store::join(rehearsal.table_url(), &path)).await?;
-            adds.push(PublishedFile { path, size, sha256 });
+            adds.push(recorded(path).await?);
+        }
+        if let Some(path) = action.pointer("/cdc/path").and_then(Value::as_str) {
+            cdc.push(recorded(path).await?);
         }
         if let Some(path) = action.pointer("/remove/path").and_then(Value::as_str) {
             let path = decoded(path);
@@ -117,7 +133,7 @@ pub async fn record(
             removes.push(target_path);
         }
     }
-    Ok(Publication { rehearsal_version: version, adds, removes })
+    Ok(Publication { rehearsal_version: version, adds, removes, cdc })
 }
 
 /// Publishes rehearsed slices into the target.
@@ -202,55 +218,50 @@ impl<'a> Publisher<'a> {
             .map(|m| ("operationMetrics".to_owned(), m))
             .into_iter()
             .collect();
+        // What publishing carries over is data: a commit that would also change the table's schema,
+        // properties or protocol is not this slice's to make.
+        let carried = ["commitInfo", "add", "remove", "cdc", "txn"];
+        if let Some(kind) = actions
+            .iter()
+            .filter_map(|a| a.as_object()?.keys().next().cloned())
+            .find(|k| !carried.contains(&k.as_str()))
+        {
+            return Err(commit_problem(
+                version,
+                format!(
+                    "holds a `{kind}` action: it changes the table itself, which publishing the slice's files \
+                     cannot carry; nothing was committed (`bf apply --recompute` writes the slice instead)"
+                ),
+            ));
+        }
         let target_root = table.table_url().clone();
-        let place = |path: &str| {
-            let from = store::join(self.rehearsal.table_url(), path);
-            let to = store::join(&target_root, path);
-            async move {
-                self.stores.place(&from, &to).await?;
-                Ok::<_, PublishError>(to)
-            }
-        };
         let mut published: Vec<Action> = Vec::new();
         let recorded: HashMap<&str, &PublishedFile> =
             publication.adds.iter().map(|f| (f.path.as_str(), f)).collect();
+        let recorded_cdc: HashMap<&str, &PublishedFile> =
+            publication.cdc.iter().map(|f| (f.path.as_str(), f)).collect();
         for action in &actions {
             if let Some(add) = action.get("add") {
                 let add: Add = serde_json::from_value(add.clone()).map_err(|e| commit_problem(version, e))?;
-                let Some(expected) = recorded.get(add.path.as_str()) else {
+                let Some(expected) = recorded.get(decoded(&add.path).as_str()) else {
                     return Err(commit_problem(
                         version,
                         format!("adds {} which the plan did not record", add.path),
                     ));
                 };
-                let to = place(&add.path).await?;
-                if crate::fault::corrupt(&format!("corrupt-published:{}", slice.index)) {
-                    // A test hook: the copy in the target is not the rehearsed file.
-                    if let Some(path) = store::local_path(&to) {
-                        let _ = std::fs::remove_file(&path);
-                        let _ = std::fs::write(&path, b"not the rehearsed file");
-                    }
-                }
-                let (size, sha256) = self.stores.checksum(&to).await?;
-                if (size, sha256.as_str()) != (expected.size, expected.sha256.as_str()) {
-                    return Err(commit_problem(
-                        version,
-                        format!(
-                            "adds {}, and its copy in the target is not the rehearsed file ({size} bytes, sha256 \
-                             {}…; the plan recorded {} bytes, sha256 {}…); nothing was committed",
-                            add.path,
-                            &sha256[..12],
-                            expected.size,
-                            &expected.sha256[..12.min(expected.sha256.len())]
-                        ),
-                    ));
-                }
+                self.place(&target_root, expected, slice, version).await?;
                 published.push(Action::Add(Add { data_change: true, ..add }));
             }
             if let Some(cdc) = action.get("cdc") {
                 let cdc: AddCDCFile =
                     serde_json::from_value(cdc.clone()).map_err(|e| commit_problem(version, e))?;
-                place(&cdc.path).await?;
+                let Some(expected) = recorded_cdc.get(decoded(&cdc.path).as_str()) else {
+                    return Err(commit_problem(
+                        version,
+                        format!("writes the change-data file {} which the plan did not record", cdc.path),
+                    ));
+                };
+                self.place(&target_root, expected, slice, version).await?;
                 published.push(Action::Cdc(cdc));
             }
         }
@@ -292,6 +303,44 @@ impl<'a> Publisher<'a> {
         let mut table = table;
         table.update_incremental(Some(committed.version())).await?;
         Ok(table)
+    }
+}
+
+impl Publisher<'_> {
+    /// Places one rehearsed file beside the table's own files, never over one, and checks its
+    /// bytes before anything commits.
+    async fn place(
+        &self,
+        target_root: &Url,
+        file: &PublishedFile,
+        slice: &Slice,
+        version: u64,
+    ) -> Result<(), PublishError> {
+        let from = store::join(self.rehearsal.table_url(), &file.path);
+        let to = store::join(target_root, &file.path);
+        self.stores.place(&from, &to).await?;
+        if crate::fault::corrupt(&format!("corrupt-published:{}", slice.index)) {
+            // A test hook: the copy in the target is not the rehearsed file.
+            if let Some(path) = store::local_path(&to) {
+                let _ = std::fs::remove_file(&path);
+                let _ = std::fs::write(&path, b"not the rehearsed file");
+            }
+        }
+        let (size, sha256) = self.stores.checksum(&to).await?;
+        if (size, sha256.as_str()) != (file.size, file.sha256.as_str()) {
+            return Err(commit_problem(
+                version,
+                format!(
+                    "adds {}, and the file in the target is not the rehearsed file ({size} bytes, sha256 {}…; \
+                     the plan recorded {} bytes, sha256 {}…); nothing was committed",
+                    file.path,
+                    &sha256[..12],
+                    file.size,
+                    &file.sha256[..12.min(file.sha256.len())]
+                ),
+            ));
+        }
+        Ok(())
     }
 }
 

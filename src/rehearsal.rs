@@ -159,6 +159,11 @@ pub async fn rehearse(
             },
         )));
     }
+    if spec.slicing.parallel > 1 {
+        stores
+            .require_one_writer(&target_url, Some("`slicing.parallel` slices at once"))
+            .map_err(|e| RehearsalError::Refused(e.to_string()))?;
+    }
     let rehearsal_url = rehearsal_url(document, &target_url)?;
     // A rehearsal is replaced by every plan: it must be neither the target, nor inside it, nor
     // hold it, nor a bucket's root.

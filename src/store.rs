@@ -494,25 +494,42 @@ impl Stores {
         Ok((size, false))
     }
 
-    /// Puts the file at `from` at `to` as well, replacing what is there: a hard link when both are
-    /// on one local filesystem (no byte is written; the file stays when either name is removed),
-    /// else a copy ([`Stores::copy`]).
-    pub async fn place(&self, from: &Url, to: &Url) -> Result<(), StoreError> {
+    /// Puts the file at `from` at `to` as well, unless a file is there already, which it never
+    /// replaces, moves or removes: the caller checks that one's bytes. A placed file is never seen
+    /// under its final name half-written, and is fresh (a VACUUM running beside the apply judges
+    /// files nothing references by their age).
+    ///
+    /// Locally: a hard link (no byte written), after setting the file's modification time to now (a
+    /// link shares it); across filesystems, a copy under a temporary name beside `to`, then linked
+    /// to `to` — a link, unlike a rename, fails when `to` exists. In a bucket: a copy made only when
+    /// `to` is absent (where the store cannot promise that, after a look).
+    pub async fn place(&self, from: &Url, to: &Url) -> Result<Placed, StoreError> {
         if let (Some(source), Some(destination)) = (local_path(from), local_path(to)) {
-            let io = |e: std::io::Error| StoreError { location: display_url(to), problem: e.to_string() };
-            if let Some(parent) = destination.parent() {
-                std::fs::create_dir_all(parent).map_err(io)?;
-            }
-            match std::fs::remove_file(&destination) {
-                Ok(()) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(io(e)),
-            }
-            if std::fs::hard_link(&source, &destination).is_ok() {
-                return Ok(());
-            }
+            return place_local(&source, &destination)
+                .map_err(|e| StoreError { location: display_url(to), problem: e.to_string() });
         }
-        self.copy(from, to).await.map(|_| ())
+        if self.exists(to).await? {
+            return Ok(Placed::Existing);
+        }
+        let (source, from_key) = self.object_store(from)?;
+        let (_, to_key) = self.object_store(to)?;
+        if from.scheme() != to.scheme() || from.authority() != to.authority() {
+            // One PUT (or a completed multipart upload) makes the object visible whole.
+            self.copy(from, to).await?;
+            return Ok(Placed::New);
+        }
+        match source.copy_if_not_exists(&from_key, &to_key).await {
+            Ok(()) => Ok(Placed::New),
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
+                Ok(Placed::Existing)
+            }
+            // S3 without a configured conditional copy: the look above found nothing there.
+            Err(object_store::Error::NotSupported { .. } | object_store::Error::NotImplemented { .. }) => {
+                source.copy(&from_key, &to_key).await.map_err(|e| self.error(to, &e))?;
+                Ok(Placed::New)
+            }
+            Err(e) => Err(self.error(to, &e)),
+        }
     }
 
     /// A file's size and the sha256 of its bytes, streamed.
@@ -593,6 +610,18 @@ impl Stores {
         }
     }
 
+    /// Refuses `several` writers at once (`parallel` slices, fan-out tasks) to a table whose plan
+    /// declared S3 commits safe only for a single writer.
+    pub fn require_one_writer(&self, url: &Url, several: Option<&str>) -> Result<(), UnsafeCommits> {
+        match (self.commits(url), several) {
+            (Commits::SingleWriter, Some(several)) => Err(UnsafeCommits::SingleWriterInParallel {
+                location: display_url(url),
+                several: several.to_owned(),
+            }),
+            _ => Ok(()),
+        }
+    }
+
     fn error(&self, url: &Url, error: &dyn std::error::Error) -> StoreError {
         StoreError {
             location: display_url(url),
@@ -618,6 +647,13 @@ pub enum UnsafeCommits {
          it to \"etag\""
     )]
     Disabled { location: String },
+    #[error(
+        "{location}: `s3_single_writer = true` promises that one writer commits at a time, and {several} \
+         would be several: two of bf's own commits could take the same version and one silently overwrite \
+         the other. Apply with `parallel = 1` in one `bf apply`, or set `conditional_put = \"etag\"` in \
+         [storage] if the store honours `If-None-Match`"
+    )]
+    SingleWriterInParallel { location: String, several: String },
 }
 
 /// What is at a location.
@@ -765,6 +801,50 @@ fn first_line(text: &str) -> String {
         Some((cut, _)) => format!("{}…", &line[..cut]),
         None => line.to_owned(),
     }
+}
+
+/// What [`Stores::place`] found at the destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placed {
+    /// Nothing: the file is there now.
+    New,
+    /// A file was there already and was left as it was.
+    Existing,
+}
+
+fn place_local(source: &Path, destination: &Path) -> std::io::Result<Placed> {
+    use std::io::ErrorKind;
+    if let Some(parent) = destination.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    if destination.symlink_metadata().is_ok() {
+        return Ok(Placed::Existing);
+    }
+    std::fs::File::open(source)?.set_modified(std::time::SystemTime::now())?;
+    match std::fs::hard_link(source, destination) {
+        Ok(()) => return Ok(Placed::New),
+        Err(e) if e.kind() == ErrorKind::AlreadyExists => return Ok(Placed::Existing),
+        // Another filesystem, or one without links: copy.
+        Err(_) => {}
+    }
+    let name = destination.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let partial = destination.with_file_name(format!(".{name}.{}.bf-partial", uuid::Uuid::new_v4()));
+    let placed = (|| {
+        std::fs::copy(source, &partial)?;
+        std::fs::File::open(&partial)?.sync_all()?;
+        match std::fs::hard_link(&partial, destination) {
+            Ok(()) => Ok(Placed::New),
+            Err(e) if e.kind() == ErrorKind::AlreadyExists => Ok(Placed::Existing),
+            // No links at all: a rename, once more sure nothing is there.
+            Err(_) if destination.symlink_metadata().is_err() => {
+                std::fs::rename(&partial, destination)?;
+                Ok(Placed::New)
+            }
+            Err(_) => Ok(Placed::Existing),
+        }
+    })();
+    let _ = std::fs::remove_file(&partial);
+    placed
 }
 
 #[cfg(test)]

@@ -265,6 +265,23 @@ impl FileDates {
         }
     }
 
+    /// The days the log gives the file, for messages: `(rows dated 2026-05-01 to 2026-05-07)`.
+    pub(crate) fn describe(self) -> String {
+        match self {
+            FileDates::Partition(Some(day)) => format!("(rows dated {day})"),
+            FileDates::Partition(None) => "(rows without a date)".to_owned(),
+            FileDates::Statistics { min: Some(min), max: Some(max), .. } if min == max => {
+                format!("(rows dated {min})")
+            }
+            FileDates::Statistics { min: Some(min), max: Some(max), .. } => {
+                format!("(rows dated {min} to {max})")
+            }
+            FileDates::Statistics { .. } | FileDates::Unknown => {
+                "(the log does not say which days its rows have, so it may hold any)".to_owned()
+            }
+        }
+    }
+
     /// How many of the file's rows fall on the days `first..=last`, when the log settles it.
     fn share(self, first: NaiveDate, last: NaiveDate) -> Option<Share> {
         match self {
@@ -348,6 +365,14 @@ pub fn maps_columns(table: &DeltaTable) -> bool {
             .get("delta.columnMapping.mode")
             .is_some_and(|mode| !mode.eq_ignore_ascii_case("none"))
     })
+}
+
+/// Whether the log keys some partition value by a name other than its column's: column mapping
+/// with a partition column whose physical name is not its name. deltalake 1.1's conflict check
+/// panics on such a table (it looks partition values up by the column's name), so bf's writers
+/// never let it run there.
+pub fn partition_values_by_physical_name(table: &DeltaTable) -> bool {
+    maps_columns(table) && partition_columns(table).iter().any(|c| physical_name(table, c) != *c)
 }
 
 /// The name `column` has in the table's files and in the log's partition values and statistics:

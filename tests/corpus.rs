@@ -455,42 +455,6 @@ async fn a_rollback_whose_deletion_vector_file_is_gone_is_refused() {
     assert_eq!(snapshot(&table), untouched, "nothing was written");
 }
 
-/// Deletes rows of one file of a table the way Spark's DELETE does with deletion vectors: a commit
-/// that upgrades the protocol, removes the file and adds it back with an inline vector naming the
-/// deleted row positions.
-fn delete_with_vector(table: &Path, version: u64, file: &Value, rows: &[u32]) {
-    use std::io::Write;
-    let mut bitmap = roaring::RoaringTreemap::new();
-    bitmap.extend(rows.iter().map(|&r| u64::from(r)));
-    let mut bytes = 1_681_511_377u32.to_le_bytes().to_vec();
-    bitmap.serialize_into(&mut bytes).unwrap();
-    let size = bytes.len();
-    bytes.resize(size.div_ceil(4) * 4, 0); // Z85 encodes whole 4-byte blocks
-    let vector = serde_json::json!({
-        "storageType": "i",
-        "pathOrInlineDv": z85::encode(&bytes),
-        "sizeInBytes": size,
-        "cardinality": rows.len(),
-    });
-    let now = 1_700_000_000_000u64;
-    let removed = serde_json::json!({"path": file["path"], "deletionTimestamp": now, "dataChange": true,
-        "extendedFileMetadata": true, "partitionValues": file["partitionValues"], "size": file["size"]});
-    let mut added = file.clone();
-    added["deletionVector"] = vector;
-    added["dataChange"] = Value::Bool(true);
-    let lines = [
-        serde_json::json!({"commitInfo": {"timestamp": now, "operation": "DELETE", "operationParameters": {}}}),
-        serde_json::json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
-            "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}}),
-        serde_json::json!({"remove": removed}),
-        serde_json::json!({"add": added}),
-    ];
-    let mut log = std::fs::File::create_new(table.join(format!("_delta_log/{version:020}.json"))).unwrap();
-    for line in lines {
-        writeln!(log, "{line}").unwrap();
-    }
-}
-
 /// The same proofs on a table partitioned by the date, whose deletion vector this test writes
 /// (inline, as Spark writes small ones): a slice replaces whole days, so what matters is that the
 /// rehearsal and the counts read through the vector, that the remove names it, and that both
@@ -516,7 +480,7 @@ async fn deletion_vectors_on_a_table_partitioned_by_the_date_survive_plan_apply_
             .find(|a| a["partitionValues"]["order_date"] == "2026-03-01")
             .unwrap();
         // Orders 1 and 2 deleted: positions 0 and 1 of the day's file, as written.
-        delete_with_vector(&table, 2, &first_day, &[0, 1]);
+        crate::common::delete_with_vector(&table, 2, &first_day, &[0, 1], true);
         let original = all_rows(&open_table(&table).await).await;
         assert_eq!(original.len(), 4, "{original:?}");
         assert!(!original.iter().any(|r| r.starts_with("1|") || r.starts_with("2|")), "{original:?}");

@@ -15,6 +15,7 @@ mod features;
 mod fuzz;
 mod inputs;
 mod ledger;
+mod live;
 mod merge;
 mod partitions;
 mod plan;

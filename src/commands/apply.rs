@@ -198,6 +198,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                     | ApplyError::NoSuchSlice { .. }
                     | ApplyError::Unfinished { .. }
                     | ApplyError::FanOutChain
+                    | ApplyError::Overtaken { .. }
+                    | ApplyError::Unverified(_)
+                    | ApplyError::OutOfOrder(_)
             );
             match error {
                 ApplyError::Verify { .. } => eprintln!(

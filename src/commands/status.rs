@@ -27,6 +27,9 @@ struct Status {
     #[serde(flatten)]
     state: bf::apply::ApplyState,
     cannot_publish: Option<String>,
+    /// Committed slices whose rows are not the rehearsal's: the backfill cannot be finished.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    unverified: Vec<String>,
     /// The tables downstream of the plan's, in apply order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     downstream: Vec<Status>,
@@ -38,7 +41,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     for plan in root.chain() {
         let state = bf::apply::state(plan).await?;
         let cannot_publish = bf::apply::cannot_publish(plan, &state).await;
-        statuses.push((plan, Status { state, cannot_publish, downstream: Vec::new() }));
+        let unverified = match state.committed.is_empty() {
+            true => Vec::new(),
+            false => bf::apply::unverified(plan).await?.iter().map(ToString::to_string).collect(),
+        };
+        statuses.push((plan, Status { state, cannot_publish, unverified, downstream: Vec::new() }));
     }
     let text = if args.json {
         let mut all = statuses.into_iter().map(|(_, status)| status);
@@ -48,7 +55,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     } else {
         let parts: Vec<String> = statuses
             .iter()
-            .map(|(plan, status)| render::status::text(plan, &status.state, status.cannot_publish.as_deref()))
+            .map(|(plan, status)| {
+                render::status::text(
+                    plan,
+                    &status.state,
+                    status.cannot_publish.as_deref(),
+                    &status.unverified,
+                )
+            })
             .collect();
         parts.join("\n")
     };

@@ -7,8 +7,9 @@ use bf::plan::Plan;
 
 use super::plan::summary;
 
-/// `cannot_publish`: why `bf apply` could not publish the pending slices, if it could not.
-pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>) -> String {
+/// `cannot_publish`: why `bf apply` could not publish the pending slices, if it could not;
+/// `unverified`: the committed slices whose rows are not the rehearsal's.
+pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>, unverified: &[String]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -58,6 +59,17 @@ pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>) -> St
         for (slice, by) in &state.committed_by {
             let _ = writeln!(out, "    slice {slice}: committed by {by}");
         }
+    }
+    if !unverified.is_empty() {
+        let _ = writeln!(out, "  FAILED verification — this backfill cannot be finished:");
+        for failure in unverified {
+            let _ = writeln!(out, "    {failure}");
+        }
+        let _ = writeln!(
+            out,
+            "  `bf rollback` puts the table back to version {}; `bf apply --rerun all` writes every slice again",
+            plan.target.pre_version
+        );
     }
     let _ = if !state.pending.is_empty() {
         let pending: Vec<String> = state.pending.iter().map(|d| d.to_string()).collect();

@@ -209,16 +209,32 @@ pub async fn orders_table_with(
     properties: &[(&str, &str)],
     commits: &[&[OrderRow]],
 ) -> PathBuf {
+    use bf::deltalake::protocol::SaveMode;
+
+    let mut table =
+        new_table_with(dir, columns, if partitioned { &["order_date"] } else { &[] }, properties).await;
+    for rows in commits {
+        table = table.write(vec![orders_batch(rows)]).with_save_mode(SaveMode::Append).await.unwrap();
+    }
+    dir.to_owned()
+}
+
+/// Appends `rows` to the orders table in `dir` in one commit, as another writer (the daily job)
+/// would; returns the version it committed.
+pub async fn append_orders(dir: &Path, rows: &[OrderRow]) -> u64 {
+    use bf::deltalake::protocol::SaveMode;
+    let table = open_table(dir).await.write(vec![orders_batch(rows)]).with_save_mode(SaveMode::Append).await;
+    table.unwrap().version().unwrap() as u64
+}
+
+/// Orders as one batch of the orders tables' five columns.
+fn orders_batch(rows: &[OrderRow]) -> bf::deltalake::arrow::array::RecordBatch {
     use std::sync::Arc;
 
     use bf::deltalake::arrow::array::{
         ArrayRef, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray,
     };
     use bf::deltalake::arrow::datatypes::{DataType as ArrowType, Date32Type, Field, Schema};
-    use bf::deltalake::protocol::SaveMode;
-
-    let mut table =
-        new_table_with(dir, columns, if partitioned { &["order_date"] } else { &[] }, properties).await;
     let schema = Arc::new(Schema::new(vec![
         Field::new("order_id", ArrowType::Int64, true),
         Field::new("customer", ArrowType::Utf8, true),
@@ -226,19 +242,15 @@ pub async fn orders_table_with(
         Field::new("currency", ArrowType::Utf8, true),
         Field::new("order_date", ArrowType::Date32, true),
     ]));
-    for rows in commits {
-        let day = |d: &str| Date32Type::from_naive_date(d.parse().unwrap());
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
-            Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
-            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.3))),
-            Arc::new(Date32Array::from_iter_values(rows.iter().map(|r| day(r.4)))),
-        ];
-        let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
-        table = table.write(vec![batch]).with_save_mode(SaveMode::Append).await.unwrap();
-    }
-    dir.to_owned()
+    let day = |d: &str| Date32Type::from_naive_date(d.parse().unwrap());
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
+        Arc::new(Float64Array::from_iter_values(rows.iter().map(|r| r.2))),
+        Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.3))),
+        Arc::new(Date32Array::from_iter_values(rows.iter().map(|r| day(r.4)))),
+    ];
+    RecordBatch::try_new(schema, columns).unwrap()
 }
 
 /// Creates an empty Delta table in `dir` (made if missing) with `columns`, partitioned by `partitions`.
@@ -440,4 +452,48 @@ pub fn alter_table_with(
     lines.push(json!({ "metaData": metadata }));
     let text: String = lines.iter().map(|l| format!("{l}\n")).collect();
     std::fs::write(table.join(format!("_delta_log/{next:020}.json")), text).unwrap();
+}
+
+/// Deletes rows of one file of a table the way Spark's DELETE does with deletion vectors: a commit
+/// that upgrades the protocol (with `upgrade`), removes the file and adds it back with an inline vector naming the
+/// deleted row positions.
+pub fn delete_with_vector(table: &Path, version: u64, file: &serde_json::Value, rows: &[u32], upgrade: bool) {
+    use serde_json::Value;
+    use std::io::Write;
+    let mut bitmap = roaring::RoaringTreemap::new();
+    bitmap.extend(rows.iter().map(|&r| u64::from(r)));
+    let mut bytes = 1_681_511_377u32.to_le_bytes().to_vec();
+    bitmap.serialize_into(&mut bytes).unwrap();
+    let size = bytes.len();
+    bytes.resize(size.div_ceil(4) * 4, 0); // Z85 encodes whole 4-byte blocks
+    let vector = serde_json::json!({
+        "storageType": "i",
+        "pathOrInlineDv": z85::encode(&bytes),
+        "sizeInBytes": size,
+        "cardinality": rows.len(),
+    });
+    let now = 1_700_000_000_000u64;
+    let removed = serde_json::json!({"path": file["path"], "deletionTimestamp": now, "dataChange": true,
+        "extendedFileMetadata": true, "partitionValues": file["partitionValues"], "size": file["size"]});
+    let mut added = file.clone();
+    added["deletionVector"] = vector;
+    added["dataChange"] = Value::Bool(true);
+    let mut lines = vec![
+        serde_json::json!({"commitInfo": {"timestamp": now, "operation": "DELETE", "operationParameters": {}}}),
+    ];
+    if upgrade {
+        lines.push(deletion_vectors_protocol());
+    }
+    lines.push(serde_json::json!({"remove": removed}));
+    lines.push(serde_json::json!({"add": added}));
+    let mut log = std::fs::File::create_new(table.join(format!("_delta_log/{version:020}.json"))).unwrap();
+    for line in lines {
+        writeln!(log, "{line}").unwrap();
+    }
+}
+
+/// The protocol action that lets a table hold deletion vectors, as Spark upgrades one.
+pub fn deletion_vectors_protocol() -> serde_json::Value {
+    serde_json::json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
+        "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}})
 }

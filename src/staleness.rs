@@ -1,0 +1,321 @@
+//! Whether the table is still the one the plan saw, slice by slice.
+//!
+//! A live table keeps being written while a backfill waits for review and while it runs: the daily
+//! job loads today, another job appends, someone deletes a customer. Those commits must never be
+//! lost or published over, and a commit that has nothing to do with a slice must never block it.
+//! So staleness is judged per slice, against what each commit since the plan did, read from the log:
+//!
+//! A commit since the plan that is not one of this plan's own applies (its slices and comment, under
+//! any backfill id) makes a slice stale when it
+//! 1. changes the table's schema, properties or protocol (a `metaData` or `protocol` action): every
+//!    slice is stale, since what the rehearsal wrote may no longer fit the table;
+//! 2. removes a file the slice's publication removes (whatever its `dataChange`): the rows the
+//!    rehearsal rewrote are not the table's any more — a rewrite, a compaction, a deletion vector;
+//! 3. adds or removes, as a data change, a file that may hold rows of the slice's days — by its date
+//!    partition, else by its statistics; a file with neither may hold any day.
+//!
+//! Commits that touch none of that — other days' appends, an OPTIMIZE of other days, a VACUUM —
+//! never block. [`Watch`] reads each commit once and is asked before every slice's commit; commits
+//! landing between that question and the commit itself are deltalake's conflict check's to catch.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use deltalake::{DeltaTable, DeltaTableError};
+use serde_json::Value;
+use tokio::sync::Mutex;
+
+use crate::ledger::{self, Logged};
+use crate::table::FileDates;
+use crate::window::Slice;
+
+/// What one commit did to the table, as far as a slice cares.
+#[derive(Debug, Clone)]
+pub struct Footprint {
+    pub version: u64,
+    pub operation: String,
+    pub timestamp: Option<i64>,
+    /// What it changed of the table itself: `schema or properties`, `protocol`.
+    table_changes: Vec<&'static str>,
+    files: Vec<Touched>,
+}
+
+/// A file a commit added or removed.
+#[derive(Debug, Clone)]
+struct Touched {
+    path: String,
+    added: bool,
+    data_change: bool,
+    /// `None`: the action does not say (a remove without partition values or statistics); the file's
+    /// add elsewhere in the log does.
+    dates: Option<FileDates>,
+}
+
+impl Footprint {
+    /// Reads a commit's actions; `column` is the date column's name in the log (its physical name
+    /// under column mapping).
+    pub fn of(commit: &Logged, column: &str) -> Footprint {
+        let mut table_changes = Vec::new();
+        let mut files = Vec::new();
+        for action in &commit.actions {
+            if action.get("metaData").is_some() {
+                table_changes.push("schema or properties");
+            }
+            if action.get("protocol").is_some() {
+                table_changes.push("protocol");
+            }
+            for (kind, added) in [("add", true), ("remove", false)] {
+                let Some(file) = action.get(kind) else { continue };
+                let Some(path) = file.get("path").and_then(Value::as_str) else { continue };
+                let partitions: HashMap<String, Option<String>> = file
+                    .get("partitionValues")
+                    .and_then(|p| serde_json::from_value(p.clone()).ok())
+                    .unwrap_or_default();
+                let stats = file.get("stats").and_then(Value::as_str);
+                let dates = match FileDates::read(&partitions, stats, column) {
+                    // A remove rarely repeats its add's statistics: its add says.
+                    FileDates::Unknown if !added => None,
+                    known => Some(known),
+                };
+                files.push(Touched {
+                    path: decoded(path),
+                    added,
+                    data_change: file.get("dataChange").and_then(Value::as_bool).unwrap_or(true),
+                    dates,
+                });
+            }
+        }
+        Footprint {
+            version: commit.entry.version,
+            operation: commit.entry.operation.clone(),
+            timestamp: commit.entry.timestamp,
+            table_changes,
+            files,
+        }
+    }
+
+    /// Why this commit makes the plan stale for `slice`, if it does. `removes` are the target's files
+    /// the slice's publication removes (none when the slice is recomputed); `dates_of` says the days
+    /// of a removed file its action does not.
+    fn touches(
+        &self,
+        slice: &Slice,
+        removes: &HashSet<&str>,
+        dates_of: &dyn Fn(&str) -> FileDates,
+    ) -> Option<String> {
+        if let Some(change) = self.table_changes.first() {
+            return Some(format!("changes the table's {change}"));
+        }
+        for file in &self.files {
+            if !file.added && removes.contains(file.path.as_str()) {
+                return Some(format!("removes {}, a file the slice replaces", file.path));
+            }
+            if !file.data_change {
+                continue;
+            }
+            let dates = file.dates.unwrap_or_else(|| dates_of(&file.path));
+            if dates.may_overlap(slice.first, slice.last) {
+                let verb = if file.added { "adds" } else { "removes" };
+                return Some(format!("{verb} {} {}", file.path, dates.describe()));
+            }
+        }
+        None
+    }
+
+    /// The files it added, with their days: a later remove of one names no days of its own.
+    fn added(&self) -> impl Iterator<Item = (&str, FileDates)> {
+        self.files.iter().filter(|f| f.added).filter_map(|f| Some((f.path.as_str(), f.dates?)))
+    }
+
+    fn undated_removes(&self) -> impl Iterator<Item = &str> {
+        self.files.iter().filter(|f| !f.added && f.dates.is_none()).map(|f| f.path.as_str())
+    }
+
+    /// `version 7: WRITE at 2026-05-30 10:00:00 UTC`.
+    fn describe(&self) -> String {
+        let when = self
+            .timestamp
+            .and_then(chrono::DateTime::from_timestamp_millis)
+            .map(|t| t.format(" at %Y-%m-%d %H:%M:%S UTC").to_string())
+            .unwrap_or_default();
+        format!("version {}: {}{when}", self.version, self.operation)
+    }
+}
+
+fn decoded(path: &str) -> String {
+    percent_encoding::percent_decode_str(path).decode_utf8_lossy().into_owned()
+}
+
+/// The commits that make a slice stale, each with what it did; empty when the slice may commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overtaken(pub Vec<String>);
+
+impl Overtaken {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
+
+impl std::fmt::Display for Overtaken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.0.iter().map(|c| format!("  - {c}")).collect::<Vec<_>>().join("\n"))
+    }
+}
+
+/// The table's commits since the plan, read once each as the apply goes, and judged per slice.
+pub struct Watch {
+    plan_id: String,
+    plan_version: u64,
+    /// The date column as the log names it.
+    column: String,
+    seen: Mutex<Seen>,
+}
+
+#[derive(Default)]
+struct Seen {
+    /// The last version read.
+    through: u64,
+    /// Commits of other writers (and of other plans), oldest first.
+    foreign: Vec<Footprint>,
+    /// The days of every file added since the plan, by path.
+    added: HashMap<String, FileDates>,
+    /// The days of the files live at the plan's version, read only when a remove needs them.
+    at_plan: Option<HashMap<String, FileDates>>,
+    /// The slices this plan's applies committed, by backfill and slice number: a slice another
+    /// process committed since this one read the table is done, not to be written twice.
+    own_slices: HashMap<(String, usize), u64>,
+}
+
+impl Watch {
+    /// Watches `table` (which names the date column by its physical name) for a plan made at
+    /// `plan_version`.
+    pub fn new(plan_id: &str, plan_version: u64, table: &DeltaTable, date_column: &str) -> Watch {
+        Watch {
+            plan_id: plan_id.to_owned(),
+            plan_version,
+            column: crate::table::physical_name(table, date_column),
+            seen: Mutex::new(Seen { through: plan_version, ..Seen::default() }),
+        }
+    }
+
+    /// Reads the commits up to the version `table` is loaded at, and says which of those after
+    /// version `after` make `slice` stale. `removes` are the target's files the slice's publication
+    /// removes.
+    pub async fn check(
+        &self,
+        table: &DeltaTable,
+        slice: &Slice,
+        removes: &[String],
+        after: u64,
+    ) -> Result<Overtaken, DeltaTableError> {
+        let mut seen = self.seen.lock().await;
+        self.read_through(&mut seen, table).await?;
+        let removes: HashSet<&str> = removes.iter().map(String::as_str).collect();
+        if seen.at_plan.is_none()
+            && seen.foreign.iter().flat_map(|f| f.undated_removes()).any(|p| !seen.added.contains_key(p))
+        {
+            seen.at_plan = Some(files_at(table, self.plan_version, &self.column).await?);
+        }
+        let dates_of = |path: &str| {
+            seen.added
+                .get(path)
+                .or_else(|| seen.at_plan.as_ref()?.get(path))
+                .copied()
+                .unwrap_or(FileDates::Unknown)
+        };
+        Ok(Overtaken(
+            seen.foreign
+                .iter()
+                .filter(|f| f.version > after)
+                .filter_map(|f| Some(format!("{}: {}", f.describe(), f.touches(slice, &removes, &dates_of)?)))
+                .collect(),
+        ))
+    }
+
+    /// The version that committed slice `index` of `backfill_id`, among the commits read so far
+    /// (those up to the version of the last table checked).
+    pub async fn committed(&self, backfill_id: &str, index: usize) -> Option<u64> {
+        self.seen.lock().await.own_slices.get(&(backfill_id.to_owned(), index)).copied()
+    }
+
+    async fn read_through(&self, seen: &mut Seen, table: &DeltaTable) -> Result<(), DeltaTableError> {
+        let latest = table.version().unwrap_or(0);
+        if latest <= seen.through {
+            return Ok(());
+        }
+        for commit in ledger::read_log(table, seen.through + 1..=latest).await? {
+            let footprint = Footprint::of(&commit, &self.column);
+            seen.added.extend(footprint.added().map(|(p, d)| (p.to_owned(), d)));
+            let own = commit.entry.backfill().filter(|b| b.plan_id == self.plan_id);
+            match (own, commit.entry.slice()) {
+                (Some(backfill), Some(slice)) => {
+                    seen.own_slices.insert((backfill.backfill_id.clone(), slice.index), commit.entry.version);
+                }
+                (Some(_), None) => {}
+                (None, _) => seen.foreign.push(footprint),
+            }
+        }
+        seen.through = latest;
+        Ok(())
+    }
+}
+
+/// The days of each file live in the table at `version`, by path.
+async fn files_at(
+    table: &DeltaTable,
+    version: u64,
+    column: &str,
+) -> Result<HashMap<String, FileDates>, DeltaTableError> {
+    use futures::TryStreamExt;
+    let mut then = table.clone();
+    then.load_version(version as _).await?;
+    let files: Vec<_> = then.get_active_add_actions_by_predicate(None).try_collect().await?;
+    Ok(files
+        .iter()
+        .map(|f| {
+            (
+                decoded(f.path().as_ref()),
+                FileDates::read(&f.partition_values_map(), f.stats().as_deref(), column),
+            )
+        })
+        .collect())
+}
+
+/// The slices each slice must wait for when its files are published: a slice that removes a file
+/// an earlier slice's rehearsal wrote (slices sharing the files of a table not partitioned by the
+/// date) can only land after it. Keyed by slice number; only slices with predecessors appear.
+pub fn predecessors<'p>(
+    publications: impl IntoIterator<Item = (usize, &'p crate::publish::Publication)>,
+) -> BTreeMap<usize, Vec<usize>> {
+    let publications: Vec<(usize, &crate::publish::Publication)> = publications.into_iter().collect();
+    let written_by: HashMap<&str, usize> = publications
+        .iter()
+        .flat_map(|(index, p)| p.adds.iter().map(move |f| (f.path.as_str(), *index)))
+        .collect();
+    let direct: BTreeMap<usize, Vec<usize>> = publications
+        .iter()
+        .map(|(index, p)| {
+            let mut before: Vec<usize> =
+                p.removes.iter().filter_map(|r| written_by.get(r.as_str()).copied()).collect();
+            before.sort_unstable();
+            before.dedup();
+            (*index, before)
+        })
+        .filter(|(_, before)| !before.is_empty())
+        .collect();
+    // Waiting for a slice is waiting for what it waits for.
+    direct
+        .keys()
+        .map(|index| {
+            let mut all = Vec::new();
+            let mut todo = direct[index].clone();
+            while let Some(next) = todo.pop() {
+                if !all.contains(&next) {
+                    all.push(next);
+                    todo.extend(direct.get(&next).into_iter().flatten().copied());
+                }
+            }
+            all.sort_unstable();
+            (*index, all)
+        })
+        .collect()
+}

@@ -1,0 +1,507 @@
+//! Live tables: `bf apply` beside other writers. The May reload (five 7-day slices) on a table the
+//! daily job keeps writing, laid out both ways: unpartitioned, whose files straddle the slices, and
+//! partitioned by the day. Another writer's row is never lost or published over; a commit that
+//! touches no slice never blocks; a slice that failed its verification is never finished over;
+//! publishing never touches a file the table references.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use serde_json::Value;
+
+use crate::common::{
+    OrderRow, append_orders, bf_in, commit_files, commit_infos, commits_with, orders_table, release_together,
+    rows_at, slices_committed, snapshot, wait_for, write_plan,
+};
+
+const MAY_PLAN: &str = r#"reason = "Reload May: the amounts were net, not gross."
+
+[target]
+table = "orders"
+date_column = "order_date"
+key = ["order_id"]
+
+[window]
+start = 2026-05-01
+end = 2026-05-31
+
+[slicing]
+every = "7 days"
+
+[source]
+inputs.fixed = { path = "may.csv", format = "csv" }
+query = "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM fixed"
+"#;
+
+fn leak(text: String) -> &'static str {
+    Box::leak(text.into_boxed_str())
+}
+
+/// Order `id` of customer C`id` on `day`.
+fn order(id: i64, amount: f64, day: &str) -> OrderRow {
+    (id, leak(format!("C{id}")), amount, "EUR", leak(day.to_owned()))
+}
+
+fn may(day: u32) -> String {
+    format!("2026-05-{day:02}")
+}
+
+/// In `dir`: `orders`, one order a day through May (ids 1–31, amount 10 × the day) and three in
+/// June, written as the daily job wrote them — May 1–15, May 16–31, June 1–3, one commit each, so an
+/// unpartitioned table's files straddle the weekly slices — and `may.toml`, reloading May from
+/// `may.csv` (every amount +10%) in five slices: 1–7, 8–14, 15–21, 22–28, 29–31.
+async fn may_shop(dir: &Path, partitioned: bool) -> PathBuf {
+    let first: Vec<OrderRow> = (1..=15).map(|d| order(d.into(), 10.0 * f64::from(d), &may(d))).collect();
+    let second: Vec<OrderRow> = (16..=31).map(|d| order(d.into(), 10.0 * f64::from(d), &may(d))).collect();
+    let june: Vec<OrderRow> =
+        (1..=3).map(|d| order(100 + i64::from(d), 5.0, &format!("2026-06-0{d}"))).collect();
+    let table = orders_table(&dir.join("orders"), partitioned, &[&first, &second, &june]).await;
+    let fixed: String =
+        (1..=31u32).map(|d| format!("{d},C{d},{:.1},EUR,{}\n", 11.0 * f64::from(d), may(d))).collect();
+    std::fs::write(dir.join("may.csv"), format!("order_id,customer,amount,currency,order_date\n{fixed}"))
+        .unwrap();
+    write_plan(dir, "may.toml", MAY_PLAN);
+    table
+}
+
+fn bf(dir: &Path, args: &[&str]) -> Output {
+    bf_in(dir).args(args).output().unwrap()
+}
+
+fn ok(dir: &Path, args: &[&str]) -> String {
+    let out = bf(dir, args);
+    assert!(out.status.success(), "bf {args:?}:\n{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// Fails with what bf said; returns its stderr.
+fn refused(dir: &Path, args: &[&str]) -> String {
+    let out = bf(dir, args);
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "bf {args:?} should fail:\n{stderr}");
+    stderr
+}
+
+/// Runs `bf apply ARGS`, paused at `point` of `slice` (`before`, `after-check`), runs `meanwhile`
+/// there, lets it go on; returns what it printed.
+async fn apply_paused<F: std::future::Future<Output = ()>>(
+    dir: &Path,
+    args: &[&str],
+    slice: usize,
+    point: &str,
+    meanwhile: F,
+) -> Output {
+    let pause = dir.join(format!("paused-{slice}-{point}"));
+    let child = Command::new(assert_cmd::cargo::cargo_bin("bf"))
+        .current_dir(dir)
+        .env_remove("BF_STATE_DIR")
+        .args(["apply", "--auto-approve"])
+        .args(args)
+        .env(bf::fault::PAUSE_FILE_ENV, &pause)
+        .env(bf::fault::PAUSE_SLICE_ENV, slice.to_string())
+        .env(bf::fault::PAUSE_POINT_ENV, point)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&format!("bf to pause at {point} slice {slice}"), || pause.exists());
+    meanwhile.await;
+    std::fs::remove_file(&pause).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+/// The table one undisturbed `bf apply` of the May reload leaves, on the same layout.
+async fn applied_alone(partitioned: bool) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let table = may_shop(dir.path(), partitioned).await;
+    ok(dir.path(), &["plan", "may.toml", "-q"]);
+    ok(dir.path(), &["apply", "--auto-approve", "-q"]);
+    rows_at(&table, None, "true").await
+}
+
+fn with(mut rows: Vec<String>, more: &[String]) -> Vec<String> {
+    rows.extend(more.iter().cloned());
+    rows.sort();
+    rows
+}
+
+fn mode(recompute: bool) -> &'static [&'static str] {
+    if recompute { &["--recompute"] } else { &[] }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_foreign_row_in_a_later_slice_stops_bf_before_that_slice_and_survives() {
+    for partitioned in [false, true] {
+        for recompute in [false, true] {
+            let case = format!("partitioned: {partitioned}, recompute: {recompute}");
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            let table = may_shop(root, partitioned).await;
+            ok(root, &["plan", "may.toml", "-q"]);
+            let foreign = order(9001, 99.0, "2026-05-30");
+            let mut at = 0;
+            let out = apply_paused(root, mode(recompute), 3, "before", async {
+                at = append_orders(&table, &[foreign]).await;
+            })
+            .await;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{case}:\n{stderr}");
+            for said in [
+                "slice 5 (2026-05-29 to 2026-05-31) was not written: since the plan, other commits touch its rows",
+                &format!("version {at}: WRITE"),
+                "(rows dated 2026-05-30)",
+                "The 4 slice(s) of this backfill already committed stay recorded. Run `bf plan",
+            ] {
+                assert!(stderr.contains(said), "{case}: missing {said:?} in:\n{stderr}");
+            }
+            assert_eq!(slices_committed(&table), [1, 2, 3, 4], "{case}");
+            let may_30 =
+                |rows: Vec<String>| rows.into_iter().map(|r| r.split('|').next().unwrap().to_owned());
+            let on_30 = || rows_at(&table, None, "order_date = DATE '2026-05-30'");
+            assert_eq!(
+                may_30(on_30().await).collect::<Vec<_>>(),
+                ["30", "9001"],
+                "{case}: the old day and the order"
+            );
+            // A resume is refused the same way: the slice still would write over the order.
+            let untouched = snapshot(&table);
+            let again = refused(root, &[&["apply", "--auto-approve"][..], mode(recompute)].concat());
+            assert!(again.contains("slice 5 (2026-05-29 to 2026-05-31) was not written"), "{case}:\n{again}");
+            assert_eq!(snapshot(&table), untouched, "{case}: the refused resume wrote nothing");
+            assert_eq!(commits_with(&table, "comment"), 0, "{case}: never finished");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn appends_outside_the_window_never_block_before_during_or_between_tasks() {
+    for partitioned in [false, true] {
+        let alone = applied_alone(partitioned).await;
+        let june = |id: i64, day: u32| order(id, 7.0, &format!("2026-06-{day:02}"));
+        let row = |o: OrderRow| format!("{}|{}|{:.1}|{}|{}", o.0, o.1, o.2, o.3, o.4);
+
+        // Between `bf plan` and `bf apply`, and while it waits before slice 3.
+        let dir = tempfile::tempdir().unwrap();
+        let table = may_shop(dir.path(), partitioned).await;
+        ok(dir.path(), &["plan", "may.toml", "-q"]);
+        append_orders(&table, &[june(9101, 10)]).await;
+        let out = apply_paused(dir.path(), &[], 3, "before", async {
+            append_orders(&table, &[june(9102, 11)]).await;
+        })
+        .await;
+        assert!(
+            out.status.success(),
+            "partitioned: {partitioned}:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let expected = with(alone.clone(), &[row(june(9101, 10)), row(june(9102, 11))]);
+        assert_eq!(rows_at(&table, None, "true").await, expected, "partitioned: {partitioned}");
+
+        // Between the tasks of a fan-out, and before its finish.
+        let dir = tempfile::tempdir().unwrap();
+        let table = may_shop(dir.path(), partitioned).await;
+        ok(dir.path(), &["plan", "may.toml", "-q"]);
+        ok(dir.path(), &["apply", "--slice", "1", "--auto-approve", "-q"]);
+        append_orders(&table, &[june(9103, 12)]).await;
+        ok(dir.path(), &["apply", "--slices", "2..5", "--auto-approve", "-q"]);
+        append_orders(&table, &[june(9104, 13)]).await;
+        ok(dir.path(), &["apply", "--finish", "--auto-approve", "-q"]);
+        let expected = with(alone.clone(), &[row(june(9103, 12)), row(june(9104, 13))]);
+        assert_eq!(rows_at(&table, None, "true").await, expected, "fan-out, partitioned: {partitioned}");
+        assert_eq!(commits_with(&table, "comment"), 1);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slice_published_before_the_slices_whose_files_it_rewrites_is_refused_before_anything() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let table = may_shop(root, false).await;
+    ok(root, &["plan", "may.toml", "-q"]);
+    let untouched = snapshot(&table);
+    let stderr = refused(root, &["apply", "--slice", "3", "--auto-approve"]);
+    assert!(
+        stderr.contains(
+            "slice 3 (2026-05-15) rewrites files that slices 1, 2 write: it can only be published after them"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Nothing was written."), "{stderr}");
+    assert_eq!(snapshot(&table), untouched);
+    // In order, they land, one task each.
+    for slice in ["1", "2", "3", "4", "5"] {
+        ok(root, &["apply", "--slice", slice, "--auto-approve", "-q"]);
+    }
+    ok(root, &["apply", "--finish", "--auto-approve", "-q"]);
+    assert_eq!(rows_at(&table, None, "true").await, applied_alone(false).await);
+
+    // Partitioned by the day, the slices share no file: any order lands.
+    let dir = tempfile::tempdir().unwrap();
+    let table = may_shop(dir.path(), true).await;
+    ok(dir.path(), &["plan", "may.toml", "-q"]);
+    for slice in ["3", "5", "1", "4", "2"] {
+        ok(dir.path(), &["apply", "--slice", slice, "--auto-approve", "-q"]);
+    }
+    ok(dir.path(), &["apply", "--finish", "--auto-approve", "-q"]);
+    assert_eq!(rows_at(&table, None, "true").await, applied_alone(true).await);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn ten_reruns_in_a_row_end_as_one_apply() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let table = may_shop(root, false).await;
+    ok(root, &["plan", "may.toml", "-q"]);
+    ok(root, &["apply", "--auto-approve", "-q"]);
+    let once = rows_at(&table, None, "true").await;
+    for run in 2..=11 {
+        let out = ok(root, &["apply", "--auto-approve", "--rerun", "all", "--json"]);
+        let report: Value = serde_json::from_str(&out).unwrap();
+        assert!(report["backfill_id"].as_str().unwrap().ends_with(&format!("-r{run}")), "{report}");
+        assert_eq!(report["slices"].as_array().unwrap().len(), 5);
+    }
+    assert_eq!(rows_at(&table, None, "true").await, once, "ten reruns end as one apply");
+    assert_eq!(commits_with(&table, "comment"), 11);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slice_that_failed_its_verification_is_never_finished_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let table = may_shop(root, false).await;
+    ok(root, &["plan", "may.toml", "-q"]);
+    let dropped = bf_in(root)
+        .args(["apply", "--auto-approve", "--recompute"])
+        .env(bf::fault::FAULT_ENV, "drop-row:2")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&dropped.stderr);
+    assert_eq!(dropped.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("slice 2 (2026-05-08): the table holds 6 rows of it after the commit"),
+        "{stderr}"
+    );
+    assert_eq!(slices_committed(&table), [1, 2]);
+    let slice_2 = commit_infos(&table).iter().rev().find(|(_, i)| i["bf.slice"] == 2).unwrap().0;
+
+    // A resume, a task's retry of the slice and a finish all count it again and stop.
+    for args in [
+        &["apply", "--auto-approve", "--recompute"][..],
+        &["apply", "--auto-approve"],
+        &["apply", "--slice", "2", "--auto-approve", "--recompute"],
+        &["apply", "--finish", "--auto-approve"],
+    ] {
+        let untouched = snapshot(&table);
+        let stderr = refused(root, args);
+        assert!(
+            stderr.contains(&format!(
+                "slice 2 (2026-05-08), committed at version {slice_2}, holds 6 rows of its days, but the rehearsal held 7"
+            )),
+            "{args:?}:\n{stderr}"
+        );
+        assert!(stderr.contains("`bf rollback` puts the table back to the pre-version"), "{stderr}");
+        assert_eq!(snapshot(&table), untouched, "{args:?} wrote nothing");
+    }
+    assert_eq!(commits_with(&table, "comment"), 0, "never commented");
+    let status = ok(root, &["status"]);
+    assert!(status.contains("slice 2 (2026-05-08), committed at version"), "{status}");
+    // The way out named works.
+    ok(root, &["rollback", "--auto-approve"]);
+    assert_eq!(rows_at(&table, None, "order_date <= DATE '2026-05-31'").await.len(), 31);
+}
+
+/// Every file under `table` but its log, with its inode and change time.
+fn inodes(table: &Path) -> BTreeMap<PathBuf, (u64, i64, i64)> {
+    let mut files = BTreeMap::new();
+    let mut todo = vec![table.to_owned()];
+    while let Some(dir) = todo.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            let meta = std::fs::symlink_metadata(&path).unwrap();
+            if meta.is_dir() {
+                if path.file_name().is_some_and(|n| n != "_delta_log") {
+                    todo.push(path);
+                }
+            } else {
+                files.insert(path, (meta.ino(), meta.ctime(), meta.ctime_nsec()));
+            }
+        }
+    }
+    files
+}
+
+/// The data files the commits after `after` added, read raw from the log.
+fn added_after(table: &Path, after: u64) -> Vec<PathBuf> {
+    commit_files(table)
+        .into_iter()
+        .filter(|(v, _)| *v > after)
+        .flat_map(|(_, file)| {
+            std::fs::read_to_string(file)
+                .unwrap()
+                .lines()
+                .filter_map(|l| {
+                    serde_json::from_str::<Value>(l).ok()?["add"]["path"].as_str().map(str::to_owned)
+                })
+                .collect::<Vec<_>>()
+        })
+        .map(|p| table.join(percent_encoding::percent_decode_str(&p).decode_utf8().unwrap().as_ref()))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn publishing_never_touches_a_live_file_and_places_fresh_ones() {
+    for partitioned in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        let table = may_shop(root, partitioned).await;
+        ok(root, &["plan", "may.toml", "-q"]);
+        let planned_at = commit_files(&table).last().unwrap().0;
+        // A plan reviewed for 30 days: its rehearsed files look 30 days old.
+        let month_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(30 * 24 * 3600);
+        for file in inodes(&root.join("orders__rehearsal")).keys() {
+            std::fs::File::open(file).unwrap().set_modified(month_ago).unwrap();
+        }
+        let live = inodes(&table);
+        let started = std::time::SystemTime::now() - std::time::Duration::from_secs(2);
+
+        // A crash after slice 3's files are placed, before its commit: placed, not referenced.
+        let crashed = bf_in(root)
+            .args(["apply", "--auto-approve"])
+            .env(bf::fault::FAULT_ENV, "before-publish-commit:3")
+            .output()
+            .unwrap();
+        assert!(!crashed.status.success());
+        assert_eq!(slices_committed(&table), [1, 2], "partitioned: {partitioned}");
+        let placed: Vec<PathBuf> = inodes(&table).into_keys().filter(|p| !live.contains_key(p)).collect();
+        let referenced = added_after(&table, planned_at);
+        assert!(
+            placed.iter().any(|p| !referenced.contains(p)),
+            "slice 3's files are in the folder, unreferenced: {placed:?}"
+        );
+        ok(root, &["apply", "--auto-approve", "-q"]);
+        ok(root, &["apply", "--auto-approve", "-q", "--rerun", "all"]);
+
+        for (path, before) in &live {
+            let now = std::fs::symlink_metadata(path).unwrap();
+            assert_eq!((now.ino(), now.ctime(), now.ctime_nsec()), *before, "{} was touched", path.display());
+        }
+        for published in added_after(&table, planned_at) {
+            let modified = std::fs::metadata(&published).unwrap().modified().unwrap();
+            assert!(
+                modified >= started,
+                "{} looks old: a VACUUM beside the apply would take it",
+                published.display()
+            );
+        }
+        assert_eq!(rows_at(&table, None, "true").await, applied_alone(partitioned).await);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_foreign_deletion_vector_delete_mid_apply_never_brings_the_rows_back() {
+    for partitioned in [false, true] {
+        for recompute in [false, true] {
+            let case = format!("partitioned: {partitioned}, recompute: {recompute}");
+            let dir = tempfile::tempdir().unwrap();
+            let root = dir.path();
+            let table = may_shop(root, partitioned).await;
+            // The table may hold deletion vectors before the plan: the delete below changes rows only.
+            crate::common::alter_table(
+                &table,
+                Some(crate::common::deletion_vectors_protocol()["protocol"].clone()),
+                &[],
+            );
+            ok(root, &["plan", "may.toml", "-q"]);
+            let out = apply_paused(root, mode(recompute), 3, "before", async {
+                // Delete order 20 (May 20, slice 3's days) with a deletion vector on its file.
+                let (version, file, position) = file_holding(&table, "2026-05-20");
+                crate::common::delete_with_vector(&table, version, &file, &[position], false);
+            })
+            .await;
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{case}:\n{stderr}");
+            assert!(
+                stderr.contains("slice 3 (2026-05-15 to 2026-05-21) was not written"),
+                "{case}:\n{stderr}"
+            );
+            assert!(stderr.contains(": DELETE"), "{case}:\n{stderr}");
+            assert_eq!(slices_committed(&table), [1, 2], "{case}");
+            assert!(
+                rows_at(&table, None, "order_id = 20").await.is_empty(),
+                "{case}: order 20 stays deleted"
+            );
+            assert_eq!(rows_at(&table, None, "order_date = DATE '2026-05-21'").await.len(), 1, "{case}");
+        }
+    }
+}
+
+/// The next version, the live add action of the file holding `day`'s order, and the order's
+/// position in it (each file holds its days' orders in day order).
+fn file_holding(table: &Path, day: &str) -> (u64, Value, u32) {
+    let mut live: BTreeMap<String, Value> = BTreeMap::new();
+    for (_, file) in commit_files(table) {
+        for line in std::fs::read_to_string(file).unwrap().lines() {
+            let action: Value = serde_json::from_str(line).unwrap();
+            if let Some(add) = action.get("add") {
+                live.insert(add["path"].as_str().unwrap().to_owned(), add.clone());
+            }
+            if let Some(remove) = action.get("remove") {
+                live.remove(remove["path"].as_str().unwrap());
+            }
+        }
+    }
+    let next = commit_files(table).last().unwrap().0 + 1;
+    let day: chrono::NaiveDate = day.parse().unwrap();
+    for add in live.into_values() {
+        if let Some(partition) = add["partitionValues"]["order_date"].as_str() {
+            if partition == day.to_string() {
+                return (next, add, 0);
+            }
+            continue;
+        }
+        let stats: Value = serde_json::from_str(add["stats"].as_str().unwrap()).unwrap();
+        let min: chrono::NaiveDate = stats["minValues"]["order_date"].as_str().unwrap().parse().unwrap();
+        let max: chrono::NaiveDate = stats["maxValues"]["order_date"].as_str().unwrap().parse().unwrap();
+        if min <= day && day <= max {
+            return (next, add, (day - min).num_days() as u32);
+        }
+    }
+    panic!("no live file holds {day}")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_finishes_at_once_comment_and_log_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let table = may_shop(root, true).await;
+    std::fs::write(
+        root.join("may.toml"),
+        MAY_PLAN.replace("[source]", "[record]\nlog_table = \"changes\"\n\n[source]"),
+    )
+    .unwrap();
+    ok(root, &["plan", "may.toml", "-q"]);
+    ok(root, &["apply", "--slices", "1..5", "--auto-approve", "-q"]);
+    let pauses = [root.join("finish-a"), root.join("finish-b")];
+    let finishing: Vec<_> = pauses
+        .iter()
+        .map(|pause| {
+            Command::new(assert_cmd::cargo::cargo_bin("bf"))
+                .current_dir(root)
+                .env_remove("BF_STATE_DIR")
+                .args(["apply", "--finish", "--auto-approve", "-q"])
+                .env(bf::fault::PAUSE_FILE_ENV, pause)
+                .env(bf::fault::PAUSE_POINT_ENV, "before-comment")
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for out in release_together("both finishes to reach the comment", &pauses, finishing) {
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!(commits_with(&table, "comment"), 1, "one comment");
+    assert_eq!(rows_at(&root.join("changes"), None, "true").await.len(), 1, "one change-log row");
+}
