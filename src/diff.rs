@@ -44,8 +44,10 @@ pub struct Measures {
     /// Metric name → value; `None` when the aggregate is NULL (e.g. SUM of no rows).
     pub metrics: BTreeMap<String, Option<f64>>,
     /// For a metric that sums floating-point values (`SUM` or `AVG` of a DOUBLE or FLOAT): how far
-    /// the value can move when the same values are summed in another order, γ(n)·Σ|x| (Higham,
-    /// *Accuracy and Stability of Numerical Algorithms*, §4.2). Other metrics are exact.
+    /// its value can be from the exact one. A `SUM` is summed exactly ([`crate::exact_sum`]), so
+    /// only its last rounding: half an ulp. An `AVG` can move when the same values are summed in
+    /// another order, γ(n)·Σ|x| (Higham, *Accuracy and Stability of Numerical Algorithms*, §4.2).
+    /// Other metrics are exact.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub error: BTreeMap<String, f64>,
 }
@@ -201,6 +203,7 @@ impl Comparison {
             deltalake::delta_datafusion::create_session_state_with_spill_config(Some(MEMORY_POOL), None);
         let ctx = SessionContext::new_with_state(state);
         ctx.state_ref().write().config_mut().options_mut().optimizer.prefer_hash_join = false;
+        ctx.register_udaf(crate::exact_sum::udaf());
         // The rehearsal reads the target's files by their absolute URLs, from the target's store.
         for table in [before, after] {
             stores
@@ -319,38 +322,48 @@ impl Comparison {
                 .await?;
             planned.schema().fields().iter().map(|f| f.data_type().clone()).collect()
         };
+        // Column 0 counts the rows, columns 1..=n are the metrics, then the magnitudes averages need.
         let mut select = vec!["COUNT(*)".to_owned()];
         select.extend(values.iter().map(|v| format!("CAST({v} AS DOUBLE)")));
-        // (metric, ε, its magnitude's column, whether it is an average)
+        // (metric, ε, its magnitude's column) for averages; (metric, column) for exact sums.
         let mut bounded = Vec::new();
-        for (metric, data_type) in metrics.iter().zip(&types) {
+        let mut exact = Vec::new();
+        for (i, (metric, data_type)) in metrics.iter().zip(&types).enumerate() {
             let epsilon = match data_type {
                 DataType::Float64 => f64::EPSILON / 2.0,
                 DataType::Float32 | DataType::Float16 => f64::from(f32::EPSILON) / 2.0,
                 _ => continue,
             };
-            let (magnitude, average) = match crate::source::read_only::summed(&metric.sql) {
-                Some(Summed::Sum(e)) => (format!("SUM(ABS(CAST(({e}) AS DOUBLE)))"), false),
-                Some(Summed::Avg(e)) => (format!("AVG(ABS(CAST(({e}) AS DOUBLE)))"), true),
-                None => continue,
-            };
-            bounded.push((metric.name.clone(), epsilon, select.len(), average));
-            select.push(magnitude);
+            match crate::source::read_only::summed(&metric.sql) {
+                // Summed exactly, the value is the same whatever the order: only its last rounding.
+                Some(Summed::Sum(e)) => {
+                    select[i + 1] = format!("{}(CAST(({e}) AS DOUBLE))", crate::exact_sum::NAME);
+                    exact.push((metric.name.clone(), i + 1));
+                }
+                Some(Summed::Avg(e)) => {
+                    bounded.push((metric.name.clone(), epsilon, select.len()));
+                    select.push(format!("AVG(ABS(CAST(({e}) AS DOUBLE)))"));
+                }
+                None => {}
+            }
         }
         let sql = format!("SELECT {} FROM __bf_measured", select.join(", "));
         let batch = self.one_batch(&sql).await?;
         let value = |column: usize| scalar(&batch, column, 0).and_then(|v| as_f64(&v));
         let rows = value(0).map_or(0, |n| n as u64);
         let metrics = metrics.iter().enumerate().map(|(i, m)| (m.name.clone(), value(i + 1))).collect();
-        let error = bounded
+        let mut error: BTreeMap<String, f64> = bounded
             .into_iter()
-            .map(|(name, epsilon, column, average)| {
-                let magnitude = value(column).unwrap_or(0.0);
-                // A sum of n terms takes n − 1 additions; an average one more rounding, the division.
-                let additions = if average { rows } else { rows.saturating_sub(1) };
-                (name, gamma(additions, epsilon) * magnitude)
+            .map(|(name, epsilon, column)| {
+                // An average of n terms: n − 1 additions and the division.
+                (name, gamma(rows, epsilon) * value(column).unwrap_or(0.0))
             })
             .collect();
+        error.extend(
+            exact.into_iter().map(|(name, column)| {
+                (name, crate::exact_sum::ExactSum::error(value(column).unwrap_or(0.0)))
+            }),
+        );
         Ok(Measures { rows, metrics, error })
     }
 

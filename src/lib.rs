@@ -30,6 +30,7 @@ pub mod checks;
 pub mod clone;
 pub mod compat;
 pub mod diff;
+pub mod exact_sum;
 pub mod fault;
 pub mod ledger;
 pub mod notify;

@@ -851,6 +851,43 @@ fn place_local(source: &Path, destination: &Path) -> std::io::Result<Placed> {
 mod tests {
     use super::*;
 
+    /// Placing a file never replaces, moves or rewrites what is at the destination, and a placed file
+    /// is fresh whatever the age of its source: linked on one filesystem, copied from another (a
+    /// tmpfs), never seen half-written under its final name.
+    #[test]
+    fn placing_leaves_a_file_that_is_there_and_places_fresh_ones() {
+        use std::os::unix::fs::MetadataExt;
+        let disk = tempfile::tempdir().unwrap();
+        let old = std::time::SystemTime::now() - std::time::Duration::from_secs(30 * 24 * 3600);
+        let fresh = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+        let sources = [disk.path().to_owned(), tempfile::tempdir_in("/dev/shm").unwrap().keep()];
+        for source_dir in &sources {
+            let source = source_dir.join("part-0.parquet");
+            std::fs::write(&source, b"rehearsed bytes").unwrap();
+            std::fs::File::open(&source).unwrap().set_modified(old).unwrap();
+            let table = disk.path().join(format!("t{}", source_dir.starts_with("/dev/shm") as u8));
+            let placed = table.join("d=2026-05-01/part-0.parquet");
+            assert_eq!(place_local(&source, &placed).unwrap(), Placed::New);
+            assert_eq!(std::fs::read(&placed).unwrap(), b"rehearsed bytes");
+            assert!(std::fs::metadata(&placed).unwrap().modified().unwrap() > fresh, "a fresh file");
+            let leftovers: Vec<_> = std::fs::read_dir(placed.parent().unwrap()).unwrap().collect();
+            assert_eq!(leftovers.len(), 1, "no partial copy is left beside it");
+            // A file the table already references: left exactly as it is, whatever it holds.
+            let live = table.join("d=2026-05-01/part-1.parquet");
+            std::fs::write(&live, b"the table's own bytes").unwrap();
+            let before = std::fs::metadata(&live).unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert_eq!(place_local(&source, &live).unwrap(), Placed::Existing);
+            let after = std::fs::metadata(&live).unwrap();
+            assert_eq!(
+                (after.ino(), after.ctime(), after.ctime_nsec()),
+                (before.ino(), before.ctime(), before.ctime_nsec())
+            );
+            assert_eq!(std::fs::read(&live).unwrap(), b"the table's own bytes");
+        }
+        let _ = std::fs::remove_dir_all(&sources[1]);
+    }
+
     #[test]
     fn schemes_name_their_store() {
         let kind = |u: &str| Kind::of(&Url::parse(u).unwrap());

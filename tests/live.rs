@@ -505,3 +505,53 @@ async fn two_finishes_at_once_comment_and_log_once() {
     assert_eq!(commits_with(&table, "comment"), 1, "one comment");
     assert_eq!(rows_at(&root.join("changes"), None, "true").await.len(), 1, "one change-log row");
 }
+
+/// deltalake 1.1 panics checking a concurrent commit on a table whose log keys partition values by
+/// physical names (column mapping by name, partitioned by the date): another writer committing
+/// between bf's check and its commit used to end `bf apply` with exit 101. bf checks such commits
+/// itself there and writes the slice again on the table as it then is.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_column_mapped_table_partitioned_by_its_date_is_written_beside_another_writer() {
+    use crate::common::servers::python;
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let table = root.join("orders");
+    python(
+        &format!(
+            "import deltalake, pyarrow as pa, datetime as d\n\
+             days = [d.date(2026, 5, 1) + d.timedelta(days=i) for i in range(31)]\n\
+             t = pa.table({{'order_id': list(range(1, 32)), 'customer': [f'C{{i}}' for i in range(1, 32)],\n\
+               'amount': [10.0 * i for i in range(1, 32)], 'currency': ['EUR'] * 31, 'order_date': days}})\n\
+             deltalake.write_deltalake({0:?}, t, partition_by=['order_date'],\n\
+               configuration={{'delta.columnMapping.mode': 'name'}})\n",
+            table.to_str().unwrap()
+        ),
+        &[],
+    );
+    let fixed: String =
+        (1..=31u32).map(|d| format!("{d},C{d},{:.1},EUR,{}\n", 11.0 * f64::from(d), may(d))).collect();
+    std::fs::write(root.join("may.csv"), format!("order_id,customer,amount,currency,order_date\n{fixed}"))
+        .unwrap();
+    write_plan(root, "may.toml", MAY_PLAN);
+    ok(root, &["plan", "may.toml", "-q"]);
+    let out = apply_paused(root, &[], 3, "after-check", async {
+        python(
+            &format!(
+                "import deltalake, pyarrow as pa, datetime as d\n\
+                 t = pa.table({{'order_id': [9001], 'customer': ['June'], 'amount': [5.0], 'currency': ['EUR'],\n\
+                   'order_date': [d.date(2026, 6, 2)]}})\n\
+                 deltalake.write_deltalake({:?}, t, mode='append')\n",
+                table.to_str().unwrap()
+            ),
+            &[],
+        );
+    })
+    .await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "exit {:?}:\n{stderr}", out.status.code());
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(slices_committed(&table), [1, 2, 3, 4, 5]);
+    let rows = crate::common::servers::python_sql_rows(&table, "order_id,amount");
+    assert_eq!(rows.len(), 32, "May's 31 orders and the other writer's: {rows:?}");
+    assert!(rows.contains(&"9001|5.0".to_owned()) && rows.contains(&"20|220.0".to_owned()), "{rows:?}");
+}

@@ -722,3 +722,69 @@ async fn a_slice_compared_from_memory_reads_as_one_read_by_each_query() {
     assert_eq!((changes.added, changes.removed, changes.changed), (1, 2, 1), "{changes:?}");
     assert_eq!(compared[0], compared[1], "from memory, the same numbers and samples");
 }
+
+/// The revenue of a slice of a million orders averaging about 100 EUR, one of them a cent more after
+/// the backfill: summed the usual way, the rounding bound of such a sum (γ(n)·Σ|x| ≈ 0.011) is
+/// larger than the cent, and the slice read "unchanged"; summed exactly, the cent is the change.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cent_in_one_row_of_a_million_row_slice_is_a_change() {
+    use std::sync::Arc;
+
+    use bf::deltalake::arrow::array::{Date32Array, Int64Array, RecordBatch, StringArray};
+    use bf::deltalake::arrow::datatypes::{DataType, Field, Schema};
+    let dir = tempfile::tempdir().unwrap();
+    let rows = 1_000_000i64;
+    let mut state = 7u64;
+    let cents: Vec<f64> = (0..rows)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (1 + (state >> 33) % 19_999) as f64 / 100.0
+        })
+        .collect();
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("order_id", DataType::Int64, true),
+        Field::new("customer", DataType::Utf8, true),
+        Field::new("amount", DataType::Float64, true),
+        Field::new("currency", DataType::Utf8, true),
+        Field::new("order_date", DataType::Date32, true),
+    ]));
+    let day = Date32Type::from_naive_date("2026-05-01".parse().unwrap());
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from_iter_values(0..rows)),
+            Arc::new(StringArray::from_iter_values((0..rows).map(|_| "C"))),
+            Arc::new(Float64Array::from(cents.clone())),
+            Arc::new(StringArray::from_iter_values((0..rows).map(|_| "EUR"))),
+            Arc::new(Date32Array::from(vec![day; rows as usize])),
+        ],
+    )
+    .unwrap();
+    let table =
+        crate::common::new_table(&dir.path().join("orders"), crate::common::orders_columns(), &[]).await;
+    table.write(vec![batch]).await.unwrap();
+    write_plan(
+        dir.path(),
+        "cent.toml",
+        "reason = \"One order was a cent short.\"\n[target]\ntable = \"orders\"\ndate_column = \"order_date\"\n\
+         key = [\"order_id\"]\n[window]\nstart = 2026-05-01\nend = 2026-05-01\n[slicing]\nevery = \"day\"\n\
+         [source]\ninputs.src = { path = \"orders\", format = \"delta\" }\n\
+         query = \"SELECT order_id, customer, CASE WHEN order_id = 123456 THEN amount + 0.01 ELSE amount END AS amount, \
+         currency, order_date FROM src\"\n[[metrics]]\nname = \"revenue\"\nsql = \"SUM(amount)\"\n",
+    );
+    let out = bf_in(dir.path()).args(["plan", "cent.toml", "--json", "-q"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let saved: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let slice = &saved["slices"][0];
+    let (before, after) = (&slice["before"], &slice["after"]);
+    let revenue = |side: &Value| side["metrics"]["revenue"].as_f64().unwrap();
+    let bound = |side: &Value| side["error"]["revenue"].as_f64().unwrap();
+    let change = revenue(after) - revenue(before);
+    assert!((change - 0.01).abs() < 1e-6, "the change is the cent: {change}");
+    assert!(bound(before) + bound(after) < 1e-6, "the bound is far below a cent: {before} {after}");
+    // The sums are exact: the test's own exact total, to the last bit.
+    let mut exact = bf::exact_sum::ExactSum::default();
+    cents.iter().for_each(|&c| exact.add(c));
+    assert_eq!(revenue(before), exact.value().unwrap(), "the exact sum of the amounts");
+    assert_eq!(slice["changes"]["changed"], 1, "{}", slice["changes"]);
+}
