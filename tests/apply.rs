@@ -9,8 +9,8 @@ use predicates::prelude::*;
 use serde_json::Value;
 
 use crate::common::{
-    OrderRow, bf_in, commit_infos, commits_with, count, demo_workspace, open_table, slices_committed,
-    snapshot, wait_for, write_plan,
+    OrderRow, bf_in, commit_infos, commits_with, count, demo_workspace, duckdb_count, duckdb_rows,
+    open_table, slices_committed, snapshot, wait_for, write_plan,
 };
 
 fn apply(root: &Path) -> Output {
@@ -111,6 +111,7 @@ async fn march_reload_applied_recorded_and_commented() {
     let silver = root.join("bf-demo/warehouse/orders_silver");
     let outside = "order_date NOT BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'";
     let outside_rows = rows_where(&silver, outside).await;
+    let outside_read_by_duckdb = duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {outside}"));
     plan(root, "plans/march.toml");
     let saved: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
@@ -146,6 +147,20 @@ async fn march_reload_applied_recorded_and_commented() {
     assert_eq!(count(&silver, "SELECT count(*) FROM t WHERE currency = 'EUR' AND order_date >= DATE '2026-03-01' AND order_date <= DATE '2026-03-31'").await as u64,
         saved["slices"][0]["changes"]["changed"].as_u64().unwrap());
     assert_eq!(rows_where(&silver, outside).await, outside_rows);
+    // A second reader, DuckDB's Delta extension (delta-kernel-rs, not the deltalake crate), reads
+    // the same: March's 409 rows, the corrected EUR orders, every row outside March as before.
+    let march = "order_date BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'";
+    assert_eq!(duckdb_count(&silver, &format!("SELECT count(*) FROM t WHERE {march}")), 409);
+    assert_eq!(
+        duckdb_count(&silver, &format!("SELECT count(*) FROM t WHERE {march} AND currency = 'EUR'")) as u64,
+        saved["slices"][0]["changes"]["changed"].as_u64().unwrap()
+    );
+    assert_eq!(duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {outside}")), outside_read_by_duckdb);
+    assert_eq!(
+        duckdb_rows(&silver, "SELECT * FROM t"),
+        rows_where(&silver, "true").await,
+        "both readers agree"
+    );
 
     // The change log got one row, and a second apply (nothing left to do) does not add another.
     let log = root.join("bf-demo/warehouse/backfill_log");
@@ -226,6 +241,7 @@ async fn a_crash_at_any_point_resumes_to_the_same_table() {
         let resumed = apply(root);
         assert!(resumed.status.success(), "{point}: {}", String::from_utf8_lossy(&resumed.stderr));
         assert_eq!(contents(&daily).await, expected, "{point}: the resumed table differs");
+        assert_eq!(duckdb_rows(&daily, "SELECT * FROM t"), expected, "{point}: read by DuckDB");
         assert_eq!(
             slices_committed(&daily),
             (1..=30).collect::<Vec<u64>>(),
@@ -649,6 +665,13 @@ fn credentials_in_the_environment_never_reach_output_plans_or_commits() {
     }
 }
 
+/// The rows of `rows` (as [`contents`] gives them) whose first field, the order id, is `id`.
+fn rows_where_in(rows: &[String], id: &str) -> Vec<String> {
+    let found: Vec<String> = rows.iter().filter(|r| r.split('|').next() == Some(id)).cloned().collect();
+    assert_eq!(found.len(), 1, "order {id}: {found:?}");
+    found
+}
+
 /// The first six days of September, with `edit` applied to the September plan's text.
 fn week_plan_with(root: &Path, name: &str, edit: impl Fn(String) -> String) -> String {
     crate::common::september_plan(root, name, 6, edit)
@@ -706,25 +729,35 @@ async fn a_merge_plan_applies_resumes_verifies_and_rolls_back() {
     let expected = contents(&daily).await;
     assert_eq!(table_orders(expected.clone()), till(root));
 
-    // A second merge corrects one order's amount on 2 September and keeps the rest.
-    let first = root.join("bf-demo/landing/orders/2026-09-02.csv");
-    let original = std::fs::read_to_string(&first).unwrap();
-    let corrected_line = original.lines().nth(1).unwrap();
+    assert_eq!(duckdb_rows(&daily, "SELECT * FROM t"), expected, "read by DuckDB");
+
+    // A second merge corrects one order's amount on 2 September, and its source lacks another
+    // order of that day: a merge keeps the rows the source lacks (only `delete_missing` drops them).
+    let day = root.join("bf-demo/landing/orders/2026-09-02.csv");
+    let original = std::fs::read_to_string(&day).unwrap();
+    let lines: Vec<&str> = original.lines().collect();
+    let (corrected_line, lacking_line) = (lines[1], lines[2]);
     let fields: Vec<&str> = corrected_line.split(',').collect();
-    let corrected =
-        original.replace(corrected_line, &format!("{},{},999.99,{}", fields[0], fields[1], fields[3]));
-    std::fs::write(&first, corrected).unwrap();
+    let corrected = original
+        .replace(corrected_line, &format!("{},{},999.99,{}", fields[0], fields[1], fields[3]))
+        .replace(&format!("{lacking_line}\n"), "");
+    std::fs::write(&day, corrected).unwrap();
     plan(root, &plan_file);
     assert!(apply(root).status.success());
     let id = fields[0];
     assert_eq!(rows_where(&daily, &format!("order_id = {id}")).await.len(), 1);
     assert!(rows_where(&daily, &format!("order_id = {id}")).await[0].contains("999.99"));
+    let lacking = lacking_line.split(',').next().unwrap();
+    let kept = rows_where(&daily, &format!("order_id = {lacking}")).await;
+    assert_eq!(kept, rows_where_in(&expected, lacking), "the order the source lacks is kept as it was");
     assert_eq!(contents(&daily).await.len(), expected.len(), "a merge adds and updates, it removes nothing");
+    assert_eq!(duckdb_rows(&daily, "SELECT * FROM t"), contents(&daily).await, "read by DuckDB");
 
     // Window-only rollback of the second merge: the first merge's rows again, row by row.
     let rolled =
         bf_in(root).args(["rollback", "--cascade", "--auto-approve", "--window-only"]).output().unwrap();
     assert!(rolled.status.success(), "{}", String::from_utf8_lossy(&rolled.stderr));
+    assert_eq!(duckdb_rows(&daily, "SELECT * FROM t"), expected, "read by DuckDB");
     assert_eq!(contents(&daily).await, expected);
 }
 

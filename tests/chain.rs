@@ -11,7 +11,8 @@ use serde_json::Value;
 
 use crate::common::servers::python_sql_rows;
 use crate::common::{
-    bf_in, commit_infos, commits_with, demo_workspace, rows_at, slices_committed, snapshot, write_plan,
+    bf_in, commit_infos, commits_with, demo_workspace, duckdb_count, duckdb_rows, rows_at, slices_committed,
+    snapshot, write_plan,
 };
 
 const SILVER: &str = "bf-demo/warehouse/orders_silver";
@@ -50,13 +51,35 @@ fn march_by_day_from_csvs(root: &Path) -> BTreeMap<String, (f64, i64)> {
     days
 }
 
-/// When the table's RESTORE was committed (its commitInfo's timestamp, read raw).
-fn restored_at(table: &Path) -> i64 {
-    commit_infos(table)
-        .into_iter()
-        .find(|(_, i)| i["operation"] == "RESTORE")
-        .map(|(_, i)| i["timestamp"].as_i64().unwrap())
-        .unwrap()
+/// How many RESTOREs the table's log holds (read raw).
+fn restores(table: &Path) -> usize {
+    commit_infos(table).iter().filter(|(_, i)| i["operation"] == "RESTORE").count()
+}
+
+/// What a table's log holds of an apply, read raw: its slice commits and its comments.
+fn applied(table: &Path) -> (Vec<u64>, usize) {
+    (slices_committed(table), commits_with(table, "comment"))
+}
+
+/// Crashes `bf rollback --cascade` at `point` (`NAME/rollback-before-restore`) and returns how many
+/// RESTOREs each of `tables` holds then: the tables rolled back before the crash, in the order the
+/// cascade runs them. Timestamps cannot show that order: two commits in one millisecond tie.
+fn restores_at_crash(root: &Path, point: &str, tables: &[&Path]) -> Vec<usize> {
+    let crashed = run(root, &["rollback", "--cascade", "--auto-approve"], &[("BF_FAULT", point)]);
+    assert_eq!(
+        crashed.status.code(),
+        None,
+        "{point}: the rollback was meant to abort there, not exit: {}",
+        String::from_utf8_lossy(&crashed.stderr)
+    );
+    for t in tables {
+        eprintln!(
+            "DEBUG {point} {}: {:?}",
+            t.display(),
+            commit_infos(t).iter().map(|(v, i)| (*v, i["operation"].clone())).collect::<Vec<_>>()
+        );
+    }
+    tables.iter().map(|t| restores(t)).collect()
 }
 
 fn saved_plan(root: &Path) -> Value {
@@ -143,8 +166,9 @@ async fn the_chain_applies_upstream_first_and_a_rollback_needs_cascade_to_undo_i
     assert!(down["bf.upstream"].as_str().unwrap().ends_with("/orders_silver/"), "{down}");
     assert!(up["bf.downstream"][0].as_str().unwrap().ends_with("/revenue_by_day/"), "{up}");
     assert!(up.get("bf.upstream").is_none() && down["bf.downstream"] == Value::Array(Vec::new()));
-    let silver_slice_time = up["timestamp"].as_i64().unwrap();
-    assert!(down["timestamp"].as_i64().unwrap() >= silver_slice_time, "upstream first");
+    // Upstream first, and rolled back downstream first: proven by where the crashes of
+    // `a_crash_anywhere_in_the_chain_resumes_where_it_stopped_exactly_once` strike (commit
+    // timestamps, in milliseconds, cannot tell two commits of one millisecond apart).
     assert_eq!((commits_with(&silver, "comment"), commits_with(&revenue, "comment")), (1, 1));
 
     // Without --cascade, the upstream's rollback is refused and writes nothing.
@@ -163,8 +187,6 @@ async fn the_chain_applies_upstream_first_and_a_rollback_needs_cascade_to_undo_i
     for (table, version) in [(&silver, 5), (&revenue, 4)] {
         assert_eq!(rows_at(table, None, "true").await, rows_at(table, Some(version), "true").await);
     }
-    // Downstream first: revenue_by_day's RESTORE is not later than orders_silver's.
-    assert!(restored_at(&revenue) <= restored_at(&silver));
 }
 
 /// Crashes at every table boundary and inside each table, each then resumed by `bf apply` again:
@@ -183,20 +205,53 @@ async fn a_crash_anywhere_in_the_chain_resumes_where_it_stopped_exactly_once() {
     ok(recomputed.path(), &["apply", "--auto-approve", "-q", "--recompute"]);
     assert_eq!(rows_at(&recomputed.path().join(SILVER), None, "true").await, want_silver);
     assert_eq!(rows_at(&recomputed.path().join(REVENUE), None, "true").await, want_revenue);
-    for point in [
-        "before-table:1",
-        "orders_silver/after-commit:1",
-        "orders_silver/before-comment",
-        "revenue_by_day/before-slice:1",
-        "revenue_by_day/before-publish-commit:1",
-        "revenue_by_day/after-commit:1",
-        "revenue_by_day/before-comment",
+    // Each point with what the logs hold when the process dies there, read raw: orders_silver's
+    // slice commits and comments, revenue_by_day's, and the change-log rows (orders_silver's plan
+    // records one when its table is done; revenue_by_day's records none).
+    let silver_done = (vec![1], 1);
+    let none = (Vec::new(), 0);
+    for (point, silver_at, revenue_at, logged) in [
+        ("before-table:1", &silver_done, &none, 1),
+        ("orders_silver/after-commit:1", &(vec![1], 0), &none, 0),
+        ("orders_silver/before-comment", &(vec![1], 0), &none, 0),
+        ("revenue_by_day/before-slice:1", &silver_done, &none, 1),
+        ("revenue_by_day/before-publish-commit:1", &silver_done, &none, 1),
+        ("revenue_by_day/after-commit:1", &silver_done, &(vec![1], 0), 1),
+        ("revenue_by_day/before-comment", &silver_done, &(vec![1], 0), 1),
     ] {
         let workspace = demo_workspace();
         let root = workspace.path();
+        let (silver, revenue) = (root.join(SILVER), root.join(REVENUE));
         ok(root, &["plan", "plans/march.toml", "-q"]);
         let crashed = run(root, &["apply", "--auto-approve", "-q"], &[("BF_FAULT", point)]);
-        assert!(!crashed.status.success(), "{point}: the apply crashed");
+        assert_eq!(
+            crashed.status.code(),
+            None,
+            "{point}: aborted there: {}",
+            String::from_utf8_lossy(&crashed.stderr)
+        );
+        assert_eq!(&applied(&silver), silver_at, "{point}: orders_silver at the crash");
+        assert_eq!(&applied(&revenue), revenue_at, "{point}: revenue_by_day at the crash");
+        // The change log is made by its first row.
+        let log = root.join("bf-demo/warehouse/backfill_log");
+        let rows = if log.exists() { rows_at(&log, None, "true").await.len() } else { 0 };
+        assert_eq!(rows, logged, "{point}: change-log rows at the crash");
+        // Publishing places revenue_by_day's files before its commit: at that point they are in
+        // the table with the rehearsed bytes and no commit names them; before the slice, not there.
+        let publication = &saved_plan(root)["downstream"][0]["slices"][0]["publication"];
+        let adds = publication["adds"].as_array().unwrap().len();
+        assert!(adds > 0, "{publication}");
+        let expected = match point {
+            "revenue_by_day/before-publish-commit:1" => (adds, 0),
+            _ if revenue_at.0.is_empty() => (0, 0),
+            _ => (adds, adds),
+        };
+        assert_eq!(
+            crate::common::published_files_in(&revenue, publication),
+            expected,
+            "{point}: revenue_by_day's files to publish (in the table, named by a commit)"
+        );
+
         let resumed = ok(root, &["apply", "--auto-approve"]);
         for (table, want) in [(SILVER, &want_silver), (REVENUE, &want_revenue)] {
             let table = root.join(table);
@@ -205,7 +260,36 @@ async fn a_crash_anywhere_in_the_chain_resumes_where_it_stopped_exactly_once() {
             assert_eq!(commits_with(&table, "comment"), 1, "{point}: one comment in {}", table.display());
         }
         assert!(resumed.contains("revenue_by_day"), "{point}: {resumed}");
+        // A second reader (DuckDB's Delta extension, delta-kernel-rs) reads March by day as the
+        // corrected landing files say.
+        let expected: Vec<String> = march_by_day_from_csvs(root)
+            .iter()
+            .map(|(day, (revenue, orders))| format!("{day}|{revenue}|{orders}"))
+            .collect();
+        let read = duckdb_rows(&revenue, &format!("SELECT order_date, revenue, orders FROM t WHERE {MARCH}"));
+        assert_eq!(read, expected, "{point}: revenue_by_day's March read by DuckDB");
+        assert_eq!(duckdb_count(&silver, &format!("SELECT count(*) FROM t WHERE {MARCH}")), 409, "{point}");
     }
+
+    // Rolled back downstream first: crashed before orders_silver's RESTORE, revenue_by_day's is
+    // already there; crashed before revenue_by_day's, neither is.
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let (silver, revenue) = (root.join(SILVER), root.join(REVENUE));
+    ok(root, &["plan", "plans/march.toml", "-q"]);
+    ok(root, &["apply", "--auto-approve", "-q"]);
+    let tables = [&*revenue, &*silver];
+    assert_eq!(restores_at_crash(root, "revenue_by_day/rollback-before-restore", &tables), [0, 0]);
+    assert_eq!(restores_at_crash(root, "orders_silver/rollback-before-restore", &tables), [1, 0]);
+    ok(root, &["rollback", "--cascade", "--auto-approve"]);
+    assert_eq!((restores(&revenue), restores(&silver)), (1, 1), "each table restored once");
+    assert_eq!(rows_at(&silver, None, "true").await, rows_at(&silver, Some(5), "true").await);
+    assert_eq!(rows_at(&revenue, None, "true").await, rows_at(&revenue, Some(4), "true").await);
+    assert_eq!(
+        duckdb_count(&silver, &format!("SELECT count(*) FROM t WHERE {MARCH}")),
+        412,
+        "read by DuckDB"
+    );
 }
 
 /// A webhook receiver on 127.0.0.1 answering every request with `status`; what it received is kept.
@@ -553,9 +637,15 @@ async fn a_chain_three_tables_deep_applies_in_order_and_rolls_back_from_the_bott
     assert_eq!(refused.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("revenue_by_day's backfill") && stderr.contains("big_days ("), "{stderr}");
 
-    ok(root, &["rollback", "--cascade", "--auto-approve"]);
+    // Bottom-up: each crash before a table's RESTORE finds the tables below it restored and
+    // those above not (read raw; commit timestamps in milliseconds could tie).
     let (silver, revenue) = (root.join(SILVER), root.join(REVENUE));
-    assert!(restored_at(&big) <= restored_at(&revenue) && restored_at(&revenue) <= restored_at(&silver));
+    let tables = [&*big, &*revenue, &*silver];
+    assert_eq!(restores_at_crash(root, "big_days/rollback-before-restore", &tables), [0, 0, 0]);
+    assert_eq!(restores_at_crash(root, "revenue_by_day/rollback-before-restore", &tables), [1, 0, 0]);
+    assert_eq!(restores_at_crash(root, "orders_silver/rollback-before-restore", &tables), [1, 1, 0]);
+    ok(root, &["rollback", "--cascade", "--auto-approve"]);
+    assert_eq!(tables.map(restores), [1, 1, 1], "each table restored once");
     assert!(rows_at(&big, None, "true").await.is_empty(), "big_days as it was: empty");
     assert_eq!(rows_at(&revenue, None, "true").await, rows_at(&revenue, Some(4), "true").await);
     assert_eq!(rows_at(&silver, None, "true").await, rows_at(&silver, Some(5), "true").await);

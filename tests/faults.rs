@@ -144,6 +144,13 @@ async fn crashes_at_every_point_of_apply_and_rollback_land_there_and_are_recover
                     at_crash,
                     "{point}, recompute {recompute}: where the crash landed"
                 );
+                if !recompute {
+                    assert_eq!(
+                        published_at_crash(root, &daily, point),
+                        expected_published(root, point),
+                        "{point}: the slice's rehearsed files (in the table, named by a commit)"
+                    );
+                }
                 bf_in(root).args(&apply).assert().success();
                 assert_eq!(contents(&daily).await, applied, "{point}, recompute {recompute}");
                 assert_eq!(landed(&daily), landed_applied(), "{point}: each slice and the comment once");
@@ -151,6 +158,36 @@ async fn crashes_at_every_point_of_apply_and_rollback_land_there_and_are_recover
         }
     }
     eprintln!("{} crash points recovered", points.len());
+}
+
+/// The slice a point names (`before-slice:3` → 3), if it names one.
+fn slice_of(point: &str) -> Option<usize> {
+    point.rsplit_once(':')?.1.parse().ok()
+}
+
+/// For a point naming slice N: of slice N's rehearsed files (as the saved plan records them), how
+/// many are in the table with the rehearsed bytes, and how many a commit names.
+fn published_at_crash(root: &Path, table: &Path, point: &str) -> Option<(usize, usize)> {
+    let slice = slice_of(point)?;
+    let plan: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    Some(crate::common::published_files_in(table, &plan["slices"][slice - 1]["publication"]))
+}
+
+/// What [`published_at_crash`] must find: nothing before the slice; after `before-publish-commit`
+/// every file placed and none committed (the one thing that tells it from `before-slice`); after
+/// the commit, every file placed and committed.
+fn expected_published(root: &Path, point: &str) -> Option<(usize, usize)> {
+    let slice = slice_of(point)?;
+    let plan: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let adds = plan["slices"][slice - 1]["publication"]["adds"].as_array().unwrap().len();
+    assert!(adds > 0, "slice {slice} publishes files");
+    Some(match point.split(':').next().unwrap() {
+        "before-slice" => (0, 0),
+        "before-publish-commit" => (adds, 0),
+        _ => (adds, adds),
+    })
 }
 
 fn landed_applied() -> Landed {

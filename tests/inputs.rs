@@ -4,8 +4,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::apply::{append_silver, apply_with_other_writer};
-use crate::common::{bf_in, count, demo_workspace, snapshot, write_plan};
+use crate::apply::append_silver;
+use crate::common::{bf_in, count, demo_workspace, duckdb_count, slices_committed, snapshot, write_plan};
 
 /// The first three days of September, loaded from the folder of all September's till files.
 const FOLDER_PLAN: &str = r#"reason = "Load 1-3 September from the till's folder."
@@ -38,13 +38,20 @@ inputs.silver = { path = "../bf-demo/warehouse/orders_silver", format = "delta" 
 query = "SELECT order_id, customer, amount, order_date FROM silver WHERE order_date BETWEEN $start AND $end"
 "#;
 
+/// `bf apply` refuses the saved plan as stale naming `fragment`, publishing and recomputing, and
+/// writes nothing.
 fn refused(root: &Path, table: &Path, fragment: &str) {
     let untouched = snapshot(table);
-    let output = bf_in(root).args(["apply", "--auto-approve"]).output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("the saved plan is stale") && stderr.contains(fragment), "{stderr}");
-    assert_eq!(snapshot(table), untouched, "a stale plan wrote to the table");
+    for recompute in [&[][..], &["--recompute"][..]] {
+        let output = bf_in(root).args(["apply", "--auto-approve"]).args(recompute).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{recompute:?}: {stderr}");
+        assert!(
+            stderr.contains("the saved plan is stale") && stderr.contains(fragment),
+            "{recompute:?}: {stderr}"
+        );
+        assert_eq!(snapshot(table), untouched, "{recompute:?}: a stale plan wrote to the table");
+    }
 }
 
 #[test]
@@ -95,15 +102,21 @@ async fn a_commit_to_a_delta_input_after_the_plan_makes_it_stale() {
 async fn a_commit_to_a_delta_input_after_a_crash_does_not_stop_the_resume() {
     let (workspace, daily, silver) = delta_input_planned();
     let root = workspace.path();
+    let planned = count(&silver, "SELECT count(*) FROM t WHERE order_date = DATE '2026-03-03'").await;
+    // Recomputing, so the slices read the input (publishing never reads it).
     bf_in(root)
-        .args(["apply", "--auto-approve", "-q"])
+        .args(["apply", "--auto-approve", "-q", "--recompute"])
         .env(bf::fault::FAULT_ENV, "after-commit:1")
         .assert()
         .failure();
+    assert_eq!(slices_committed(&daily), [1], "the crash struck after slice 1's commit");
     append_silver(&silver, &[(9003, "C01", 1.0, "EUR", "2026-03-03")]).await;
     // The slices left read the version the plan read, so the resume writes what was reviewed.
-    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    bf_in(root).args(["apply", "--auto-approve", "-q", "--recompute"]).assert().success();
+    assert_eq!(slices_committed(&daily), [1, 2, 3]);
     assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_id = 9003").await, 0);
+    assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_date = DATE '2026-03-03'").await, planned);
+    assert_eq!(duckdb_count(&daily, "SELECT count(*) FROM t WHERE order_id = 9003"), 0, "read by DuckDB");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -132,10 +145,15 @@ async fn every_slice_reads_a_delta_input_at_the_version_the_plan_read() {
     let planned = count(&silver, "SELECT count(*) FROM t WHERE order_date = DATE '2026-03-02'").await;
     // Another job commits to the input while the apply waits to write slice 1, whose query is
     // already planned: slice 2 (2 March) reads the input after that commit.
-    let output =
-        apply_with_other_writer(root, 1, append_silver(&silver, &[(9002, "C01", 1.0, "EUR", "2026-03-02")]))
-            .await;
+    // Recomputing: publishing lands the rehearsal's files and never reads the input.
+    let output = recompute_with_other_writer(
+        root,
+        1,
+        append_silver(&silver, &[(9002, "C01", 1.0, "EUR", "2026-03-02")]),
+    )
+    .await;
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(slices_committed(&daily), [1, 2, 3]);
     assert_eq!(count(&silver, "SELECT count(*) FROM t WHERE order_id = 9002").await, 1, "the input moved");
     assert_eq!(
         count(&daily, "SELECT count(*) FROM t WHERE order_date = DATE '2026-03-02'").await,
@@ -143,4 +161,27 @@ async fn every_slice_reads_a_delta_input_at_the_version_the_plan_read() {
         "slice 2 wrote the rows the plan read, not the input's newer version"
     );
     assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_id = 9002").await, 0);
+    assert_eq!(duckdb_count(&daily, "SELECT count(*) FROM t WHERE order_id = 9002"), 0, "read by DuckDB");
+}
+
+/// `bf apply --recompute` paused before writing `slice`, `other_writer` run while it waits.
+async fn recompute_with_other_writer<F: std::future::Future<Output = ()>>(
+    root: &Path,
+    slice: usize,
+    other_writer: F,
+) -> std::process::Output {
+    let pause = root.join("paused");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+        .args(["apply", "--auto-approve", "--recompute"])
+        .current_dir(root)
+        .env(bf::fault::PAUSE_FILE_ENV, &pause)
+        .env(bf::fault::PAUSE_SLICE_ENV, slice.to_string())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::common::wait_for(&format!("bf paused before slice {slice}"), || pause.exists());
+    other_writer.await;
+    std::fs::remove_file(&pause).unwrap();
+    child.wait_with_output().unwrap()
 }

@@ -15,7 +15,7 @@ use bf::deltalake::protocol::SaveMode;
 use chrono::NaiveDate;
 use serde_json::Value;
 
-use crate::common::{bf_in, new_table, rows_at, snapshot, write_plan};
+use crate::common::{bf_in, duckdb_rows, new_table, rows_at, snapshot, write_plan};
 
 /// One order: id, customer, amount, currency, day.
 type Order = (i64, String, f64, String, NaiveDate);
@@ -86,6 +86,21 @@ async fn table_orders(table: &Path) -> Vec<Order> {
             (f[0].parse().unwrap(), f[1].to_owned(), f[2].parse().unwrap(), f[3].to_owned(), day(f[4]))
         })
         .collect();
+    rows.sort_by_key(|o| o.0);
+    rows
+}
+
+/// The table's rows as DuckDB's Delta extension (delta-kernel-rs, not the deltalake crate) reads
+/// them, sorted by id.
+fn duckdb_orders(table: &Path) -> Vec<Order> {
+    let mut rows: Vec<Order> =
+        duckdb_rows(table, "SELECT order_id, customer, amount, currency, order_date FROM t")
+            .iter()
+            .map(|row| {
+                let f: Vec<&str> = row.split('|').collect();
+                (f[0].parse().unwrap(), f[1].to_owned(), f[2].parse().unwrap(), f[3].to_owned(), day(f[4]))
+            })
+            .collect();
     rows.sort_by_key(|o| o.0);
     rows
 }
@@ -199,10 +214,12 @@ async fn a_merge_plans_applies_resumes_and_rolls_back_on_every_layout() {
             let resumed = bf_in(dir.path()).args(["apply", "--auto-approve", "-q"]).output().unwrap();
             assert!(resumed.status.success(), "{what}: {}", String::from_utf8_lossy(&resumed.stderr));
             assert_eq!(table_orders(&table).await, expected, "{what}: the merged table, row by row");
+            assert_eq!(duckdb_orders(&table), expected, "{what}: the merged table, read by DuckDB");
 
             let rolled = bf_in(dir.path()).args(["rollback", "--auto-approve"]).output().unwrap();
             assert!(rolled.status.success(), "{what}: {}", String::from_utf8_lossy(&rolled.stderr));
             assert_eq!(table_orders(&table).await, all, "{what}: the full rollback");
+            assert_eq!(duckdb_orders(&table), all, "{what}: the full rollback, read by DuckDB");
 
             // Again, undone slice by slice this time.
             bf_in(dir.path()).args(["plan", "merge.toml", "-q"]).assert().success();
@@ -212,6 +229,7 @@ async fn a_merge_plans_applies_resumes_and_rolls_back_on_every_layout() {
                 bf_in(dir.path()).args(["rollback", "--auto-approve", "--window-only"]).output().unwrap();
             assert!(rolled.status.success(), "{what}: {}", String::from_utf8_lossy(&rolled.stderr));
             assert_eq!(table_orders(&table).await, all, "{what}: the window-only rollback");
+            assert_eq!(duckdb_orders(&table), all, "{what}: the window-only rollback, read by DuckDB");
         }
     }
 }

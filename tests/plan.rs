@@ -528,6 +528,12 @@ async fn a_merge_keeps_the_rows_the_source_lacks_unless_delete_missing_and_never
         &format!("SELECT count(*) - count(DISTINCT order_id) FROM t WHERE {in_march} AND order_id % 2 = 0"),
     )
     .await;
+    let odd_copies = count(
+        &silver,
+        &format!("SELECT count(*) - count(DISTINCT order_id) FROM t WHERE {in_march} AND order_id % 2 = 1"),
+    )
+    .await;
+    assert!(odd_copies > 0, "the table's March has an odd order twice");
     let plan_of = |name: &str, text: &str| {
         let plan = write_plan(&root.join("plans"), name, text);
         let output = bf_in(root).arg("plan").arg(&plan).arg("--json").output().unwrap();
@@ -560,7 +566,9 @@ async fn a_merge_keeps_the_rows_the_source_lacks_unless_delete_missing_and_never
     // The odd duplicates the source does not correct stay duplicated, and the unique check says so.
     let unique =
         plan["checks"].as_array().unwrap().iter().find(|c| c["name"] == "one row per order").unwrap();
-    assert_eq!(code == Some(0), unique["passed"] == true, "{plan}");
+    assert_eq!(unique["passed"], false, "{unique}");
+    assert_eq!(unique["offending"], 2 * odd_copies, "each odd order kept twice, both copies: {unique}");
+    assert_eq!(code, Some(1), "a failed check makes the plan unappliable: {}", plan["problems"]);
 
     let (code, plan) = plan_of(
         "replace-by-key.toml",

@@ -6,7 +6,7 @@ use std::path::Path;
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::common::{bf_in, demo_workspace, open_table, snapshot};
+use crate::common::{bf_in, demo_workspace, duckdb_count, duckdb_rows, open_table, snapshot};
 
 use crate::common::rows_at as rows;
 
@@ -25,8 +25,10 @@ async fn rollback_restores_the_pre_version_and_records_it() {
     let workspace = demo_workspace();
     let root = workspace.path();
     let silver = root.join("bf-demo/warehouse/orders_silver");
+    let before_read_by_duckdb = duckdb_rows(&silver, "SELECT * FROM t");
     let id = plan_and_apply(root);
     assert_ne!(rows(&silver, None, MARCH).await, rows(&silver, Some(5), MARCH).await);
+    assert_ne!(duckdb_rows(&silver, "SELECT * FROM t"), before_read_by_duckdb);
     bf_in(root)
         .args(["rollback", "--cascade", "--auto-approve"])
         .assert()
@@ -37,6 +39,8 @@ async fn rollback_restores_the_pre_version_and_records_it() {
         rows(&silver, Some(5), "true").await,
         "row by row, the pre-version"
     );
+    // A second reader, DuckDB's Delta extension (delta-kernel-rs), reads the pre-version's rows.
+    assert_eq!(duckdb_rows(&silver, "SELECT * FROM t"), before_read_by_duckdb, "read by DuckDB");
     let table = open_table(&silver).await;
     assert_eq!(table.version(), Some(9), "RESTORE and its comment after the backfill's two commits");
     let description = table.snapshot().unwrap().metadata().description().unwrap().to_owned();
@@ -91,6 +95,7 @@ async fn after_another_writer_only_the_window_can_be_rolled_back() {
     let workspace = demo_workspace();
     let root = workspace.path();
     let silver = root.join("bf-demo/warehouse/orders_silver");
+    let march_read_by_duckdb = duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}"));
     plan_and_apply(root);
     append_outside_march(&silver).await;
     let untouched = snapshot(&silver);
@@ -109,6 +114,8 @@ async fn after_another_writer_only_the_window_can_be_rolled_back() {
         "March is as before the backfill"
     );
     assert_eq!(rows(&silver, None, "order_id = 9001").await.len(), 1, "the other writer's row stays");
+    assert_eq!(duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}")), march_read_by_duckdb);
+    assert_eq!(duckdb_count(&silver, "SELECT count(*) FROM t WHERE order_id = 9001"), 1, "read by DuckDB");
     let outside = "order_date NOT BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'";
     assert_eq!(
         rows(&silver, None, outside).await,

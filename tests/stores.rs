@@ -85,6 +85,20 @@ for row in sorted(json.dumps(r, default=str, sort_keys=True) for r in rows):
         servers::python(&script, &servers::s3_env(&self.server)).lines().map(str::to_owned).collect()
     }
 
+    /// The single integer `sql` returns over a table in the bucket (as `t`), read by DuckDB's Delta
+    /// extension (delta-kernel-rs), which reaches the server through a secret of its own.
+    fn duckdb_count(&self, table: &str, sql: &str) -> i64 {
+        let secret = format!(
+            "CREATE SECRET (TYPE S3, KEY_ID 'bf-test-key-id', SECRET '{SECRET}', REGION 'us-east-1', \
+             ENDPOINT '127.0.0.1:{}', URL_STYLE 'path', USE_SSL false)",
+            self.server.port
+        );
+        let uri = format!("s3://acme-lake/shop/warehouse/{table}");
+        let rows = crate::common::duckdb_query(&uri, &[secret], sql);
+        assert_eq!(rows.len(), 1, "{sql}: {rows:?}");
+        rows[0].parse().unwrap()
+    }
+
     /// The table's commits, oldest first, from its log read raw in the bucket: (version, operation).
     fn history(&self, table: &str) -> Vec<(u64, String)> {
         let script = format!(
@@ -153,9 +167,11 @@ fn the_march_reload_is_planned_applied_and_rolled_back_on_s3() {
     assert!(saved.contains("s3://acme-lake/shop/warehouse/orders_silver__rehearsal/"), "{saved}");
     assert!(!saved.contains(SECRET));
 
+    let in_march = "SELECT count(*) FROM t WHERE order_date BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'";
     shop.ok(&["apply", "--auto-approve"]);
     let after = march(None);
     assert_eq!(after.len(), 409);
+    assert_eq!(shop.duckdb_count("orders_silver", in_march), 409, "read by DuckDB from the bucket");
     assert!(after.iter().any(|r| r.contains("\"currency\": \"EUR\"")), "the corrected currency landed");
     // Outside March, not a row moved.
     for (first, last) in [("2026-01-01", "2026-02-28"), ("2026-04-01", "2026-04-30")] {
@@ -181,6 +197,7 @@ fn the_march_reload_is_planned_applied_and_rolled_back_on_s3() {
 
     shop.ok(&["rollback", "--cascade", "--auto-approve"]);
     assert_eq!(march(None), before, "the rollback restored March row for row");
+    assert_eq!(shop.duckdb_count("orders_silver", in_march), 412, "read by DuckDB from the bucket");
     assert_eq!(revenue(None), revenue(Some(revenue_versions.last().unwrap().0)), "and revenue_by_day's");
     assert_eq!(shop.history("orders_silver").last().unwrap().1, "UPDATE TABLE METADATA");
     assert!(shop.history("orders_silver").iter().any(|(_, op)| op == "RESTORE"));
@@ -247,6 +264,9 @@ fn a_september_backfill_on_s3_resumes_after_a_crash_and_a_kill_9() {
     assert_eq!(slices(&shop), 12, "each slice committed exactly once");
     let rows = shop.rows("orders_daily", None, "2026-09-01", "2026-09-12");
     assert_eq!(rows.len(), root_orders(&shop, 12));
+    let read =
+        shop.duckdb_count("orders_daily", "SELECT count(*) FROM t WHERE order_date <= DATE '2026-09-12'");
+    assert_eq!(read as usize, root_orders(&shop, 12), "read by DuckDB from the bucket");
 }
 
 /// The orders of the first `days` days of September, as the shop's till files hold them.

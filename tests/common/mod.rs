@@ -497,3 +497,106 @@ pub fn deletion_vectors_protocol() -> serde_json::Value {
     serde_json::json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
         "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}})
 }
+
+/// DuckDB and its Delta extension (and httpfs, which the extension needs for `s3://`), pinned. The
+/// extension reads through delta-kernel-rs, not the deltalake crate bf writes with: a second
+/// implementation of the protocol reading what bf wrote.
+pub const DUCKDB_PACKAGES: [&str; 3] =
+    ["duckdb==1.5.5", "duckdb-extension-delta==1.5.5", "duckdb-extension-httpfs==1.5.5"];
+
+/// Runs one query with DuckDB; see [`duckdb_query`]. The extensions are loaded from the wheels'
+/// files, with DuckDB's own installing and autoloading off: nothing is fetched at run time.
+const DUCKDB_SCRIPT: &str = r#"
+import json, os
+import duckdb, duckdb_extension_delta, duckdb_extension_httpfs
+assert duckdb.__version__ == "1.5.5", duckdb.__version__
+con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+for module, name in ((duckdb_extension_httpfs, "httpfs"), (duckdb_extension_delta, "delta")):
+    path = os.path.join(os.path.dirname(module.__file__), "extensions", "v" + duckdb.__version__, name + ".duckdb_extension")
+    con.execute("LOAD '" + path.replace("'", "''") + "'")
+for statement in json.loads(os.environ["BF_DUCKDB_SETUP"]):
+    con.execute(statement)
+con.execute("CREATE VIEW t AS SELECT * FROM delta_scan('" + os.environ["BF_DUCKDB_TABLE"].replace("'", "''") + "')")
+rows = con.execute("SELECT COLUMNS(*)::VARCHAR FROM (" + os.environ["BF_DUCKDB_SQL"] + ")").fetchall()
+print(json.dumps([["NULL" if v is None else v for v in row] for row in rows]))
+"#;
+
+/// The venv holding [`DUCKDB_PACKAGES`], made once per machine (`~/.cache/bf-duckdb-venv`, or
+/// `BF_DUCKDB_VENV`).
+pub fn duckdb_venv() -> PathBuf {
+    python_venv(
+        "BF_DUCKDB_VENV",
+        "bf-duckdb-venv",
+        "import duckdb, duckdb_extension_delta, duckdb_extension_httpfs",
+        &DUCKDB_PACKAGES,
+    )
+}
+
+/// What `sql` returns over the Delta table at `table` (a folder or an `s3://` URI), registered as
+/// `t`, read by DuckDB's Delta extension after the `setup` statements (a `CREATE SECRET` for a
+/// store): each row's values as DuckDB casts them to text (NULL as `NULL`) joined by `|`, the rows
+/// sorted. Fails the test if DuckDB cannot read the table.
+pub fn duckdb_query(table: &str, setup: &[String], sql: &str) -> Vec<String> {
+    let output = std::process::Command::new(duckdb_venv().join("python"))
+        .args(["-c", DUCKDB_SCRIPT])
+        .env("BF_DUCKDB_TABLE", table)
+        .env("BF_DUCKDB_SQL", sql)
+        .env("BF_DUCKDB_SETUP", serde_json::to_string(setup).unwrap())
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "DuckDB could not run `{sql}` on {table}:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let rows: Vec<Vec<String>> = serde_json::from_slice(&output.stdout).unwrap();
+    let mut rows: Vec<String> = rows.into_iter().map(|row| row.join("|")).collect();
+    rows.sort();
+    rows
+}
+
+/// [`duckdb_query`] on the table in the folder `table`.
+pub fn duckdb_rows(table: &Path, sql: &str) -> Vec<String> {
+    duckdb_query(table.to_str().unwrap(), &[], sql)
+}
+
+/// The single integer `sql` returns over the table in `table`, read by DuckDB's Delta extension.
+pub fn duckdb_count(table: &Path, sql: &str) -> i64 {
+    let rows = duckdb_rows(table, sql);
+    assert_eq!(rows.len(), 1, "{sql} returns one row: {rows:?}");
+    rows[0].parse().unwrap_or_else(|_| panic!("{sql} returns one integer, not {}", rows[0]))
+}
+
+/// Of the files a slice's publication adds (`publication`, a slice's entry in the saved plan):
+/// how many are in `table`'s folder with the bytes the plan recorded (sha256), and how many of
+/// those a commit in the table's log adds (read raw).
+pub fn published_files_in(table: &Path, publication: &serde_json::Value) -> (usize, usize) {
+    use sha2::{Digest, Sha256};
+    let named: std::collections::BTreeSet<String> = commit_files(table)
+        .iter()
+        .flat_map(|(_, p)| {
+            std::fs::read_to_string(p)
+                .unwrap()
+                .lines()
+                .filter_map(|l| {
+                    let action: serde_json::Value = serde_json::from_str(l).ok()?;
+                    Some(action.get("add")?["path"].as_str()?.to_owned())
+                })
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut placed = 0;
+    let mut committed = 0;
+    for add in publication["adds"].as_array().expect("the publication's adds") {
+        let path = add["path"].as_str().unwrap();
+        let Ok(bytes) = std::fs::read(table.join(path)) else { continue };
+        assert_eq!(
+            hex::encode(Sha256::digest(&bytes)),
+            add["sha256"].as_str().unwrap(),
+            "{path} in the table is not the rehearsed file"
+        );
+        placed += 1;
+        committed += usize::from(named.contains(path));
+    }
+    (placed, committed)
+}
