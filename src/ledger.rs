@@ -727,18 +727,21 @@ pub async fn history(table: &DeltaTable, limit: Option<usize>) -> Result<Vec<Ent
     Ok(entries)
 }
 
+/// ` at 2026-11-29 15:44:48 UTC`, from a commit's timestamp in milliseconds; empty without one.
+pub fn at(timestamp: Option<i64>) -> String {
+    timestamp
+        .and_then(chrono::DateTime::from_timestamp_millis)
+        .map(|t| t.format(" at %Y-%m-%d %H:%M:%S UTC").to_string())
+        .unwrap_or_default()
+}
+
 /// Commits as a list for messages: `  - version 6: WRITE (order_date = …) at 2026-11-29 15:44:48 UTC`.
 pub fn describe<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> String {
     entries
         .into_iter()
         .map(|e| {
             let predicate = e.predicate.as_ref().map(|p| format!(" ({p})")).unwrap_or_default();
-            let when = e
-                .timestamp
-                .and_then(chrono::DateTime::from_timestamp_millis)
-                .map(|t| t.format(" at %Y-%m-%d %H:%M:%S UTC").to_string())
-                .unwrap_or_default();
-            format!("  - version {}: {}{predicate}{when}", e.version, e.operation)
+            format!("  - version {}: {}{predicate}{}", e.version, e.operation, at(e.timestamp))
         })
         .collect::<Vec<_>>()
         .join("\n")

@@ -240,28 +240,36 @@ impl<'a> Publisher<'a> {
             publication.adds.iter().map(|f| (f.path.as_str(), f)).collect();
         let recorded_cdc: HashMap<&str, &PublishedFile> =
             publication.cdc.iter().map(|f| (f.path.as_str(), f)).collect();
+        // The table's own files: a file at one of their paths is never replaced.
+        let live: Vec<_> = table.get_active_add_actions_by_predicate(None).try_collect().await?;
+        let referenced: std::collections::HashSet<String> =
+            live.iter().map(|f| f.path().into_owned()).collect();
+        // Files are looked up by the path their raw action holds, decoded once, as `record` did.
+        let raw_path = |action: &Value, kind: &str| {
+            action.pointer(&format!("/{kind}/path")).and_then(Value::as_str).map(decoded).unwrap_or_default()
+        };
         for action in &actions {
             if let Some(add) = action.get("add") {
                 let add: Add = serde_json::from_value(add.clone()).map_err(|e| commit_problem(version, e))?;
-                let Some(expected) = recorded.get(decoded(&add.path).as_str()) else {
+                let Some(expected) = recorded.get(raw_path(action, "add").as_str()) else {
                     return Err(commit_problem(
                         version,
                         format!("adds {} which the plan did not record", add.path),
                     ));
                 };
-                self.place(&target_root, expected, slice, version).await?;
+                self.place(&target_root, expected, &referenced, slice, version).await?;
                 published.push(Action::Add(Add { data_change: true, ..add }));
             }
             if let Some(cdc) = action.get("cdc") {
                 let cdc: AddCDCFile =
                     serde_json::from_value(cdc.clone()).map_err(|e| commit_problem(version, e))?;
-                let Some(expected) = recorded_cdc.get(decoded(&cdc.path).as_str()) else {
+                let Some(expected) = recorded_cdc.get(raw_path(action, "cdc").as_str()) else {
                     return Err(commit_problem(
                         version,
                         format!("writes the change-data file {} which the plan did not record", cdc.path),
                     ));
                 };
-                self.place(&target_root, expected, slice, version).await?;
+                self.place(&target_root, expected, &referenced, slice, version).await?;
                 published.push(Action::Cdc(cdc));
             }
         }
@@ -271,7 +279,6 @@ impl<'a> Publisher<'a> {
         // The removes name the target's own files as the target's log holds them.
         let removed: std::collections::HashSet<&str> =
             publication.removes.iter().map(String::as_str).collect();
-        let live: Vec<_> = table.get_active_add_actions_by_predicate(None).try_collect().await?;
         let mut found = 0;
         for file in &live {
             if removed.contains(file.path().as_ref()) {
@@ -280,9 +287,7 @@ impl<'a> Publisher<'a> {
             }
         }
         if found != removed.len() {
-            let live: std::collections::HashSet<String> =
-                live.iter().map(|f| f.path().into_owned()).collect();
-            let gone: Vec<&str> = removed.iter().filter(|p| !live.contains(**p)).copied().collect();
+            let gone: Vec<&str> = removed.iter().filter(|p| !referenced.contains(**p)).copied().collect();
             return Err(PublishError::Delta(DeltaTableError::Generic(format!(
                 "slice {} removes files the table no longer holds: {}",
                 slice.index,
@@ -307,18 +312,21 @@ impl<'a> Publisher<'a> {
 }
 
 impl Publisher<'_> {
-    /// Places one rehearsed file beside the table's own files, never over one, and checks its
-    /// bytes before anything commits.
+    /// Places one rehearsed file beside the table's own files and checks its bytes before anything
+    /// commits. A file already at its path that the table does not reference and that is not the
+    /// rehearsed file (a copy a crash or a fault left) is replaced whole; one the table references
+    /// is never touched.
     async fn place(
         &self,
         target_root: &Url,
         file: &PublishedFile,
+        referenced: &std::collections::HashSet<String>,
         slice: &Slice,
         version: u64,
     ) -> Result<(), PublishError> {
         let from = store::join(self.rehearsal.table_url(), &file.path);
         let to = store::join(target_root, &file.path);
-        self.stores.place(&from, &to).await?;
+        let placed = self.stores.place(&from, &to).await?;
         if crate::fault::corrupt(&format!("corrupt-published:{}", slice.index)) {
             // A test hook: the copy in the target is not the rehearsed file.
             if let Some(path) = store::local_path(&to) {
@@ -326,12 +334,20 @@ impl Publisher<'_> {
                 let _ = std::fs::write(&path, b"not the rehearsed file");
             }
         }
-        let (size, sha256) = self.stores.checksum(&to).await?;
+        let mut found = self.stores.checksum(&to).await?;
+        if found != (file.size, file.sha256.clone())
+            && placed == store::Placed::Existing
+            && !referenced.contains(&file.path)
+        {
+            self.stores.replace(&from, &to).await?;
+            found = self.stores.checksum(&to).await?;
+        }
+        let (size, sha256) = found;
         if (size, sha256.as_str()) != (file.size, file.sha256.as_str()) {
             return Err(commit_problem(
                 version,
                 format!(
-                    "adds {}, and the file in the target is not the rehearsed file ({size} bytes, sha256 {}…; \
+                    "adds {}, and its copy in the target is not the rehearsed file ({size} bytes, sha256 {}…; \
                      the plan recorded {} bytes, sha256 {}…); nothing was committed",
                     file.path,
                     &sha256[..12],

@@ -132,12 +132,7 @@ impl Footprint {
 
     /// `version 7: WRITE at 2026-05-30 10:00:00 UTC`.
     fn describe(&self) -> String {
-        let when = self
-            .timestamp
-            .and_then(chrono::DateTime::from_timestamp_millis)
-            .map(|t| t.format(" at %Y-%m-%d %H:%M:%S UTC").to_string())
-            .unwrap_or_default();
-        format!("version {}: {}{when}", self.version, self.operation)
+        format!("version {}: {}{}", self.version, self.operation, ledger::at(self.timestamp))
     }
 }
 

@@ -532,6 +532,20 @@ impl Stores {
         }
     }
 
+    /// Puts the file at `from` at `to` in place of the file there, which no reader may be using (one
+    /// the table does not reference): never seen half-written, as [`Stores::place`].
+    pub async fn replace(&self, from: &Url, to: &Url) -> Result<(), StoreError> {
+        if let (Some(source), Some(destination)) = (local_path(from), local_path(to)) {
+            let io = |e: std::io::Error| StoreError { location: display_url(to), problem: e.to_string() };
+            let partial = partial_beside(&destination);
+            let placed = place_local(&source, &partial).and_then(|_| std::fs::rename(&partial, &destination));
+            let _ = std::fs::remove_file(&partial);
+            return placed.map_err(io);
+        }
+        // A copy (or a PUT) replaces an object whole.
+        self.copy(from, to).await.map(|_| ())
+    }
+
     /// A file's size and the sha256 of its bytes, streamed.
     pub async fn checksum(&self, url: &Url) -> Result<(u64, String), StoreError> {
         use sha2::{Digest, Sha256};
@@ -812,6 +826,12 @@ pub enum Placed {
     Existing,
 }
 
+/// A name beside `destination` for a file being written: hidden, unique, never a table's file.
+fn partial_beside(destination: &Path) -> PathBuf {
+    let name = destination.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    destination.with_file_name(format!(".{name}.{}.bf-partial", uuid::Uuid::new_v4()))
+}
+
 fn place_local(source: &Path, destination: &Path) -> std::io::Result<Placed> {
     use std::io::ErrorKind;
     if let Some(parent) = destination.parent() {
@@ -827,8 +847,7 @@ fn place_local(source: &Path, destination: &Path) -> std::io::Result<Placed> {
         // Another filesystem, or one without links: copy.
         Err(_) => {}
     }
-    let name = destination.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let partial = destination.with_file_name(format!(".{name}.{}.bf-partial", uuid::Uuid::new_v4()));
+    let partial = partial_beside(destination);
     let placed = (|| {
         std::fs::copy(source, &partial)?;
         std::fs::File::open(&partial)?.sync_all()?;
@@ -886,6 +905,26 @@ mod tests {
             assert_eq!(std::fs::read(&live).unwrap(), b"the table's own bytes");
         }
         let _ = std::fs::remove_dir_all(&sources[1]);
+    }
+
+    #[test]
+    fn a_single_writer_s3_table_takes_no_parallel_slices_or_tasks() {
+        let single = Stores::new(&Storage { s3_single_writer: true, ..Storage::default() });
+        let s3 = Url::parse("s3://bucket/orders/").unwrap();
+        if std::env::var_os("AWS_CONDITIONAL_PUT").is_none() {
+            assert!(single.require_one_writer(&s3, None).is_ok(), "one apply, one slice at a time");
+            let refused =
+                single.require_one_writer(&s3, Some("`slicing.parallel` slices at once")).unwrap_err();
+            assert!(refused.to_string().contains("promises that one writer commits at a time"), "{refused}");
+        }
+        let etag = Stores::new(&Storage {
+            s3_single_writer: true,
+            conditional_put: Some(crate::plan_file::ConditionalPut::Etag),
+            ..Storage::default()
+        });
+        assert!(etag.require_one_writer(&s3, Some("tasks")).is_ok(), "conditional put makes races safe");
+        let local = Url::parse("file:///lake/orders/").unwrap();
+        assert!(single.require_one_writer(&local, Some("tasks")).is_ok(), "local commits are atomic");
     }
 
     #[test]

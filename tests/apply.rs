@@ -257,8 +257,14 @@ async fn a_crash_at_any_point_resumes_to_the_same_table() {
 
 /// Starts `bf apply` of the saved plan in `root` as a child process (its output piped).
 fn spawn_apply(root: &Path, envs: &[(&str, &std::ffi::OsStr)]) -> std::process::Child {
+    spawn_apply_saying(root, &["-q"], envs)
+}
+
+/// [`spawn_apply`] with other arguments (`-q` left out, it prints a line per slice).
+fn spawn_apply_saying(root: &Path, args: &[&str], envs: &[(&str, &std::ffi::OsStr)]) -> std::process::Child {
     std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
-        .args(["apply", "--auto-approve", "-q"])
+        .args(["apply", "--auto-approve"])
+        .args(args)
         .current_dir(root)
         .envs(envs.iter().copied())
         .stdout(std::process::Stdio::piped())
@@ -557,17 +563,19 @@ async fn two_applies_at_once_commit_each_slice_once() {
     let root = workspace.path();
     let daily = root.join("bf-demo/warehouse/orders_daily");
     plan(root, "plans/september.toml");
-    // Both paused before slice 1, each on its own pause file, then released together: they read
-    // the same version and race for the same commit.
+    // Both paused between slice 1's check and its commit, each on its own pause file, then released
+    // together: they race for the same commit.
     let pauses = [root.join("paused-a"), root.join("paused-b")];
     let children: Vec<_> = pauses
         .iter()
         .map(|pause| {
-            spawn_apply(
+            spawn_apply_saying(
                 root,
+                &[],
                 &[
                     (bf::fault::PAUSE_FILE_ENV, pause.as_os_str()),
                     (bf::fault::PAUSE_SLICE_ENV, std::ffi::OsStr::new("1")),
+                    (bf::fault::PAUSE_POINT_ENV, std::ffi::OsStr::new("after-check")),
                 ],
             )
         })
@@ -575,12 +583,15 @@ async fn two_applies_at_once_commit_each_slice_once() {
     wait_for("both applies to reach slice 1", || pauses.iter().all(|p| p.exists()));
     assert!(slices_committed(&daily).is_empty(), "neither wrote before the release");
     let outputs = crate::common::release_together("both applies to reach slice 1", &pauses, children);
-    // A slice the other committed first is a success; a race lost mid-commit is a named conflict.
-    for out in &outputs {
-        let stderr = String::from_utf8_lossy(&out.stderr);
+    // Both built slice 1's commit on the same version: one lands, the other finds it committed and
+    // skips it; later slices may race the same way, each ending committed once.
+    let stderrs: Vec<String> =
+        outputs.iter().map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).collect();
+    for (out, stderr) in outputs.iter().zip(&stderrs) {
         assert!(out.status.success() || stderr.contains("conflicts with another writer"), "{stderr}");
     }
-    assert!(outputs.iter().any(|o| o.status.success()), "at least one finished");
+    let skipped = stderrs.iter().filter(|s| s.contains("skip 2026-09-01: already committed")).count();
+    assert_eq!(skipped, 1, "exactly one lost slice 1 and found it committed: {stderrs:?}");
     let mut committed = slices_committed(&daily);
     committed.sort();
     assert_eq!(committed, (1..=30).collect::<Vec<u64>>(), "every slice committed exactly once");

@@ -179,3 +179,30 @@ fn every_json_flag_prints_one_json_document_and_nothing_else() {
     assert_eq!(rolled["restored_version"], 5);
     json(&["apply", "plans/september.toml", "--auto-approve", "--json", "-q"]);
 }
+
+/// Versions come from the log's file names, never from counting commits down from the latest: a
+/// commit without commitInfo (some writers write none) used to shift the version of every commit
+/// before it, so the ledger named the wrong commit for a slice.
+#[test]
+fn a_commit_without_commit_info_shifts_no_version() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    let infos = commit_infos(&silver);
+    let (comment, _) = infos.iter().rev().find(|(_, info)| info.get("bf.comment").is_some()).unwrap().clone();
+    let next = infos.last().unwrap().0 + 1;
+    // A commit holding only an application transaction, as a streaming writer's checkpoint may.
+    std::fs::write(
+        silver.join(format!("_delta_log/{next:020}.json")),
+        "{\"txn\":{\"appId\":\"another-writer\",\"version\":1}}\n",
+    )
+    .unwrap();
+    let out = bf_in(root).args(["history", silver.to_str().unwrap(), "--json"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let history: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(history[0]["version"], next, "the newest is the commit without commitInfo");
+    let commented = history.iter().find(|e| e["bf"]["comment"] == true).unwrap();
+    assert_eq!(commented["version"], comment, "the comment keeps its own version");
+}

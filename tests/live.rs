@@ -50,20 +50,33 @@ fn may(day: u32) -> String {
 
 /// In `dir`: `orders`, one order a day through May (ids 1–31, amount 10 × the day) and three in
 /// June, written as the daily job wrote them — May 1–15, May 16–31, June 1–3, one commit each, so an
-/// unpartitioned table's files straddle the weekly slices — and `may.toml`, reloading May from
-/// `may.csv` (every amount +10%) in five slices: 1–7, 8–14, 15–21, 22–28, 29–31.
+/// unpartitioned table's files straddle the weekly slices — and the May reload ([`may_reload`]).
 async fn may_shop(dir: &Path, partitioned: bool) -> PathBuf {
     let first: Vec<OrderRow> = (1..=15).map(|d| order(d.into(), 10.0 * f64::from(d), &may(d))).collect();
     let second: Vec<OrderRow> = (16..=31).map(|d| order(d.into(), 10.0 * f64::from(d), &may(d))).collect();
     let june: Vec<OrderRow> =
         (1..=3).map(|d| order(100 + i64::from(d), 5.0, &format!("2026-06-0{d}"))).collect();
     let table = orders_table(&dir.join("orders"), partitioned, &[&first, &second, &june]).await;
+    may_reload(dir);
+    table
+}
+
+/// In `dir`: `may.toml`, reloading May of `orders` from `may.csv` (every amount +10%) in five slices:
+/// 1–7, 8–14, 15–21, 22–28, 29–31.
+fn may_reload(dir: &Path) {
     let fixed: String =
         (1..=31u32).map(|d| format!("{d},C{d},{:.1},EUR,{}\n", 11.0 * f64::from(d), may(d))).collect();
     std::fs::write(dir.join("may.csv"), format!("order_id,customer,amount,currency,order_date\n{fixed}"))
         .unwrap();
     write_plan(dir, "may.toml", MAY_PLAN);
-    table
+}
+
+/// The May shop in a temp dir, planned; and its table.
+async fn planned(partitioned: bool) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let table = may_shop(dir.path(), partitioned).await;
+    ok(dir.path(), &["plan", "may.toml", "-q"]);
+    (dir, table)
 }
 
 fn bf(dir: &Path, args: &[&str]) -> Output {
@@ -114,9 +127,7 @@ async fn apply_paused<F: std::future::Future<Output = ()>>(
 
 /// The table one undisturbed `bf apply` of the May reload leaves, on the same layout.
 async fn applied_alone(partitioned: bool) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let table = may_shop(dir.path(), partitioned).await;
-    ok(dir.path(), &["plan", "may.toml", "-q"]);
+    let (dir, table) = planned(partitioned).await;
     ok(dir.path(), &["apply", "--auto-approve", "-q"]);
     rows_at(&table, None, "true").await
 }
@@ -136,10 +147,8 @@ async fn a_foreign_row_in_a_later_slice_stops_bf_before_that_slice_and_survives(
     for partitioned in [false, true] {
         for recompute in [false, true] {
             let case = format!("partitioned: {partitioned}, recompute: {recompute}");
-            let dir = tempfile::tempdir().unwrap();
+            let (dir, table) = planned(partitioned).await;
             let root = dir.path();
-            let table = may_shop(root, partitioned).await;
-            ok(root, &["plan", "may.toml", "-q"]);
             let foreign = order(9001, 99.0, "2026-05-30");
             let mut at = 0;
             let out = apply_paused(root, mode(recompute), 3, "before", async {
@@ -183,9 +192,7 @@ async fn appends_outside_the_window_never_block_before_during_or_between_tasks()
         let row = |o: OrderRow| format!("{}|{}|{:.1}|{}|{}", o.0, o.1, o.2, o.3, o.4);
 
         // Between `bf plan` and `bf apply`, and while it waits before slice 3.
-        let dir = tempfile::tempdir().unwrap();
-        let table = may_shop(dir.path(), partitioned).await;
-        ok(dir.path(), &["plan", "may.toml", "-q"]);
+        let (dir, table) = planned(partitioned).await;
         append_orders(&table, &[june(9101, 10)]).await;
         let out = apply_paused(dir.path(), &[], 3, "before", async {
             append_orders(&table, &[june(9102, 11)]).await;
@@ -200,9 +207,7 @@ async fn appends_outside_the_window_never_block_before_during_or_between_tasks()
         assert_eq!(rows_at(&table, None, "true").await, expected, "partitioned: {partitioned}");
 
         // Between the tasks of a fan-out, and before its finish.
-        let dir = tempfile::tempdir().unwrap();
-        let table = may_shop(dir.path(), partitioned).await;
-        ok(dir.path(), &["plan", "may.toml", "-q"]);
+        let (dir, table) = planned(partitioned).await;
         ok(dir.path(), &["apply", "--slice", "1", "--auto-approve", "-q"]);
         append_orders(&table, &[june(9103, 12)]).await;
         ok(dir.path(), &["apply", "--slices", "2..5", "--auto-approve", "-q"]);
@@ -216,10 +221,8 @@ async fn appends_outside_the_window_never_block_before_during_or_between_tasks()
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slice_published_before_the_slices_whose_files_it_rewrites_is_refused_before_anything() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, table) = planned(false).await;
     let root = dir.path();
-    let table = may_shop(root, false).await;
-    ok(root, &["plan", "may.toml", "-q"]);
     let untouched = snapshot(&table);
     let stderr = refused(root, &["apply", "--slice", "3", "--auto-approve"]);
     assert!(
@@ -238,9 +241,7 @@ async fn a_slice_published_before_the_slices_whose_files_it_rewrites_is_refused_
     assert_eq!(rows_at(&table, None, "true").await, applied_alone(false).await);
 
     // Partitioned by the day, the slices share no file: any order lands.
-    let dir = tempfile::tempdir().unwrap();
-    let table = may_shop(dir.path(), true).await;
-    ok(dir.path(), &["plan", "may.toml", "-q"]);
+    let (dir, table) = planned(true).await;
     for slice in ["3", "5", "1", "4", "2"] {
         ok(dir.path(), &["apply", "--slice", slice, "--auto-approve", "-q"]);
     }
@@ -250,10 +251,8 @@ async fn a_slice_published_before_the_slices_whose_files_it_rewrites_is_refused_
 
 #[tokio::test(flavor = "multi_thread")]
 async fn ten_reruns_in_a_row_end_as_one_apply() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, table) = planned(false).await;
     let root = dir.path();
-    let table = may_shop(root, false).await;
-    ok(root, &["plan", "may.toml", "-q"]);
     ok(root, &["apply", "--auto-approve", "-q"]);
     let once = rows_at(&table, None, "true").await;
     for run in 2..=11 {
@@ -268,10 +267,8 @@ async fn ten_reruns_in_a_row_end_as_one_apply() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slice_that_failed_its_verification_is_never_finished_over() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, table) = planned(false).await;
     let root = dir.path();
-    let table = may_shop(root, false).await;
-    ok(root, &["plan", "may.toml", "-q"]);
     let dropped = bf_in(root)
         .args(["apply", "--auto-approve", "--recompute"])
         .env(bf::fault::FAULT_ENV, "drop-row:2")
@@ -353,10 +350,8 @@ fn added_after(table: &Path, after: u64) -> Vec<PathBuf> {
 #[tokio::test(flavor = "multi_thread")]
 async fn publishing_never_touches_a_live_file_and_places_fresh_ones() {
     for partitioned in [false, true] {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, table) = planned(partitioned).await;
         let root = dir.path();
-        let table = may_shop(root, partitioned).await;
-        ok(root, &["plan", "may.toml", "-q"]);
         let planned_at = commit_files(&table).last().unwrap().0;
         // A plan reviewed for 30 days: its rehearsed files look 30 days old.
         let month_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(30 * 24 * 3600);
@@ -528,11 +523,7 @@ async fn a_column_mapped_table_partitioned_by_its_date_is_written_beside_another
         ),
         &[],
     );
-    let fixed: String =
-        (1..=31u32).map(|d| format!("{d},C{d},{:.1},EUR,{}\n", 11.0 * f64::from(d), may(d))).collect();
-    std::fs::write(root.join("may.csv"), format!("order_id,customer,amount,currency,order_date\n{fixed}"))
-        .unwrap();
-    write_plan(root, "may.toml", MAY_PLAN);
+    may_reload(root);
     ok(root, &["plan", "may.toml", "-q"]);
     let out = apply_paused(root, &[], 3, "after-check", async {
         python(
@@ -554,4 +545,60 @@ async fn a_column_mapped_table_partitioned_by_its_date_is_written_beside_another
     let rows = crate::common::servers::python_sql_rows(&table, "order_id,amount");
     assert_eq!(rows.len(), 32, "May's 31 orders and the other writer's: {rows:?}");
     assert!(rows.contains(&"9001|5.0".to_owned()) && rows.contains(&"20|220.0".to_owned()), "{rows:?}");
+}
+
+/// A rehearsal commit that would also change the table itself is not published: publishing carries
+/// a slice's data files, and dropping the `metaData` action silently would land something else than
+/// what was rehearsed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rehearsal_commit_that_changes_the_table_itself_is_not_published() {
+    let (dir, table) = planned(false).await;
+    let root = dir.path();
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let version = saved["slices"][1]["publication"]["rehearsal_version"].as_u64().unwrap();
+    let rehearsal = root.join("orders__rehearsal");
+    let metadata = crate::common::latest_metadata(&rehearsal);
+    let commit = rehearsal.join(format!("_delta_log/{version:020}.json"));
+    let mut text = std::fs::read_to_string(&commit).unwrap().trim_end().to_owned();
+    text.push_str(&format!("\n{}\n", serde_json::json!({ "metaData": metadata })));
+    std::fs::write(&commit, text).unwrap();
+    let stderr = refused(root, &["apply", "--auto-approve"]);
+    assert!(stderr.contains("holds a `metaData` action") && stderr.contains("--recompute"), "{stderr}");
+    assert_eq!(slices_committed(&table), [1], "slice 2 was not committed");
+    ok(root, &["apply", "--auto-approve", "--recompute", "-q"]);
+    assert_eq!(rows_at(&table, None, "true").await, applied_alone(false).await);
+}
+
+/// The change-data files a slice publishes are checked against the plan's checksums like its data
+/// files: a changed one is never committed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_change_data_file_that_is_not_the_rehearsed_one_is_not_published() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let first: Vec<OrderRow> = (1..=31).map(|d| order(d.into(), 10.0 * f64::from(d), &may(d))).collect();
+    // Unpartitioned: deltalake writes change-data files for the rows a slice rewrites (a partition
+    // replaced whole needs none).
+    let table = crate::common::orders_table_with(
+        &root.join("orders"),
+        false,
+        crate::common::orders_columns(),
+        &[("delta.enableChangeDataFeed", "true")],
+        &[&first],
+    )
+    .await;
+    may_reload(root);
+    ok(root, &["plan", "may.toml", "-q"]);
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let cdc = saved["slices"][2]["publication"]["cdc"].as_array().unwrap();
+    assert!(!cdc.is_empty(), "slice 3's rehearsal wrote change data: {}", saved["slices"][2]["publication"]);
+    let changed = root.join("orders__rehearsal").join(cdc[0]["path"].as_str().unwrap());
+    let mut bytes = std::fs::read(&changed).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&changed, bytes).unwrap();
+    let stderr = refused(root, &["apply", "--auto-approve"]);
+    assert!(stderr.contains("is not the rehearsed file") && stderr.contains("_change_data"), "{stderr}");
+    assert_eq!(slices_committed(&table), [1, 2], "slice 3 was not committed");
 }

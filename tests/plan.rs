@@ -739,7 +739,6 @@ async fn a_cent_in_one_row_of_a_million_row_slice_is_a_change() {
     use std::sync::Arc;
 
     use bf::deltalake::arrow::array::{Date32Array, Int64Array, RecordBatch, StringArray};
-    use bf::deltalake::arrow::datatypes::{DataType, Field, Schema};
     let dir = tempfile::tempdir().unwrap();
     let rows = 1_000_000i64;
     let mut state = 7u64;
@@ -749,13 +748,7 @@ async fn a_cent_in_one_row_of_a_million_row_slice_is_a_change() {
             (1 + (state >> 33) % 19_999) as f64 / 100.0
         })
         .collect();
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("order_id", DataType::Int64, true),
-        Field::new("customer", DataType::Utf8, true),
-        Field::new("amount", DataType::Float64, true),
-        Field::new("currency", DataType::Utf8, true),
-        Field::new("order_date", DataType::Date32, true),
-    ]));
+    let schema = crate::common::orders_schema();
     let day = Date32Type::from_naive_date("2026-05-01".parse().unwrap());
     let batch = RecordBatch::try_new(
         schema,

@@ -372,14 +372,21 @@ fn a_missing_bucket_is_named_with_the_fix_and_nothing_is_written() {
     assert!(stderr.contains("the bucket `no-such-lake` does not exist"), "{stderr}");
 }
 
-/// Spawns `bf apply --auto-approve` in the shop, paused before `slice` on the file `pause`.
-fn spawn_paused_apply(shop: &S3Shop, pause: &Path, slice: usize) -> std::process::Child {
-    spawn_paused_apply_at(shop, pause, slice, &shop.server.endpoint())
+/// Spawns `bf apply --auto-approve` in the shop reaching the store at `endpoint`, paused before
+/// `slice` on the file `pause`.
+fn spawn_paused_apply_at(shop: &S3Shop, pause: &Path, slice: usize, endpoint: &str) -> std::process::Child {
+    spawn_paused_apply_command(shop, pause, slice, endpoint).spawn().unwrap()
 }
 
-/// The same, reaching the store at `endpoint`.
-fn spawn_paused_apply_at(shop: &S3Shop, pause: &Path, slice: usize, endpoint: &str) -> std::process::Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+/// The command [`spawn_paused_apply_at`] runs, to add to.
+fn spawn_paused_apply_command(
+    shop: &S3Shop,
+    pause: &Path,
+    slice: usize,
+    endpoint: &str,
+) -> std::process::Command {
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"));
+    command
         .args(["apply", "--auto-approve"])
         .current_dir(shop.root())
         .envs(servers::s3_env(&shop.server))
@@ -388,33 +395,43 @@ fn spawn_paused_apply_at(shop: &S3Shop, pause: &Path, slice: usize, endpoint: &s
         .env(bf::fault::PAUSE_FILE_ENV, pause)
         .env(bf::fault::PAUSE_SLICE_ENV, slice.to_string())
         .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap()
+        .stderr(std::process::Stdio::piped());
+    command
 }
 
 #[test]
-fn two_appliers_on_s3_commit_each_slice_once_and_the_loser_names_its_slice() {
+fn two_appliers_on_s3_commit_each_slice_once_and_the_loser_finds_it_committed() {
     let shop = S3Shop::new();
     let root = shop.root();
     let plan = september_plan(&root, "september-5.toml", 5, |t| t);
     shop.ok(&["plan", &plan]);
-    // Both paused before slice 1, then released together: they read the same version and race
-    // for the same commit, which only S3's conditional put decides.
+    // Both paused between slice 1's check and its commit, then released together: they build on
+    // the same version and race for the same commit, which only S3's conditional put decides. The
+    // loser finds the winner's commit and skips the slice; without the conditional put, both
+    // would think they committed it.
     let pauses = [root.join("paused-a"), root.join("paused-b")];
-    let children: Vec<_> = pauses.iter().map(|p| spawn_paused_apply(&shop, p, 1)).collect();
+    let children: Vec<_> = pauses
+        .iter()
+        .map(|p| {
+            let mut child = spawn_paused_apply_command(&shop, p, 1, &shop.server.endpoint());
+            child.env(bf::fault::PAUSE_POINT_ENV, "after-check").spawn().unwrap()
+        })
+        .collect();
     wait_for("both applies to reach slice 1", || pauses.iter().all(|p| p.exists()));
     for pause in &pauses {
         std::fs::remove_file(pause).unwrap();
     }
     let outputs: Vec<Output> = children.into_iter().map(|c| c.wait_with_output().unwrap()).collect();
-    let lost: Vec<String> = outputs
-        .iter()
-        .filter(|o| !o.status.success())
-        .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
-        .collect();
-    assert_eq!(lost.len(), 1, "exactly one of two racing applies loses: {lost:?}");
-    assert!(lost[0].contains("slice 1 (2026-09-01) conflicts with another writer"), "{}", lost[0]);
+    let stderrs: Vec<String> =
+        outputs.iter().map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).collect();
+    for (out, stderr) in outputs.iter().zip(&stderrs) {
+        assert!(out.status.success() || stderr.contains("conflicts with another writer"), "{stderr}");
+    }
+    let skipped = stderrs.iter().filter(|s| s.contains("skip 2026-09-01: already committed")).count();
+    assert_eq!(
+        skipped, 1,
+        "exactly one of two racing applies lost slice 1 and found it committed: {stderrs:?}"
+    );
     let writes = shop.history("orders_daily").iter().filter(|(_, op)| op == "WRITE").count();
     assert_eq!(writes, 5, "every slice committed exactly once");
     assert_eq!(shop.rows("orders_daily", None, "2026-09-01", "2026-09-05").len(), root_orders(&shop, 5));

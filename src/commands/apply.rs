@@ -19,10 +19,12 @@ use crate::render::plan::{Format, render, summary};
 ///
 /// `bf apply` applies the plan `bf plan` saved in the state dir; `bf apply FILE.json` one saved with
 /// `--out`; `bf apply PLAN.toml` plans first, shows the plan and asks before applying. A stale plan
-/// (plan file edited, table moved, input changed, failed check) is refused. Each slice publishes the
-/// files its rehearsal wrote, exactly what the plan showed; `--recompute` runs its query again
-/// instead. Run it again after a crash: slices already committed are skipped. `--slice N` applies
-/// one slice of the saved plan, as one task of an orchestrator's run, and `--finish` ends such a run.
+/// (plan file edited, input changed, failed check) is refused, and so is a slice another writer's
+/// commit since the plan touched (its days or its files; commits elsewhere never block). Each slice
+/// publishes the files its rehearsal wrote, exactly what the plan showed; `--recompute` runs its
+/// query again instead. Run it again after a crash: slices already committed are skipped, and
+/// counted again. `--slice N` applies one slice of the saved plan, as one task of an orchestrator's
+/// run, and `--finish` ends such a run.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// A saved plan (`.json`) or a plan file (`.toml`) to plan and apply; default: the saved plan.
@@ -33,7 +35,8 @@ pub struct Args {
     /// Apply without asking.
     #[arg(long)]
     auto_approve: bool,
-    /// `all`: apply every slice again under a new backfill id, even those already committed.
+    /// `all`: apply every slice again under a new backfill id, even those already committed; each
+    /// slice's query runs again (the first apply's files are the table's already).
     #[arg(long, value_name = "WHAT", value_parser = ["all"])]
     rerun: Option<String>,
     /// Run each slice's query again and write its rows, instead of publishing the files the
@@ -43,7 +46,9 @@ pub struct Args {
     recompute: bool,
     /// Apply only slice N of the saved plan (repeatable), with every guarantee of a full apply: one
     /// task of an orchestrator's run. A slice already committed is a success; the comment and the
-    /// change log wait for `--finish`.
+    /// change log wait for `--finish`. Order: on a table partitioned by the date column slices land
+    /// in any order; on one that is not, a slice waits for the slices before it whose files it
+    /// rewrites (refused, naming them, before anything is written), unless `--recompute`.
     #[arg(long, value_name = "N", conflicts_with_all = ["rerun", "finish"])]
     slice: Vec<usize>,
     /// Apply only slices A to B (`3..9`, inclusive), as `--slice` does each.
@@ -211,7 +216,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
                 }
                 _ if refused => {}
                 _ => eprintln!(
-                    "Slices committed before this stay recorded in the table; run `bf apply` again to resume."
+                    "Slices committed before this stay recorded in the table; run `bf apply` again (without `--rerun`) \
+                     to resume."
                 ),
             }
             for report in &stopped.applied {

@@ -19,7 +19,9 @@ pub fn slice_line(outcome: &SliceOutcome) -> String {
         (SliceStatus::Committed, ..) => {
             format!("ok {} (version {})", outcome.first, outcome.version.unwrap_or(0))
         }
-        (SliceStatus::Skipped, ..) => format!("skip {}: committed by an earlier run", outcome.first),
+        (SliceStatus::Skipped, ..) => {
+            format!("skip {}: already committed, by an earlier run or another process", outcome.first)
+        }
     }
 }
 

@@ -227,6 +227,18 @@ pub async fn append_orders(dir: &Path, rows: &[OrderRow]) -> u64 {
     table.unwrap().version().unwrap() as u64
 }
 
+/// The orders tables' five columns, as Arrow fields.
+pub fn orders_schema() -> bf::deltalake::arrow::datatypes::SchemaRef {
+    use bf::deltalake::arrow::datatypes::{DataType as ArrowType, Field, Schema};
+    std::sync::Arc::new(Schema::new(vec![
+        Field::new("order_id", ArrowType::Int64, true),
+        Field::new("customer", ArrowType::Utf8, true),
+        Field::new("amount", ArrowType::Float64, true),
+        Field::new("currency", ArrowType::Utf8, true),
+        Field::new("order_date", ArrowType::Date32, true),
+    ]))
+}
+
 /// Orders as one batch of the orders tables' five columns.
 fn orders_batch(rows: &[OrderRow]) -> bf::deltalake::arrow::array::RecordBatch {
     use std::sync::Arc;
@@ -234,14 +246,8 @@ fn orders_batch(rows: &[OrderRow]) -> bf::deltalake::arrow::array::RecordBatch {
     use bf::deltalake::arrow::array::{
         ArrayRef, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray,
     };
-    use bf::deltalake::arrow::datatypes::{DataType as ArrowType, Date32Type, Field, Schema};
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("order_id", ArrowType::Int64, true),
-        Field::new("customer", ArrowType::Utf8, true),
-        Field::new("amount", ArrowType::Float64, true),
-        Field::new("currency", ArrowType::Utf8, true),
-        Field::new("order_date", ArrowType::Date32, true),
-    ]));
+    use bf::deltalake::arrow::datatypes::Date32Type;
+    let schema = orders_schema();
     let day = |d: &str| Date32Type::from_naive_date(d.parse().unwrap());
     let columns: Vec<ArrayRef> = vec![
         Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
