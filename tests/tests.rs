@@ -23,6 +23,7 @@ mod publish;
 mod review;
 mod rollback;
 mod schema;
+mod security;
 mod slice_rows;
 mod slices;
 mod stores;

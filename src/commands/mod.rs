@@ -20,20 +20,22 @@ use std::process::ExitCode;
 
 use crate::cli::Command;
 
-pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
+pub async fn run(command: Command, root: Option<&Path>) -> anyhow::Result<ExitCode> {
+    // What plans may reach is the operator's: the root and the environment's lists, read once.
+    let policy = bf::confine::Policy::from_env(root)?;
     match command {
-        Command::Validate(args) => validate::run(args),
-        Command::Slices(args) => slices::run(args),
-        Command::Plan(args) => plan::run(args).await,
+        Command::Validate(args) => validate::run(args, &policy),
+        Command::Slices(args) => slices::run(args, &policy),
+        Command::Plan(args) => plan::run(args, &policy).await,
         Command::Show(args) => show::run(args),
-        Command::Apply(args) => apply::run(args).await,
+        Command::Apply(args) => apply::run(args, &policy).await,
         Command::Rollback(args) => rollback::run(args).await,
         Command::History(args) => history::run(args).await,
         Command::Status(args) => status::run(args).await,
         Command::Clean(args) => clean::run(args).await,
-        Command::Export(args) => export::run(args),
+        Command::Export(args) => export::run(args, &policy),
         Command::Schema(args) => schema::run(args),
-        Command::Demo(args) => demo::run(args).await,
+        Command::Demo(args) => demo::run(args, &policy).await,
     }
 }
 
