@@ -67,6 +67,16 @@ fn the_markdown_comment_holds_what_a_reviewer_decides_on() {
     assert!(september.contains("revenue — → 6,487.85"), "{september}");
     assert!(!september.contains("NULL"), "{september}");
     assert!(september.contains("10 of 30 slices shown, those with the most changes"), "{september}");
+    // What the table leaves out is a row of its own: how many, and how they changed.
+    let left_out = september
+        .lines()
+        .find(|l| l.starts_with("| … | 20 more slices | "))
+        .unwrap_or_else(|| panic!("{september}"));
+    assert!(
+        left_out.starts_with("| … | 20 more slices | 20 from none | 20 from none | +")
+            && left_out.ends_with(" / −0 / ~0 |"),
+        "every one of them from an empty day: {left_out}"
+    );
     assert_eq!(september.matches("<details>").count(), 3, "the changed rows of the three largest slices");
     let all =
         stdout(&bf_in(root).args(["show", "--format", "markdown", "--detail", "all"]).output().unwrap());
