@@ -86,10 +86,12 @@ pub enum SealError {
     Signature { path: String },
     #[error("the saved plan {path} is not what its plan text says, so it is not the plan that was reviewed:\n{}\nRun `bf plan` again and review it.", reasons.join("\n"))]
     Unbound { path: String, reasons: Vec<String> },
+    #[error("this plan cannot be applied: the saved plan {path} records what failed, whatever its `problems` say:\n{}", reasons.join("\n"))]
+    Failed { path: String, reasons: Vec<String> },
 }
 
 /// Loads the saved plan at `path` for `bf apply` or `bf export`: signed by the operator's key when
-/// there is one, and bound to its plan text ([`unbound`]).
+/// there is one, bound to its plan text, and with nothing recorded as failed ([`examine`]).
 pub fn load_reviewed(path: &Path, policy: &Policy) -> Result<Plan, SealError> {
     let plan = Plan::load(path)?;
     if let Some(key) = PlanKey::from_env() {
@@ -101,25 +103,54 @@ pub fn load_reviewed(path: &Path, policy: &Policy) -> Result<Plan, SealError> {
             return Err(SealError::Signature { path: path.display().to_string() });
         }
     }
-    let reasons = unbound(&plan, policy);
-    if !reasons.is_empty() {
-        return Err(SealError::Unbound { path: path.display().to_string(), reasons });
+    let found = examine(&plan, policy);
+    let path = path.display().to_string();
+    if !found.unbound.is_empty() {
+        return Err(SealError::Unbound { path, reasons: found.unbound });
+    }
+    if !found.failed.is_empty() {
+        return Err(SealError::Failed { path, reasons: found.failed });
     }
     Ok(plan)
 }
 
-/// Every way `plan` (and each plan downstream of it) differs from what its pinned plan text
-/// makes; empty when none does.
-pub fn unbound(plan: &Plan, policy: &Policy) -> Vec<String> {
-    let scope = policy.scope(Path::new(&plan.plan_file.path));
-    let mut reasons = Vec::new();
-    check(plan, &scope, &[], &mut reasons);
-    reasons
+/// What [`examine`] found wrong with a saved plan.
+#[derive(Debug, Default)]
+pub struct Findings {
+    /// Where the saved plan differs from what its pinned plan text makes.
+    pub unbound: Vec<String>,
+    /// What its rehearsal recorded as failed: checks, guards, rows outside the window, source
+    /// rows no slice writes.
+    pub failed: Vec<String>,
 }
 
-fn check(plan: &Plan, scope: &Scope, above: &[&Plan], reasons: &mut Vec<String>) {
+/// Every way `plan` (and each plan downstream of it) differs from what its pinned plan text
+/// makes, and every failure its rehearsal recorded.
+pub fn examine(plan: &Plan, policy: &Policy) -> Findings {
+    let scope = policy.scope(Path::new(&plan.plan_file.path));
+    let mut found = Findings::default();
+    check(plan, &scope, &[], &mut found);
+    found
+}
+
+fn check(plan: &Plan, scope: &Scope, above: &[&Plan], found: &mut Findings) {
     let file = &plan.plan_file;
-    let mut say = |what: String| reasons.push(format!("  - {}: {what}", file.path));
+    let failed: Vec<String> = plan
+        .checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| format!("check `{}` failed on slice {}", c.name, c.slice))
+        .chain(plan.guards.iter().filter(|g| !g.passed).map(|g| format!("guard {} failed", g.name)))
+        .chain((!plan.outside_window.unchanged).then(|| "rows outside the window changed".to_owned()))
+        .chain(
+            plan.slices
+                .iter()
+                .any(|s| s.source.null_date > 0)
+                .then(|| "source rows have a NULL date: no slice writes them".to_owned()),
+        )
+        .collect();
+    found.failed.extend(failed.into_iter().map(|what| format!("  - {}: {what}", file.path)));
+    let mut say = |what: String| found.unbound.push(format!("  - {}: {what}", file.path));
     if crate::plan::sha256_hex(file.text.as_bytes()) != file.sha256 {
         say("its text is not the text its sha256 pins".into());
     }
@@ -215,20 +246,12 @@ fn check(plan: &Plan, scope: &Scope, above: &[&Plan], reasons: &mut Vec<String>)
             ));
         }
     }
-    for failed in plan.checks.iter().filter(|c| !c.passed) {
-        say(format!("check `{}` failed on slice {}", failed.name, failed.slice));
-    }
-    for failed in plan.guards.iter().filter(|g| !g.passed) {
-        say(format!("guard {} failed", failed.name));
-    }
-    if !plan.outside_window.unchanged {
-        say("rows outside the window changed in the rehearsal".into());
-    }
-    let null_dates = plan.slices.iter().any(|s| s.source.null_date > 0);
-    let outside = spec.source.outside_window == OutsideRows::Refuse
-        && plan.slices.iter().any(|s| s.source.outside_window > 0);
-    if null_dates || outside {
-        say("source rows no slice writes (a NULL date, or outside the window)".into());
+    if spec.source.outside_window == OutsideRows::Refuse
+        && plan.slices.iter().any(|s| s.source.outside_window > 0)
+    {
+        found
+            .failed
+            .push(format!("  - {}: source rows fall outside the window: no slice writes them", file.path));
     }
     let downstream: Vec<String> =
         spec.downstream.iter().map(|d| canonical_path(&document.dir().join(&d.plan))).collect();
@@ -239,7 +262,7 @@ fn check(plan: &Plan, scope: &Scope, above: &[&Plan], reasons: &mut Vec<String>)
     let mut chain = above.to_vec();
     chain.push(plan);
     for below in &plan.downstream {
-        check(below, scope, &chain, reasons);
+        check(below, scope, &chain, found);
     }
 }
 

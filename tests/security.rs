@@ -493,7 +493,12 @@ async fn a_tampered_saved_plan_writes_no_table() {
             let output = checkout.bf(verb);
             let text = said(&output);
             assert_eq!(output.status.code(), Some(1), "{what}: {verb:?}\n{text}");
-            assert!(text.contains("is not what its plan text says"), "{what}: {verb:?}\n{text}");
+            let why = if what.contains("guard") {
+                "guard max_change_pct.rows failed"
+            } else {
+                "is not what its plan text says"
+            };
+            assert!(text.contains(why), "{what}: {verb:?}\n{text}");
         }
         assert_eq!(
             (snapshot(&checkout.repo().join("warehouse")), checkout.untouched()),
