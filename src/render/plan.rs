@@ -146,6 +146,8 @@ fn table_name(uri: &str) -> String {
 /// What a detail level shows of a plan: which slices' rows, and which slices' changed rows.
 struct Shown<'p> {
     slices: Vec<&'p SliceReport>,
+    /// How many of `slices` were chosen for being far from the rest rather than for their size.
+    outliers: usize,
     samples: Vec<&'p SliceReport>,
 }
 
@@ -165,16 +167,76 @@ impl<'p> Shown<'p> {
             slices.into_iter().filter(has_samples).collect()
         };
         let largest_samples = || largest(TOP_SAMPLES, with_samples(all()));
+        // The largest slices, and the slices whose change is furthest from the others' (a day that
+        // moved the other way, or not at all): a sample that hides neither.
+        let chosen = || {
+            let outliers = outliers(&plan.slices, OUTLIERS);
+            let rest: Vec<&SliceReport> =
+                all().into_iter().filter(|s| !outliers.iter().any(|o| o.index == s.index)).collect();
+            let mut slices = largest(TOP_SLICES - outliers.len(), rest);
+            let count = outliers.len();
+            slices.extend(outliers);
+            slices.sort_by_key(|s| s.index);
+            (slices, count)
+        };
         match detail {
             _ if everything => Shown {
                 slices: plan.slices.iter().collect(),
+                outliers: 0,
                 samples: with_samples(plan.slices.iter().collect()),
             },
-            Detail::Slices => Shown { slices: all(), samples: largest_samples() },
-            Detail::Summary => Shown { slices: largest(TOP_SLICES, all()), samples: Vec::new() },
-            _ => Shown { slices: largest(TOP_SLICES, all()), samples: largest_samples() },
+            Detail::Slices => Shown { slices: all(), outliers: 0, samples: largest_samples() },
+            Detail::Summary => {
+                let (slices, outliers) = chosen();
+                Shown { slices, outliers, samples: Vec::new() }
+            }
+            _ => {
+                let (slices, outliers) = chosen();
+                Shown { slices, outliers, samples: largest_samples() }
+            }
         }
     }
+
+    /// `those with the most changes`, and the outliers when there are any.
+    fn chosen_by(&self) -> String {
+        match self.outliers {
+            0 => "those with the most changes".to_owned(),
+            n => format!("those with the most changes and the {n} furthest from the rest"),
+        }
+    }
+}
+
+/// How many slices a summary shows for being far from the others.
+const OUTLIERS: usize = 2;
+
+/// Up to `n` slices whose relative change (of the first metric, else the rows) is furthest from
+/// the median of all slices' — by more than a point and three median deviations, so that a
+/// steady backfill has none.
+fn outliers(slices: &[SliceReport], n: usize) -> Vec<&SliceReport> {
+    let pct = |s: &SliceReport| {
+        let (b, a) = match s.before.metrics.iter().next() {
+            Some((name, b)) => (*b, s.after.metrics.get(name).copied().flatten()),
+            None => (Some(s.before.rows as f64), Some(s.after.rows as f64)),
+        };
+        match (b, a) {
+            (Some(b), Some(a)) if b != 0.0 => Some((a - b) / b.abs() * 100.0),
+            _ => None,
+        }
+    };
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values.get(values.len() / 2).copied()
+    };
+    let changes: Vec<(&SliceReport, f64)> = slices.iter().filter_map(|s| pct(s).map(|p| (s, p))).collect();
+    let Some(middle) = median(changes.iter().map(|(_, p)| *p).collect()) else { return Vec::new() };
+    let spread = median(changes.iter().map(|(_, p)| (p - middle).abs()).collect()).unwrap_or(0.0);
+    let mut far: Vec<(&SliceReport, f64)> = changes
+        .into_iter()
+        .map(|(s, p)| (s, (p - middle).abs()))
+        .filter(|(_, off)| *off > 1.0 && *off > 3.0 * spread)
+        .collect();
+    far.sort_by(|a, b| b.1.total_cmp(&a.1));
+    far.into_iter().take(n).map(|(s, _)| s).collect()
 }
 
 /// How much a slice changes: rows added, removed and changed by key (else the change in its row
@@ -305,9 +367,10 @@ fn text(plan: &Plan, detail: Detail) -> String {
     if shown.slices.len() < plan.slices.len() {
         let _ = writeln!(
             w,
-            "{} of {} slices shown, those with the most changes; `--detail slices` lists every slice.",
+            "{} of {} slices shown, {}; `--detail slices` lists every slice.",
             shown.slices.len(),
-            plan.slices.len()
+            plan.slices.len(),
+            shown.chosen_by()
         );
     }
 
@@ -650,9 +713,10 @@ fn markdown(plan: &Plan, detail: Detail, limit: usize) -> String {
         );
         let _ = writeln!(
             slices,
-            "\n{} of {} slices shown, those with the most changes; the other {} are summed up in the last row, each measure's change across them as its middle ± half its range (`bf show --format markdown --detail slices` lists every slice).",
+            "\n{} of {} slices shown, {}; the other {} are summed up in the last row, each measure's change across them as its middle ± half its range (`bf show --format markdown --detail slices` lists every slice).",
             shown.slices.len(),
             plan.slices.len(),
+            shown.chosen_by(),
             left_out.len()
         );
     }
