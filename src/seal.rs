@@ -108,7 +108,9 @@ pub fn load_reviewed(path: &Path, policy: &Policy) -> Result<Plan, SealError> {
     if !found.unbound.is_empty() {
         return Err(SealError::Unbound { path, reasons: found.unbound });
     }
-    if !found.failed.is_empty() {
+    // A plan that says it cannot be applied is refused by its callers, with its problems; one that
+    // says it can, though its rehearsal recorded a failure, had its problems erased.
+    if !found.failed.is_empty() && plan.appliable() {
         return Err(SealError::Failed { path, reasons: found.failed });
     }
     Ok(plan)
