@@ -249,16 +249,24 @@ impl Delivery {
     }
 }
 
-/// Sends `notice` where `spec` says (`file` relative to `plan_dir`): every destination is tried,
-/// whatever the others did.
-pub async fn send(spec: &Notify, plan_dir: &Path, notice: &Notice) -> Vec<Delivery> {
+/// Sends `notice` where `spec` says (`file` relative to `plan_dir`, and only inside `root`): every
+/// destination is tried, whatever the others did.
+pub async fn send(
+    spec: &Notify,
+    plan_dir: &Path,
+    root: &crate::confine::Root,
+    notice: &Notice,
+) -> Vec<Delivery> {
     let mut deliveries = Vec::new();
     if let Some(file) = &spec.file {
         let path = path_clean::clean(plan_dir.join(file));
-        let written = path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(&path, notice.markdown()));
+        let written = if root.holds(&path) {
+            path.parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::write(&path, notice.markdown()))
+        } else {
+            Err(std::io::Error::other(format!("it is outside the root {}", root.path().display())))
+        };
         deliveries.push(match written {
             Ok(()) => Delivery::Written { file: path },
             Err(e) => Delivery::Failed { to: path.display().to_string(), why: e.to_string() },

@@ -561,6 +561,33 @@ async fn a_notice_owner_with_a_line_break_is_refused() {
     refused_at(&checkout, &output, &plan, 21, "holds a name with a line break");
 }
 
+#[tokio::test(flavor = "multi_thread")]
+async fn a_notice_file_outside_the_root_is_never_written_even_by_a_rollback_of_an_edited_saved_plan() {
+    let checkout = Checkout::new().await;
+    let plan = checkout.plan("march.toml", |t| format!("{t}\n[notify]\nfile = \"../notices/march.md\"\n"));
+    let output = checkout.bf(&["plan", &plan.display().to_string(), "-q"]);
+    assert!(output.status.success(), "{}", said(&output));
+    let output = checkout.bf(&["apply", "--auto-approve", "-q"]);
+    assert!(output.status.success(), "{}", said(&output));
+    assert!(checkout.repo().join("notices/march.md").exists(), "the notice inside the root is written");
+    // The saved plan's text edited to send the rollback's notice out of the repository.
+    let saved = checkout.repo().join(".bf/plan.json");
+    let mut edited: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let text =
+        edited["plan_file"]["text"].as_str().unwrap().replace("../notices/march.md", "../../outside.md");
+    edited["plan_file"]["text"] = text.into();
+    std::fs::write(&saved, edited.to_string()).unwrap();
+    let before = checkout.untouched().0;
+    let output = checkout.bf(&["rollback", "--auto-approve"]);
+    assert!(output.status.success(), "the rollback itself goes ahead: {}", said(&output));
+    assert!(
+        said(&output).contains("notice NOT delivered") && said(&output).contains("outside the root"),
+        "{}",
+        said(&output)
+    );
+    assert_eq!(checkout.untouched().0, before, "nothing written beside the repository");
+}
+
 /// Hostile fragments the escaper's inputs are built from.
 fn hostile() -> impl Strategy<Value = String> {
     let pieces = prop::sample::select(vec![

@@ -233,7 +233,7 @@ pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<Exi
     let notices = match plan.notify().filter(|_| !fan_out) {
         Some(spec) => {
             let notice = Notice::of_apply(&plan, &spec.owners, &reports);
-            super::tell(&spec, plan.plan_dir(), &notice).await
+            super::tell(&spec, &plan, policy, &notice).await
         }
         None => Vec::new(),
     };

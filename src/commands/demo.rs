@@ -122,7 +122,7 @@ pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<Exi
         };
         let notice = Notice::of_apply(&plan, &spec.owners, &reports);
         writeln!(out)?;
-        super::tell(&spec, plan.plan_dir(), &notice).await;
+        super::tell(&spec, &plan, policy, &notice).await;
         write!(out, "\n{}", notice.text())?;
     }
 
