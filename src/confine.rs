@@ -262,6 +262,28 @@ impl Policy {
                 }),
             });
         }
+        // `az://container/…` names no account: the account `[storage]` names is where requests,
+        // and the runner's token, go. With the locations limited, it must be one they name.
+        if let (Some(account), Some(allowed)) = (&storage.account_name, &self.locations) {
+            let named = allowed.iter().any(|prefix| {
+                Kind::of(prefix) == Some(Kind::Azure)
+                    && prefix
+                        .host_str()
+                        .is_some_and(|h| h.contains('.') && h.split('.').next() == Some(account.as_str()))
+            });
+            if !named {
+                issues.push(Issue {
+                    key: "storage.account_name".into(),
+                    message: format!(
+                        "the storage account `{account}` is not in a location the operator allows ({ALLOWED_LOCATIONS})"
+                    ),
+                    help: Some(format!(
+                        "list a location of the account in {ALLOWED_LOCATIONS}, e.g. \
+                         abfss://container@{account}.dfs.core.windows.net/"
+                    )),
+                });
+            }
+        }
         let switches = [
             ("allow_http", storage.allow_http),
             ("skip_signature", storage.skip_signature),

@@ -88,8 +88,9 @@ pub fn shown(text: &str) -> String {
     one_line(text).trim().to_owned()
 }
 
-/// Line breaks and every other control character as spaces.
-fn one_line(text: &str) -> String {
+/// `text` on one line: line breaks and every other control character as spaces (for plain-text
+/// forms such as a chat notice, where a line break would write a line of its own).
+pub fn one_line(text: &str) -> String {
     text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }
 

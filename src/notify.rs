@@ -162,28 +162,28 @@ impl Notice {
     /// The notice as Slack's `mrkdwn` (also read well as plain text).
     pub fn text(&self) -> String {
         // Every field on its one line: a line break in a reason or a name would write a line of its own.
-        let mut out = format!("*{}*\n", one_line(&self.headline()));
+        let mut out = format!("*{}*\n", markdown::one_line(&self.headline()));
         if let Some(first) = self.tables.first() {
-            let _ = writeln!(out, "Reason: {}", one_line(&first.reason));
+            let _ = writeln!(out, "Reason: {}", markdown::one_line(&first.reason));
         }
         for table in &self.tables {
             let _ = writeln!(
                 out,
                 "• *{}* ({}) version {} → {}: rows {}{}",
-                one_line(&table.name),
-                one_line(&table.backfill_id),
+                markdown::one_line(&table.name),
+                markdown::one_line(&table.backfill_id),
                 table.from_version,
                 table.to_version,
                 change(Some(table.rows_before as f64), Some(table.rows_after as f64)),
                 table
                     .metrics
                     .iter()
-                    .map(|m| format!("; {} {}", one_line(&m.name), change(m.before, m.after)))
+                    .map(|m| format!("; {} {}", markdown::one_line(&m.name), change(m.before, m.after)))
                     .collect::<String>()
             );
         }
         if !self.owners.is_empty() {
-            let owners: Vec<String> = self.owners.iter().map(|o| one_line(o)).collect();
+            let owners: Vec<String> = self.owners.iter().map(|o| markdown::one_line(o)).collect();
             let _ = writeln!(out, "For: {}", owners.join(", "));
         }
         if let Some(command) = &self.rollback_command {
@@ -301,11 +301,6 @@ async fn post(url: &str, body: &serde_json::Value) -> Result<(), String> {
         .map_err(|e| e.without_url().to_string())?;
     let status = response.status();
     if status.is_success() { Ok(()) } else { Err(format!("it answered {status}")) }
-}
-
-/// `text` on one line: line breaks and other control characters as spaces.
-fn one_line(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
 }
 
 /// `412 → 409 (−0.7%)`, `31 (unchanged)`, `– → 3`.

@@ -341,6 +341,19 @@ async fn a_plans_endpoint_receives_nothing_unless_the_operator_allows_it() {
     let limited = [("BF_ALLOWED_LOCATIONS", "s3://lake/, gs://lake/")];
     let output = checkout.bf_with(&["plan", &plan.display().to_string()], &limited);
     refused_at(&checkout, &output, &plan, 4, "is not under a location the operator allows");
+    // On Azure the account `[storage]` names receives the runner's token: it must be one allowed.
+    let plan = checkout.plan("account.toml", |t| {
+        t.replace("../warehouse/orders", "az://lake/orders") + "\n[storage]\naccount_name = \"elsewhere\"\n"
+    });
+    let azure = [("BF_ALLOWED_LOCATIONS", "az://lake/, abfss://lake@acct.dfs.core.windows.net/")];
+    let output = checkout.bf_with(&["plan", &plan.display().to_string()], &azure);
+    refused_at(
+        &checkout,
+        &output,
+        &plan,
+        20,
+        "the storage account `elsewhere` is not in a location the operator allows",
+    );
     let plan =
         checkout.plan("in_bucket.toml", |t| t.replace("../warehouse/orders", "s3a://lake/silver/orders"));
     let output = checkout.bf_with(&["validate", &plan.display().to_string()], &limited);
@@ -454,6 +467,9 @@ fn save(checkout: &Checkout, plan: &Value) {
         .unwrap();
 }
 
+/// An edit of a saved plan between `bf plan` and `bf apply`.
+type Tamper<'a> = Box<dyn Fn(&mut Value) + 'a>;
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_tampered_saved_plan_writes_no_table() {
     let checkout = Checkout::new().await;
@@ -462,7 +478,7 @@ async fn a_tampered_saved_plan_writes_no_table() {
     let original = planned(&checkout, &[]).await;
     let gold = url::Url::from_directory_path(checkout.repo().join("warehouse/gold").canonicalize().unwrap())
         .unwrap();
-    let tampers: [(&str, Box<dyn Fn(&mut Value)>); 5] = [
+    let tampers: [(&str, Tamper); 5] = [
         ("another target", Box::new(|p| p["target"]["uri"] = gold.to_string().into())),
         ("another rehearsal", Box::new(|p| p["rehearsal"]["uri"] = gold.to_string().into())),
         (
