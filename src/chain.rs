@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use url::Url;
 
+use crate::confine::{Policy, Scope};
 use crate::plan_file::{self, Format, Issue, PlanDocument, PlanFile, PlanFileError};
 use crate::store::{self, Location};
 
@@ -40,13 +41,15 @@ struct Above {
 }
 
 impl Chain {
-    /// Reads the plan file at `path` and every plan downstream of it, and checks the chain.
-    pub fn load(path: &Path) -> Result<Chain, PlanFileError> {
-        let document = plan_file::load(path)?;
-        Chain::below(document, &[])
+    /// Reads the plan file at `path` and every plan downstream of it, and checks the chain; every
+    /// file and location of the chain is held to what `policy` lets the first plan reach.
+    pub fn load(path: &Path, policy: &Policy) -> Result<Chain, PlanFileError> {
+        let scope = policy.scope(path);
+        let document = plan_file::load(path, &scope)?;
+        Chain::below(document, &[], &scope)
     }
 
-    fn below(document: PlanDocument, above: &[Above]) -> Result<Chain, PlanFileError> {
+    fn below(document: PlanDocument, above: &[Above], scope: &Scope) -> Result<Chain, PlanFileError> {
         let table = target_url(&document)?;
         let mut path = above.to_vec();
         path.push(Above {
@@ -81,7 +84,7 @@ impl Chain {
                 ));
                 continue;
             }
-            let child = plan_file::load(&file)?;
+            let child = plan_file::load(&file, scope)?;
             let child_table = target_url(&child)?;
             if let Some(twice) = path.iter().find(|a| a.table == child_table) {
                 issues.push(issue(
@@ -122,7 +125,7 @@ impl Chain {
                 ));
                 continue;
             }
-            downstream.push(Chain::below(child, &path)?);
+            downstream.push(Chain::below(child, &path, scope)?);
         }
         if !issues.is_empty() {
             return Err(document.invalid(issues));

@@ -14,6 +14,10 @@ use crate::commands::{
 #[derive(Debug, Parser)]
 #[command(name = "bf", version, propagate_version = true, max_term_width = 100)]
 pub struct Cli {
+    /// The folder every local path a plan names must resolve inside, symlinks followed (default:
+    /// the git work tree holding the plan file, else the folder above the plan's).
+    #[arg(long, global = true, value_name = "DIR", env = "BF_ROOT")]
+    pub root: Option<std::path::PathBuf>,
     #[command(subcommand)]
     pub command: Command,
 }

@@ -18,7 +18,7 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(commands::run(cli.command)) {
+    match runtime.block_on(commands::run(cli.command, cli.root.as_deref())) {
         Ok(code) => code,
         // `bf slices plan.toml | head` closes the pipe early; that is the reader's choice, not a failure.
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,

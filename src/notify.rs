@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::apply::ApplyReport;
+use crate::markdown;
 use crate::plan::Plan;
 use crate::plan_file::Notify;
 use crate::rollback::RollbackReport;
@@ -160,28 +161,30 @@ impl Notice {
 
     /// The notice as Slack's `mrkdwn` (also read well as plain text).
     pub fn text(&self) -> String {
-        let mut out = format!("*{}*\n", self.headline());
+        // Every field on its one line: a line break in a reason or a name would write a line of its own.
+        let mut out = format!("*{}*\n", markdown::one_line(&self.headline()));
         if let Some(first) = self.tables.first() {
-            let _ = writeln!(out, "Reason: {}", first.reason);
+            let _ = writeln!(out, "Reason: {}", markdown::one_line(&first.reason));
         }
         for table in &self.tables {
             let _ = writeln!(
                 out,
                 "• *{}* ({}) version {} → {}: rows {}{}",
-                table.name,
-                table.backfill_id,
+                markdown::one_line(&table.name),
+                markdown::one_line(&table.backfill_id),
                 table.from_version,
                 table.to_version,
                 change(Some(table.rows_before as f64), Some(table.rows_after as f64)),
                 table
                     .metrics
                     .iter()
-                    .map(|m| format!("; {} {}", m.name, change(m.before, m.after)))
+                    .map(|m| format!("; {} {}", markdown::one_line(&m.name), change(m.before, m.after)))
                     .collect::<String>()
             );
         }
         if !self.owners.is_empty() {
-            let _ = writeln!(out, "For: {}", self.owners.join(", "));
+            let owners: Vec<String> = self.owners.iter().map(|o| markdown::one_line(o)).collect();
+            let _ = writeln!(out, "For: {}", owners.join(", "));
         }
         if let Some(command) = &self.rollback_command {
             let _ = writeln!(out, "Undo: `{command}`");
@@ -191,9 +194,9 @@ impl Notice {
 
     /// The notice as a markdown section, for a file, a pull request or a wiki.
     pub fn markdown(&self) -> String {
-        let mut out = format!("## {}\n\n", self.headline());
+        let mut out = format!("## {}\n\n", markdown::text(&self.headline()));
         if let Some(first) = self.tables.first() {
-            let _ = writeln!(out, "**Reason** {}\n", first.reason.replace(['\r', '\n'], " "));
+            let _ = writeln!(out, "**Reason** {}\n", markdown::text(&first.reason));
         }
         let _ = writeln!(out, "| table | backfill | versions | rows | metrics |\n|---|---|---|---|---|");
         for table in &self.tables {
@@ -201,22 +204,23 @@ impl Notice {
                 table.metrics.iter().map(|m| format!("{} {}", m.name, change(m.before, m.after))).collect();
             let _ = writeln!(
                 out,
-                "| `{}` | `{}` | {} → {} | {} | {} |",
-                table.name,
-                table.backfill_id,
+                "| {} | {} | {} → {} | {} | {} |",
+                markdown::code(&table.name),
+                markdown::code(&table.backfill_id),
                 table.from_version,
                 table.to_version,
                 change(Some(table.rows_before as f64), Some(table.rows_after as f64)),
-                metrics.join("; ")
+                markdown::text(&metrics.join("; "))
             );
         }
         if !self.owners.is_empty() {
-            let _ = writeln!(out, "\n**For** {}", self.owners.join(", "));
+            let owners: Vec<String> = self.owners.iter().map(|o| markdown::text(o)).collect();
+            let _ = writeln!(out, "\n**For** {}", owners.join(", "));
         }
         if let Some(command) = &self.rollback_command {
             let _ = writeln!(out, "\n**Undo** `{command}`");
         }
-        let _ = writeln!(out, "\nChain `{}`.", self.chain);
+        let _ = writeln!(out, "\nChain {}.", markdown::code(&self.chain));
         out
     }
 
@@ -245,16 +249,24 @@ impl Delivery {
     }
 }
 
-/// Sends `notice` where `spec` says (`file` relative to `plan_dir`): every destination is tried,
-/// whatever the others did.
-pub async fn send(spec: &Notify, plan_dir: &Path, notice: &Notice) -> Vec<Delivery> {
+/// Sends `notice` where `spec` says (`file` relative to `plan_dir`, and only inside `root`): every
+/// destination is tried, whatever the others did.
+pub async fn send(
+    spec: &Notify,
+    plan_dir: &Path,
+    root: &crate::confine::Root,
+    notice: &Notice,
+) -> Vec<Delivery> {
     let mut deliveries = Vec::new();
     if let Some(file) = &spec.file {
         let path = path_clean::clean(plan_dir.join(file));
-        let written = path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| std::fs::write(&path, notice.markdown()));
+        let written = if root.holds(&path) {
+            path.parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|()| std::fs::write(&path, notice.markdown()))
+        } else {
+            Err(std::io::Error::other(format!("it is outside the root {}", root.path().display())))
+        };
         deliveries.push(match written {
             Ok(()) => Delivery::Written { file: path },
             Err(e) => Delivery::Failed { to: path.display().to_string(), why: e.to_string() },

@@ -248,6 +248,24 @@ impl Plan {
         })
     }
 
+    /// Leaves out every value read from the data — changed rows, a check's offending rows, the
+    /// breakdown's groups — keeping counts and metrics: for a plan of a pull request whose data a
+    /// runner must not post (`--samples none`).
+    pub fn keep_counts_only(&mut self) {
+        for slice in &mut self.slices {
+            if let Some(changes) = &mut slice.changes {
+                changes.samples.clear();
+            }
+        }
+        for check in &mut self.checks {
+            check.sample.clear();
+        }
+        self.breakdown.clear();
+        for downstream in &mut self.downstream {
+            downstream.keep_counts_only();
+        }
+    }
+
     /// This plan and every plan downstream of it, in apply order (upstream first, then each
     /// downstream depth first).
     pub fn chain(&self) -> Vec<&Plan> {
@@ -260,11 +278,24 @@ impl Plan {
 
     /// Saves the plan as JSON, atomically: a reader never sees half a plan.
     pub fn save(&self, path: &Path) -> Result<(), SavedPlanError> {
+        self.save_signed(path, None)
+    }
+
+    /// Saves the plan, with a `signature` field by `key` when there is one
+    /// ([`crate::seal`]): `bf apply` then refuses the file if anything in it changes.
+    pub fn save_signed(&self, path: &Path, key: Option<&crate::seal::PlanKey>) -> Result<(), SavedPlanError> {
         let write = |source| SavedPlanError::Write { path: path.to_owned(), source };
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent).map_err(write)?;
         }
-        let text = serde_json::to_string_pretty(self).expect("a plan serializes");
+        let text = match key {
+            None => serde_json::to_string_pretty(self).expect("a plan serializes"),
+            Some(key) => {
+                let mut saved = serde_json::to_value(self).expect("a plan serializes");
+                saved["signature"] = key.sign(&saved).into();
+                serde_json::to_string_pretty(&saved).expect("a plan serializes")
+            }
+        };
         let partial = path.with_extension("json.partial");
         std::fs::write(&partial, text + "\n").map_err(write)?;
         std::fs::rename(&partial, path).map_err(write)

@@ -568,7 +568,7 @@ fn retention_warnings(target: &deltalake::DeltaTable, keep_days: u32) -> Result<
 
 /// The rehearsal's location: the plan's `[rehearsal] table`, or `<table>__rehearsal` beside the
 /// target, in the same folder or bucket (a server-side copy needs both in one bucket).
-fn rehearsal_url(document: &PlanDocument, target: &Url) -> Result<Url, crate::store::OpenError> {
+pub fn rehearsal_url(document: &PlanDocument, target: &Url) -> Result<Url, crate::store::OpenError> {
     if let Some(written) = &document.plan.rehearsal.table {
         return store::table_url(&document.resolve(written));
     }

@@ -67,6 +67,16 @@ fn the_markdown_comment_holds_what_a_reviewer_decides_on() {
     assert!(september.contains("revenue — → 6,487.85"), "{september}");
     assert!(!september.contains("NULL"), "{september}");
     assert!(september.contains("10 of 30 slices shown, those with the most changes"), "{september}");
+    // What the table leaves out is a row of its own: how many, and how they changed.
+    let left_out = september
+        .lines()
+        .find(|l| l.starts_with("| … | 20 more slices | "))
+        .unwrap_or_else(|| panic!("{september}"));
+    assert!(
+        left_out.starts_with("| … | 20 more slices | 20 from none | 20 from none | +")
+            && left_out.ends_with(" / −0 / ~0 |"),
+        "every one of them from an empty day: {left_out}"
+    );
     assert_eq!(september.matches("<details>").count(), 3, "the changed rows of the three largest slices");
     let all =
         stdout(&bf_in(root).args(["show", "--format", "markdown", "--detail", "all"]).output().unwrap());
@@ -151,6 +161,54 @@ fn the_comment_of_a_365_slice_plan_stays_under_githubs_limit_and_says_what_it_cu
         markdown.contains("**Checks and guards**") && markdown.contains("| 365 | 2026-12-31..2026-12-31 |")
     );
     assert!(markdown.contains("Cut here to stay under GitHub's 65,536 characters"), "and it says so");
+}
+
+/// Twenty days, each of whose amounts the backfill raises by 10% — but one, which it leaves alone:
+/// the comment lists ten slices, the unchanged day among them as the outlier it is, and says in
+/// the table what the other ten did.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_comment_listing_some_slices_shows_the_outliers_and_says_what_it_leaves_out() {
+    let dir = tempfile::tempdir().unwrap();
+    // The table's rows name their day as `&'static str`: twenty small strings, leaked for the test.
+    let days: Vec<&'static str> = (1..=20).map(|d| &*format!("2026-09-{d:02}").leak()).collect();
+    let rows: Vec<crate::common::OrderRow> =
+        days.iter().enumerate().map(|(i, day)| (i as i64 + 1, "C01", 100.0, "EUR", *day)).collect();
+    crate::common::orders_table(&dir.path().join("orders"), true, &[&rows]).await;
+    let mut csv = String::from("order_id,customer,amount,currency,order_date\n");
+    for (i, day) in days.iter().enumerate() {
+        let amount = if i + 1 == 7 { 100.0 } else { 110.0 };
+        csv.push_str(&format!("{},C01,{amount},EUR,{day}\n", i + 1));
+    }
+    std::fs::write(dir.path().join("days.csv"), csv).unwrap();
+    let text = VALID_PLAN
+        .replace("../warehouse/orders_silver", "orders")
+        .replace("orders.csv", "days.csv")
+        .replace("start = 2026-03-01", "start = 2026-09-01")
+        .replace("end = 2026-03-31", "end = 2026-09-20")
+        .replace("every = \"month\"", "every = \"day\"")
+        .replace("date_column = \"order_date\"", "date_column = \"order_date\"\nkey = [\"order_id\"]")
+        .replace(
+            "SELECT order_id, amount, order_date FROM orders",
+            "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders",
+        )
+        + "\n[[metrics]]\nname = \"revenue\"\nsql = \"SUM(amount)\"\n";
+    write_plan(dir.path(), "days.toml", &text);
+    let markdown = stdout(
+        &bf_in(dir.path()).args(["plan", "days.toml", "-q", "--format", "markdown"]).output().unwrap(),
+    );
+    assert!(
+        markdown
+            .contains("10 of 20 slices shown, those with the most changes and the 1 furthest from the rest"),
+        "{markdown}"
+    );
+    assert!(
+        markdown.contains("| 7 | 2026-09-07..2026-09-07 | 1 (=) | 100 (=) |"),
+        "the unchanged day is shown: {markdown}"
+    );
+    assert!(
+        markdown.contains("| … | 10 more slices | all unchanged | all +10.0% | +0 / −0 / ~10 |"),
+        "what the ten left out did: {markdown}"
+    );
 }
 
 /// A venv with the Python tools these tests drive (`pre-commit`, `check-jsonschema`), from PyPI,

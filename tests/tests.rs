@@ -24,6 +24,7 @@ mod publish;
 mod review;
 mod rollback;
 mod schema;
+mod security;
 mod slice_rows;
 mod slices;
 mod stores;

@@ -128,7 +128,7 @@ impl ApplyProgress for Lines {
     }
 }
 
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<ExitCode> {
     let fanned = !args.slice.is_empty() || args.slices.is_some() || args.finish;
     if fanned && args.plan.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "toml")) {
         anyhow::bail!(
@@ -138,7 +138,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     let plan = match &args.plan {
         Some(path) if path.extension().is_some_and(|e| e == "toml") => {
-            let Some((plan, _)) = super::plan::rehearse_and_save(path, &args.state, None, &Quiet).await?
+            let Some((plan, _)) = super::plan::rehearse_and_save(
+                path,
+                policy,
+                super::plan::Samples::from_env(),
+                &args.state,
+                None,
+                &Quiet,
+            )
+            .await?
             else {
                 return Ok(ExitCode::FAILURE);
             };
@@ -151,8 +159,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             }
             plan
         }
-        Some(path) => Plan::load(path)?,
-        None => Plan::load(&args.state.saved_plan())?,
+        // A saved plan is applied only as it was reviewed (bf::seal).
+        Some(path) => bf::seal::load_reviewed(path, policy)?,
+        None => bf::seal::load_reviewed(&args.state.saved_plan(), policy)?,
     };
     if !plan.appliable() {
         eprintln!("error: this plan cannot be applied:");
@@ -233,7 +242,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let notices = match plan.notify().filter(|_| !fan_out) {
         Some(spec) => {
             let notice = Notice::of_apply(&plan, &spec.owners, &reports);
-            super::tell(&spec, plan.plan_dir(), &notice).await
+            super::tell(&spec, &plan, policy, &notice).await
         }
         None => Vec::new(),
     };

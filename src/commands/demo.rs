@@ -38,7 +38,7 @@ pub struct Args {
     store: Option<url::Url>,
 }
 
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<ExitCode> {
     let shop = Shop::at(&args.dir);
     let summary =
         shop.build().await.with_context(|| format!("building the example shop in {}", args.dir.display()))?;
@@ -86,8 +86,15 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     // Each step prints what the verb itself prints, through the same renderers.
     writeln!(out, "\n$ cd {dir} && bf plan plans/march.toml\n")?;
     let state = super::StateDir { dir: shop.root.join(".bf") };
-    let Some((plan, saved)) =
-        super::plan::rehearse_and_save(&shop.plans().join("march.toml"), &state, None, &Quiet).await?
+    let Some((plan, saved)) = super::plan::rehearse_and_save(
+        &shop.plans().join("march.toml"),
+        policy,
+        super::plan::Samples::from_env(),
+        &state,
+        None,
+        &Quiet,
+    )
+    .await?
     else {
         anyhow::bail!("the bundled March plan was refused (above)");
     };
@@ -115,7 +122,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         };
         let notice = Notice::of_apply(&plan, &spec.owners, &reports);
         writeln!(out)?;
-        super::tell(&spec, plan.plan_dir(), &notice).await;
+        super::tell(&spec, &plan, policy, &notice).await;
         write!(out, "\n{}", notice.text())?;
     }
 

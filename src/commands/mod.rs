@@ -20,20 +20,22 @@ use std::process::ExitCode;
 
 use crate::cli::Command;
 
-pub async fn run(command: Command) -> anyhow::Result<ExitCode> {
+pub async fn run(command: Command, root: Option<&Path>) -> anyhow::Result<ExitCode> {
+    // What plans may reach is the operator's: the root and the environment's lists, read once.
+    let policy = bf::confine::Policy::from_env(root)?;
     match command {
-        Command::Validate(args) => validate::run(args),
-        Command::Slices(args) => slices::run(args),
-        Command::Plan(args) => plan::run(args).await,
+        Command::Validate(args) => validate::run(args, &policy),
+        Command::Slices(args) => slices::run(args, &policy),
+        Command::Plan(args) => plan::run(args, &policy).await,
         Command::Show(args) => show::run(args),
-        Command::Apply(args) => apply::run(args).await,
-        Command::Rollback(args) => rollback::run(args).await,
+        Command::Apply(args) => apply::run(args, &policy).await,
+        Command::Rollback(args) => rollback::run(args, &policy).await,
         Command::History(args) => history::run(args).await,
         Command::Status(args) => status::run(args).await,
         Command::Clean(args) => clean::run(args).await,
-        Command::Export(args) => export::run(args),
+        Command::Export(args) => export::run(args, &policy),
         Command::Schema(args) => schema::run(args),
-        Command::Demo(args) => demo::run(args).await,
+        Command::Demo(args) => demo::run(args, &policy).await,
     }
 }
 
@@ -55,9 +57,16 @@ pub fn confirm(question: &str, verb: &str) -> anyhow::Result<bool> {
 /// Sends a notice where the plan's `[notify]` says, and says on stderr where it went. A notice
 /// that was not delivered is a warning with the notice printed, so it can be passed on by hand;
 /// the command's outcome stands. Returns a line per destination, for `--json`.
-pub async fn tell(spec: &bf::plan_file::Notify, plan_dir: &Path, notice: &bf::notify::Notice) -> Vec<String> {
+pub async fn tell(
+    spec: &bf::plan_file::Notify,
+    plan: &bf::plan::Plan,
+    policy: &bf::confine::Policy,
+    notice: &bf::notify::Notice,
+) -> Vec<String> {
     use bf::notify::Delivery;
-    let deliveries = bf::notify::send(spec, plan_dir, notice).await;
+    // The notice file is written only inside the plan's root, whatever the saved plan says.
+    let root = policy.scope(Path::new(&plan.plan_file.path)).root;
+    let deliveries = bf::notify::send(spec, plan.plan_dir(), &root, notice).await;
     let mut lines = Vec::new();
     for delivery in &deliveries {
         let line = match delivery {

@@ -45,11 +45,38 @@ pub struct Args {
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
+    /// `none`: show and save counts and metrics only, no value read from the data (changed rows,
+    /// offending rows, breakdown groups): for runners that plan pull requests from forks.
+    #[arg(long, value_enum, env = "BF_SAMPLES", default_value_t = Samples::Show)]
+    samples: Samples,
 }
 
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+/// Whether a plan shows values read from the data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Samples {
+    /// Changed rows and the breakdown, as `[diff]` asks.
+    #[default]
+    Show,
+    /// Counts and metrics only.
+    None,
+}
+
+impl Samples {
+    /// The operator's `BF_SAMPLES`, for verbs that plan without the flag (`bf apply PLAN.toml`,
+    /// `bf show`).
+    pub fn from_env() -> Samples {
+        match std::env::var("BF_SAMPLES") {
+            Ok(value) if value.trim().eq_ignore_ascii_case("none") => Samples::None,
+            _ => Samples::Show,
+        }
+    }
+}
+
+pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<ExitCode> {
     let progress = Bar::new(args.quiet);
-    let planned = rehearse_and_save(&args.plan, &args.state, args.out.as_deref(), &progress).await;
+    let planned =
+        rehearse_and_save(&args.plan, policy, args.samples, &args.state, args.out.as_deref(), &progress)
+            .await;
     progress.clear();
     let Some((plan, saved)) = planned? else { return Ok(ExitCode::FAILURE) };
     let format = if args.json { Format::Json } else { args.format };
@@ -71,18 +98,20 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
 /// and nothing was saved.
 pub async fn rehearse_and_save(
     path: &Path,
+    policy: &bf::confine::Policy,
+    samples: Samples,
     state: &super::StateDir,
     out: Option<&Path>,
     progress: &dyn Progress,
 ) -> anyhow::Result<Option<(Plan, PathBuf)>> {
-    let chain = match Chain::load(path) {
+    let chain = match Chain::load(path, policy) {
         Ok(chain) => chain,
         Err(error) => {
             eprintln!("{error}");
             return Ok(None);
         }
     };
-    let plan = match rehearsal::rehearse_chain(&chain, progress).await {
+    let mut plan = match rehearsal::rehearse_chain(&chain, progress).await {
         Ok(plan) => plan,
         Err(error) => {
             eprintln!("error: {}", bf::store::redact(&error.to_string()));
@@ -90,8 +119,11 @@ pub async fn rehearse_and_save(
             return Ok(None);
         }
     };
+    if samples == Samples::None {
+        plan.keep_counts_only();
+    }
     let saved = out.map_or_else(|| state.saved_plan(), Path::to_owned);
-    plan.save(&saved)?;
+    plan.save_signed(&saved, bf::seal::PlanKey::from_env().as_ref())?;
     for planned in plan.chain() {
         bf::plan::remember_rehearsal(state.path(), &planned.rehearsal.uri)?;
     }

@@ -49,7 +49,7 @@ pub struct Args {
     json: bool,
 }
 
-pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<ExitCode> {
     let saved = || Plan::load(&args.state.saved_plan());
     let url = match &args.table {
         Some(written) => store::table_url(&Location::resolve(&std::env::current_dir()?, written))?,
@@ -118,7 +118,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         // A rollback that had nothing left to write tells nobody again.
         Some((root, spec)) if reports.iter().any(|r| belongs(root, r) && !r.wrote.is_empty()) => {
             let notice = Notice::of_rollback(root, &spec.owners, &reports);
-            super::tell(&spec, root.plan_dir(), &notice).await
+            super::tell(&spec, root, policy, &notice).await
         }
         _ => Vec::new(),
     };

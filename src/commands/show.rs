@@ -29,7 +29,10 @@ pub struct Args {
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let path = args.file.unwrap_or_else(|| args.state.saved_plan());
-    let plan = Plan::load(&path)?;
+    let mut plan = Plan::load(&path)?;
+    if super::plan::Samples::from_env() == super::plan::Samples::None {
+        plan.keep_counts_only();
+    }
     let format = if args.json { Format::Json } else { args.format };
     std::io::stdout().lock().write_all(render_with(&plan, format, args.detail).as_bytes())?;
     Ok(ExitCode::SUCCESS)

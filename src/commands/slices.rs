@@ -24,8 +24,8 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let document = match plan_file::load(&args.plan) {
+pub fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<ExitCode> {
+    let document = match plan_file::load(&args.plan, &policy.scope(&args.plan)) {
         Ok(document) => document,
         Err(error) => {
             eprintln!("{error}");

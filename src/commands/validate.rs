@@ -18,11 +18,11 @@ pub struct Args {
     plans: Vec<PathBuf>,
 }
 
-pub fn run(args: Args) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let mut invalid = 0;
     for path in &args.plans {
-        match Chain::load(path) {
+        match Chain::load(path, policy) {
             Ok(chain) => {
                 for (i, member) in chain.plans().into_iter().enumerate() {
                     let document = &member.document;

@@ -7,6 +7,7 @@ use annotate_snippets::{Level, Renderer, Snippet};
 
 use super::spans::SpanIndex;
 use super::{Location, PlanFile, quoted};
+use crate::confine::Scope;
 
 /// A plan is a few dozen lines; anything much bigger is not a plan, and refusing it early keeps a
 /// mistaken path (a CSV, a log) from being parsed at length.
@@ -65,6 +66,17 @@ pub enum PlanFileError {
     Read { path: PathBuf, source: std::io::Error },
     #[error("{}", render(path, text, diagnostics))]
     Invalid { path: PathBuf, text: String, diagnostics: Vec<Diagnostic> },
+    /// Outside what the operator lets a plan reach; nothing of it was read.
+    #[error("{0}")]
+    Outside(crate::confine::PolicyError),
+    /// Not TOML with a plan's keys: perhaps a credentials file named as a plan, so none of its
+    /// text is shown, only where the parser stopped.
+    #[error(
+        "{}:{line}:{column}: error: not a bf plan file: it does not parse, and it holds none of the keys a plan \
+         starts with (`reason`, `target`, `window`, `slicing`, `source`); its content is not shown",
+        path.display()
+    )]
+    NotAPlan { path: PathBuf, line: usize, column: usize },
 }
 
 /// One thing wrong with a plan file.
@@ -81,14 +93,16 @@ pub struct Diagnostic {
 impl PlanFileError {
     pub fn diagnostics(&self) -> &[Diagnostic] {
         match self {
-            PlanFileError::Read { .. } => &[],
+            PlanFileError::Read { .. } | PlanFileError::Outside(_) | PlanFileError::NotAPlan { .. } => &[],
             PlanFileError::Invalid { diagnostics, .. } => diagnostics,
         }
     }
 }
 
-/// Reads and checks the plan file at `path`.
-pub fn load(path: &Path) -> Result<PlanDocument, PlanFileError> {
+/// Reads and checks the plan file at `path`, held to `scope`: a file outside its root is refused
+/// unread, and a plan naming a location outside it is refused at that location's line.
+pub fn load(path: &Path, scope: &Scope) -> Result<PlanDocument, PlanFileError> {
+    scope.check_plan_file(path).map_err(PlanFileError::Outside)?;
     let read_error = |source| PlanFileError::Read { path: path.to_owned(), source };
     let size = std::fs::metadata(path).map_err(read_error)?.len();
     if size > MAX_PLAN_BYTES {
@@ -97,24 +111,40 @@ pub fn load(path: &Path) -> Result<PlanDocument, PlanFileError> {
         ))));
     }
     let text = std::fs::read_to_string(path).map_err(read_error)?;
-    parse(path, text)
+    parse_within(path, text, Some(scope))
 }
 
 /// Parses and checks a plan's text; `path` names it in messages and anchors its relative paths.
 pub fn parse(path: &Path, text: String) -> Result<PlanDocument, PlanFileError> {
+    parse_within(path, text, None)
+}
+
+/// [`parse`], and with a scope the locations checked against it, all issues listed together.
+pub fn parse_within(path: &Path, text: String, scope: Option<&Scope>) -> Result<PlanDocument, PlanFileError> {
     let index = SpanIndex::new(&text);
     let invalid =
         |diagnostics| PlanFileError::Invalid { path: path.to_owned(), text: text.clone(), diagnostics };
     let plan: PlanFile = match toml::from_str(&text) {
         Ok(plan) => plan,
+        // An empty file is an empty plan; anything else without a plan's keys is not one.
+        Err(error) if !index.looks_like_plan() && !text.trim().is_empty() => {
+            let at = error.span().map_or(0, |s| s.start.min(text.len()));
+            let before = &text[..at];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            return Err(PlanFileError::NotAPlan { path: path.to_owned(), line, column });
+        }
         Err(error) => return Err(invalid(vec![from_toml_error(&error, &index)])),
     };
-    let issues = plan.validate();
-    if !issues.is_empty() {
-        let diagnostics = issues.into_iter().map(|issue| issue.diagnostic(&index)).collect();
-        return Err(invalid(diagnostics));
+    let mut issues = plan.validate();
+    let document = PlanDocument { path: path.to_owned(), text, plan };
+    if let Some(scope) = scope {
+        issues.extend(scope.check(&document));
     }
-    Ok(PlanDocument { path: path.to_owned(), text, plan })
+    if !issues.is_empty() {
+        return Err(document.invalid(issues));
+    }
+    Ok(document)
 }
 
 /// serde's messages are worded for programmers ("unknown field"); plan authors write keys, and a
@@ -182,7 +212,7 @@ fn plain_words(message: &str) -> String {
 }
 
 /// A `[storage]` key that names a credential: `secret_access_key`, `sas_token`, `account_key`, ….
-fn looks_secret(key: &str) -> bool {
+pub(crate) fn looks_secret(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
     ["secret", "key", "token", "password", "sas", "credential"].iter().any(|word| key.contains(word))
 }
@@ -205,6 +235,10 @@ fn did_you_mean<'a>(typed: &str, expected: &[&'a str]) -> Option<&'a str> {
 /// Renders diagnostics the way rustc does: message, `--> file:line:column`, the line, a caret.
 fn render(path: &Path, text: &str, diagnostics: &[Diagnostic]) -> String {
     let origin = path.display().to_string();
+    // The lines quoted show no value of a key that looks like a credential: a refused secret is
+    // named, never repeated (stderr is posted to the pull request).
+    let masked = SpanIndex::new(text).mask_secrets(text);
+    let text = masked.as_str();
     let renderer = Renderer::plain();
     let mut out = Vec::new();
     for diagnostic in diagnostics {

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::window::{Cadence, Order, RunOffset, Slice, Window};
 
-pub use load::{PlanDocument, PlanFileError, load, parse};
+pub use load::{PlanDocument, PlanFileError, load, parse, parse_within};
 pub use schema::json_schema;
 pub use validate::Issue;
 

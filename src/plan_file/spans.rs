@@ -66,6 +66,32 @@ impl SpanIndex {
         }
     }
 
+    /// Whether the text has a key a plan starts with at its top level: a file without any is not
+    /// a plan with a mistake in it but something else, and is not quoted.
+    pub(crate) fn looks_like_plan(&self) -> bool {
+        self.entries
+            .iter()
+            .any(|e| ["reason", "target", "window", "slicing", "source"].contains(&e.path.as_str()))
+    }
+
+    /// `text` with the value of every key that looks like a credential (and is not one of the
+    /// plan's own keys, such as `target.key`) replaced by `*`, byte for byte, so spans still point
+    /// at the same places.
+    pub(crate) fn mask_secrets(&self, text: &str) -> String {
+        let mut bytes = text.as_bytes().to_vec();
+        for entry in &self.entries {
+            let name = entry.path.rsplit(['.', '[']).next().unwrap_or_default().trim_matches('"');
+            let own = entry.path == "target.key" || entry.path.starts_with("target.key[");
+            if own || !super::load::looks_secret(name) {
+                continue;
+            }
+            let value = entry.value.start.min(bytes.len())..entry.value.end.min(bytes.len());
+            bytes[value].iter_mut().filter(|b| !matches!(b, b'\n' | b'\r')).for_each(|b| *b = b'*');
+        }
+        // Whole values were replaced byte by byte, line breaks kept: still UTF-8, same lines.
+        String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
+    }
+
     /// The innermost key whose key or value contains `span`.
     pub(crate) fn key_at(&self, span: &Range<usize>) -> Option<&str> {
         let contains = |r: &Range<usize>| r.start <= span.start && span.end <= r.end && !r.is_empty();

@@ -435,6 +435,13 @@ impl PlanFile {
         if notify.owners.iter().any(|o| o.trim().is_empty()) {
             issues.add("notify.owners", "`notify.owners` holds an empty name");
         }
+        // Each owner is one line of the notice: a line break would write a line of its own.
+        if notify.owners.iter().any(|o| o.chars().any(char::is_control)) {
+            issues.add(
+                "notify.owners",
+                "`notify.owners` holds a name with a line break or a control character",
+            );
+        }
     }
 }
 

@@ -7,6 +7,8 @@ use bf::diff::{BreakdownRow, Measures, SampleRow};
 use bf::plan::{Plan, SliceReport};
 use similar::{ChangeTag, TextDiff};
 
+use bf::markdown as md;
+
 use super::{change, count, number, percent, signed, table};
 
 /// How a plan is printed.
@@ -113,14 +115,14 @@ fn chain_markdown(root: &Plan, detail: Detail) -> String {
             out,
             "| {} | {} | {} | {} |",
             i + 1,
-            code(&table_name(&plan.target.uri)),
+            md::code(&table_name(&plan.target.uri)),
             // The file's name: its folder is the planning machine's.
-            code(
+            md::code(
                 &std::path::Path::new(&plan.plan_file.path)
                     .file_name()
                     .map_or_else(|| plan.plan_file.path.clone(), |name| name.to_string_lossy().into_owned())
             ),
-            inline(&summary(plan)).replace('|', "\\|")
+            md::text(&summary(plan))
         );
     }
     let _ = writeln!(
@@ -130,7 +132,7 @@ fn chain_markdown(root: &Plan, detail: Detail) -> String {
     );
     let budget = (COMMENT_LIMIT - out.len() - 1_000) / plans.len();
     for (i, plan) in plans.iter().enumerate() {
-        let _ = writeln!(out, "\n---\n\n#### {}. {}\n", i + 1, code(&table_name(&plan.target.uri)));
+        let _ = writeln!(out, "\n---\n\n#### {}. {}\n", i + 1, md::code(&table_name(&plan.target.uri)));
         out.push_str(&markdown(plan, detail, budget));
     }
     out + MARKER
@@ -144,6 +146,8 @@ fn table_name(uri: &str) -> String {
 /// What a detail level shows of a plan: which slices' rows, and which slices' changed rows.
 struct Shown<'p> {
     slices: Vec<&'p SliceReport>,
+    /// How many of `slices` were chosen for being far from the rest rather than for their size.
+    outliers: usize,
     samples: Vec<&'p SliceReport>,
 }
 
@@ -163,16 +167,76 @@ impl<'p> Shown<'p> {
             slices.into_iter().filter(has_samples).collect()
         };
         let largest_samples = || largest(TOP_SAMPLES, with_samples(all()));
+        // The largest slices, and the slices whose change is furthest from the others' (a day that
+        // moved the other way, or not at all): a sample that hides neither.
+        let chosen = || {
+            let outliers = outliers(&plan.slices, OUTLIERS);
+            let rest: Vec<&SliceReport> =
+                all().into_iter().filter(|s| !outliers.iter().any(|o| o.index == s.index)).collect();
+            let mut slices = largest(TOP_SLICES - outliers.len(), rest);
+            let count = outliers.len();
+            slices.extend(outliers);
+            slices.sort_by_key(|s| s.index);
+            (slices, count)
+        };
         match detail {
             _ if everything => Shown {
                 slices: plan.slices.iter().collect(),
+                outliers: 0,
                 samples: with_samples(plan.slices.iter().collect()),
             },
-            Detail::Slices => Shown { slices: all(), samples: largest_samples() },
-            Detail::Summary => Shown { slices: largest(TOP_SLICES, all()), samples: Vec::new() },
-            _ => Shown { slices: largest(TOP_SLICES, all()), samples: largest_samples() },
+            Detail::Slices => Shown { slices: all(), outliers: 0, samples: largest_samples() },
+            Detail::Summary => {
+                let (slices, outliers) = chosen();
+                Shown { slices, outliers, samples: Vec::new() }
+            }
+            _ => {
+                let (slices, outliers) = chosen();
+                Shown { slices, outliers, samples: largest_samples() }
+            }
         }
     }
+
+    /// `those with the most changes`, and the outliers when there are any.
+    fn chosen_by(&self) -> String {
+        match self.outliers {
+            0 => "those with the most changes".to_owned(),
+            n => format!("those with the most changes and the {n} furthest from the rest"),
+        }
+    }
+}
+
+/// How many slices a summary shows for being far from the others.
+const OUTLIERS: usize = 2;
+
+/// Up to `n` slices whose relative change (of the first metric, else the rows) is furthest from
+/// the median of all slices' — by more than a point and three median deviations, so that a
+/// steady backfill has none.
+fn outliers(slices: &[SliceReport], n: usize) -> Vec<&SliceReport> {
+    let pct = |s: &SliceReport| {
+        let (b, a) = match s.before.metrics.iter().next() {
+            Some((name, b)) => (*b, s.after.metrics.get(name).copied().flatten()),
+            None => (Some(s.before.rows as f64), Some(s.after.rows as f64)),
+        };
+        match (b, a) {
+            (Some(b), Some(a)) if b != 0.0 => Some((a - b) / b.abs() * 100.0),
+            _ => None,
+        }
+    };
+    let median = |mut values: Vec<f64>| {
+        values.sort_by(f64::total_cmp);
+        values.get(values.len() / 2).copied()
+    };
+    let changes: Vec<(&SliceReport, f64)> = slices.iter().filter_map(|s| pct(s).map(|p| (s, p))).collect();
+    let Some(middle) = median(changes.iter().map(|(_, p)| *p).collect()) else { return Vec::new() };
+    let spread = median(changes.iter().map(|(_, p)| (p - middle).abs()).collect()).unwrap_or(0.0);
+    let mut far: Vec<(&SliceReport, f64)> = changes
+        .into_iter()
+        .map(|(s, p)| (s, (p - middle).abs()))
+        .filter(|(_, off)| *off > 1.0 && *off > 3.0 * spread)
+        .collect();
+    far.sort_by(|a, b| b.1.total_cmp(&a.1));
+    far.into_iter().take(n).map(|(s, _)| s).collect()
 }
 
 /// How much a slice changes: rows added, removed and changed by key (else the change in its row
@@ -303,9 +367,10 @@ fn text(plan: &Plan, detail: Detail) -> String {
     if shown.slices.len() < plan.slices.len() {
         let _ = writeln!(
             w,
-            "{} of {} slices shown, those with the most changes; `--detail slices` lists every slice.",
+            "{} of {} slices shown, {}; `--detail slices` lists every slice.",
             shown.slices.len(),
-            plan.slices.len()
+            plan.slices.len(),
+            shown.chosen_by()
         );
     }
 
@@ -544,23 +609,23 @@ fn markdown(plan: &Plan, detail: Detail, limit: usize) -> String {
     let mut head = String::new();
     let w = &mut head;
     let status = if plan.problems.is_empty() { "✅" } else { "❌" };
-    let _ = writeln!(w, "### {status} {}\n", summary(plan));
+    let _ = writeln!(w, "### {status} {}\n", md::text(&summary(plan)));
     let table =
         if plan.target.table.is_empty() { display(&plan.target.uri) } else { plan.target.table.clone() };
     let _ = writeln!(
         w,
         "**Table** {} at version {} · **window** {} in {} of `{}` on {} · **mode** {}\n\n**Reason** {}\n",
-        code(&table),
+        md::code(&table),
         plan.target.pre_version,
         plan.window,
         count(plan.slices.len(), "slice"),
         plan.every,
-        code(&plan.target.date_column),
+        md::code(&plan.target.date_column),
         match plan.mode {
             bf::plan_file::WriteMode::Replace => "replace",
             bf::plan_file::WriteMode::Merge => "merge",
         },
-        inline(&plan.reason)
+        md::text(&plan.reason)
     );
     if plan.problems.is_empty() {
         let _ = writeln!(
@@ -573,7 +638,7 @@ fn markdown(plan: &Plan, detail: Detail, limit: usize) -> String {
     } else {
         let _ = writeln!(w, "**This plan cannot be applied:**\n");
         for problem in plan.problems.iter().take(LISTED) {
-            let _ = writeln!(w, "- {}", inline(problem));
+            let _ = writeln!(w, "- {}", md::text(problem));
         }
         if plan.problems.len() > LISTED {
             let _ = writeln!(
@@ -593,18 +658,19 @@ fn markdown(plan: &Plan, detail: Detail, limit: usize) -> String {
             } else {
                 format!("passed on all {} slices", results.len())
             };
-            let _ = writeln!(w, "- ✅ {}: {}", code(name), inline(&detail));
+            let _ = writeln!(w, "- ✅ {}: {}", md::code(name), md::text(&detail));
         }
         for check in failed.iter().take(LISTED) {
-            let _ = writeln!(w, "- ❌ {} (slice {}): {}", code(name), check.slice, inline(&check.detail));
+            let _ =
+                writeln!(w, "- ❌ {} (slice {}): {}", md::code(name), check.slice, md::text(&check.detail));
         }
         if failed.len() > LISTED {
-            let _ = writeln!(w, "- ❌ {} failed on {} more slices", code(name), failed.len() - LISTED);
+            let _ = writeln!(w, "- ❌ {} failed on {} more slices", md::code(name), failed.len() - LISTED);
         }
     }
     for guard in &plan.guards {
         let mark = if guard.passed { "✅" } else { "❌" };
-        let _ = writeln!(w, "- {mark} guard {}: {}", code(&guard.name), inline(&guard.detail));
+        let _ = writeln!(w, "- {mark} guard {}: {}", md::code(&guard.name), md::text(&guard.detail));
     }
     let outside = &plan.outside_window;
     let _ = writeln!(
@@ -613,10 +679,10 @@ fn markdown(plan: &Plan, detail: Detail, limit: usize) -> String {
         if outside.unchanged { "unchanged ✅" } else { "**changed** ❌" }
     );
     for note in &outside.within_error {
-        let _ = writeln!(w, "- compared within rounding: {note}");
+        let _ = writeln!(w, "- compared within rounding: {}", md::text(note));
     }
     for warning in plan.warnings.iter().take(LISTED) {
-        let _ = writeln!(w, "\n> ⚠️ {}", inline(warning));
+        let _ = writeln!(w, "\n> ⚠️ {}", md::text(warning));
     }
     if plan.warnings.len() > LISTED {
         let _ = writeln!(w, "\n> ⚠️ … and {} more warnings (`bf show --json`)", plan.warnings.len() - LISTED);
@@ -626,7 +692,8 @@ fn markdown(plan: &Plan, detail: Detail, limit: usize) -> String {
     let mut sections: Vec<String> = Vec::new();
     let (metric_names, header) = slice_columns(plan);
     let keyed = plan.target.key.is_some();
-    let mut slices = format!("\n| {} |\n|{}\n", header.join(" | "), "---|".repeat(header.len()));
+    let header_cells: Vec<String> = header.iter().map(|h| md::text(h)).collect();
+    let mut slices = format!("\n| {} |\n|{}\n", header_cells.join(" | "), "---|".repeat(header.len()));
     for slice in &shown.slices {
         let mut cells = slice_cells(slice, &metric_names);
         if keyed {
@@ -635,18 +702,29 @@ fn markdown(plan: &Plan, detail: Detail, limit: usize) -> String {
         let _ = writeln!(slices, "| {} |", cells.join(" | "));
     }
     if shown.slices.len() < plan.slices.len() {
+        // A reviewer must never take the rows shown for the whole: the rest are one row of their own.
+        let left_out: Vec<&SliceReport> =
+            plan.slices.iter().filter(|s| !shown.slices.iter().any(|t| t.index == s.index)).collect();
         let _ = writeln!(
             slices,
-            "\n{} of {} slices shown, those with the most changes (`bf show --format markdown --detail slices` lists every slice).",
+            "| … | {} | {} |",
+            count(left_out.len(), "more slice"),
+            left_out_cells(&left_out, &metric_names, keyed).join(" | ")
+        );
+        let _ = writeln!(
+            slices,
+            "\n{} of {} slices shown, {}; the other {} are summed up in the last row, each measure's change across them as its middle ± half its range (`bf show --format markdown --detail slices` lists every slice).",
             shown.slices.len(),
-            plan.slices.len()
+            plan.slices.len(),
+            shown.chosen_by(),
+            left_out.len()
         );
     }
     sections.push(slices);
     if !plan.breakdown.is_empty() {
         let mut breakdown = String::from("\n**Where the change is**\n\n");
         for line in breakdown_lines(&plan.breakdown, plan) {
-            let _ = writeln!(breakdown, "- {line}");
+            let _ = writeln!(breakdown, "- {}", md::text(&line));
         }
         sections.push(breakdown);
     }
@@ -654,14 +732,15 @@ fn markdown(plan: &Plan, detail: Detail, limit: usize) -> String {
         let Some(changes) = &slice.changes else { continue };
         let total = changes.added + changes.removed + changes.changed;
         // A diff block colours lines by their first character; a value's own line breaks would
-        // start lines of their own, so they are written as \n.
+        // start lines of their own, so they are written as \n. A comment shows a few rows of each
+        // slice; the saved plan and `bf show` hold what `[diff] samples` asked for.
         let escaped: Vec<_> = changes
             .samples
             .iter()
+            .take(COMMENT_SAMPLES)
             .map(|sample| {
                 let fields = |f: &Option<Vec<String>>| {
-                    f.as_ref()
-                        .map(|f| f.iter().map(|v| v.replace('\r', "\\r").replace('\n', "\\n")).collect())
+                    f.as_ref().map(|f| f.iter().map(|v| md::code_line(v)).collect())
                 };
                 SampleRow {
                     change: sample.change.clone(),
@@ -675,13 +754,13 @@ fn markdown(plan: &Plan, detail: Detail, limit: usize) -> String {
             .map(|l| l.strip_prefix("  ").unwrap_or(l))
             .collect::<Vec<_>>()
             .join("\n");
-        let fence = "`".repeat(longest_run(&diff, '`').max(2) + 1);
+        let fence = md::fence(&diff);
         sections.push(format!(
             "\n<details><summary>Changed rows in slice {} ({}..{}): {} of {total}</summary>\n\n{fence}diff\n{diff}\n{fence}\n</details>\n",
             slice.index,
             slice.first,
             slice.last,
-            changes.samples.len(),
+            escaped.len(),
         ));
     }
 
@@ -712,22 +791,62 @@ fn markdown(plan: &Plan, detail: Detail, limit: usize) -> String {
 
 /// How many problems and failures of one check the comment lists before it counts the rest.
 const LISTED: usize = 10;
+/// How many changed rows of one slice a comment shows.
+const COMMENT_SAMPLES: usize = 10;
 
-/// Text from the plan or the data on one line of markdown: line breaks as spaces, and no HTML.
-fn inline(text: &str) -> String {
-    text.replace(['\r', '\n'], " ").replace('<', "&lt;")
+/// The cells of the row standing for the slices a comment leaves out: their rows and each metric
+/// as the change across them (`all +10.0% ± 0.1%`), and their row changes summed.
+fn left_out_cells(slices: &[&SliceReport], metrics: &[&String], keyed: bool) -> Vec<String> {
+    let rows = slices.iter().map(|s| (Some(s.before.rows as f64), Some(s.after.rows as f64)));
+    let mut cells = vec![spread(rows.collect())];
+    for name in metrics {
+        let pairs = slices.iter().map(|s| {
+            (s.before.metrics.get(*name).copied().flatten(), s.after.metrics.get(*name).copied().flatten())
+        });
+        cells.push(spread(pairs.collect()));
+    }
+    if keyed {
+        let sum = |f: fn(&bf::diff::RowChanges) -> u64| {
+            slices.iter().filter_map(|s| s.changes.as_ref()).map(f).sum::<u64>()
+        };
+        cells.push(format!("+{} / −{} / ~{}", sum(|c| c.added), sum(|c| c.removed), sum(|c| c.changed)));
+    }
+    cells
 }
 
-/// `text` as inline code, whatever backticks it holds.
-fn code(text: &str) -> String {
-    let ticks = "`".repeat(longest_run(text, '`') + 1);
-    let pad = if text.starts_with('`') || text.ends_with('`') { " " } else { "" };
-    format!("{ticks}{pad}{}{pad}{ticks}", inline(text))
-}
-
-/// The longest run of `c` in `text`.
-fn longest_run(text: &str, c: char) -> usize {
-    text.split(|x| x != c).map(str::len).max().unwrap_or(0)
+/// `all +10.0% ± 0.1%`: the relative change of before → after pairs as its middle ± half its
+/// range; pairs with no before to be relative to are counted apart.
+fn spread(pairs: Vec<(Option<f64>, Option<f64>)>) -> String {
+    let pct = |pct: f64| {
+        let text = format!("{:.1}%", pct.abs());
+        if pct < -0.05 { format!("−{text}") } else { format!("+{text}") }
+    };
+    let changes: Vec<f64> = pairs
+        .iter()
+        .filter_map(|(b, a)| match (b, a) {
+            (Some(b), Some(a)) if *b != 0.0 => Some((a - b) / b.abs() * 100.0),
+            (Some(b), Some(a)) if a == b => Some(0.0),
+            _ => None,
+        })
+        .collect();
+    let apart = pairs.len() - changes.len();
+    let (min, max) =
+        changes.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), c| (lo.min(*c), hi.max(*c)));
+    let all = if apart == 0 { "all " } else { "" };
+    let mut text = if changes.is_empty() {
+        String::new()
+    } else if changes.iter().all(|c| *c == 0.0) {
+        format!("{all}unchanged")
+    } else if max - min < 0.05 {
+        format!("{all}{}", pct((min + max) / 2.0))
+    } else {
+        format!("{all}{} ± {:.1}%", pct((min + max) / 2.0), (max - min) / 2.0)
+    };
+    if apart > 0 {
+        let from = format!("{apart} from none");
+        text = if text.is_empty() { from } else { format!("{text}; {from}") };
+    }
+    text
 }
 
 fn display(uri: &str) -> String {

@@ -1,0 +1,456 @@
+//! What a plan may reach. A plan file arrives in a pull request and `bf plan` runs it before anyone
+//! has reviewed it, on a machine that holds the lake's credentials; so what it may read, write and
+//! connect to is the operator's decision, never the plan's.
+//!
+//! - **The root.** Every local path a plan names — the plan file itself, its inputs (templates and
+//!   folders too), target, rehearsal, change-log table, downstream plans and notice file — must
+//!   resolve inside one folder, with symlinks followed: `--root DIR` / `BF_ROOT`, or by default the
+//!   git work tree holding the plan file (outside any, the plan folder's parent). A checkout is
+//!   then confined by default, with nothing to configure.
+//! - **Store locations** may be limited to URL prefixes (`BF_ALLOWED_LOCATIONS`).
+//! - **Connection settings** (`endpoint`, and `allow_http`, `skip_signature`, `use_emulator`, which
+//!   only make sense with one) decide where the runner's credentials are sent: a plan may set them
+//!   only to an endpoint the operator lists (`BF_ALLOWED_ENDPOINTS`). The environment's own
+//!   `AWS_ENDPOINT_URL` and the like are the operator's and keep working.
+//!
+//! Everything here runs when the plan is loaded, before any table, input or store is opened, and
+//! each refusal is an [`Issue`] at the plan's line, naming what the plan wrote and never what the
+//! refused file holds.
+
+use std::path::{Path, PathBuf};
+
+use url::Url;
+
+use crate::plan_file::{Issue, PlanDocument};
+use crate::store::{Kind, Location};
+
+/// The operator's variable listing the object-store URL prefixes plans may name.
+pub const ALLOWED_LOCATIONS: &str = "BF_ALLOWED_LOCATIONS";
+/// The operator's variable listing the endpoints a plan's `[storage] endpoint` may name.
+pub const ALLOWED_ENDPOINTS: &str = "BF_ALLOWED_ENDPOINTS";
+
+/// How many entries of an input folder are looked at for links leading out of the root; a folder
+/// with more is refused rather than read half-checked.
+const MAX_FOLDER_ENTRIES: usize = 100_000;
+
+/// The folder every local path of a plan must resolve inside, canonical.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Root(PathBuf);
+
+impl Root {
+    /// The operator's root. It must exist: a root that does not would hold nothing.
+    pub fn given(dir: &Path) -> Result<Root, PolicyError> {
+        dir.canonicalize()
+            .ok()
+            .filter(|d| d.is_dir())
+            .map(Root)
+            .ok_or_else(|| PolicyError(format!("the root {} is not a folder", dir.display())))
+    }
+
+    /// The default root of a plan file: the git work tree holding it (a `.git` folder or file in
+    /// it or above it), or else the folder above the plan's folder. Found from where the plan
+    /// file is written, not where a link would take it, so a plan file linked from outside is
+    /// refused rather than moving the root with it.
+    pub fn around(plan_file: &Path) -> Root {
+        let absolute = path_clean::clean(std::path::absolute(plan_file).unwrap_or_else(|_| plan_file.into()));
+        let folder = absolute.parent().unwrap_or(Path::new("/")).to_owned();
+        let work_tree = folder.ancestors().find(|dir| dir.join(".git").exists());
+        let dir = match work_tree {
+            Some(tree) => tree.to_owned(),
+            None => folder.parent().unwrap_or(&folder).to_owned(),
+        };
+        Root(resolved(&dir).unwrap_or(dir))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+
+    /// Whether `path`, as the filesystem resolves it, is the root or inside it.
+    pub fn holds(&self, path: &Path) -> bool {
+        resolved(path).is_some_and(|p| p.starts_with(&self.0))
+    }
+}
+
+/// `path` as the filesystem resolves it: made absolute and cleaned, then its longest existing
+/// part canonicalized (every symlink followed) with the rest, which does not exist yet, after it.
+/// `None` when a part exists but cannot be followed (a link leading nowhere or in a loop): what
+/// bf would create there is not knowable, so it counts as outside every root.
+pub fn resolved(path: &Path) -> Option<PathBuf> {
+    let absolute = path_clean::clean(std::path::absolute(path).ok()?);
+    let mut existing = absolute.as_path();
+    let mut missing = Vec::new();
+    loop {
+        if let Ok(canonical) = existing.canonicalize() {
+            return Some(missing.iter().rev().fold(canonical, |path, name| path.join(name)));
+        }
+        if existing.symlink_metadata().is_ok() {
+            return None;
+        }
+        missing.push(existing.file_name()?.to_owned());
+        existing = existing.parent()?;
+    }
+}
+
+/// A malformed operator setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PolicyError(pub String);
+
+/// The operator's limits on what plans reach: the root, and the store locations and endpoints
+/// plans may name.
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    root: Option<Root>,
+    /// `None`: any store location; `Some`: only under one of these prefixes.
+    locations: Option<Vec<Url>>,
+    endpoints: Vec<Url>,
+}
+
+impl Policy {
+    /// The operator's root (`--root` / `BF_ROOT`, when given) and the environment's lists.
+    pub fn from_env(root: Option<&Path>) -> Result<Policy, PolicyError> {
+        let list = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+        Ok(Policy {
+            root: root.map(Root::given).transpose()?,
+            locations: list(ALLOWED_LOCATIONS).map(|v| urls(ALLOWED_LOCATIONS, &v)).transpose()?,
+            endpoints: list(ALLOWED_ENDPOINTS)
+                .map(|v| urls(ALLOWED_ENDPOINTS, &v))
+                .transpose()?
+                .unwrap_or_default(),
+        })
+    }
+
+    /// What the plan file at `plan_file`, and every plan downstream of it, may reach: the
+    /// operator's root, or the plan's default one.
+    pub fn scope(&self, plan_file: &Path) -> Scope {
+        Scope { root: self.root.clone().unwrap_or_else(|| Root::around(plan_file)), policy: self.clone() }
+    }
+}
+
+/// The limits one chain of plans is held to: the policy and the root of its first plan file.
+#[derive(Debug, Clone)]
+pub struct Scope {
+    pub root: Root,
+    policy: Policy,
+}
+
+impl Scope {
+    /// Refuses a plan file outside the root before a byte of it is read.
+    pub fn check_plan_file(&self, plan_file: &Path) -> Result<(), PolicyError> {
+        if self.root.holds(plan_file) {
+            return Ok(());
+        }
+        Err(PolicyError(format!(
+            "{} is outside the root {}: bf reads plan files only inside it; {}",
+            plan_file.display(),
+            self.root.path().display(),
+            ROOT_HELP
+        )))
+    }
+
+    /// Every location of `document` that leaves the root or the operator's lists, and every
+    /// connection setting the operator did not allow, each at its key.
+    pub fn check(&self, document: &PlanDocument) -> Vec<Issue> {
+        let (root, policy) = (&self.root, &self.policy);
+        let plan = &document.plan;
+        let mut issues = Vec::new();
+        let mut named: Vec<(String, &str, Use)> =
+            vec![("target.table".into(), &plan.target.table, Use::Table)];
+        named.extend(plan.rehearsal.table.as_deref().map(|t| ("rehearsal.table".into(), t, Use::Table)));
+        named.extend(plan.record.log_table.as_deref().map(|t| ("record.log_table".into(), t, Use::Table)));
+        for (name, input) in &plan.source.inputs {
+            named.push((format!("source.inputs.{name}.path"), &input.path, Use::Input));
+        }
+        for (i, downstream) in plan.downstream.iter().enumerate() {
+            named.push((format!("downstream[{i}].plan"), &downstream.plan, Use::File));
+        }
+        if let Some(file) = plan.notify.as_ref().and_then(|n| n.file.as_deref()) {
+            named.push(("notify.file".into(), file, Use::File));
+        }
+        for (key, written, usage) in named {
+            if let Some(problem) = policy.location_problem(document, root, written, usage) {
+                issues.push(Issue { key, message: problem, help: Some(help_for(usage)) });
+            }
+        }
+        if plan.rehearsal.table.is_none()
+            && let Location::Path(target) = document.resolve(&plan.target.table)
+            && let Some(name) = target.file_name()
+        {
+            let beside = target.with_file_name(format!("{}__rehearsal", name.to_string_lossy()));
+            if !root.holds(&beside) {
+                issues.push(Issue {
+                    key: "target.table".into(),
+                    message: format!(
+                        "the rehearsal beside the target, `{}`, would be outside the root {}",
+                        beside.file_name().unwrap_or_default().to_string_lossy(),
+                        root.path().display()
+                    ),
+                    help: Some("set `[rehearsal] table` to a folder inside the root".into()),
+                });
+            }
+        }
+        issues.extend(policy.connection_issues(document));
+        issues
+    }
+}
+
+impl Policy {
+    fn location_problem(
+        &self,
+        document: &PlanDocument,
+        root: &Root,
+        written: &str,
+        usage: Use,
+    ) -> Option<String> {
+        // A template is checked at the folder before its first placeholder, and at each slice's file.
+        let fixed = written.split('{').next().unwrap_or_default();
+        let path = match document.resolve(fixed) {
+            Location::Uri(url) if url.scheme() == "file" => match crate::store::local_path(&url) {
+                Some(path) => path,
+                None => return Some(format!("`{written}` is not a local path bf can confine to the root")),
+            },
+            Location::Uri(url) => return self.store_problem(written, &url),
+            Location::Path(path) => path,
+        };
+        let root_shown = root.path().display();
+        match leaves_root(document, root, written, &path, usage) {
+            Leaves::No => None,
+            Leaves::Itself => Some(format!(
+                "`{written}` is outside the root {root_shown}: a plan reads and writes only inside it"
+            )),
+            Leaves::Through => Some(format!(
+                "`{written}` leads outside the root {root_shown} (a slice's file, or a link in the folder): a plan \
+                 reads only inside it"
+            )),
+        }
+    }
+
+    fn store_problem(&self, written: &str, url: &Url) -> Option<String> {
+        let allowed = self.locations.as_ref()?;
+        if allowed.iter().any(|prefix| under(prefix, url)) {
+            return None;
+        }
+        Some(format!(
+            "`{written}` is not under a location the operator allows ({ALLOWED_LOCATIONS}: {})",
+            allowed.iter().map(Url::as_str).collect::<Vec<_>>().join(", ")
+        ))
+    }
+
+    fn connection_issues(&self, document: &PlanDocument) -> Vec<Issue> {
+        let storage = &document.plan.storage;
+        let allowed = |endpoint: &str| {
+            Url::parse(endpoint).is_ok_and(|url| self.endpoints.iter().any(|e| same_endpoint(e, &url)))
+        };
+        let endpoint_allowed = storage.endpoint.as_deref().is_some_and(allowed);
+        let mut issues = Vec::new();
+        let help = format!(
+            "where bf connects is the operator's choice: set the endpoint in the environment (AWS_ENDPOINT_URL, \
+             AZURE_STORAGE_ENDPOINT, GOOGLE_BASE_URL), or list it in {ALLOWED_ENDPOINTS} (comma-separated URLs) for \
+             plans to name"
+        );
+        if storage.endpoint.is_some() && !endpoint_allowed {
+            issues.push(Issue {
+                key: "storage.endpoint".into(),
+                message: "the plan's endpoint is not one the operator allows: the runner's credentials would be sent \
+                          there"
+                    .into(),
+                help: Some(if self.endpoints.is_empty() {
+                    help.clone()
+                } else {
+                    format!("{help}; allowed: {}", endpoint_list(&self.endpoints))
+                }),
+            });
+        }
+        // `az://container/…` names no account: the account `[storage]` names is where requests,
+        // and the runner's token, go. With the locations limited, it must be one they name.
+        if let (Some(account), Some(allowed)) = (&storage.account_name, &self.locations) {
+            let named = allowed.iter().any(|prefix| {
+                Kind::of(prefix) == Some(Kind::Azure)
+                    && prefix
+                        .host_str()
+                        .is_some_and(|h| h.contains('.') && h.split('.').next() == Some(account.as_str()))
+            });
+            if !named {
+                issues.push(Issue {
+                    key: "storage.account_name".into(),
+                    message: format!(
+                        "the storage account `{account}` is not in a location the operator allows ({ALLOWED_LOCATIONS})"
+                    ),
+                    help: Some(format!(
+                        "list a location of the account in {ALLOWED_LOCATIONS}, e.g. \
+                         abfss://container@{account}.dfs.core.windows.net/"
+                    )),
+                });
+            }
+        }
+        let switches = [
+            ("allow_http", storage.allow_http),
+            ("skip_signature", storage.skip_signature),
+            ("use_emulator", storage.use_emulator),
+        ];
+        for (key, value) in switches {
+            if value == Some(true) && !endpoint_allowed {
+                issues.push(Issue {
+                    key: format!("storage.{key}"),
+                    message: format!(
+                        "`{key} = true` changes how bf connects, which is the operator's choice: a plan may set it \
+                         only beside an `endpoint` the operator allows"
+                    ),
+                    help: Some(help.clone()),
+                });
+            }
+        }
+        issues
+    }
+}
+
+const ROOT_HELP: &str = "the root is the git work tree holding the plan file (else the folder above the plan's); \
+                         the operator sets another with --root DIR or BF_ROOT";
+
+/// What a plan does with a location, for the help line of a refusal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Use {
+    Table,
+    Input,
+    File,
+}
+
+fn help_for(usage: Use) -> String {
+    let what = match usage {
+        Use::Table => "keep the plan's tables inside the root (or under an allowed store location)",
+        Use::Input => {
+            "keep the inputs inside the root (or under an allowed store location); links out of it are not followed"
+        }
+        Use::File => "keep the plan's files inside the root",
+    };
+    format!("{what}; {ROOT_HELP}")
+}
+
+/// Whether a local location leaves the root.
+enum Leaves {
+    No,
+    /// The location itself, as written or through a link.
+    Itself,
+    /// An input inside the root reads a file outside it: a slice's file of a template, or a
+    /// link in a folder.
+    Through,
+}
+
+/// Whether a local location (or, for an input, any file it reads: each slice's file of a
+/// template, each entry of a folder) leaves `root`. `fixed` is the location up to its first
+/// placeholder.
+fn leaves_root(document: &PlanDocument, root: &Root, written: &str, fixed: &Path, usage: Use) -> Leaves {
+    if !root.holds(fixed) {
+        return Leaves::Itself;
+    }
+    let through = usage == Use::Input
+        && if written.contains('{') {
+            document.plan.slices().iter().any(|slice| {
+                match document.resolve(&crate::source::expand(written, slice)) {
+                    Location::Path(path) => !root.holds(&path),
+                    Location::Uri(url) => {
+                        crate::store::local_path(&url).is_none_or(|path| !root.holds(&path))
+                    }
+                }
+            })
+        } else {
+            fixed.is_dir() && !folder_stays_inside(fixed, root)
+        };
+    if through { Leaves::Through } else { Leaves::No }
+}
+
+/// Whether every entry of a local input folder stays inside `root`: a link in it leading out would
+/// be read like any file of the folder.
+fn folder_stays_inside(folder: &Path, root: &Root) -> bool {
+    let mut pending = vec![folder.to_owned()];
+    let mut seen = 0usize;
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { return false };
+        for entry in entries {
+            seen += 1;
+            let Ok(entry) = entry else { return false };
+            if seen > MAX_FOLDER_ENTRIES {
+                return false;
+            }
+            let path = entry.path();
+            let Ok(kind) = entry.file_type() else { return false };
+            if kind.is_symlink() {
+                if !root.holds(&path) {
+                    return false;
+                }
+            } else if kind.is_dir() {
+                pending.push(path);
+            }
+        }
+    }
+    true
+}
+
+/// A comma-separated list of URLs from the operator's variable `name`.
+fn urls(name: &str, value: &str) -> Result<Vec<Url>, PolicyError> {
+    value
+        .split(',')
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(|v| Url::parse(v).map_err(|e| PolicyError(format!("{name}: `{v}` is not a URL ({e})"))))
+        .collect()
+}
+
+fn endpoint_list(endpoints: &[Url]) -> String {
+    endpoints.iter().map(|e| e.as_str().trim_end_matches('/')).collect::<Vec<_>>().join(", ")
+}
+
+/// Whether two endpoint URLs reach the same server the same way (a trailing slash aside).
+fn same_endpoint(a: &Url, b: &Url) -> bool {
+    a.scheme() == b.scheme()
+        && a.host_str() == b.host_str()
+        && a.port_or_known_default() == b.port_or_known_default()
+        && a.path().trim_end_matches('/') == b.path().trim_end_matches('/')
+        && b.username().is_empty()
+        && b.password().is_none()
+}
+
+/// Whether the store location `url` is `prefix` or under it, segment by segment (`s3://` and
+/// `s3a://` are one store; `s3://lake/a` is not under `s3://lake/ab`).
+fn under(prefix: &Url, url: &Url) -> bool {
+    let same_store = match (Kind::of(prefix), Kind::of(url)) {
+        (Some(Kind::S3), Some(Kind::S3)) => true,
+        (Some(a), Some(b)) => a == b && prefix.scheme() == url.scheme(),
+        _ => false,
+    };
+    let segments = |u: &Url| -> Vec<String> {
+        u.path_segments()
+            .map(|s| s.filter(|s| !s.is_empty()).map(str::to_owned).collect())
+            .unwrap_or_default()
+    };
+    let (wanted, actual) = (segments(prefix), segments(url));
+    same_store
+        && prefix.username() == url.username()
+        && prefix.host_str() == url.host_str()
+        && actual.len() >= wanted.len()
+        && wanted.iter().zip(&actual).all(|(w, a)| w == a)
+        && !actual.iter().any(|s| s == ".." || s == "%2e%2e" || s == "%2E%2E")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn store_prefixes_match_whole_segments() {
+        let url = |u: &str| Url::parse(u).unwrap();
+        assert!(under(&url("s3://lake/silver/"), &url("s3a://lake/silver/orders")));
+        assert!(!under(&url("s3://lake/silver"), &url("s3://lake/silverware/orders")));
+        assert!(!under(&url("s3://lake/silver"), &url("s3://other/silver/orders")));
+        assert!(!under(&url("s3://lake/"), &url("gs://lake/t")));
+    }
+
+    #[test]
+    fn endpoints_compare_by_server() {
+        let url = |u: &str| Url::parse(u).unwrap();
+        assert!(same_endpoint(&url("http://127.0.0.1:9000/"), &url("http://127.0.0.1:9000")));
+        assert!(!same_endpoint(&url("http://127.0.0.1:9000"), &url("http://127.0.0.1:9001")));
+        assert!(!same_endpoint(&url("https://s3.example.com"), &url("http://s3.example.com")));
+    }
+}

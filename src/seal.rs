@@ -1,0 +1,358 @@
+//! A saved plan bound to what was reviewed.
+//!
+//! The saved plan travels between `bf plan` and `bf apply` — a CI artifact, a file on an Airflow
+//! volume — and whoever can write it there could swap its target, erase its problems or change what
+//! `bf export airflow` generates. So before a saved plan is applied or exported, everything that
+//! decides what is written is derived again from the plan text it pins (sha256): the target, the
+//! rehearsal, the window and slices, the inputs; a saved plan whose recorded checks, guards or
+//! outside-the-window comparison failed is refused whatever its `problems` say. With `BF_PLAN_KEY`
+//! set, `bf plan` signs the saved plan (HMAC-SHA256) and apply and export refuse one that is unsigned
+//! or altered: the only way a coherent rewrite of the whole file is caught.
+
+use std::path::Path;
+
+use hmac::{KeyInit, Mac};
+use url::Url;
+
+use crate::confine::{Policy, Scope};
+use crate::plan::{Plan, SavedPlanError};
+use crate::plan_file::{self, Location, OutsideRows, PlanDocument};
+use crate::store;
+
+/// The operator's variable holding the key saved plans are signed with.
+pub const PLAN_KEY: &str = "BF_PLAN_KEY";
+
+/// How a signature is spelt in the saved plan's `signature` field.
+const SCHEME: &str = "hmac-sha256:";
+
+/// The secret `bf plan` signs saved plans with and `bf apply` checks them by. Never printed.
+#[derive(Clone)]
+pub struct PlanKey(Vec<u8>);
+
+impl std::fmt::Debug for PlanKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PlanKey(…)")
+    }
+}
+
+impl PlanKey {
+    /// The key in `BF_PLAN_KEY`, if the operator set one.
+    pub fn from_env() -> Option<PlanKey> {
+        std::env::var(PLAN_KEY).ok().filter(|k| !k.is_empty()).map(|k| PlanKey(k.into_bytes()))
+    }
+
+    fn mac(&self) -> hmac::Hmac<sha2::Sha256> {
+        <hmac::Hmac<sha2::Sha256> as KeyInit>::new_from_slice(&self.0)
+            .expect("HMAC takes a key of any length")
+    }
+
+    /// The signature of a saved plan's JSON, its `signature` field left out.
+    pub fn sign(&self, saved: &serde_json::Value) -> String {
+        let mut mac = self.mac();
+        mac.update(canonical(saved).as_bytes());
+        format!("{SCHEME}{}", hex::encode(mac.finalize().into_bytes()))
+    }
+
+    /// Whether `saved` carries this key's signature of the rest of it (compared in constant time).
+    fn verifies(&self, saved: &serde_json::Value) -> bool {
+        let Some(signature) = saved.get("signature").and_then(|s| s.as_str()) else { return false };
+        let Some(bytes) = signature.strip_prefix(SCHEME).and_then(|h| hex::decode(h).ok()) else {
+            return false;
+        };
+        let mut mac = self.mac();
+        mac.update(canonical(saved).as_bytes());
+        mac.verify_slice(&bytes).is_ok()
+    }
+}
+
+/// The saved plan's JSON without its signature, in one spelling: what is signed.
+fn canonical(saved: &serde_json::Value) -> String {
+    let mut unsigned = saved.clone();
+    if let Some(fields) = unsigned.as_object_mut() {
+        fields.remove("signature");
+    }
+    unsigned.to_string()
+}
+
+/// Why a saved plan is not applied or exported.
+#[derive(Debug, thiserror::Error)]
+pub enum SealError {
+    #[error(transparent)]
+    Saved(#[from] SavedPlanError),
+    #[error(
+        "the saved plan {path} is not signed with the key in {PLAN_KEY}: it is unsigned, or it was changed after \
+         `bf plan` signed it; run `bf plan` again (with the same {PLAN_KEY}) and review it"
+    )]
+    Signature { path: String },
+    #[error("the saved plan {path} is not what its plan text says, so it is not the plan that was reviewed:\n{}\nRun `bf plan` again and review it.", reasons.join("\n"))]
+    Unbound { path: String, reasons: Vec<String> },
+    #[error("this plan cannot be applied: the saved plan {path} records what failed, whatever its `problems` say:\n{}", reasons.join("\n"))]
+    Failed { path: String, reasons: Vec<String> },
+}
+
+/// Loads the saved plan at `path` for `bf apply` or `bf export`: signed by the operator's key when
+/// there is one, bound to its plan text, and with nothing recorded as failed ([`examine`]).
+pub fn load_reviewed(path: &Path, policy: &Policy) -> Result<Plan, SealError> {
+    let plan = Plan::load(path)?;
+    if let Some(key) = PlanKey::from_env() {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| SavedPlanError::Read { path: path.to_owned(), source })?;
+        let saved: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|source| SavedPlanError::Parse { path: path.to_owned(), source })?;
+        if !key.verifies(&saved) {
+            return Err(SealError::Signature { path: path.display().to_string() });
+        }
+    }
+    let found = examine(&plan, policy);
+    let path = path.display().to_string();
+    if !found.unbound.is_empty() {
+        return Err(SealError::Unbound { path, reasons: found.unbound });
+    }
+    // A plan that says it cannot be applied is refused by its callers, with its problems; one that
+    // says it can, though its rehearsal recorded a failure, had its problems erased.
+    if !found.failed.is_empty() && plan.appliable() {
+        return Err(SealError::Failed { path, reasons: found.failed });
+    }
+    Ok(plan)
+}
+
+/// What [`examine`] found wrong with a saved plan.
+#[derive(Debug, Default)]
+pub struct Findings {
+    /// Where the saved plan differs from what its pinned plan text makes.
+    pub unbound: Vec<String>,
+    /// What its rehearsal recorded as failed: checks, guards, rows outside the window, source
+    /// rows no slice writes.
+    pub failed: Vec<String>,
+}
+
+/// Every way `plan` (and each plan downstream of it) differs from what its pinned plan text
+/// makes, and every failure its rehearsal recorded.
+pub fn examine(plan: &Plan, policy: &Policy) -> Findings {
+    let scope = policy.scope(Path::new(&plan.plan_file.path));
+    let mut found = Findings::default();
+    check(plan, &scope, &[], &mut found);
+    found
+}
+
+fn check(plan: &Plan, scope: &Scope, above: &[&Plan], found: &mut Findings) {
+    let file = &plan.plan_file;
+    let failed: Vec<String> = plan
+        .checks
+        .iter()
+        .filter(|c| !c.passed)
+        .map(|c| format!("check `{}` failed on slice {}", c.name, c.slice))
+        .chain(plan.guards.iter().filter(|g| !g.passed).map(|g| format!("guard {} failed", g.name)))
+        .chain((!plan.outside_window.unchanged).then(|| "rows outside the window changed".to_owned()))
+        .chain(
+            plan.slices
+                .iter()
+                .any(|s| s.source.null_date > 0)
+                .then(|| "source rows have a NULL date: no slice writes them".to_owned()),
+        )
+        .collect();
+    found.failed.extend(failed.into_iter().map(|what| format!("  - {}: {what}", file.path)));
+    let mut say = |what: String| found.unbound.push(format!("  - {}: {what}", file.path));
+    if crate::plan::sha256_hex(file.text.as_bytes()) != file.sha256 {
+        say("its text is not the text its sha256 pins".into());
+    }
+    if let Err(refused) = scope.check_plan_file(Path::new(&file.path)) {
+        say(refused.to_string());
+        return;
+    }
+    let document = match plan_file::parse_within(Path::new(&file.path), file.text.clone(), Some(scope)) {
+        Ok(document) => document,
+        Err(error) => {
+            say(format!("its text is refused:\n{error}"));
+            return;
+        }
+    };
+    let spec = &document.plan;
+    let target = match store::table_url(&document.resolve(&spec.target.table)) {
+        Ok(url) => url,
+        Err(error) => {
+            say(format!("its target cannot be located: {error}"));
+            return;
+        }
+    };
+    if plan.target.uri != target.as_str() || plan.target.table != spec.target.table {
+        say(format!("it targets {}, but its text names {}", plan.target.uri, target));
+    }
+    match crate::rehearsal::rehearsal_url(&document, &target) {
+        Ok(rehearsal) if rehearsal.as_str() == plan.rehearsal.uri => {}
+        Ok(rehearsal) => {
+            say(format!("its rehearsal is {}, but its text makes {rehearsal}", plan.rehearsal.uri))
+        }
+        Err(error) => say(format!("its rehearsal cannot be located: {error}")),
+    }
+    if plan.target.date_column != spec.target.date_column
+        || plan.target.key != spec.target.key
+        || plan.mode != spec.write.mode
+        || plan.reason != spec.reason
+        || plan.window != spec.window()
+    {
+        say("its date column, key, mode, reason or window is not its text's".into());
+    }
+    let slices = spec.slices();
+    let same_slices = plan.slices.len() == slices.len()
+        && plan.slices.iter().zip(&slices).all(|(saved, made)| {
+            saved.index == made.index && saved.first == made.first && saved.last == made.last
+        });
+    if !same_slices {
+        say("its slices are not the ones its text makes".into());
+    }
+    for slice in &plan.slices {
+        let files = slice
+            .publication
+            .iter()
+            .flat_map(|p| p.adds.iter().chain(&p.cdc).map(|a| &a.path).chain(&p.removes));
+        for path in files {
+            if !is_table_relative(path) {
+                say(format!(
+                    "slice {} publishes `{path}`, which is not a file inside the table",
+                    slice.index
+                ));
+            }
+        }
+    }
+    for input in &plan.inputs {
+        if !within_input(&document, &input.input, &input.path) {
+            say(format!(
+                "input `{}` is recorded at {}, which its text does not name",
+                input.input, input.path
+            ));
+        }
+    }
+    for folder in &plan.input_folders {
+        if !within_input(&document, &folder.input, &folder.location) {
+            say(format!(
+                "input `{}` is recorded at {}, which its text does not name",
+                folder.input, folder.location
+            ));
+        }
+    }
+    for delta in &plan.delta_inputs {
+        let named = spec
+            .source
+            .inputs
+            .get(&delta.input)
+            .and_then(|i| store::table_url(&document.resolve(&i.path)).ok().map(|u| u.to_string()));
+        let bound = match &delta.stands_for {
+            None => named.as_deref() == Some(delta.uri.as_str()),
+            Some(upstream) => {
+                named.as_deref() == Some(upstream.as_str())
+                    && above.iter().any(|a| a.target.uri == *upstream && a.rehearsal.uri == delta.uri)
+            }
+        };
+        if !bound {
+            say(format!(
+                "Delta input `{}` is recorded as {}, which its text does not name",
+                delta.input, delta.uri
+            ));
+        }
+    }
+    if spec.source.outside_window == OutsideRows::Refuse
+        && plan.slices.iter().any(|s| s.source.outside_window > 0)
+    {
+        found
+            .failed
+            .push(format!("  - {}: source rows fall outside the window: no slice writes them", file.path));
+    }
+    let downstream: Vec<String> =
+        spec.downstream.iter().map(|d| canonical_path(&document.dir().join(&d.plan))).collect();
+    let saved: Vec<&str> = plan.downstream.iter().map(|d| d.plan_file.path.as_str()).collect();
+    if saved != downstream.iter().map(String::as_str).collect::<Vec<_>>() {
+        say("its downstream plans are not the ones its text names".into());
+    }
+    let mut chain = above.to_vec();
+    chain.push(plan);
+    for below in &plan.downstream {
+        check(below, scope, &chain, found);
+    }
+}
+
+/// A path as the saved plan records a plan file's: canonical where it exists.
+fn canonical_path(path: &Path) -> String {
+    path.canonicalize().unwrap_or_else(|_| path.to_owned()).display().to_string()
+}
+
+/// Whether a file a slice publishes is a path inside the table's folder: relative, without a
+/// way up or a scheme.
+fn is_table_relative(path: &str) -> bool {
+    !path.is_empty()
+        && !path.starts_with('/')
+        && !path.contains("://")
+        && !path.contains('\\')
+        && path.split('/').all(|segment| !matches!(segment, "" | "." | ".."))
+}
+
+/// Whether `recorded` (a local path or a URL) is the location the plan's input `name` names, or a
+/// file of it: in its folder, or of its template, up to the first placeholder.
+fn within_input(document: &PlanDocument, name: &str, recorded: &str) -> bool {
+    let Some(input) = document.plan.source.inputs.get(name) else { return false };
+    let fixed = input.path.split('{').next().unwrap_or_default();
+    let templated = input.path.contains('{');
+    match (document.resolve(fixed), store::uri(recorded)) {
+        (Location::Uri(base), Some(url)) if base.scheme() != "file" => {
+            let base =
+                if templated { folder_of(&base) } else { base.as_str().trim_end_matches('/').to_owned() };
+            let url = url.as_str();
+            url == base || url.starts_with(&format!("{}/", base.trim_end_matches('/')))
+        }
+        (base, recorded_url) => {
+            let base = match base {
+                Location::Path(path) => path,
+                Location::Uri(url) => match store::local_path(&url) {
+                    Some(path) => path,
+                    None => return false,
+                },
+            };
+            let recorded = match recorded_url {
+                Some(url) => match store::local_path(&url) {
+                    Some(path) => path,
+                    None => return false,
+                },
+                None => Path::new(recorded).to_owned(),
+            };
+            let base = if templated && !fixed.ends_with('/') {
+                base.parent().map(Path::to_owned).unwrap_or(base)
+            } else {
+                base
+            };
+            match (crate::confine::resolved(&base), crate::confine::resolved(&recorded)) {
+                (Some(base), Some(recorded)) => recorded.starts_with(base),
+                _ => false,
+            }
+        }
+    }
+}
+
+/// The folder a template's fixed part is in: `s3://b/landing/orders_` → `s3://b/landing`.
+fn folder_of(url: &Url) -> String {
+    let text = url.as_str();
+    text.rfind('/').map_or(text, |cut| &text[..cut]).to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn published_files_stay_inside_the_table() {
+        assert!(is_table_relative("order_date=2026-03-01/part-0.parquet"));
+        assert!(!is_table_relative("../orders_gold/part-0.parquet"));
+        assert!(!is_table_relative("/etc/passwd"));
+        assert!(!is_table_relative("s3://other/part.parquet"));
+    }
+
+    #[test]
+    fn a_signature_covers_every_field_but_itself() {
+        let key = PlanKey(b"k".to_vec());
+        let mut saved = serde_json::json!({"id": "a", "target": {"uri": "file:///t/"}});
+        saved["signature"] = key.sign(&saved).into();
+        assert!(key.verifies(&saved));
+        saved["target"]["uri"] = "file:///other/".into();
+        assert!(!key.verifies(&saved));
+        assert!(!PlanKey(b"other".to_vec()).verifies(&saved));
+    }
+}

@@ -1,0 +1,734 @@
+//! Untrusted pull requests: a plan file written by anyone who can open one, run by `bf plan` on a
+//! machine holding the lake's credentials, and data values written by anyone who can load a row.
+//! Each attack runs through the real binary in a temp folder holding a fake secret beside the
+//! repository (`secret.csv`, `secret.txt`) and the repository (`repo/`, with a `.git` folder), and
+//! each must be refused or inert: the secret in no output, comment or saved plan, no request to a
+//! hostile endpoint (a listener on 127.0.0.1 counts connections), nothing written outside the root,
+//! a tampered saved plan writing no table.
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use proptest::prelude::*;
+use pulldown_cmark::{Event, Options, Parser, Tag};
+use serde_json::Value;
+
+use crate::common::{bf, orders_table, snapshot, write_plan};
+
+/// The fake secret: a value no output of bf may hold.
+const SECRET: &str = "FAKE-SECRET-wJalrXUtnFEMI-K7MDENG";
+
+/// A temp folder holding the secrets and, beside them, the repository a CI job would check out.
+struct Checkout {
+    dir: tempfile::TempDir,
+}
+
+impl Checkout {
+    /// `secret.csv` and `secret.txt` beside `repo/`; in `repo/`: `.git/`, the table
+    /// `warehouse/orders` (March, one currency wrong), `landing/orders.csv` (the corrected March)
+    /// and `plans/`.
+    async fn new() -> Checkout {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(
+            root.join("secret.csv"),
+            format!("order_id,customer,amount,currency,order_date\n1,{SECRET},1.0,EUR,2026-03-02\n"),
+        )
+        .unwrap();
+        std::fs::write(root.join("secret.txt"), format!("[default]\naws_secret_access_key = {SECRET}\n"))
+            .unwrap();
+        let repo = root.join("repo");
+        std::fs::create_dir_all(repo.join(".git")).unwrap();
+        std::fs::create_dir_all(repo.join("landing")).unwrap();
+        std::fs::create_dir_all(repo.join("plans")).unwrap();
+        orders_table(
+            &repo.join("warehouse/orders"),
+            false,
+            &[&[(1, "C01", 10.0, "USD", "2026-03-02"), (2, "C02", 20.0, "EUR", "2026-03-03")]],
+        )
+        .await;
+        std::fs::write(
+            repo.join("landing/orders.csv"),
+            "order_id,customer,amount,currency,order_date\n1,C01,10.0,EUR,2026-03-02\n2,C02,20.0,EUR,2026-03-03\n",
+        )
+        .unwrap();
+        Checkout { dir }
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn repo(&self) -> PathBuf {
+        self.dir.path().join("repo")
+    }
+
+    /// Writes `plans/<name>` with the good plan's text changed by `edit`; returns its path.
+    fn plan(&self, name: &str, edit: impl Fn(String) -> String) -> PathBuf {
+        write_plan(&self.repo().join("plans"), name, &edit(GOOD_PLAN.to_owned()))
+    }
+
+    /// Runs bf in the repository, as a CI job does, with no operator setting from the test's
+    /// environment.
+    fn bf(&self, args: &[&str]) -> Output {
+        self.bf_with(args, &[])
+    }
+
+    fn bf_with(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut command = bf();
+        command.current_dir(self.repo());
+        for name in [
+            "BF_STATE_DIR",
+            "BF_ROOT",
+            "BF_ALLOWED_LOCATIONS",
+            "BF_ALLOWED_ENDPOINTS",
+            "BF_PLAN_KEY",
+            "BF_SAMPLES",
+        ] {
+            command.env_remove(name);
+        }
+        command.args(args).envs(env.iter().copied()).output().unwrap()
+    }
+
+    /// Every file of the temp folder outside the repository, and the table's: what nothing may change.
+    fn untouched(&self) -> (Vec<PathBuf>, std::collections::BTreeMap<PathBuf, u64>) {
+        let mut outside: Vec<PathBuf> =
+            std::fs::read_dir(self.root()).unwrap().map(|e| e.unwrap().path()).collect();
+        outside.sort();
+        (outside, snapshot(&self.repo().join("warehouse")))
+    }
+}
+
+const GOOD_PLAN: &str = r#"reason = "Fix March's currency."
+
+[target]
+table = "../warehouse/orders"
+date_column = "order_date"
+key = ["order_id"]
+
+[window]
+start = 2026-03-01
+end = 2026-03-31
+
+[slicing]
+every = "month"
+
+[source]
+inputs.orders = { path = "../landing/orders.csv", format = "csv" }
+query = "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders"
+"#;
+
+fn said(output: &Output) -> String {
+    format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
+}
+
+/// Refused with exit 1 at `line` of `plan`, the secret nowhere in what bf said, no plan saved.
+fn refused_at(checkout: &Checkout, output: &Output, plan: &Path, line: usize, expect: &str) {
+    let text = said(output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains(expect), "expected {expect:?} in:\n{text}");
+    let at = format!("{}:{line}:", plan.strip_prefix(checkout.repo()).unwrap_or(plan).display());
+    assert!(text.contains(&at), "expected {at} in:\n{text}");
+    assert!(!text.contains(SECRET), "the secret was printed:\n{text}");
+    assert!(!checkout.repo().join(".bf/plan.json").exists(), "a plan was saved");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inputs_outside_the_root_are_refused_before_they_are_read() {
+    let checkout = Checkout::new().await;
+    let secret = checkout.root().join("secret.csv");
+    std::os::unix::fs::symlink(&secret, checkout.repo().join("landing/linked.csv")).unwrap();
+    std::fs::create_dir(checkout.repo().join("landing/folder")).unwrap();
+    std::os::unix::fs::symlink(&secret, checkout.repo().join("landing/folder/orders.csv")).unwrap();
+    let before = checkout.untouched();
+    let attacks = [
+        ("absolute", secret.display().to_string()),
+        ("climbing", "../../secret.csv".to_owned()),
+        ("uri", format!("file://{}", secret.display())),
+        ("linked", "../landing/linked.csv".to_owned()),
+        ("folder", "../landing/folder/".to_owned()),
+    ];
+    for (name, path) in attacks {
+        let plan = checkout.plan(&format!("{name}.toml"), |t| t.replace("../landing/orders.csv", &path));
+        let plan_arg = plan.display().to_string();
+        for verb in [&["validate", &plan_arg][..], &["plan", &plan_arg, "--format", "markdown"]] {
+            let output = checkout.bf(verb);
+            refused_at(&checkout, &output, &plan, 16, "outside the root");
+        }
+    }
+    assert_eq!(checkout.untouched(), before, "nothing written outside the repository, the table untouched");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn writes_outside_the_root_are_refused_and_nothing_is_written() {
+    let checkout = Checkout::new().await;
+    let outside = checkout.root().join("outside");
+    let before = checkout.untouched();
+    let attacks: [(&str, String, usize); 5] = [
+        ("rehearsal", format!("{GOOD_PLAN}\n[rehearsal]\ntable = \"../../outside/rehearsal\"\n"), 20),
+        ("log", format!("{GOOD_PLAN}\n[record]\nlog_table = \"{}\"\n", outside.join("log").display()), 20),
+        ("notice", format!("{GOOD_PLAN}\n[notify]\nfile = \"../../outside/notice.md\"\n"), 20),
+        ("downstream", format!("{GOOD_PLAN}\n[[downstream]]\nplan = \"../../outside/next.toml\"\n"), 20),
+        ("target", GOOD_PLAN.replace("\"../warehouse/orders\"", "\"../../outside/orders\""), 4),
+    ];
+    for (name, text, line) in attacks {
+        let plan = checkout.plan(&format!("{name}.toml"), |_| text.clone());
+        let output = checkout.bf(&["plan", &plan.display().to_string()]);
+        refused_at(&checkout, &output, &plan, line, "is outside the root");
+    }
+    // The target at the root itself: its rehearsal would land beside the repository.
+    let plan = checkout.plan("rooted.toml", |t| t.replace("\"../warehouse/orders\"", "\"..\""));
+    let output = checkout.bf(&["plan", &plan.display().to_string()]);
+    refused_at(&checkout, &output, &plan, 4, "would be outside the root");
+    assert_eq!(checkout.untouched(), before, "nothing written outside the repository, the table untouched");
+    assert!(!outside.exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_that_is_not_a_plan_or_is_outside_the_root_is_never_quoted() {
+    let checkout = Checkout::new().await;
+    let secret = checkout.root().join("secret.txt");
+    // A credentials file copied into the repository as a plan, a link to one, one named outside.
+    std::fs::copy(&secret, checkout.repo().join("plans/creds.toml")).unwrap();
+    std::os::unix::fs::symlink(&secret, checkout.repo().join("plans/linked.toml")).unwrap();
+    for plan in ["plans/creds.toml", "plans/linked.toml"] {
+        for verb in ["validate", "plan", "slices"] {
+            let output = checkout.bf(&[verb, plan]);
+            let text = said(&output);
+            assert_eq!(output.status.code(), Some(1), "{text}");
+            assert!(!text.contains(SECRET) && !text.contains("aws_secret_access_key"), "quoted:\n{text}");
+        }
+    }
+    let output = checkout.bf(&["validate", "plans/creds.toml"]);
+    assert!(said(&output).contains("not a bf plan file"), "{}", said(&output));
+    let output = checkout.bf(&["validate", "plans/linked.toml"]);
+    assert!(said(&output).contains("is outside the root"), "{}", said(&output));
+    // The operator's root: a plan file outside it is not read at all.
+    let output = checkout.bf(&["--root", ".", "validate", "../secret.txt"]);
+    assert!(said(&output).contains("is outside the root") && !said(&output).contains(SECRET));
+    let output = checkout.bf_with(&["validate", "../secret.txt"], &[("BF_ROOT", ".")]);
+    assert!(said(&output).contains("is outside the root") && !said(&output).contains(SECRET));
+    // A secret-looking key is named, its value never shown, though the line is quoted.
+    let plan = checkout.plan("key.toml", |t| format!("{t}\n[storage]\nsecret_access_key = \"{SECRET}\"\n"));
+    let output = checkout.bf(&["validate", &plan.display().to_string()]);
+    refused_at(&checkout, &output, &plan, 20, "`secret_access_key` looks like a secret");
+    assert!(said(&output).contains("secret_access_key = ****"), "{}", said(&output));
+}
+
+/// A server on 127.0.0.1 that counts the connections it is offered.
+struct Listener {
+    port: u16,
+    connections: Arc<AtomicUsize>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Listener {
+    fn start() -> Listener {
+        let socket = TcpListener::bind("127.0.0.1:0").unwrap();
+        socket.set_nonblocking(true).unwrap();
+        let port = socket.local_addr().unwrap().port();
+        let (connections, stop) = (Arc::new(AtomicUsize::new(0)), Arc::new(AtomicBool::new(false)));
+        let (counted, stopping) = (connections.clone(), stop.clone());
+        std::thread::spawn(move || {
+            while !stopping.load(Ordering::SeqCst) {
+                match socket.accept() {
+                    Ok(_) => {
+                        counted.fetch_add(1, Ordering::SeqCst);
+                    }
+                    Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+                }
+            }
+        });
+        Listener { port, connections, stop }
+    }
+
+    fn endpoint(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn connections(&self) -> usize {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        self.connections.load(Ordering::SeqCst)
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::SeqCst);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plans_endpoint_receives_nothing_unless_the_operator_allows_it() {
+    let checkout = Checkout::new().await;
+    let listener = Listener::start();
+    let endpoint = listener.endpoint();
+    // The runner's credentials, which the plan's endpoint would receive.
+    let credentials = [
+        ("AWS_ACCESS_KEY_ID", "AKIAFAKEKEYID"),
+        ("AWS_SECRET_ACCESS_KEY", SECRET),
+        ("AWS_SESSION_TOKEN", SECRET),
+        ("AWS_REGION", "us-east-1"),
+        ("AZURE_STORAGE_ACCOUNT_NAME", "acct"),
+        ("AZURE_STORAGE_ACCOUNT_KEY", "a2V5"),
+    ];
+    let on_store = |t: String, table: &str, storage: &str| {
+        format!(
+            "{}\n[storage]\n{storage}\nmax_retries = 0\nretry_timeout = \"1s\"\n",
+            t.replace("../warehouse/orders", table)
+        )
+    };
+    let attacks = [
+        (
+            "s3",
+            "s3://lake/orders",
+            format!("endpoint = \"{endpoint}\"\nallow_http = true"),
+            20,
+            "endpoint is not one the operator allows",
+        ),
+        (
+            "unsigned",
+            "s3://lake/orders",
+            format!("endpoint = \"{endpoint}\"\nskip_signature = true"),
+            20,
+            "endpoint is not one the operator allows",
+        ),
+        (
+            "azure",
+            "az://lake/orders",
+            format!("endpoint = \"{endpoint}\"\nuse_emulator = true\nallow_http = true"),
+            20,
+            "endpoint is not one the operator allows",
+        ),
+        (
+            "http",
+            "s3://lake/orders",
+            "allow_http = true".to_owned(),
+            20,
+            "`allow_http = true` changes how bf connects",
+        ),
+        (
+            "emulator",
+            "az://lake/orders",
+            "use_emulator = true".to_owned(),
+            20,
+            "`use_emulator = true` changes how bf connects",
+        ),
+    ];
+    for (name, table, storage, line, expect) in attacks {
+        let plan = checkout.plan(&format!("{name}.toml"), |t| on_store(t, table, &storage));
+        for verb in ["validate", "plan"] {
+            let output = checkout.bf_with(&[verb, &plan.display().to_string()], &credentials);
+            refused_at(&checkout, &output, &plan, line, expect);
+        }
+    }
+    assert_eq!(listener.connections(), 0, "a request reached the plan's endpoint");
+
+    // The operator may allow it; `bf validate` still sends nothing.
+    let plan = checkout.plan("allowed.toml", |t| {
+        on_store(t, "s3://lake/orders", &format!("endpoint = \"{endpoint}/\"\nallow_http = true"))
+    });
+    let allowed = [("BF_ALLOWED_ENDPOINTS", endpoint.as_str())];
+    let output = checkout.bf_with(&["validate", &plan.display().to_string()], &allowed);
+    assert!(output.status.success(), "{}", said(&output));
+    assert_eq!(listener.connections(), 0);
+
+    // Store locations may be limited: the target outside the allowed prefixes is refused.
+    let plan = checkout.plan("bucket.toml", |t| t.replace("../warehouse/orders", "s3://other-lake/orders"));
+    let limited = [("BF_ALLOWED_LOCATIONS", "s3://lake/, gs://lake/")];
+    let output = checkout.bf_with(&["plan", &plan.display().to_string()], &limited);
+    refused_at(&checkout, &output, &plan, 4, "is not under a location the operator allows");
+    // On Azure the account `[storage]` names receives the runner's token: it must be one allowed.
+    let plan = checkout.plan("account.toml", |t| {
+        t.replace("../warehouse/orders", "az://lake/orders") + "\n[storage]\naccount_name = \"elsewhere\"\n"
+    });
+    let azure = [("BF_ALLOWED_LOCATIONS", "az://lake/, abfss://lake@acct.dfs.core.windows.net/")];
+    let output = checkout.bf_with(&["plan", &plan.display().to_string()], &azure);
+    refused_at(
+        &checkout,
+        &output,
+        &plan,
+        20,
+        "the storage account `elsewhere` is not in a location the operator allows",
+    );
+    let plan =
+        checkout.plan("in_bucket.toml", |t| t.replace("../warehouse/orders", "s3a://lake/silver/orders"));
+    let output = checkout.bf_with(&["validate", &plan.display().to_string()], &limited);
+    assert!(output.status.success(), "{}", said(&output));
+}
+
+/// Every HTML a comment may hold is bf's own: the changed rows' `<details>` and the marker.
+fn assert_inert(markdown: &str) {
+    let mut options = Options::empty();
+    options.insert(Options::ENABLE_TABLES);
+    options.insert(Options::ENABLE_STRIKETHROUGH);
+    for event in Parser::new_ext(markdown, options) {
+        match event {
+            Event::Html(html) | Event::InlineHtml(html) => {
+                let html = html.trim();
+                let own = html == "</details>"
+                    || html == "<!-- bf plan -->"
+                    || (html.starts_with("<details><summary>Changed rows in slice ")
+                        && html.ends_with("</summary>")
+                        && html.matches('<').count() == 3);
+                assert!(own, "HTML that is not bf's: {html:?}\n{markdown}");
+            }
+            Event::Start(Tag::Link { dest_url, .. } | Tag::Image { dest_url, .. }) => {
+                panic!("a link or image to {dest_url}:\n{markdown}")
+            }
+            _ => {}
+        }
+    }
+    // What GitHub finds in text after parsing — bare URLs, mentions — must not be in the text as
+    // written, outside code (which GitHub leaves alone).
+    let mut in_code = false;
+    for (event, range) in Parser::new_ext(markdown, options).into_offset_iter() {
+        match event {
+            Event::Start(Tag::CodeBlock(_)) => in_code = true,
+            Event::End(pulldown_cmark::TagEnd::CodeBlock) => in_code = false,
+            Event::Text(_) if !in_code => {
+                let written = &markdown[range];
+                let lower = written.to_ascii_lowercase();
+                assert!(
+                    !lower.contains("://") && !lower.contains("www."),
+                    "a bare link in {written:?}:\n{markdown}"
+                );
+                assert!(
+                    written
+                        .match_indices('@')
+                        .all(|(at, _)| written[at + 1..].starts_with(bf::markdown::JOINER)),
+                    "an @mention in {written:?}:\n{markdown}"
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn hostile_values_and_reasons_render_inert_and_samples_none_posts_no_value() {
+    let checkout = Checkout::new().await;
+    let hostile = "ACME</details><img src=\"https://evil.example/x.png\"><!--";
+    std::fs::write(
+        checkout.repo().join("landing/orders.csv"),
+        format!(
+            "order_id,customer,amount,currency,order_date\n1,\"{}\",10.0,EUR,2026-03-02\n2,C02,20.0,EUR,2026-03-03\n",
+            hostile.replace('"', "\"\"")
+        ),
+    )
+    .unwrap();
+    let reason = "![x](https://evil.example/p.png) @octocat <!-- hide | `x` www.evil.example";
+    let plan = checkout.plan("hostile.toml", |t| {
+        t.replace("Fix March's currency.", reason) + "\n[diff]\nby = [\"customer\"]\n"
+    });
+    let output = checkout.bf(&["plan", &plan.display().to_string(), "--format", "markdown", "-q"]);
+    let markdown = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    assert!(
+        markdown.contains("ACME") && markdown.contains("octocat"),
+        "the values are shown, as text:\n{markdown}"
+    );
+    assert_inert(&markdown);
+    let shown = bf_show(&checkout, &[]);
+    assert_inert(&shown);
+
+    // Counts and metrics only: no value of the data in the comment or the saved plan.
+    for (args, env) in [(&["--samples", "none"][..], &[][..]), (&[][..], &[("BF_SAMPLES", "none")][..])] {
+        let mut all = vec!["plan", "plans/hostile.toml", "--format", "markdown", "-q"];
+        all.extend_from_slice(args);
+        let output = checkout.bf_with(&all, env);
+        let text = said(&output);
+        assert!(output.status.success(), "{text}");
+        assert!(!text.contains("ACME") && text.contains("+0 / −0 / ~1"), "a value was shown:\n{text}");
+        let saved = std::fs::read_to_string(checkout.repo().join(".bf/plan.json")).unwrap();
+        assert!(!saved.contains("ACME"), "a value was saved");
+    }
+}
+
+fn bf_show(checkout: &Checkout, env: &[(&str, &str)]) -> String {
+    let output = checkout.bf_with(&["show", "--format", "markdown", "--detail", "all"], env);
+    assert!(output.status.success(), "{}", said(&output));
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// Plans `plans/march.toml` (the good plan) and returns the saved plan.
+async fn planned(checkout: &Checkout, env: &[(&str, &str)]) -> Value {
+    let plan = checkout.plan("march.toml", |t| t);
+    let output = checkout.bf_with(&["plan", &plan.display().to_string(), "-q"], env);
+    assert!(output.status.success(), "{}", said(&output));
+    serde_json::from_str(&std::fs::read_to_string(checkout.repo().join(".bf/plan.json")).unwrap()).unwrap()
+}
+
+fn save(checkout: &Checkout, plan: &Value) {
+    std::fs::write(checkout.repo().join(".bf/plan.json"), serde_json::to_string_pretty(plan).unwrap())
+        .unwrap();
+}
+
+/// An edit of a saved plan between `bf plan` and `bf apply`.
+type Tamper<'a> = Box<dyn Fn(&mut Value) + 'a>;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tampered_saved_plan_writes_no_table() {
+    let checkout = Checkout::new().await;
+    orders_table(&checkout.repo().join("warehouse/gold"), false, &[&[(9, "C09", 90.0, "EUR", "2026-03-09")]])
+        .await;
+    let original = planned(&checkout, &[]).await;
+    let gold = url::Url::from_directory_path(checkout.repo().join("warehouse/gold").canonicalize().unwrap())
+        .unwrap();
+    let tampers: [(&str, Tamper); 5] = [
+        ("another target", Box::new(|p| p["target"]["uri"] = gold.to_string().into())),
+        ("another rehearsal", Box::new(|p| p["rehearsal"]["uri"] = gold.to_string().into())),
+        (
+            "a failed guard, its problem erased",
+            Box::new(|p| {
+                p["guards"] = serde_json::json!([{"name": "max_change_pct.rows", "passed": false, "detail": "rows changed"}]);
+                p["problems"] = serde_json::json!([]);
+            }),
+        ),
+        (
+            "another plan text",
+            Box::new(|p| {
+                let text = p["plan_file"]["text"]
+                    .as_str()
+                    .unwrap()
+                    .replace("../warehouse/orders", "../warehouse/gold");
+                p["plan_file"]["text"] = text.into();
+            }),
+        ),
+        ("an input outside", Box::new(|p| p["inputs"][0]["path"] = "/etc/hostname".into())),
+    ];
+    let before = (snapshot(&checkout.repo().join("warehouse")), checkout.untouched());
+    for (what, tamper) in &tampers {
+        let mut plan = original.clone();
+        tamper(&mut plan);
+        save(&checkout, &plan);
+        for verb in [&["apply", "--auto-approve"][..], &["export", "airflow"]] {
+            let output = checkout.bf(verb);
+            let text = said(&output);
+            assert_eq!(output.status.code(), Some(1), "{what}: {verb:?}\n{text}");
+            let why = if what.contains("guard") {
+                "guard max_change_pct.rows failed"
+            } else {
+                "is not what its plan text says"
+            };
+            assert!(text.contains(why), "{what}: {verb:?}\n{text}");
+        }
+        assert_eq!(
+            (snapshot(&checkout.repo().join("warehouse")), checkout.untouched()),
+            before,
+            "{what}: a table was written"
+        );
+    }
+
+    // Signed: any change to the saved plan, and an unsigned one, is refused; the signed one applies.
+    let key = [("BF_PLAN_KEY", "operator-key-not-in-the-repo")];
+    let signed = planned(&checkout, &key).await;
+    let tables = snapshot(&checkout.repo().join("warehouse"));
+    assert!(signed["signature"].as_str().is_some_and(|s| s.starts_with("hmac-sha256:")), "{signed}");
+    let mut altered = signed.clone();
+    altered["slices"][0]["after"]["rows"] = 5.into();
+    let mut unsigned = signed.clone();
+    unsigned.as_object_mut().unwrap().remove("signature");
+    for plan in [altered, unsigned] {
+        save(&checkout, &plan);
+        for verb in [&["apply", "--auto-approve"][..], &["export", "airflow"]] {
+            let output = checkout.bf_with(verb, &key);
+            assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+            assert!(said(&output).contains("is not signed with the key in BF_PLAN_KEY"), "{}", said(&output));
+        }
+        assert_eq!(snapshot(&checkout.repo().join("warehouse")), tables, "a table was written");
+    }
+    save(&checkout, &signed);
+    let output = checkout.bf_with(&["apply", "--auto-approve"], &key);
+    assert!(output.status.success(), "the signed plan applies: {}", said(&output));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_plan_string_in_the_airflow_dag_is_a_python_literal() {
+    let checkout = Checkout::new().await;
+    let mut plan = planned(&checkout, &[]).await;
+    let payload = "\"\"\"\nimport os; os.system('touch PWNED')\n\"\"\"\\";
+    plan["id"] = format!("x{payload}").into();
+    save(&checkout, &plan);
+    let output = checkout.bf(&["export", "airflow"]);
+    assert!(output.status.success(), "{}", said(&output));
+    let dag = checkout.root().join("dag.py");
+    std::fs::write(&dag, &output.stdout).unwrap();
+    // Python's own parser: the payload is the docstring's text, and no call to `system` exists.
+    let check = format!(
+        "import ast, sys\ntree = ast.parse(open({dag:?}).read())\ndoc = ast.get_docstring(tree, clean=False)\n\
+         assert {payload:?} in doc, doc\n\
+         assert not [n for n in ast.walk(tree) if isinstance(n, ast.Attribute) and n.attr == 'system']\n"
+    );
+    let python = std::process::Command::new("python3").args(["-c", &check]).output().unwrap();
+    assert!(python.status.success(), "{}", String::from_utf8_lossy(&python.stderr));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_notice_owner_with_a_line_break_is_refused() {
+    let checkout = Checkout::new().await;
+    let plan = checkout.plan("owners.toml", |t| {
+        format!("{t}\n[notify]\nfile = \"notice.md\"\nowners = [\"finance\\n**Undo** run this\"]\n")
+    });
+    let output = checkout.bf(&["validate", &plan.display().to_string()]);
+    refused_at(&checkout, &output, &plan, 21, "holds a name with a line break");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_notice_file_outside_the_root_is_never_written_even_by_a_rollback_of_an_edited_saved_plan() {
+    let checkout = Checkout::new().await;
+    let plan = checkout.plan("march.toml", |t| format!("{t}\n[notify]\nfile = \"../notices/march.md\"\n"));
+    let output = checkout.bf(&["plan", &plan.display().to_string(), "-q"]);
+    assert!(output.status.success(), "{}", said(&output));
+    let output = checkout.bf(&["apply", "--auto-approve", "-q"]);
+    assert!(output.status.success(), "{}", said(&output));
+    assert!(checkout.repo().join("notices/march.md").exists(), "the notice inside the root is written");
+    // The saved plan's text edited to send the rollback's notice out of the repository.
+    let saved = checkout.repo().join(".bf/plan.json");
+    let mut edited: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let text =
+        edited["plan_file"]["text"].as_str().unwrap().replace("../notices/march.md", "../../outside.md");
+    edited["plan_file"]["text"] = text.into();
+    std::fs::write(&saved, edited.to_string()).unwrap();
+    let before = checkout.untouched().0;
+    let output = checkout.bf(&["rollback", "--auto-approve"]);
+    assert!(output.status.success(), "the rollback itself goes ahead: {}", said(&output));
+    assert!(
+        said(&output).contains("notice NOT delivered") && said(&output).contains("outside the root"),
+        "{}",
+        said(&output)
+    );
+    assert_eq!(checkout.untouched().0, before, "nothing written beside the repository");
+}
+
+/// Hostile fragments the escaper's inputs are built from.
+fn hostile() -> impl Strategy<Value = String> {
+    let pieces = prop::sample::select(vec![
+        "<",
+        ">",
+        "<!--",
+        "-->",
+        "</details>",
+        "<img src=x>",
+        "<b>",
+        "&lt;",
+        "&#60;",
+        "[",
+        "]",
+        "(",
+        ")",
+        "![x](https://e.x/i.png)",
+        "[l](http://e.x)",
+        "<https://e.x>",
+        "https://e.x",
+        "www.e.x",
+        "a@b.co",
+        "@octocat",
+        "#12",
+        "`",
+        "``",
+        "```",
+        "~~~",
+        "|",
+        "\\",
+        "\\|",
+        "*",
+        "**",
+        "_",
+        "__",
+        "~~",
+        "#",
+        "##",
+        "-",
+        "+",
+        "=",
+        "1.",
+        "2)",
+        ">",
+        ":",
+        "/",
+        " ",
+        "  ",
+        "\t",
+        "\n",
+        "\r\n",
+        "\r",
+        "\u{0}",
+        "\u{2060}",
+        "a",
+        "Zürich",
+        "東京",
+        "x_y",
+        "0.7%",
+        "—",
+    ]);
+    prop::collection::vec(pieces, 0..12).prop_map(|p| p.concat())
+}
+
+/// The text a CommonMark parser makes of `markdown`, after checking it holds no markup but the
+/// frame's: no HTML, link, image, emphasis, code block; `cells` table cells per row when a table.
+fn rendered(markdown: &str, frame_code: bool) -> String {
+    let mut options = Options::empty();
+    options.insert(Options::ENABLE_TABLES);
+    options.insert(Options::ENABLE_STRIKETHROUGH);
+    let mut text = String::new();
+    for event in Parser::new_ext(markdown, options) {
+        match event {
+            Event::Text(t) => text.push_str(&t),
+            Event::Code(c) => {
+                assert!(frame_code, "an unexpected code span in {markdown:?}");
+                text.push_str(&c)
+            }
+            Event::Html(h) | Event::InlineHtml(h) => panic!("HTML {h:?} in {markdown:?}"),
+            Event::Start(tag) => match tag {
+                Tag::Paragraph
+                | Tag::Item
+                | Tag::List(None)
+                | Tag::Table(_)
+                | Tag::TableHead
+                | Tag::TableRow
+                | Tag::TableCell
+                | Tag::Strong => {}
+                other => panic!("markup {other:?} in {markdown:?}"),
+            },
+            Event::End(_) => {}
+            Event::SoftBreak | Event::HardBreak => panic!("a line break in {markdown:?}"),
+            other => panic!("{other:?} in {markdown:?}"),
+        }
+    }
+    text
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn the_escaper_makes_any_string_inert_text_that_reads_back_as_written(value in hostile()) {
+        use bf::markdown::{code, shown, text};
+        let expected = shown(&value).replace(bf::markdown::JOINER, "");
+        let read = |rendered: String, frame: &str| {
+            let got = rendered.replace(bf::markdown::JOINER, "");
+            let got = got.strip_prefix(frame).unwrap_or(&got).trim().to_owned();
+            assert_eq!(got, expected.trim(), "{value:?}");
+        };
+        for escaped in [text(&value), code(&value)] {
+            let is_code = escaped.starts_with('`') && !value.is_empty();
+            // In a paragraph after a label, in a list item, in a table cell.
+            read(rendered(&format!("**Reason** {escaped}\n"), is_code), "Reason");
+            read(rendered(&format!("- {escaped}\n"), is_code), "");
+            let table = format!("| a | b |\n|---|---|\n| {escaped} | end |\n");
+            let cells = rendered(&table, is_code);
+            prop_assert!(cells.ends_with("end"), "the cell was broken: {table:?}");
+            read(cells.strip_suffix("end").unwrap().to_owned(), "ab");
+            if !is_code {
+                // GitHub links bare URLs and mentions in text (never in code): none is left whole.
+                let lower = escaped.to_ascii_lowercase();
+                prop_assert!(!lower.contains("://") && !lower.contains("www."), "{escaped:?}");
+                prop_assert!(escaped.match_indices('@').all(|(at, _)| escaped[at + 1..].starts_with(bf::markdown::JOINER)));
+            }
+        }
+    }
+}
