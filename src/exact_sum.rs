@@ -188,10 +188,11 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    /// The exact sum of `values`; 0 for none (where SQL's is NULL, tested on its own).
     fn exact(values: impl IntoIterator<Item = f64>) -> f64 {
         let mut sum = ExactSum::default();
         values.into_iter().for_each(|v| sum.add(v));
-        sum.value().unwrap()
+        sum.value().unwrap_or(0.0)
     }
 
     /// Amounts in cents as integers, so their sum is known exactly.
