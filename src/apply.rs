@@ -359,7 +359,7 @@ impl<'a> Apply<'a> {
             let by =
                 preflight.watch.check(&preflight.target, slice, preflight.removes(plan, slice), 0).await?;
             if !by.is_empty() {
-                overtaken.push(((*slice).clone(), by));
+                overtaken.push((**slice, by));
             }
         }
         if !overtaken.is_empty() {
@@ -403,7 +403,7 @@ impl<'a> Apply<'a> {
                     .filter(|before| !preflight.done.contains_key(before) && !running.contains(before))
                     .copied()
                     .collect();
-                (!missing.is_empty()).then(|| ((*slice).clone(), missing))
+                (!missing.is_empty()).then_some((**slice, missing))
             })
             .collect();
         match blocked.is_empty() {
@@ -614,12 +614,7 @@ async fn verify_committed(
             table::rows_in_slice(target, &plan.target.date_column, slice).await?
         };
         if found != rehearsed.after.rows {
-            unverified.push(Unverified {
-                slice: slice.clone(),
-                version,
-                expected: rehearsed.after.rows,
-                found,
-            });
+            unverified.push(Unverified { slice: *slice, version, expected: rehearsed.after.rows, found });
         }
     }
     Ok(unverified)
@@ -767,7 +762,7 @@ impl SliceRun<'_> {
             let committed =
                 self.preflight.done.len() + self.committed.load(std::sync::atomic::Ordering::SeqCst);
             return Err(ApplyError::Overtaken {
-                slices: vec![(slice.clone(), by)],
+                slices: vec![(*slice, by)],
                 committed,
                 plan_file: self.plan.plan_file.path.clone(),
             });
