@@ -435,32 +435,6 @@ fn apply_asks_and_refuses_without_a_terminal() {
         .stdout(predicate::str::contains("30 slices committed"));
 }
 
-/// Starts `bf apply` paused before writing `slice`, runs `other_writer` while it waits, lets it go on.
-pub(crate) async fn apply_with_other_writer<F: std::future::Future<Output = ()>>(
-    root: &Path,
-    slice: usize,
-    other_writer: F,
-) -> Output {
-    let pause = root.join("paused");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
-        .args(["apply", "--auto-approve"])
-        .current_dir(root)
-        .env(bf::fault::PAUSE_FILE_ENV, &pause)
-        .env(bf::fault::PAUSE_SLICE_ENV, slice.to_string())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    while !pause.exists() {
-        assert!(std::time::Instant::now() < deadline, "bf never reached slice {slice}");
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    other_writer.await;
-    std::fs::remove_file(&pause).unwrap();
-    child.wait_with_output().unwrap()
-}
-
 async fn append_daily(daily: &Path, id: i64, day: &str) {
     use std::sync::Arc;
 
@@ -490,7 +464,8 @@ async fn another_writer_outside_the_window_lands_beside_the_backfill() {
     let root = workspace.path();
     let daily = root.join("bf-demo/warehouse/orders_daily");
     plan(root, "plans/september.toml");
-    let output = apply_with_other_writer(root, 5, append_daily(&daily, 9001, "2026-10-01")).await;
+    let output =
+        crate::common::apply_paused(root, &[], 5, "before", append_daily(&daily, 9001, "2026-10-01")).await;
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(
         count(&daily, "SELECT count(*) FROM t").await,
@@ -506,7 +481,8 @@ async fn another_writer_inside_the_window_stops_the_apply_cleanly() {
     let root = workspace.path();
     let daily = root.join("bf-demo/warehouse/orders_daily");
     plan(root, "plans/september.toml");
-    let output = apply_with_other_writer(root, 5, append_daily(&daily, 9002, "2026-09-05")).await;
+    let output =
+        crate::common::apply_paused(root, &[], 5, "before", append_daily(&daily, 9002, "2026-09-05")).await;
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(

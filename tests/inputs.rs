@@ -146,9 +146,11 @@ async fn every_slice_reads_a_delta_input_at_the_version_the_plan_read() {
     // Another job commits to the input while the apply waits to write slice 1, whose query is
     // already planned: slice 2 (2 March) reads the input after that commit.
     // Recomputing: publishing lands the rehearsal's files and never reads the input.
-    let output = recompute_with_other_writer(
+    let output = crate::common::apply_paused(
         root,
+        &["--recompute"],
         1,
+        "before",
         append_silver(&silver, &[(9002, "C01", 1.0, "EUR", "2026-03-02")]),
     )
     .await;
@@ -162,26 +164,4 @@ async fn every_slice_reads_a_delta_input_at_the_version_the_plan_read() {
     );
     assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_id = 9002").await, 0);
     assert_eq!(duckdb_count(&daily, "SELECT count(*) FROM t WHERE order_id = 9002"), 0, "read by DuckDB");
-}
-
-/// `bf apply --recompute` paused before writing `slice`, `other_writer` run while it waits.
-async fn recompute_with_other_writer<F: std::future::Future<Output = ()>>(
-    root: &Path,
-    slice: usize,
-    other_writer: F,
-) -> std::process::Output {
-    let pause = root.join("paused");
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
-        .args(["apply", "--auto-approve", "--recompute"])
-        .current_dir(root)
-        .env(bf::fault::PAUSE_FILE_ENV, &pause)
-        .env(bf::fault::PAUSE_SLICE_ENV, slice.to_string())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::common::wait_for(&format!("bf paused before slice {slice}"), || pause.exists());
-    other_writer.await;
-    std::fs::remove_file(&pause).unwrap();
-    child.wait_with_output().unwrap()
 }

@@ -12,8 +12,8 @@ use std::process::{Command, Output, Stdio};
 use serde_json::Value;
 
 use crate::common::{
-    OrderRow, append_orders, bf_in, commit_files, commit_infos, commits_with, orders_table, release_together,
-    rows_at, slices_committed, snapshot, wait_for, write_plan,
+    OrderRow, append_orders, apply_paused, bf_in, commit_files, commit_infos, commits_with, orders_table,
+    release_together, rows_at, slices_committed, snapshot, write_plan,
 };
 
 const MAY_PLAN: &str = r#"reason = "Reload May: the amounts were net, not gross."
@@ -95,34 +95,6 @@ fn refused(dir: &Path, args: &[&str]) -> String {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(1), "bf {args:?} should fail:\n{stderr}");
     stderr
-}
-
-/// Runs `bf apply ARGS`, paused at `point` of `slice` (`before`, `after-check`), runs `meanwhile`
-/// there, lets it go on; returns what it printed.
-async fn apply_paused<F: std::future::Future<Output = ()>>(
-    dir: &Path,
-    args: &[&str],
-    slice: usize,
-    point: &str,
-    meanwhile: F,
-) -> Output {
-    let pause = dir.join(format!("paused-{slice}-{point}"));
-    let child = Command::new(assert_cmd::cargo::cargo_bin("bf"))
-        .current_dir(dir)
-        .env_remove("BF_STATE_DIR")
-        .args(["apply", "--auto-approve"])
-        .args(args)
-        .env(bf::fault::PAUSE_FILE_ENV, &pause)
-        .env(bf::fault::PAUSE_SLICE_ENV, slice.to_string())
-        .env(bf::fault::PAUSE_POINT_ENV, point)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_for(&format!("bf to pause at {point} slice {slice}"), || pause.exists());
-    meanwhile.await;
-    std::fs::remove_file(&pause).unwrap();
-    child.wait_with_output().unwrap()
 }
 
 /// The table one undisturbed `bf apply` of the May reload leaves, on the same layout.

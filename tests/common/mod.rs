@@ -375,6 +375,34 @@ pub fn release_together(
     children.into_iter().map(|c| c.wait_with_output().unwrap()).collect()
 }
 
+/// Runs `bf apply ARGS`, paused at `point` of `slice` (`before`, `after-check`), runs `meanwhile`
+/// there, lets it go on; returns what it printed.
+pub async fn apply_paused<F: std::future::Future<Output = ()>>(
+    dir: &Path,
+    args: &[&str],
+    slice: usize,
+    point: &str,
+    meanwhile: F,
+) -> std::process::Output {
+    let pause = dir.join(format!("paused-{slice}-{point}"));
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+        .current_dir(dir)
+        .env_remove("BF_STATE_DIR")
+        .args(["apply", "--auto-approve"])
+        .args(args)
+        .env(bf::fault::PAUSE_FILE_ENV, &pause)
+        .env(bf::fault::PAUSE_SLICE_ENV, slice.to_string())
+        .env(bf::fault::PAUSE_POINT_ENV, point)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&format!("bf to pause at {point} slice {slice}"), || pause.exists());
+    meanwhile.await;
+    std::fs::remove_file(&pause).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// `~/.cache/<name>`, or the folder the environment variable `variable` names.
 pub fn cache_dir(variable: &str, name: &str) -> PathBuf {
     std::env::var_os(variable).map(PathBuf::from).unwrap_or_else(|| {
