@@ -2,11 +2,11 @@
 //!
 //! 1. Open the target at its latest version — the pre-version the plan is made against — and check
 //!    the date column and the slicing (parallel slices need a table partitioned by that column).
-//! 2. Shallow-clone it into the rehearsal table ([`crate::clone`]), localizing the window's files when the
+//! 2. Shallow-clone it into the rehearsal table ([`crate::rehearse::clone`]), localizing the window's files when the
 //!    table is not partitioned by the date column.
 //! 3. Run every slice through the [`SliceWriter`] that `bf apply` uses, into the rehearsal: source
 //!    query for the slice, one commit per slice.
-//! 4. Compare ([`crate::diff`]): per slice and over the window, rows and metrics before (target at
+//! 4. Compare ([`crate::rehearse::diff`]): per slice and over the window, rows and metrics before (target at
 //!    the pre-version) and after (rehearsal); rows added, removed and changed by key; the breakdown;
 //!    and everything outside the window, which must not have moved.
 //! 5. Run the checks on each rehearsed slice, the reconcile, and the guards.
@@ -20,22 +20,21 @@ use deltalake::datafusion::error::{DataFusionError, Result as DfResult};
 use deltalake::datafusion::logical_expr::{Expr, not};
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
-use url::Url;
 
-use crate::chain::Chain;
-use crate::checks::{self, CheckResult};
-use crate::clone::{self, ShallowClone};
-use crate::diff::{Comparison, Measures, Side};
-use crate::plan::{
+use crate::delta::predicate::{slice_predicate, slice_predicate_sql, window_predicate};
+use crate::delta::store::{self, display_url};
+use crate::delta::table::{self, TableError};
+use crate::plan_file::chain::Chain;
+use crate::plan_file::{Metric, OutsideRows, PlanDocument, WriteMode};
+use crate::rehearse::checks::{self, CheckResult};
+use crate::rehearse::clone::{self, ShallowClone};
+use crate::rehearse::diff::{Comparison, Measures, Side};
+use crate::rehearse::plan::{
     self, BeforeAfter, InputFingerprint, OutsideWindow, PLAN_FORMAT, Plan, PlanFileRecord, PlanTimings,
     RehearsalRecord, SliceReport, TargetRecord,
 };
-use crate::plan_file::{Metric, OutsideRows, PlanDocument, WriteMode};
-use crate::predicate::{slice_predicate, slice_predicate_sql, window_predicate};
-use crate::slice_writer::SliceWriter;
+use crate::rehearse::slice_writer::SliceWriter;
 use crate::source::run::{DeltaInput, FolderListing, SliceSource, Source, SourceCounts};
-use crate::store::{self, display_url};
-use crate::table::{self, TableError};
 use crate::window::Window;
 
 /// Told about each step, so a terminal can show progress; the library prints nothing itself.
@@ -54,17 +53,17 @@ pub enum RehearsalError {
     #[error(transparent)]
     Table(#[from] TableError),
     #[error(transparent)]
-    Open(#[from] crate::store::OpenError),
+    Open(#[from] crate::delta::store::OpenError),
     #[error(transparent)]
     Clone(#[from] clone::CloneError),
     #[error(transparent)]
     Source(#[from] crate::source::run::SourceError),
     #[error(transparent)]
-    Write(#[from] crate::slice_writer::WriteError),
+    Write(#[from] crate::rehearse::slice_writer::WriteError),
     #[error("{0}")]
     Refused(String),
     #[error(transparent)]
-    Unsupported(#[from] crate::compat::Unsupported),
+    Unsupported(#[from] crate::delta::compat::Unsupported),
     #[error("{what}: {message}")]
     Query { what: String, message: String },
     #[error("downstream plan {plan}: {source}")]
@@ -138,10 +137,10 @@ pub async fn rehearse(
     let target = stores.open(&target_url, None).await?;
     let pre_version = target.version().unwrap_or(0);
     let column = spec.target.date_column.as_str();
-    crate::compat::check_writable(&target).await?;
+    crate::delta::compat::check_writable(&target).await?;
     table::check_date_column(&target, column)?;
-    if let Some(log) = crate::change_log::location(document)? {
-        crate::change_log::check(&stores, &log).await?;
+    if let Some(log) = document.log_table()? {
+        crate::delta::compat::check_log_table(&stores, &log).await?;
     }
     let partition_columns = table::partition_columns(&target);
     let partitioned_by_date = partition_columns == [column];
@@ -164,7 +163,7 @@ pub async fn rehearse(
             .require_one_writer(&target_url, Some("`slicing.parallel` slices at once"))
             .map_err(|e| RehearsalError::Refused(e.to_string()))?;
     }
-    let rehearsal_url = rehearsal_url(document, &target_url)?;
+    let rehearsal_url = document.rehearsal_url(&target_url)?;
     // A rehearsal is replaced by every plan: it must be neither the target, nor inside it, nor
     // hold it, nor a bucket's root.
     if rehearsal_url.path_segments().is_none_or(|mut s| s.all(str::is_empty)) {
@@ -184,7 +183,7 @@ pub async fn rehearse(
     progress.step("cloning the target");
     let mut clone = ShallowClone::new(&target, rehearsal_url.clone(), &stores);
     if !partitioned_by_date {
-        // Merge slices are replaceWheres too (crate::slice_writer): the same files are rewritten.
+        // Merge slices are replaceWheres too (crate::rehearse::slice_writer): the same files are rewritten.
         clone = clone.with_localized_window(column, spec.window());
     }
     let (mut rehearsal, clone_metrics) = clone.execute().await?;
@@ -193,7 +192,7 @@ pub async fn rehearse(
     let schema = table::arrow_schema(&target)?;
     let writer = SliceWriter::for_plan(spec);
     let id = plan_id();
-    let generated = crate::row_rules::generated_columns(&target);
+    let generated = crate::delta::row_rules::generated_columns(&target);
     let source = Source::new(document, schema.clone())
         .with_computed_columns(generated.iter().map(String::as_str))
         .with_redirects(redirects);
@@ -212,8 +211,9 @@ pub async fn rehearse(
         let (rows, counts) = source.for_slice_counted(slice).await?;
         if let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) {
             let what = format!("slice {} ({})", slice.index, slice.first);
-            let keys =
-                crate::diff::key_report(rows.rows.clone(), key, 5).await.map_err(query_error(&what))?;
+            let keys = crate::rehearse::diff::key_report(rows.rows.clone(), key, 5)
+                .await
+                .map_err(query_error(&what))?;
             let refused = |why: String| {
                 RehearsalError::Refused(format!(
                     "slice {} ({}..{}): {why}",
@@ -238,18 +238,24 @@ pub async fn rehearse(
             }
         }
         timings.source += watch.lap();
-        rehearsal =
-            writer.write(rehearsal, slice, &rows, crate::ledger::rehearsal_commit(&id, slice.index)).await?;
+        rehearsal = writer
+            .write(rehearsal, slice, &rows, crate::delta::ledger::rehearsal_commit(&id, slice.index))
+            .await?;
         timings.write += watch.lap();
         // What `bf apply` will publish: this commit's files, and the target's files it replaces.
         let version = rehearsal.version().unwrap_or(0);
-        let publication =
-            crate::publish::record(&stores, &rehearsal, version, &target_url, &clone_metrics.localized)
-                .await
-                .map_err(|e| RehearsalError::Query {
-                    what: format!("slice {} ({})", slice.index, slice.first),
-                    message: format!("recording what publishing it takes: {e}"),
-                })?;
+        let publication = crate::delta::publish::record(
+            &stores,
+            &rehearsal,
+            version,
+            &target_url,
+            &clone_metrics.localized,
+        )
+        .await
+        .map_err(|e| RehearsalError::Query {
+            what: format!("slice {} ({})", slice.index, slice.first),
+            message: format!("recording what publishing it takes: {e}"),
+        })?;
         timings.record += watch.lap();
         progress.slice_written(slice.index, &slice.first.to_string());
         if let Some(previous) = comparing.take() {
@@ -430,7 +436,7 @@ struct SliceComparison {
     slice: crate::window::Slice,
     rows: SliceSource,
     counts: SourceCounts,
-    publication: crate::publish::Publication,
+    publication: crate::delta::publish::Publication,
     /// Whether both sides of the slice are small enough to be read once, into memory.
     in_memory: bool,
 }
@@ -566,33 +572,6 @@ fn retention_warnings(target: &deltalake::DeltaTable, keep_days: u32) -> Result<
         .collect())
 }
 
-/// The rehearsal's location: the plan's `[rehearsal] table`, or `<table>__rehearsal` beside the
-/// target, in the same folder or bucket (a server-side copy needs both in one bucket).
-pub fn rehearsal_url(document: &PlanDocument, target: &Url) -> Result<Url, crate::store::OpenError> {
-    if let Some(written) = &document.plan.rehearsal.table {
-        return store::table_url(&document.resolve(written));
-    }
-    let name = target.path_segments().and_then(|mut s| s.rfind(|s| !s.is_empty())).map(|encoded| {
-        // Decoded, as `push` encodes it again: `orders by région`, not `orders%20by%20r%C3%A9gion`.
-        percent_encoding::percent_decode_str(encoded).decode_utf8_lossy().into_owned()
-    });
-    let Some(name) = name else {
-        return Err(crate::store::OpenError::Missing {
-            location: format!(
-                "{target} is a bucket's root: set [rehearsal] table to a folder for the rehearsal"
-            ),
-        });
-    };
-    let mut url = target.clone();
-    url.path_segments_mut()
-        .expect("a table URL has a path")
-        .pop_if_empty()
-        .pop()
-        .push(&format!("{name}__rehearsal"))
-        .push("");
-    Ok(url)
-}
-
 /// Rows outside the window, compared where they can differ. A file the rehearsal shares with the
 /// target is the same file (the clone references it, deletion vector included), so only the
 /// files the slices replaced and the files they wrote are read: a one-month plan on a three-year
@@ -700,8 +679,11 @@ async fn live_files(table: &DeltaTable) -> Result<LiveFiles, DeltaTableError> {
 async fn missing_keys(rows: &SliceSource, key: &[String]) -> deltalake::datafusion::error::Result<u64> {
     rows.ctx.deregister_table("__bf_source")?;
     rows.ctx.register_table("__bf_source", rows.rows.clone().into_view())?;
-    let on =
-        key.iter().map(|k| format!("t.{0} = s.{0}", crate::diff::ident(k))).collect::<Vec<_>>().join(" AND ");
+    let on = key
+        .iter()
+        .map(|k| format!("t.{0} = s.{0}", crate::rehearse::diff::ident(k)))
+        .collect::<Vec<_>>()
+        .join(" AND ");
     let sql =
         format!("SELECT COUNT(*) FROM __bf_source s WHERE NOT EXISTS (SELECT 1 FROM slice t WHERE {on})");
     let batches = rows.ctx.sql(&sql).await?.collect().await?;
