@@ -1,5 +1,6 @@
 //! One file per verb: its arguments, and the glue from them to the library and back to the terminal.
-//! Results go to stdout, problems to stderr; a verb returns the exit code it earned.
+//! [`cli`] holds the clap types. Results go to stdout, problems to stderr; a verb returns the exit
+//! code it earned.
 
 pub mod apply;
 pub mod clean;

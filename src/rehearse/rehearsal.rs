@@ -2,11 +2,11 @@
 //!
 //! 1. Open the target at its latest version — the pre-version the plan is made against — and check
 //!    the date column and the slicing (parallel slices need a table partitioned by that column).
-//! 2. Shallow-clone it into the rehearsal table ([`crate::rehearse::clone`]), localizing the window's files when the
+//! 2. Shallow-clone it into the rehearsal table ([`clone`]), localizing the window's files when the
 //!    table is not partitioned by the date column.
 //! 3. Run every slice through the [`SliceWriter`] that `bf apply` uses, into the rehearsal: source
 //!    query for the slice, one commit per slice.
-//! 4. Compare ([`crate::rehearse::diff`]): per slice and over the window, rows and metrics before (target at
+//! 4. Compare ([`super::diff`]): per slice and over the window, rows and metrics before (target at
 //!    the pre-version) and after (rehearsal); rows added, removed and changed by key; the breakdown;
 //!    and everything outside the window, which must not have moved.
 //! 5. Run the checks on each rehearsed slice, the reconcile, and the guards.
