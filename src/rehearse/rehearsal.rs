@@ -20,6 +20,7 @@ use deltalake::datafusion::error::{DataFusionError, Result as DfResult};
 use deltalake::datafusion::logical_expr::{Expr, not};
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
+use url::Url;
 
 use crate::delta::predicate::{slice_predicate, slice_predicate_sql, window_predicate};
 use crate::delta::store::{self, display_url};
@@ -132,15 +133,180 @@ pub async fn rehearse(
     let stores = document.stores();
     let mut timings = PlanTimings::default();
     let mut watch = Stopwatch::start();
+    let target = open_target(document, &stores, progress).await?;
+    let pre_version = target.table.version().unwrap_or(0);
+    let column = spec.target.date_column.as_str();
+
+    timings.open += watch.lap();
+    progress.step("cloning the target");
+    let mut clone = ShallowClone::new(&target.table, target.rehearsal_url.clone(), &stores);
+    if !target.partitioned_by_date(column) {
+        // Merge slices are replaceWheres too (crate::rehearse::slice_writer): the same files are rewritten.
+        clone = clone.with_localized_window(column, spec.window());
+    }
+    let (rehearsal, clone_metrics) = clone.execute().await?;
+    timings.clone += watch.lap();
+
+    let schema = table::arrow_schema(&target.table)?;
+    let generated = crate::delta::row_rules::generated_columns(&target.table);
+    let id = plan_id();
+    let source = Source::new(document, schema.clone())
+        .with_computed_columns(generated.iter().map(String::as_str))
+        .with_redirects(redirects);
+    let run = SliceRun {
+        document,
+        stores: &stores,
+        target: &target,
+        writer: SliceWriter::for_plan(spec),
+        id: &id,
+        source: &source,
+        schema: schema.clone(),
+        localized: &clone_metrics.localized,
+        progress,
+    };
+    let slices = spec.slices();
+    let (rehearsal, compared) = run.write_slices(&slices, rehearsal, &mut timings, &mut watch).await?;
+    watch.lap();
+    progress.step("comparing before and after");
+    let Gathered { reports, check_results, merge_notes, sources } = gather(compared, &mut timings);
+
+    let window = spec.window();
+    let (total, outside_window, breakdown) =
+        compare_window(spec, &stores, &target.table, &rehearsal, schema, &reports).await?;
+    timings.compare += watch.lap();
+    let guards = checks::run_guards(&spec.guards, &total.before, &total.after);
+    let warnings = warnings(&stores, &target, spec, merge_notes)?;
+    let problems = problems(spec, &window, &reports, &outside_window, &check_results, &guards);
+
+    Ok(Plan {
+        format: PLAN_FORMAT,
+        id,
+        created_at: chrono::Utc::now(),
+        plan_file: plan_file_record(document),
+        reason: spec.reason.clone(),
+        target: TargetRecord {
+            uri: target.url.to_string(),
+            table: spec.target.table.clone(),
+            pre_version,
+            date_column: column.to_owned(),
+            key: spec.target.key.clone(),
+            partition_columns: target.partition_columns,
+        },
+        window,
+        every: spec.slicing.every.to_string(),
+        mode: spec.write.mode,
+        rehearsal: RehearsalRecord {
+            uri: target.rehearsal_url.to_string(),
+            version: rehearsal.version().unwrap_or(0),
+            table_id: rehearsal.snapshot().ok().map(|s| s.metadata().id().to_owned()),
+            clone: clone_metrics,
+        },
+        inputs: {
+            watch.lap();
+            let inputs = fingerprints(&stores, &sources).await?;
+            timings.fingerprint += watch.lap();
+            timings.total = watch.total();
+            inputs
+        },
+        input_folders: folders(&sources),
+        delta_inputs: source.delta_inputs(),
+        slices: reports,
+        total,
+        outside_window,
+        breakdown_by: spec.diff.by.clone(),
+        breakdown,
+        checks: check_results,
+        guards,
+        problems,
+        warnings,
+        timings,
+        downstream: Vec::new(),
+    })
+}
+
+/// The slices compared, gathered in the plan's order, their times added to the plan's.
+struct Gathered {
+    reports: Vec<SliceReport>,
+    check_results: Vec<CheckResult>,
+    merge_notes: Vec<String>,
+    sources: Vec<(SliceSource, SourceCounts)>,
+}
+
+fn gather(compared: Vec<Compared>, timings: &mut PlanTimings) -> Gathered {
+    let mut gathered = Gathered {
+        reports: Vec::with_capacity(compared.len()),
+        check_results: Vec::new(),
+        merge_notes: Vec::new(),
+        sources: Vec::with_capacity(compared.len()),
+    };
+    for done in compared {
+        timings.compare += done.compare_ms;
+        timings.checks += done.checks_ms;
+        gathered.check_results.extend(done.checks);
+        gathered.merge_notes.extend(done.merge_note);
+        gathered.sources.push((done.rows, done.report.source));
+        gathered.reports.push(done.report);
+    }
+    gathered
+}
+
+/// The plan file as the saved plan pins it: its text and the sha256 the seal checks it by.
+fn plan_file_record(document: &PlanDocument) -> PlanFileRecord {
+    PlanFileRecord {
+        // Absolute, so `bf apply` finds the file (and the inputs) from any directory.
+        path: document.path.canonicalize().unwrap_or_else(|_| document.path.clone()).display().to_string(),
+        sha256: plan::sha256_hex(document.text.as_bytes()),
+        text: document.text.clone(),
+    }
+}
+
+/// What the reviewer should know that does not stop the apply: a retention shorter than the undo
+/// must stay possible, a store whose commits are not safe, what a merge did.
+fn warnings(
+    stores: &store::Stores,
+    target: &Target,
+    spec: &crate::plan_file::PlanFile,
+    merge_notes: Vec<String>,
+) -> Result<Vec<String>, RehearsalError> {
+    let mut warnings = retention_warnings(&target.table, spec.record.keep_undo_for.0)?;
+    if let Err(unsafe_commits) = stores.require_safe_commits(&target.url) {
+        warnings.push(format!("`bf apply` will refuse to write to {unsafe_commits}"));
+    }
+    warnings.extend(merge_notes);
+    Ok(warnings)
+}
+
+/// The target, opened and found writable, and where its rehearsal goes.
+struct Target {
+    url: Url,
+    table: DeltaTable,
+    partition_columns: Vec<String>,
+    rehearsal_url: Url,
+}
+
+impl Target {
+    fn partitioned_by_date(&self, column: &str) -> bool {
+        self.partition_columns == [column]
+    }
+}
+
+/// Step 1: open the target at its latest version and refuse what the rehearsal or the apply could
+/// not do: a table bf may not write, a date column that is not one, parallel slices on a table not
+/// partitioned by it, a log table bf may not append to, a rehearsal that would be the target.
+async fn open_target(
+    document: &PlanDocument,
+    stores: &store::Stores,
+    progress: &dyn Progress,
+) -> Result<Target, RehearsalError> {
+    let spec = &document.plan;
     let target_url = store::table_url(&document.resolve(&spec.target.table))?;
     progress.step("opening the target");
     let target = stores.open(&target_url, None).await?;
-    let pre_version = target.version().unwrap_or(0);
     let column = spec.target.date_column.as_str();
     crate::delta::compat::check_writable(&target).await?;
     table::check_date_column(&target, column)?;
     if let Some(log) = document.log_table()? {
-        crate::delta::compat::check_log_table(&stores, &log).await?;
+        crate::delta::compat::check_log_table(stores, &log).await?;
     }
     let partition_columns = table::partition_columns(&target);
     let partitioned_by_date = partition_columns == [column];
@@ -178,130 +344,149 @@ pub async fn rehearse(
             display_url(&rehearsal_url)
         )));
     }
+    Ok(Target { url: target_url, table: target, partition_columns, rehearsal_url })
+}
 
-    timings.open += watch.lap();
-    progress.step("cloning the target");
-    let mut clone = ShallowClone::new(&target, rehearsal_url.clone(), &stores);
-    if !partitioned_by_date {
-        // Merge slices are replaceWheres too (crate::rehearse::slice_writer): the same files are rewritten.
-        clone = clone.with_localized_window(column, spec.window());
-    }
-    let (mut rehearsal, clone_metrics) = clone.execute().await?;
-    timings.clone += watch.lap();
+/// What writing the slices into the rehearsal needs.
+struct SliceRun<'a, 's> {
+    document: &'a PlanDocument,
+    stores: &'a store::Stores,
+    target: &'a Target,
+    writer: SliceWriter,
+    id: &'a str,
+    source: &'a Source<'s>,
+    schema: deltalake::arrow::datatypes::SchemaRef,
+    localized: &'a BTreeMap<String, String>,
+    progress: &'a dyn Progress,
+}
 
-    let schema = table::arrow_schema(&target)?;
-    let writer = SliceWriter::for_plan(spec);
-    let id = plan_id();
-    let generated = crate::delta::row_rules::generated_columns(&target);
-    let source = Source::new(document, schema.clone())
-        .with_computed_columns(generated.iter().map(String::as_str))
-        .with_redirects(redirects);
-    let slices = spec.slices();
-    progress.slices(slices.len());
-    // Unreadable bounds only mean every slice is read by each query, as big ones are.
-    let bounds = table::RowBounds::read(&target, column).await.ok();
-    let shared_spec = Arc::new(spec.clone());
-    // Each slice is compared on a task of its own while the next one is written: deltalake's
-    // write of an unpartitioned slice keeps one core busy, the comparison the other. One slice's
-    // comparison at a time, so at most two slices are held in memory.
-    let mut comparing: Option<tokio::task::JoinHandle<Result<Compared, RehearsalError>>> = None;
-    let mut compared: Vec<Compared> = Vec::with_capacity(slices.len());
-    for slice in &slices {
-        watch.lap();
-        let (rows, counts) = source.for_slice_counted(slice).await?;
-        if let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) {
-            let what = format!("slice {} ({})", slice.index, slice.first);
-            let keys = crate::rehearse::diff::key_report(rows.rows.clone(), key, 5)
-                .await
-                .map_err(query_error(&what))?;
-            let refused = |why: String| {
-                RehearsalError::Refused(format!(
-                    "slice {} ({}..{}): {why}",
-                    slice.index, slice.first, slice.last
-                ))
+impl SliceRun<'_, '_> {
+    /// Step 3: each slice's source run, written into the rehearsal in one commit, recorded for
+    /// publishing, and compared with the target on a task of its own while the next one is written:
+    /// deltalake's write of an unpartitioned slice keeps one core busy, the comparison the other.
+    /// One slice's comparison at a time, so at most two slices are held in memory.
+    async fn write_slices(
+        &self,
+        slices: &[crate::window::Slice],
+        mut rehearsal: DeltaTable,
+        timings: &mut PlanTimings,
+        watch: &mut Stopwatch,
+    ) -> Result<(DeltaTable, Vec<Compared>), RehearsalError> {
+        let spec = &self.document.plan;
+        let column = spec.target.date_column.as_str();
+        self.progress.slices(slices.len());
+        // Unreadable bounds only mean every slice is read by each query, as big ones are.
+        let bounds = table::RowBounds::read(&self.target.table, column).await.ok();
+        let shared_spec = Arc::new(spec.clone());
+        let mut comparing: Option<tokio::task::JoinHandle<Result<Compared, RehearsalError>>> = None;
+        let mut compared: Vec<Compared> = Vec::with_capacity(slices.len());
+        for slice in slices {
+            watch.lap();
+            let (rows, counts) = self.source.for_slice_counted(slice).await?;
+            check_merge_keys(spec, slice, &rows).await?;
+            timings.source += watch.lap();
+            rehearsal = self
+                .writer
+                .write(rehearsal, slice, &rows, crate::delta::ledger::rehearsal_commit(self.id, slice.index))
+                .await?;
+            timings.write += watch.lap();
+            // What `bf apply` will publish: this commit's files, and the target's files it replaces.
+            let version = rehearsal.version().unwrap_or(0);
+            let publication = crate::delta::publish::record(
+                self.stores,
+                &rehearsal,
+                version,
+                &self.target.url,
+                self.localized,
+            )
+            .await
+            .map_err(|e| RehearsalError::Query {
+                what: format!("slice {} ({})", slice.index, slice.first),
+                message: format!("recording what publishing it takes: {e}"),
+            })?;
+            timings.record += watch.lap();
+            self.progress.slice_written(slice.index, &slice.first.to_string());
+            if let Some(previous) = comparing.take() {
+                compared.push(finished(previous).await?);
+            }
+            // The rehearsal at this slice's commit holds the slice's rows as its last version will:
+            // slices never share a day.
+            let before_rows = bounds.as_ref().and_then(|b| b.in_slice(slice));
+            let in_memory = before_rows.is_some_and(|before| before + counts.in_slice <= IN_MEMORY_ROWS);
+            let job = SliceComparison {
+                sides: (
+                    self.stores.clone(),
+                    self.target.table.clone(),
+                    rehearsal.clone(),
+                    self.schema.clone(),
+                ),
+                spec: shared_spec.clone(),
+                slice: *slice,
+                rows,
+                counts,
+                publication,
+                in_memory,
             };
-            // A NULL key matches nothing: each rerun of the merge would add the row again.
-            if keys.null_rows > 0 {
-                return Err(refused(format!(
-                    "{} source rows have a NULL in the key ({}), and a merge matches rows by key",
-                    keys.null_rows,
-                    key.join(", ")
-                )));
-            }
-            // A merge takes one source row per key; two would leave the slice's result to chance.
-            if keys.repeated > 0 {
-                return Err(refused(format!(
-                    "the source has several rows for {} key(s), and a merge needs one row per key: {}",
-                    keys.repeated,
-                    keys.samples.join("; ")
-                )));
-            }
+            comparing = Some(tokio::spawn(job.run()));
+            // Waiting for the comparison before is not a step of its own: the task times itself.
+            watch.lap();
         }
-        timings.source += watch.lap();
-        rehearsal = writer
-            .write(rehearsal, slice, &rows, crate::delta::ledger::rehearsal_commit(&id, slice.index))
-            .await?;
-        timings.write += watch.lap();
-        // What `bf apply` will publish: this commit's files, and the target's files it replaces.
-        let version = rehearsal.version().unwrap_or(0);
-        let publication = crate::delta::publish::record(
-            &stores,
-            &rehearsal,
-            version,
-            &target_url,
-            &clone_metrics.localized,
-        )
-        .await
-        .map_err(|e| RehearsalError::Query {
-            what: format!("slice {} ({})", slice.index, slice.first),
-            message: format!("recording what publishing it takes: {e}"),
-        })?;
-        timings.record += watch.lap();
-        progress.slice_written(slice.index, &slice.first.to_string());
-        if let Some(previous) = comparing.take() {
-            compared.push(finished(previous).await?);
+        if let Some(last) = comparing.take() {
+            compared.push(finished(last).await?);
         }
-        // The rehearsal at this slice's commit holds the slice's rows as its last version will:
-        // slices never share a day.
-        let before_rows = bounds.as_ref().and_then(|b| b.in_slice(slice));
-        let in_memory = before_rows.is_some_and(|before| before + counts.in_slice <= IN_MEMORY_ROWS);
-        let job = SliceComparison {
-            sides: (stores.clone(), target.clone(), rehearsal.clone(), schema.clone()),
-            spec: shared_spec.clone(),
-            slice: *slice,
-            rows,
-            counts,
-            publication,
-            in_memory,
-        };
-        comparing = Some(tokio::spawn(job.run()));
-        // Waiting for the comparison before is not a step of its own: the task times itself.
-        watch.lap();
+        Ok((rehearsal, compared))
     }
-    if let Some(last) = comparing.take() {
-        compared.push(finished(last).await?);
+}
+
+/// A merge slice's source must hold one row per key, none of them NULL.
+async fn check_merge_keys(
+    spec: &crate::plan_file::PlanFile,
+    slice: &crate::window::Slice,
+    rows: &SliceSource,
+) -> Result<(), RehearsalError> {
+    let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) else { return Ok(()) };
+    let what = format!("slice {} ({})", slice.index, slice.first);
+    let keys =
+        crate::rehearse::diff::key_report(rows.rows.clone(), key, 5).await.map_err(query_error(&what))?;
+    let refused = |why: String| {
+        RehearsalError::Refused(format!("slice {} ({}..{}): {why}", slice.index, slice.first, slice.last))
+    };
+    // A NULL key matches nothing: each rerun of the merge would add the row again.
+    if keys.null_rows > 0 {
+        return Err(refused(format!(
+            "{} source rows have a NULL in the key ({}), and a merge matches rows by key",
+            keys.null_rows,
+            key.join(", ")
+        )));
     }
-    watch.lap();
-    progress.step("comparing before and after");
+    // A merge takes one source row per key; two would leave the slice's result to chance.
+    if keys.repeated > 0 {
+        return Err(refused(format!(
+            "the source has several rows for {} key(s), and a merge needs one row per key: {}",
+            keys.repeated,
+            keys.samples.join("; ")
+        )));
+    }
+    Ok(())
+}
+
+/// Step 4, over the window: its totals before and after, everything outside it (which must not
+/// have moved), and the `[diff] by` breakdown.
+async fn compare_window(
+    spec: &crate::plan_file::PlanFile,
+    stores: &store::Stores,
+    target: &DeltaTable,
+    rehearsal: &DeltaTable,
+    schema: deltalake::arrow::datatypes::SchemaRef,
+    reports: &[SliceReport],
+) -> Result<(BeforeAfter, OutsideWindow, Vec<crate::rehearse::diff::BreakdownRow>), RehearsalError> {
     let comparison =
-        Comparison::new(&stores, &target, &rehearsal, schema).await.map_err(|e| RehearsalError::Query {
+        Comparison::new(stores, target, rehearsal, schema).await.map_err(|e| RehearsalError::Query {
             what: "registering the target and the rehearsal".into(),
             message: e.to_string(),
         })?;
     let metrics = &spec.metrics;
-    let mut reports = Vec::with_capacity(slices.len());
-    let mut check_results: Vec<CheckResult> = Vec::new();
-    let mut merge_notes: Vec<String> = Vec::new();
-    let mut sources: Vec<(SliceSource, SourceCounts)> = Vec::with_capacity(slices.len());
-    for done in compared {
-        timings.compare += done.compare_ms;
-        timings.checks += done.checks_ms;
-        check_results.extend(done.checks);
-        merge_notes.extend(done.merge_note);
-        sources.push((done.rows, done.report.source));
-        reports.push(done.report);
-    }
-
+    let column = spec.target.date_column.as_str();
     let window = spec.window();
     let in_window = window_predicate(column, &window);
     let date = Expr::Column(Column::new_unqualified(column));
@@ -323,7 +508,7 @@ pub async fn rehearse(
                 .map_err(query_error("the window"))?,
         },
     };
-    let outside_window = compare_outside(&target, &rehearsal, &comparison, column, &window, outside, metrics)
+    let outside_window = compare_outside(target, rehearsal, &comparison, column, &window, outside, metrics)
         .await
         .map_err(query_error("outside the window"))?;
     let breakdown = if spec.diff.by.is_empty() {
@@ -334,14 +519,20 @@ pub async fn rehearse(
             .await
             .map_err(query_error("the [diff] by breakdown"))?
     };
-    timings.compare += watch.lap();
-    let guards = checks::run_guards(&spec.guards, &total.before, &total.after);
-    let mut warnings = retention_warnings(&target, spec.record.keep_undo_for.0)?;
-    if let Err(unsafe_commits) = stores.require_safe_commits(&target_url) {
-        warnings.push(format!("`bf apply` will refuse to write to {unsafe_commits}"));
-    }
-    warnings.extend(merge_notes);
+    Ok((total, outside_window, breakdown))
+}
 
+/// Step 6: what stops `bf apply`: rows outside the window moved, source rows no slice writes, a
+/// failed check or guard.
+fn problems(
+    spec: &crate::plan_file::PlanFile,
+    window: &Window,
+    reports: &[SliceReport],
+    outside_window: &OutsideWindow,
+    check_results: &[CheckResult],
+    guards: &[crate::rehearse::checks::GuardResult],
+) -> Vec<String> {
+    let column = spec.target.date_column.as_str();
     let mut problems = Vec::new();
     if !outside_window.unchanged {
         problems.push("rows outside the window changed in the rehearsal".to_owned());
@@ -369,61 +560,7 @@ pub async fn rehearse(
     for guard in guards.iter().filter(|g| !g.passed) {
         problems.push(format!("guard {} failed: {}", guard.name, guard.detail));
     }
-
-    Ok(Plan {
-        format: PLAN_FORMAT,
-        id,
-        created_at: chrono::Utc::now(),
-        plan_file: PlanFileRecord {
-            // Absolute, so `bf apply` finds the file (and the inputs) from any directory.
-            path: document
-                .path
-                .canonicalize()
-                .unwrap_or_else(|_| document.path.clone())
-                .display()
-                .to_string(),
-            sha256: plan::sha256_hex(document.text.as_bytes()),
-            text: document.text.clone(),
-        },
-        reason: spec.reason.clone(),
-        target: TargetRecord {
-            uri: target_url.to_string(),
-            table: spec.target.table.clone(),
-            pre_version,
-            date_column: column.to_owned(),
-            key: spec.target.key.clone(),
-            partition_columns,
-        },
-        window,
-        every: spec.slicing.every.to_string(),
-        mode: spec.write.mode,
-        rehearsal: RehearsalRecord {
-            uri: rehearsal_url.to_string(),
-            version: rehearsal.version().unwrap_or(0),
-            table_id: rehearsal.snapshot().ok().map(|s| s.metadata().id().to_owned()),
-            clone: clone_metrics,
-        },
-        inputs: {
-            watch.lap();
-            let inputs = fingerprints(&stores, &sources).await?;
-            timings.fingerprint += watch.lap();
-            timings.total = watch.total();
-            inputs
-        },
-        input_folders: folders(&sources),
-        delta_inputs: source.delta_inputs(),
-        slices: reports,
-        total,
-        outside_window,
-        breakdown_by: spec.diff.by.clone(),
-        breakdown,
-        checks: check_results,
-        guards,
-        problems,
-        warnings,
-        timings,
-        downstream: Vec::new(),
-    })
+    problems
 }
 
 /// One rehearsed slice to compare with the target: its measures, row changes, checks and reconcile.
