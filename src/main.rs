@@ -1,7 +1,6 @@
 //! The `bf` command: parse arguments, run one verb, turn its outcome into an exit code.
 //! Everything a verb does lives in the `bf` library; `commands/` holds one file per verb.
 
-mod cli;
 mod commands;
 mod render;
 
@@ -10,7 +9,7 @@ use std::process::ExitCode;
 use clap::Parser;
 
 fn main() -> ExitCode {
-    let cli = cli::Cli::parse();
+    let cli = commands::cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
@@ -23,7 +22,7 @@ fn main() -> ExitCode {
         // `bf slices plan.toml | head` closes the pipe early; that is the reader's choice, not a failure.
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {}", bf::store::redact(&format!("{error:#}")));
+            eprintln!("error: {}", bf::delta::store::redact(&format!("{error:#}")));
             ExitCode::FAILURE
         }
     }

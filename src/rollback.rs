@@ -26,14 +26,14 @@ use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 use url::Url;
 
-use crate::clone::overlaps;
+use crate::delta::ledger::{self, Entry, Recorded, RollbackStep};
+use crate::delta::predicate::{slice_predicate, window_predicate};
+use crate::delta::store::{StoreError, Stores, display_url};
+use crate::delta::table;
 use crate::fault::fault;
-use crate::ledger::{self, Entry, Recorded, RollbackStep};
-use crate::predicate::{slice_predicate, window_predicate};
-use crate::slice_writer::SliceWriter;
+use crate::rehearse::clone::overlaps;
+use crate::rehearse::slice_writer::SliceWriter;
 use crate::source::run::SliceSource;
-use crate::store::{StoreError, Stores, display_url};
-use crate::table;
 use crate::window::{Slice, Window};
 
 #[derive(Debug, thiserror::Error)]
@@ -65,17 +65,17 @@ pub enum RollbackError {
     #[error(transparent)]
     Table(#[from] table::TableError),
     #[error(transparent)]
-    Open(#[from] crate::store::OpenError),
+    Open(#[from] crate::delta::store::OpenError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    UnsafeCommits(#[from] crate::store::UnsafeCommits),
+    UnsafeCommits(#[from] crate::delta::store::UnsafeCommits),
     #[error(transparent)]
-    Write(#[from] crate::slice_writer::WriteError),
+    Write(#[from] crate::rehearse::slice_writer::WriteError),
     #[error("{0}")]
     Delta(String),
     #[error(transparent)]
-    Unsupported(#[from] crate::compat::Unsupported),
+    Unsupported(#[from] crate::delta::compat::Unsupported),
     #[error(transparent)]
     Ledger(#[from] ledger::LedgerError),
 }
@@ -130,7 +130,7 @@ pub struct RollbackReport {
 pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<RollbackPlan, RollbackError> {
     stores.require_safe_commits(url)?;
     let table = stores.open(url, None).await?;
-    crate::compat::check_writable(&table).await?;
+    crate::delta::compat::check_writable(&table).await?;
     let name = display_url(url);
     let history = ledger::commits_after(&table, 0).await?;
     let backfill = ledger::recorded(&history, backfill_id)
@@ -340,7 +340,7 @@ impl RollbackPlan {
             let source = SliceSource { ctx, rows, files: Vec::new(), folders: Vec::new() };
             fault(&format!("rollback-before-slice:{}", slice.index));
             let mut commit = ledger::rollback_commit(&self.backfill.backfill, RollbackStep::Slice(*recorded));
-            if crate::table::partition_values_by_physical_name(&table) {
+            if crate::delta::table::partition_values_by_physical_name(&table) {
                 // deltalake 1.1 panics checking a concurrent commit on such a table: a slice that
                 // finds the table moved fails instead, and `bf rollback` again goes on from it.
                 commit = commit.with_max_retries(0);
@@ -376,7 +376,7 @@ impl RollbackPlan {
     /// Other writers' commits since the backfill that added files holding window rows, or removed any.
     async fn others_in_window(&self, table: &DeltaTable) -> Result<Vec<Entry>, RollbackError> {
         // The log keys partition values and statistics by the column's physical name.
-        let column = &crate::table::physical_name(table, &self.backfill.backfill.date_column);
+        let column = &crate::delta::table::physical_name(table, &self.backfill.backfill.date_column);
         let mut inside = Vec::new();
         for entry in &self.others {
             let adds = ledger::added_files(table, entry.version).await?;
@@ -458,11 +458,12 @@ async fn check_files_exist(stores: &Stores, url: &Url, version: u64) -> Result<(
     let mut needed: Vec<(String, Url)> = Vec::with_capacity(files.len());
     for file in &files {
         let path = file.path().into_owned();
-        let file_url = crate::store::uri(&path).unwrap_or_else(|| crate::store::join(&root, &path));
+        let file_url =
+            crate::delta::store::uri(&path).unwrap_or_else(|| crate::delta::store::join(&root, &path));
         if let Some(dv) = file.deletion_vector_descriptor()
             && dv.storage_type != deltalake::kernel::StorageType::Inline
         {
-            let dv = crate::clone::absolute_deletion_vector(dv, &root)
+            let dv = crate::rehearse::clone::absolute_deletion_vector(dv, &root)
                 .map_err(|problem| StoreError { location: display_url(url), problem })?;
             if let Ok(dv_url) = Url::parse(&dv.path_or_inline_dv) {
                 needed.push((format!("{} (the deletion vector of {path})", display_url(&dv_url)), dv_url));
@@ -516,7 +517,7 @@ pub async fn restore_version(
 ) -> Result<RollbackReport, RollbackError> {
     stores.require_safe_commits(url)?;
     let table = stores.open(url, None).await?;
-    crate::compat::check_writable(&table).await?;
+    crate::delta::compat::check_writable(&table).await?;
     check_files_exist(stores, url, version).await?;
     let ctx = SessionContext::new();
     let rows_before = ctx.read_table(table.table_provider().await?)?.count().await? as u64;

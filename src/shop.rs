@@ -69,7 +69,7 @@ pub enum ShopError {
     #[error("cannot write the Delta table {table}: {source}")]
     Delta { table: String, source: DeltaTableError },
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] crate::delta::store::StoreError),
 }
 
 /// One order as the till recorded it.
@@ -145,18 +145,22 @@ impl Shop {
     /// Moves the built shop's files and tables into an object store under `store` (`landing/`,
     /// `warehouse/`), and points its plans there: the same shop, in a bucket. The local copies go,
     /// so nothing but the plans is left to be read by mistake.
-    pub async fn move_to(&self, stores: &crate::store::Stores, store: &url::Url) -> Result<(), ShopError> {
-        let store = crate::store::table_url(&crate::store::Location::Uri(store.clone())).map_err(|e| {
-            ShopError::Io { path: self.root.clone(), source: std::io::Error::other(e.to_string()) }
-        })?;
+    pub async fn move_to(
+        &self,
+        stores: &crate::delta::store::Stores,
+        store: &url::Url,
+    ) -> Result<(), ShopError> {
+        let store =
+            crate::delta::store::table_url(&crate::delta::store::Location::Uri(store.clone())).map_err(
+                |e| ShopError::Io { path: self.root.clone(), source: std::io::Error::other(e.to_string()) },
+            )?;
         for folder in ["landing", "warehouse"] {
-            let local = crate::store::folder_url(&self.root.join(folder)).map_err(|e| ShopError::Io {
-                path: self.root.join(folder),
-                source: std::io::Error::other(e.to_string()),
+            let local = crate::delta::store::folder_url(&self.root.join(folder)).map_err(|e| {
+                ShopError::Io { path: self.root.join(folder), source: std::io::Error::other(e.to_string()) }
             })?;
             for (relative, _) in stores.list(&local).await? {
-                let to = crate::store::join(&store, &format!("{folder}/{relative}"));
-                stores.copy(&crate::store::join(&local, &relative), &to).await?;
+                let to = crate::delta::store::join(&store, &format!("{folder}/{relative}"));
+                stores.copy(&crate::delta::store::join(&local, &relative), &to).await?;
             }
             let io = |source| ShopError::Io { path: self.root.join(folder), source };
             std::fs::remove_dir_all(self.root.join(folder)).map_err(io)?;

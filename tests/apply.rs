@@ -171,7 +171,9 @@ async fn march_reload_applied_recorded_and_commented() {
         &fields[..10],
         [
             saved["id"].as_str().unwrap(),
-            &bf::store::display_url(&url::Url::parse(saved["target"]["uri"].as_str().unwrap()).unwrap()),
+            &bf::delta::store::display_url(
+                &url::Url::parse(saved["target"]["uri"].as_str().unwrap()).unwrap()
+            ),
             "2026-03-01",
             "2026-03-31",
             saved["reason"].as_str().unwrap(),

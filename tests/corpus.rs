@@ -175,10 +175,10 @@ async fn every_corpus_table_is_read_or_refused_and_only_writable_ones_are_writte
         // DuckDB's Delta extension (delta-kernel-rs) reads the same number of rows.
         assert_eq!(duckdb_count(&table, "SELECT count(*) FROM t") as usize, rows, "{name}: read by DuckDB");
 
-        let schema = bf::table::arrow_schema(&opened).unwrap();
+        let schema = bf::delta::table::arrow_schema(&opened).unwrap();
         let date =
             schema.fields().iter().find(|f| f.data_type() == &DataType::Date32).map(|f| f.name().clone());
-        let writable = bf::compat::check_writable(&opened).await;
+        let writable = bf::delta::compat::check_writable(&opened).await;
         match (expected_gate(&name), &writable) {
             (Some(None), Err(refusal)) => panic!("{name} must be writable, but the gate refuses: {refusal}"),
             (Some(Some(_)), Ok(())) => {
@@ -323,8 +323,12 @@ async fn the_writer_gate_refuses_a_table_it_cannot_read() {
     let source = corpus_dir().join("dat_basic_append");
     let url = url::Url::from_directory_path(source.canonicalize().unwrap()).unwrap();
     let unloaded = bf::deltalake::DeltaTableBuilder::from_url(url).unwrap().build().unwrap();
-    let refusal = bf::compat::check_writable(&unloaded).await.expect_err("an unreadable table is refused");
-    assert!(matches!(refusal, bf::compat::Unsupported::Unreadable { what: "snapshot", .. }), "{refusal}");
+    let refusal =
+        bf::delta::compat::check_writable(&unloaded).await.expect_err("an unreadable table is refused");
+    assert!(
+        matches!(refusal, bf::delta::compat::Unsupported::Unreadable { what: "snapshot", .. }),
+        "{refusal}"
+    );
     assert!(refusal.to_string().contains("cannot be read"), "{refusal}");
 }
 
@@ -353,7 +357,7 @@ async fn all_rows(table: &bf::deltalake::DeltaTable) -> Vec<String> {
 /// it copied in.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_shallow_clone_of_a_table_with_deletion_vectors_reads_the_rows_the_table_reads() {
-    let stores = bf::store::Stores::from_environment();
+    let stores = bf::delta::store::Stores::from_environment();
     for (name, date_column) in [
         ("dat_deletion_vectors", Some("date")),
         ("golden_dv_partitioned_with_checkpoint", None),
@@ -376,8 +380,8 @@ async fn a_shallow_clone_of_a_table_with_deletion_vectors_reads_the_rows_the_tab
         // Every table referenced in place; the one with a DATE column also with its files copied in.
         for localize in localized.into_iter().map(Some).chain([None]) {
             let clone_dir = dir.path().join(if localize.is_some() { "localized" } else { "referenced" });
-            let url = bf::store::folder_url(&clone_dir).unwrap();
-            let mut clone = bf::clone::ShallowClone::new(&source, url, &stores);
+            let url = bf::delta::store::folder_url(&clone_dir).unwrap();
+            let mut clone = bf::rehearse::clone::ShallowClone::new(&source, url, &stores);
             if let Some((column, window)) = localize {
                 clone = clone.with_localized_window(column, window);
             }

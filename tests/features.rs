@@ -1,4 +1,4 @@
-//! The writer features bf's gate lets through (`src/compat.rs`, `HONOURED`), each proven here on a
+//! The writer features bf's gate lets through (`src/delta/compat.rs`, `HONOURED`), each proven here on a
 //! table with a DATE column, unpartitioned and partitioned by it, through the real binary: plan,
 //! apply, rollback. Outcomes are read by the Python `deltalake` package or from the raw log, not by
 //! bf's own code path.
@@ -877,7 +877,8 @@ async fn identity_columns_row_tracking_and_clustering_are_refused_by_deltalake_a
         }
         assert_eq!(snapshot(&table), untouched, "{name}");
         // And bf, before any clone.
-        let gate = bf::compat::check_writable(&open_table(&table).await).await.expect_err(name).to_string();
+        let gate =
+            bf::delta::compat::check_writable(&open_table(&table).await).await.expect_err(name).to_string();
         for feature in features {
             assert!(gate.contains(&format!("`{feature}`")), "{name}: {gate}");
         }

@@ -178,10 +178,10 @@ async fn march_is_rehearsed_without_touching_the_target() {
     let in_clone: BTreeSet<_> = std::fs::read_dir(&rehearsal)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
-        .filter(|n| n != "_delta_log" && n != bf::clone::LOCALIZED)
+        .filter(|n| n != "_delta_log" && n != bf::rehearse::clone::LOCALIZED)
         .collect();
     assert_eq!(in_clone, written, "besides its copies, the clone holds only the slice's new files");
-    let copies: BTreeSet<Vec<u8>> = std::fs::read_dir(rehearsal.join(bf::clone::LOCALIZED))
+    let copies: BTreeSet<Vec<u8>> = std::fs::read_dir(rehearsal.join(bf::rehearse::clone::LOCALIZED))
         .unwrap()
         .map(|e| std::fs::read(e.unwrap().path()).unwrap())
         .collect();
@@ -620,12 +620,12 @@ fn saved_plan_shape_show_formats_and_exit_codes() {
     }
     let text = std::fs::read_to_string(root.join("plans/march.toml")).unwrap();
     assert_eq!(saved["plan_file"]["text"], text);
-    assert_eq!(saved["plan_file"]["sha256"], bf::plan::sha256_hex(text.as_bytes()));
+    assert_eq!(saved["plan_file"]["sha256"], bf::rehearse::plan::sha256_hex(text.as_bytes()));
     let inputs: Vec<&str> =
         saved["inputs"].as_array().unwrap().iter().map(|i| i["input"].as_str().unwrap()).collect();
     assert_eq!(inputs, ["fx", "orders"]);
     let csv = std::fs::read(root.join("bf-demo/landing/orders_march.csv")).unwrap();
-    assert_eq!(saved["inputs"][1]["sha256"], bf::plan::sha256_hex(&csv));
+    assert_eq!(saved["inputs"][1]["sha256"], bf::rehearse::plan::sha256_hex(&csv));
     assert_eq!(saved["inputs"][1]["size"], csv.len());
 
     bf_in(root).args(["show", "march.plan.json", "--json"]).assert().success().stdout(predicate::function(
@@ -687,7 +687,7 @@ async fn planning_again_replaces_the_rehearsal() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slice_compared_from_memory_reads_as_one_read_by_each_query() {
     use crate::common::{OrderRow, open_table, orders_table};
-    use bf::diff::{Comparison, Side};
+    use bf::rehearse::diff::{Comparison, Side};
     let dir = tempfile::tempdir().unwrap();
     let day = |d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").unwrap();
     let before: [OrderRow; 5] = [
@@ -705,9 +705,11 @@ async fn a_slice_compared_from_memory_reads_as_one_read_by_each_query() {
     ];
     let target = open_table(&orders_table(&dir.path().join("before"), false, &[&before]).await).await;
     let rehearsal = open_table(&orders_table(&dir.path().join("after"), true, &[&after]).await).await;
-    let schema = bf::table::arrow_schema(&target).unwrap();
+    let schema = bf::delta::table::arrow_schema(&target).unwrap();
     let mut comparison =
-        Comparison::new(&bf::store::Stores::from_environment(), &target, &rehearsal, schema).await.unwrap();
+        Comparison::new(&bf::delta::store::Stores::from_environment(), &target, &rehearsal, schema)
+            .await
+            .unwrap();
     let metrics = [bf::plan_file::Metric { name: "revenue".into(), sql: "SUM(amount)".into() }];
     let slice = bf::window::Slice {
         index: 1,
@@ -715,7 +717,7 @@ async fn a_slice_compared_from_memory_reads_as_one_read_by_each_query() {
         last: day("2026-03-01"),
         run_date: day("2026-03-01"),
     };
-    let predicate = bf::predicate::slice_predicate("order_date", &slice);
+    let predicate = bf::delta::predicate::slice_predicate("order_date", &slice);
     let key = ["order_id".to_owned()];
     let mut compared = Vec::new();
     for in_memory in [false, true] {
@@ -784,7 +786,7 @@ async fn a_cent_in_one_row_of_a_million_row_slice_is_a_change() {
     assert!((change - 0.01).abs() < 1e-6, "the change is the cent: {change}");
     assert!(bound(before) + bound(after) < 1e-6, "the bound is far below a cent: {before} {after}");
     // The sums are exact: the test's own exact total, to the last bit.
-    let mut exact = bf::exact_sum::ExactSum::default();
+    let mut exact = bf::rehearse::exact_sum::ExactSum::default();
     cents.iter().for_each(|&c| exact.add(c));
     assert_eq!(revenue(before), exact.value().unwrap(), "the exact sum of the amounts");
     assert_eq!(slice["changes"]["changed"], 1, "{}", slice["changes"]);

@@ -399,7 +399,7 @@ fn assert_inert(markdown: &str) {
                 assert!(
                     written
                         .match_indices('@')
-                        .all(|(at, _)| written[at + 1..].starts_with(bf::markdown::JOINER)),
+                        .all(|(at, _)| written[at + 1..].starts_with(bf::notify::markdown::JOINER)),
                     "an @mention in {written:?}:\n{markdown}"
                 );
             }
@@ -707,10 +707,10 @@ proptest! {
 
     #[test]
     fn the_escaper_makes_any_string_inert_text_that_reads_back_as_written(value in hostile()) {
-        use bf::markdown::{code, shown, text};
-        let expected = shown(&value).replace(bf::markdown::JOINER, "");
+        use bf::notify::markdown::{JOINER, code, shown, text};
+        let expected = shown(&value).replace(JOINER, "");
         let read = |rendered: String, frame: &str| {
-            let got = rendered.replace(bf::markdown::JOINER, "");
+            let got = rendered.replace(JOINER, "");
             let got = got.strip_prefix(frame).unwrap_or(&got).trim().to_owned();
             assert_eq!(got, expected.trim(), "{value:?}");
         };
@@ -727,7 +727,7 @@ proptest! {
                 // GitHub links bare URLs and mentions in text (never in code): none is left whole.
                 let lower = escaped.to_ascii_lowercase();
                 prop_assert!(!lower.contains("://") && !lower.contains("www."), "{escaped:?}");
-                prop_assert!(escaped.match_indices('@').all(|(at, _)| escaped[at + 1..].starts_with(bf::markdown::JOINER)));
+                prop_assert!(escaped.match_indices('@').all(|(at, _)| escaped[at + 1..].starts_with(JOINER)));
             }
         }
     }

@@ -1,5 +1,5 @@
 //! Apply verifies every committed slice by counting the table's rows on the slice's days, from the
-//! log's per-file statistics when they settle it (`bf::table::rows_in_slice`). A wrong count there
+//! log's per-file statistics when they settle it (`bf::delta::table::rows_in_slice`). A wrong count there
 //! would stop a good apply or pass a bad one, so: the log's answer, when it gives one, must equal the
 //! rows read back with the slice's predicate, for tables of every layout, null days included; and for
 //! the layouts bf writes, the log must actually answer (or the shortcut is dead code).
@@ -7,14 +7,14 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use bf::delta::predicate::slice_predicate;
+use bf::delta::table::{rows_in_slice, rows_in_slice_from_log};
 use bf::deltalake::DeltaTable;
 use bf::deltalake::arrow::array::{ArrayRef, Date32Array, Int64Array, RecordBatch};
 use bf::deltalake::arrow::datatypes::{DataType as ArrowType, Date32Type, Field, Schema};
 use bf::deltalake::datafusion::prelude::SessionContext;
 use bf::deltalake::kernel::{DataType, StructField};
 use bf::deltalake::protocol::SaveMode;
-use bf::predicate::slice_predicate;
-use bf::table::{rows_in_slice, rows_in_slice_from_log};
 use bf::window::Slice;
 use chrono::NaiveDate;
 use proptest::prelude::*;

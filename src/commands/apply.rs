@@ -5,11 +5,11 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use bf::apply::cascade::{ChainApply, ChainProgress};
 use bf::apply::{ApplyProgress, SliceOutcome};
-use bf::cascade::{ChainApply, ChainProgress};
 use bf::notify::Notice;
-use bf::plan::Plan;
-use bf::rehearsal::Quiet;
+use bf::rehearse::plan::Plan;
+use bf::rehearse::rehearsal::Quiet;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::render;
@@ -101,7 +101,7 @@ impl ChainProgress for Lines {
         let line = format!(
             "applying {} ({} of {tables}){}",
             url::Url::parse(&plan.target.uri)
-                .map_or(plan.target.table.clone(), |u| bf::chain::table_name(&u)),
+                .map_or(plan.target.table.clone(), |u| bf::plan_file::chain::table_name(&u)),
             position + 1,
             if position == 0 { "" } else { ", built from the tables above" }
         );
@@ -128,7 +128,7 @@ impl ApplyProgress for Lines {
     }
 }
 
-pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<ExitCode> {
+pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
     let fanned = !args.slice.is_empty() || args.slices.is_some() || args.finish;
     if fanned && args.plan.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "toml")) {
         anyhow::bail!(
@@ -159,9 +159,9 @@ pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<Exi
             }
             plan
         }
-        // A saved plan is applied only as it was reviewed (bf::seal).
-        Some(path) => bf::seal::load_reviewed(path, policy)?,
-        None => bf::seal::load_reviewed(&args.state.saved_plan(), policy)?,
+        // A saved plan is applied only as it was reviewed (bf::rehearse::seal).
+        Some(path) => bf::rehearse::seal::load_reviewed(path, policy)?,
+        None => bf::rehearse::seal::load_reviewed(&args.state.saved_plan(), policy)?,
     };
     if !plan.appliable() {
         eprintln!("error: this plan cannot be applied:");
@@ -201,7 +201,7 @@ pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<Exi
             let error = &stopped.source;
             // A chain's error names the table it stopped at.
             let said = if chained { stopped.to_string() } else { error.to_string() };
-            eprintln!("error: {}", bf::store::redact(&said));
+            eprintln!("error: {}", bf::delta::store::redact(&said));
             // Refused before writing: the message says what to do instead of a resume.
             let refused = matches!(
                 error,

@@ -3,9 +3,9 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use bf::clone::is_rehearsal;
-use bf::plan::{Plan, remembered_rehearsals};
-use bf::store::{self, Found, Location, Stores};
+use bf::delta::store::{self, Found, Location, Stores};
+use bf::rehearse::clone::is_rehearsal;
+use bf::rehearse::plan::{Plan, remembered_rehearsals};
 
 /// Delete rehearsal tables: those `bf plan` made from this folder that no saved plan needs (the
 /// saved plan's own, until it is applied), or the ones named. Only bf rehearsals are deleted, and only the files under their own

@@ -6,12 +6,13 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use bf::apply::Silent;
-use bf::cascade::ChainApply;
+use bf::apply::cascade::ChainApply;
+use bf::delta::ledger;
+use bf::delta::store::{Stores, display_url};
 use bf::notify::Notice;
-use bf::rehearsal::Quiet;
+use bf::rehearse::rehearsal::Quiet;
+use bf::rollback;
 use bf::shop::Shop;
-use bf::store::{Stores, display_url};
-use bf::{ledger, rollback};
 
 use crate::render;
 use crate::render::plan::{Format, render};
@@ -38,7 +39,7 @@ pub struct Args {
     store: Option<url::Url>,
 }
 
-pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<ExitCode> {
+pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
     let shop = Shop::at(&args.dir);
     let summary =
         shop.build().await.with_context(|| format!("building the example shop in {}", args.dir.display()))?;
@@ -128,7 +129,7 @@ pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<Exi
 
     for planned in plan.chain() {
         let url = url::Url::parse(&planned.target.uri)?;
-        let name = bf::chain::table_name(&url);
+        let name = bf::plan_file::chain::table_name(&url);
         let shown = args.store.as_ref().map_or(format!("warehouse/{name}"), |_| display_url(&url));
         writeln!(out, "\n$ bf history {shown} --limit 3\n")?;
         let table = stores.open(&url, None).await?;
@@ -138,12 +139,12 @@ pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<Exi
     writeln!(out, "\n$ bf rollback --cascade --auto-approve\n")?;
     let url = url::Url::parse(&plan.target.uri)?;
     let upstream = rollback::prepare(&stores, &url, &reports[0].backfill_id).await?;
-    let undo = bf::cascade::with_downstream(upstream, &|_| stores.clone()).await?;
+    let undo = bf::apply::cascade::with_downstream(upstream, &|_| stores.clone()).await?;
     for step in &undo {
         write!(out, "{}", render::rollback::intent(step, false))?;
     }
     for rolled in
-        bf::cascade::roll_back(&undo, false, false).await.context("rolling back the March reload")?
+        bf::apply::cascade::roll_back(&undo, false, false).await.context("rolling back the March reload")?
     {
         write!(out, "{}", render::rollback::report(&rolled))?;
     }

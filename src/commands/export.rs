@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use bf::plan::Plan;
+use bf::rehearse::plan::Plan;
 
 use crate::render::airflow::{Retries, dag};
 
@@ -40,7 +40,7 @@ struct Airflow {
     retry_delay: u32,
 }
 
-pub fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
     let To::Airflow(airflow) = args.to;
     let path = match airflow.file {
         // A plan file names the plan `bf plan` saved from it: the reviewed artifact, not a new plan.
@@ -63,8 +63,8 @@ pub fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<ExitCode>
         Some(file) => file,
         None => airflow.state.saved_plan(),
     };
-    // The DAG applies the saved plan as it was reviewed (bf::seal), or not at all.
-    let plan = bf::seal::load_reviewed(&path, policy)?;
+    // The DAG applies the saved plan as it was reviewed (bf::rehearse::seal), or not at all.
+    let plan = bf::rehearse::seal::load_reviewed(&path, policy)?;
     if !plan.appliable() {
         anyhow::bail!(
             "the saved plan {} cannot be applied (`bf show` says why): no DAG for it",

@@ -3,8 +3,8 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use bf::ledger;
-use bf::store::{self, Location, Stores};
+use bf::delta::ledger;
+use bf::delta::store::{self, Location, Stores};
 
 use crate::render;
 

@@ -1,8 +1,10 @@
 //! One file per verb: its arguments, and the glue from them to the library and back to the terminal.
-//! Results go to stdout, problems to stderr; a verb returns the exit code it earned.
+//! [`cli`] holds the clap types. Results go to stdout, problems to stderr; a verb returns the exit
+//! code it earned.
 
 pub mod apply;
 pub mod clean;
+pub mod cli;
 pub mod demo;
 pub mod export;
 pub mod history;
@@ -18,11 +20,11 @@ use std::io::{BufRead, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use crate::cli::Command;
+use crate::commands::cli::Command;
 
 pub async fn run(command: Command, root: Option<&Path>) -> anyhow::Result<ExitCode> {
     // What plans may reach is the operator's: the root and the environment's lists, read once.
-    let policy = bf::confine::Policy::from_env(root)?;
+    let policy = bf::plan_file::confine::Policy::from_env(root)?;
     match command {
         Command::Validate(args) => validate::run(args, &policy),
         Command::Slices(args) => slices::run(args, &policy),
@@ -59,8 +61,8 @@ pub fn confirm(question: &str, verb: &str) -> anyhow::Result<bool> {
 /// the command's outcome stands. Returns a line per destination, for `--json`.
 pub async fn tell(
     spec: &bf::plan_file::Notify,
-    plan: &bf::plan::Plan,
-    policy: &bf::confine::Policy,
+    plan: &bf::rehearse::plan::Plan,
+    policy: &bf::plan_file::confine::Policy,
     notice: &bf::notify::Notice,
 ) -> Vec<String> {
     use bf::notify::Delivery;

@@ -4,9 +4,9 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use bf::chain::Chain;
-use bf::plan::Plan;
-use bf::rehearsal::{self, Progress};
+use bf::plan_file::chain::Chain;
+use bf::rehearse::plan::Plan;
+use bf::rehearse::rehearsal::{self, Progress};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::render::plan::{Detail, Format, render_with};
@@ -72,7 +72,7 @@ impl Samples {
     }
 }
 
-pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<ExitCode> {
+pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
     let progress = Bar::new(args.quiet);
     let planned =
         rehearse_and_save(&args.plan, policy, args.samples, &args.state, args.out.as_deref(), &progress)
@@ -98,7 +98,7 @@ pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<Exi
 /// and nothing was saved.
 pub async fn rehearse_and_save(
     path: &Path,
-    policy: &bf::confine::Policy,
+    policy: &bf::plan_file::confine::Policy,
     samples: Samples,
     state: &super::StateDir,
     out: Option<&Path>,
@@ -114,7 +114,7 @@ pub async fn rehearse_and_save(
     let mut plan = match rehearsal::rehearse_chain(&chain, progress).await {
         Ok(plan) => plan,
         Err(error) => {
-            eprintln!("error: {}", bf::store::redact(&error.to_string()));
+            eprintln!("error: {}", bf::delta::store::redact(&error.to_string()));
             eprintln!("nothing was written to the target, and no plan was saved");
             return Ok(None);
         }
@@ -123,9 +123,9 @@ pub async fn rehearse_and_save(
         plan.keep_counts_only();
     }
     let saved = out.map_or_else(|| state.saved_plan(), Path::to_owned);
-    plan.save_signed(&saved, bf::seal::PlanKey::from_env().as_ref())?;
+    bf::rehearse::seal::save_signed(&plan, &saved, bf::rehearse::seal::PlanKey::from_env().as_ref())?;
     for planned in plan.chain() {
-        bf::plan::remember_rehearsal(state.path(), &planned.rehearsal.uri)?;
+        bf::rehearse::plan::remember_rehearsal(state.path(), &planned.rehearsal.uri)?;
     }
     Ok(Some((plan, saved)))
 }

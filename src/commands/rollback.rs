@@ -4,10 +4,12 @@ use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
+use bf::apply::cascade;
+use bf::delta::ledger;
+use bf::delta::store::{self, Location, Stores};
 use bf::notify::Notice;
-use bf::plan::Plan;
-use bf::store::{self, Location, Stores};
-use bf::{cascade, ledger, rollback};
+use bf::rehearse::plan::Plan;
+use bf::rollback;
 
 use crate::render;
 
@@ -49,7 +51,7 @@ pub struct Args {
     json: bool,
 }
 
-pub async fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<ExitCode> {
+pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
     let saved = || Plan::load(&args.state.saved_plan());
     let url = match &args.table {
         Some(written) => store::table_url(&Location::resolve(&std::env::current_dir()?, written))?,

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bf::plan::Plan;
+use bf::rehearse::plan::Plan;
 
 use crate::render::plan::{Detail, Format, render_with};
 

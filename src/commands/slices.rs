@@ -5,8 +5,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use bf::delta::predicate::slice_predicate_sql;
 use bf::plan_file;
-use bf::predicate::slice_predicate_sql;
 
 use crate::render;
 use crate::render::slices::{SliceRow, SlicesReport};
@@ -24,7 +24,7 @@ pub struct Args {
     json: bool,
 }
 
-pub fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
     let document = match plan_file::load(&args.plan, &policy.scope(&args.plan)) {
         Ok(document) => document,
         Err(error) => {

@@ -4,7 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bf::chain::Chain;
+use bf::plan_file::chain::Chain;
 
 /// Check plan files without touching any table: syntax, keys, window, slices, read-only SQL, and
 /// the chain of `[[downstream]]` plans each names.
@@ -18,7 +18,7 @@ pub struct Args {
     plans: Vec<PathBuf>,
 }
 
-pub fn run(args: Args, policy: &bf::confine::Policy) -> anyhow::Result<ExitCode> {
+pub fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     let mut invalid = 0;
     for path in &args.plans {

@@ -4,10 +4,11 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use annotate_snippets::{Level, Renderer, Snippet};
+use url::Url;
 
 use super::spans::SpanIndex;
 use super::{Location, PlanFile, quoted};
-use crate::confine::Scope;
+use crate::plan_file::confine::Scope;
 
 /// A plan is a few dozen lines; anything much bigger is not a plan, and refusing it early keeps a
 /// mistaken path (a CSV, a log) from being parsed at length.
@@ -23,6 +24,43 @@ pub struct PlanDocument {
 }
 
 impl PlanDocument {
+    /// The rehearsal's location: the plan's `[rehearsal] table`, or `<table>__rehearsal` beside the
+    /// target, in the same folder or bucket (a server-side copy needs both in one bucket).
+    pub fn rehearsal_url(&self, target: &Url) -> Result<Url, crate::delta::store::OpenError> {
+        if let Some(written) = &self.plan.rehearsal.table {
+            return crate::delta::store::table_url(&self.resolve(written));
+        }
+        let name = target.path_segments().and_then(|mut s| s.rfind(|s| !s.is_empty())).map(|encoded| {
+            // Decoded, as `push` encodes it again: `orders by région`, not `orders%20by%20r%C3%A9gion`.
+            percent_encoding::percent_decode_str(encoded).decode_utf8_lossy().into_owned()
+        });
+        let Some(name) = name else {
+            return Err(crate::delta::store::OpenError::Missing {
+                location: format!(
+                    "{target} is a bucket's root: set [rehearsal] table to a folder for the rehearsal"
+                ),
+            });
+        };
+        let mut url = target.clone();
+        url.path_segments_mut()
+            .expect("a table URL has a path")
+            .pop_if_empty()
+            .pop()
+            .push(&format!("{name}__rehearsal"))
+            .push("");
+        Ok(url)
+    }
+
+    /// The plan's `[record] log_table`, if it names one.
+    pub fn log_table(&self) -> Result<Option<Url>, crate::delta::store::OpenError> {
+        self.plan
+            .record
+            .log_table
+            .as_ref()
+            .map(|written| crate::delta::store::table_url(&self.resolve(written)))
+            .transpose()
+    }
+
     /// The folder plan paths are relative to.
     pub fn dir(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("."))
@@ -33,8 +71,8 @@ impl PlanDocument {
     }
 
     /// The stores the plan's locations are in, reached with its `[storage]` settings.
-    pub fn stores(&self) -> crate::store::Stores {
-        crate::store::Stores::new(&self.plan.storage)
+    pub fn stores(&self) -> crate::delta::store::Stores {
+        crate::delta::store::Stores::new(&self.plan.storage)
     }
 
     /// This file refused for `issues` found beyond it (its downstream plans), each at its key's line.
@@ -68,7 +106,7 @@ pub enum PlanFileError {
     Invalid { path: PathBuf, text: String, diagnostics: Vec<Diagnostic> },
     /// Outside what the operator lets a plan reach; nothing of it was read.
     #[error("{0}")]
-    Outside(crate::confine::PolicyError),
+    Outside(crate::plan_file::confine::PolicyError),
     /// Not TOML with a plan's keys: perhaps a credentials file named as a plan, so none of its
     /// text is shown, only where the parser stopped.
     #[error(

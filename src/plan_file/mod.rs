@@ -1,3 +1,7 @@
+//! Stage: the plan file. In: TOML text (one file, or a chain of them through `[[downstream]]`) and
+//! the operator's [`confine::Policy`]. Out: a validated [`PlanDocument`] — or every issue, each at
+//! its line — and a [`chain::Chain`]. Offline: it reads files, never a table.
+//!
 //! The plan file: the backfill a team reviews in a pull request, before anything runs.
 //!
 //! These types are the contract. serde reads a plan with them and schemars turns the same types, doc
@@ -13,9 +17,13 @@
 //!
 //! Nothing here touches a table: a plan can be checked offline, in CI, on a laptop without credentials.
 
+pub mod chain;
+pub mod confine;
 mod load;
+pub mod read_only;
 mod schema;
 mod spans;
+pub mod template;
 mod validate;
 
 use std::collections::BTreeMap;
@@ -31,7 +39,7 @@ pub use load::{PlanDocument, PlanFileError, load, parse, parse_within};
 pub use schema::json_schema;
 pub use validate::Issue;
 
-pub use crate::store::Location;
+pub use crate::delta::store::{ConditionalPut, Location, Storage};
 
 /// A backfill: which part of which Delta table is rewritten, why, from what, and how it is checked.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -355,75 +363,6 @@ pub struct Record {
     /// on first use.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_table: Option<String>,
-}
-
-/// How bf reaches tables and files in object stores.
-///
-/// A plan is reviewed, saved and shown, so it holds no secret: credentials come from where each
-/// cloud keeps them (the environment, the AWS profile / SSO / instance chain, the Azure CLI or a
-/// managed identity, Google's application default credentials). Every setting here can also come
-/// from the environment variable named with it; a setting written here wins over the environment.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Storage {
-    /// S3: the buckets' region, e.g. `"eu-west-1"` (`AWS_REGION`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub region: Option<String>,
-    /// The store's endpoint, for stores other than the cloud's own: MinIO, Ceph, R2, a local server
-    /// (`AWS_ENDPOINT_URL`, `AZURE_STORAGE_ENDPOINT`, `GOOGLE_BASE_URL`), e.g. `"http://127.0.0.1:9000"`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub endpoint: Option<String>,
-    /// Allow an `http://` endpoint (`AWS_ALLOW_HTTP`, `AZURE_ALLOW_HTTP`, `GOOGLE_ALLOW_HTTP`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub allow_http: Option<bool>,
-    /// S3: address buckets as `bucket.endpoint` rather than `endpoint/bucket`
-    /// (`AWS_VIRTUAL_HOSTED_STYLE_REQUEST`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub virtual_hosted_style_request: Option<bool>,
-    /// S3: `"etag"` says the store refuses to create an object that exists (`If-None-Match`), as AWS
-    /// S3, MinIO and R2 do, so two writers committing the same version cannot both succeed
-    /// (`AWS_CONDITIONAL_PUT`). `"disabled"` turns it off, and deltalake cannot commit without it:
-    /// bf refuses to write then.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub conditional_put: Option<ConditionalPut>,
-    /// S3 without `conditional_put = "etag"`: `true` declares that nothing else writes these tables
-    /// while bf applies or rolls back, the only case in which commits to a store that may not honour
-    /// `If-None-Match` are safe. Without either, bf refuses to write to S3.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub s3_single_writer: bool,
-    /// Azure: the storage account, when the URI does not name it (`AZURE_STORAGE_ACCOUNT_NAME`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub account_name: Option<String>,
-    /// Azure: use the Azurite emulator on 127.0.0.1 (`AZURE_STORAGE_USE_EMULATOR`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub use_emulator: Option<bool>,
-    /// Send requests unsigned, for public buckets and emulators (`AWS_SKIP_SIGNATURE`,
-    /// `AZURE_SKIP_SIGNATURE`, `GOOGLE_SKIP_SIGNATURE`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub skip_signature: Option<bool>,
-    /// How many times a failed request is retried (deltalake's default: 10).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max_retries: Option<u32>,
-    /// How long a request is retried before bf gives up and stops, e.g. `"30s"` or `"3m"`
-    /// (deltalake's default: 3 minutes). A slice that gives up is not committed; `bf apply` resumes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub retry_timeout: Option<String>,
-}
-
-impl Storage {
-    fn is_default(&self) -> bool {
-        *self == Storage::default()
-    }
-}
-
-/// See [`Storage::conditional_put`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum ConditionalPut {
-    /// The store honours `If-None-Match: *` on create.
-    Etag,
-    /// No conditional put.
-    Disabled,
 }
 
 /// A whole number of days, written `"7 days"`.

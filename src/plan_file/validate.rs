@@ -2,8 +2,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use super::read_only;
+use super::template::{self, Placeholder};
 use super::{Check, PlanFile, WriteMode, quoted};
-use crate::source::{self, Placeholder, read_only};
 use crate::window::Cadence;
 
 /// The longest reason bf accepts: Delta table comments hold at most 4000 characters.
@@ -164,7 +165,7 @@ impl PlanFile {
                 issues
                     .add(key.clone(), "`slice` is reserved: checks read the rehearsed slice under that name");
             }
-            match source::placeholders(&input.path) {
+            match template::placeholders(&input.path) {
                 Err(error) => issues.add(format!("{key}.path"), error.to_string()),
                 Ok(found) if found.contains(&Placeholder::Date) && !one_day => issues.add_with_help(
                     format!("{key}.path"),
@@ -326,8 +327,10 @@ impl PlanFile {
         // one plan would read each other's container.
         let mut containers: BTreeMap<String, String> = BTreeMap::new();
         for (key, written) in &locations {
-            let Some(url) = crate::store::uri(written) else { continue };
-            if url.username().is_empty() || crate::store::Kind::of(&url) != Some(crate::store::Kind::Azure) {
+            let Some(url) = crate::delta::store::uri(written) else { continue };
+            if url.username().is_empty()
+                || crate::delta::store::Kind::of(&url) != Some(crate::delta::store::Kind::Azure)
+            {
                 continue;
             }
             let host = url.host_str().unwrap_or_default().to_owned();
@@ -347,13 +350,13 @@ impl PlanFile {
             }
         }
         for (key, written) in locations {
-            if let Some(problem) = crate::store::location_problem(written) {
+            if let Some(problem) = crate::delta::store::location_problem(written) {
                 issues.add_with_help(
                     key,
                     problem,
                     format!(
                         "give a path (relative to the plan file) or a URI: {}",
-                        crate::store::Kind::schemes()
+                        crate::delta::store::Kind::schemes()
                     ),
                 );
             }
@@ -397,7 +400,7 @@ impl PlanFile {
 }
 
 impl PlanFile {
-    /// What one file can say of its chain; what needs the other files is [`crate::chain`]'s.
+    /// What one file can say of its chain; what needs the other files is [`crate::plan_file::chain`]'s.
     fn check_downstream_and_notify(&self, issues: &mut Issues) {
         let mut seen = BTreeSet::new();
         for (i, downstream) in self.downstream.iter().enumerate() {

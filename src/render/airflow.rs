@@ -7,7 +7,7 @@
 
 use std::fmt::Write;
 
-use bf::plan::Plan;
+use bf::rehearse::plan::Plan;
 
 /// How the DAG retries a failed slice.
 pub struct Retries {
@@ -18,7 +18,7 @@ pub struct Retries {
 /// The DAG file for the saved plan at `saved` (an absolute path the workers can read).
 pub fn dag(plan: &Plan, saved: &str, retries: &Retries) -> String {
     let table = url::Url::parse(&plan.target.uri)
-        .map_or_else(|_| plan.target.uri.clone(), |u| bf::chain::table_name(&u));
+        .map_or_else(|_| plan.target.uri.clone(), |u| bf::plan_file::chain::table_name(&u));
     let dag_id: String = format!("bf_backfill_{table}_{}", plan.id)
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.') { c } else { '_' })

@@ -1,6 +1,6 @@
 //! A table's history as `bf history` prints it, like DESCRIBE HISTORY with bf's columns beside it.
 
-use bf::ledger::{Entry, Mark, RollbackStep};
+use bf::delta::ledger::{Entry, Mark, RollbackStep};
 
 /// The commits as a table, newest first: DESCRIBE HISTORY's columns and bf's.
 pub fn table(entries: &[Entry]) -> comfy_table::Table {

@@ -3,11 +3,11 @@
 
 use std::fmt::Write;
 
-use bf::diff::{BreakdownRow, Measures, SampleRow};
-use bf::plan::{Plan, SliceReport};
+use bf::rehearse::diff::{BreakdownRow, Measures, SampleRow};
+use bf::rehearse::plan::{Plan, SliceReport};
 use similar::{ChangeTag, TextDiff};
 
-use bf::markdown as md;
+use bf::notify::markdown as md;
 
 use super::{change, count, number, percent, signed, table};
 
@@ -140,7 +140,7 @@ fn chain_markdown(root: &Plan, detail: Detail) -> String {
 
 /// `orders_silver`: the last segment of a table's URI.
 fn table_name(uri: &str) -> String {
-    url::Url::parse(uri).map(|u| bf::chain::table_name(&u)).unwrap_or_else(|_| uri.to_owned())
+    url::Url::parse(uri).map(|u| bf::plan_file::chain::table_name(&u)).unwrap_or_else(|_| uri.to_owned())
 }
 
 /// What a detail level shows of a plan: which slices' rows, and which slices' changed rows.
@@ -356,7 +356,7 @@ fn text(plan: &Plan, detail: Detail) -> String {
             &metric_names,
         );
         if keyed {
-            let sum = |f: fn(&bf::diff::RowChanges) -> u64| {
+            let sum = |f: fn(&bf::rehearse::diff::RowChanges) -> u64| {
                 plan.slices.iter().filter_map(|s| s.changes.as_ref()).map(f).sum::<u64>()
             };
             row.push(format!("+{} / −{} / ~{}", sum(|c| c.added), sum(|c| c.removed), sum(|c| c.changed)));
@@ -450,8 +450,8 @@ fn text(plan: &Plan, detail: Detail) -> String {
 }
 
 /// Each check's results on every slice, in the order the plan declares them.
-fn checks_by_name(plan: &Plan) -> Vec<(&str, Vec<&bf::checks::CheckResult>)> {
-    let mut grouped: Vec<(&str, Vec<&bf::checks::CheckResult>)> = Vec::new();
+fn checks_by_name(plan: &Plan) -> Vec<(&str, Vec<&bf::rehearse::checks::CheckResult>)> {
+    let mut grouped: Vec<(&str, Vec<&bf::rehearse::checks::CheckResult>)> = Vec::new();
     for check in &plan.checks {
         match grouped.iter_mut().find(|(name, _)| *name == check.name) {
             Some((_, results)) => results.push(check),
@@ -806,7 +806,7 @@ fn left_out_cells(slices: &[&SliceReport], metrics: &[&String], keyed: bool) -> 
         cells.push(spread(pairs.collect()));
     }
     if keyed {
-        let sum = |f: fn(&bf::diff::RowChanges) -> u64| {
+        let sum = |f: fn(&bf::rehearse::diff::RowChanges) -> u64| {
             slices.iter().filter_map(|s| s.changes.as_ref()).map(f).sum::<u64>()
         };
         cells.push(format!("+{} / −{} / ~{}", sum(|c| c.added), sum(|c| c.removed), sum(|c| c.changed)));
@@ -850,5 +850,5 @@ fn spread(pairs: Vec<(Option<f64>, Option<f64>)>) -> String {
 }
 
 fn display(uri: &str) -> String {
-    url::Url::parse(uri).map(|u| bf::store::display_url(&u)).unwrap_or_else(|_| uri.to_owned())
+    url::Url::parse(uri).map(|u| bf::delta::store::display_url(&u)).unwrap_or_else(|_| uri.to_owned())
 }

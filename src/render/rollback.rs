@@ -74,6 +74,6 @@ pub fn report(report: &RollbackReport) -> String {
     )
 }
 
-fn versions(entries: &[bf::ledger::Entry]) -> Vec<u64> {
+fn versions(entries: &[bf::delta::ledger::Entry]) -> Vec<u64> {
     entries.iter().map(|e| e.version).collect()
 }

@@ -3,7 +3,7 @@
 use std::fmt::Write;
 
 use bf::apply::ApplyState;
-use bf::plan::Plan;
+use bf::rehearse::plan::Plan;
 
 use super::plan::summary;
 

@@ -28,11 +28,11 @@ use deltalake::datafusion::scalar::ScalarValue as Scalar;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
-use super::expand;
+use crate::delta::predicate::{slice_predicate, window_predicate};
+use crate::delta::store::{self, Found, Location, StoreError, Stores};
+use crate::delta::table::sql_type;
+use crate::plan_file::template::expand;
 use crate::plan_file::{Format, PlanDocument};
-use crate::predicate::{slice_predicate, window_predicate};
-use crate::store::{self, Found, Location, StoreError, Stores};
-use crate::table::sql_type;
 use crate::window::{Slice, Window};
 
 /// What the source produced for a slice, before anything is written.

@@ -2,11 +2,11 @@
 //!
 //! 1. Open the target at its latest version — the pre-version the plan is made against — and check
 //!    the date column and the slicing (parallel slices need a table partitioned by that column).
-//! 2. Shallow-clone it into the rehearsal table ([`crate::clone`]), localizing the window's files when the
+//! 2. Shallow-clone it into the rehearsal table ([`clone`]), localizing the window's files when the
 //!    table is not partitioned by the date column.
 //! 3. Run every slice through the [`SliceWriter`] that `bf apply` uses, into the rehearsal: source
 //!    query for the slice, one commit per slice.
-//! 4. Compare ([`crate::diff`]): per slice and over the window, rows and metrics before (target at
+//! 4. Compare ([`super::diff`]): per slice and over the window, rows and metrics before (target at
 //!    the pre-version) and after (rehearsal); rows added, removed and changed by key; the breakdown;
 //!    and everything outside the window, which must not have moved.
 //! 5. Run the checks on each rehearsed slice, the reconcile, and the guards.
@@ -22,20 +22,20 @@ use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
 use url::Url;
 
-use crate::chain::Chain;
-use crate::checks::{self, CheckResult};
-use crate::clone::{self, ShallowClone};
-use crate::diff::{Comparison, Measures, Side};
-use crate::plan::{
+use crate::delta::predicate::{slice_predicate, slice_predicate_sql, window_predicate};
+use crate::delta::store::{self, display_url};
+use crate::delta::table::{self, TableError};
+use crate::plan_file::chain::Chain;
+use crate::plan_file::{Metric, OutsideRows, PlanDocument, WriteMode};
+use crate::rehearse::checks::{self, CheckResult};
+use crate::rehearse::clone::{self, ShallowClone};
+use crate::rehearse::diff::{Comparison, Measures, Side};
+use crate::rehearse::plan::{
     self, BeforeAfter, InputFingerprint, OutsideWindow, PLAN_FORMAT, Plan, PlanFileRecord, PlanTimings,
     RehearsalRecord, SliceReport, TargetRecord,
 };
-use crate::plan_file::{Metric, OutsideRows, PlanDocument, WriteMode};
-use crate::predicate::{slice_predicate, slice_predicate_sql, window_predicate};
-use crate::slice_writer::SliceWriter;
+use crate::rehearse::slice_writer::SliceWriter;
 use crate::source::run::{DeltaInput, FolderListing, SliceSource, Source, SourceCounts};
-use crate::store::{self, display_url};
-use crate::table::{self, TableError};
 use crate::window::Window;
 
 /// Told about each step, so a terminal can show progress; the library prints nothing itself.
@@ -54,17 +54,17 @@ pub enum RehearsalError {
     #[error(transparent)]
     Table(#[from] TableError),
     #[error(transparent)]
-    Open(#[from] crate::store::OpenError),
+    Open(#[from] crate::delta::store::OpenError),
     #[error(transparent)]
     Clone(#[from] clone::CloneError),
     #[error(transparent)]
     Source(#[from] crate::source::run::SourceError),
     #[error(transparent)]
-    Write(#[from] crate::slice_writer::WriteError),
+    Write(#[from] crate::rehearse::slice_writer::WriteError),
     #[error("{0}")]
     Refused(String),
     #[error(transparent)]
-    Unsupported(#[from] crate::compat::Unsupported),
+    Unsupported(#[from] crate::delta::compat::Unsupported),
     #[error("{what}: {message}")]
     Query { what: String, message: String },
     #[error("downstream plan {plan}: {source}")]
@@ -133,266 +133,70 @@ pub async fn rehearse(
     let stores = document.stores();
     let mut timings = PlanTimings::default();
     let mut watch = Stopwatch::start();
-    let target_url = store::table_url(&document.resolve(&spec.target.table))?;
-    progress.step("opening the target");
-    let target = stores.open(&target_url, None).await?;
-    let pre_version = target.version().unwrap_or(0);
+    let target = open_target(document, &stores, progress).await?;
+    let pre_version = target.table.version().unwrap_or(0);
     let column = spec.target.date_column.as_str();
-    crate::compat::check_writable(&target).await?;
-    table::check_date_column(&target, column)?;
-    if let Some(log) = crate::change_log::location(document)? {
-        crate::change_log::check(&stores, &log).await?;
-    }
-    let partition_columns = table::partition_columns(&target);
-    let partitioned_by_date = partition_columns == [column];
-    if spec.slicing.parallel > 1 && !partitioned_by_date {
-        return Err(RehearsalError::Refused(format!(
-            "`slicing.parallel = {}` needs a table partitioned by `{column}`, and {} is {}: concurrent replaceWhere \
-             commits on it conflict (ConcurrentAppend) and all but one fail. Use `parallel = 1`, or partition the \
-             table by `{column}` so each slice replaces its own partitions.",
-            spec.slicing.parallel,
-            display_url(&target_url),
-            if partition_columns.is_empty() {
-                "not partitioned".to_owned()
-            } else {
-                format!("partitioned by {}", partition_columns.join(", "))
-            },
-        )));
-    }
-    if spec.slicing.parallel > 1 {
-        stores
-            .require_one_writer(&target_url, Some("`slicing.parallel` slices at once"))
-            .map_err(|e| RehearsalError::Refused(e.to_string()))?;
-    }
-    let rehearsal_url = rehearsal_url(document, &target_url)?;
-    // A rehearsal is replaced by every plan: it must be neither the target, nor inside it, nor
-    // hold it, nor a bucket's root.
-    if rehearsal_url.path_segments().is_none_or(|mut s| s.all(str::is_empty)) {
-        return Err(RehearsalError::Refused(format!(
-            "the rehearsal table {} is the root of a bucket: choose a folder of its own",
-            display_url(&rehearsal_url)
-        )));
-    }
-    if store::nested(&rehearsal_url, &target_url) {
-        return Err(RehearsalError::Refused(format!(
-            "the rehearsal table {} is the target table, or inside it, or holds it: choose a folder of its own",
-            display_url(&rehearsal_url)
-        )));
-    }
 
     timings.open += watch.lap();
     progress.step("cloning the target");
-    let mut clone = ShallowClone::new(&target, rehearsal_url.clone(), &stores);
-    if !partitioned_by_date {
-        // Merge slices are replaceWheres too (crate::slice_writer): the same files are rewritten.
+    let mut clone = ShallowClone::new(&target.table, target.rehearsal_url.clone(), &stores);
+    if !target.partitioned_by_date(column) {
+        // Merge slices are replaceWheres too (crate::rehearse::slice_writer): the same files are rewritten.
         clone = clone.with_localized_window(column, spec.window());
     }
-    let (mut rehearsal, clone_metrics) = clone.execute().await?;
+    let (rehearsal, clone_metrics) = clone.execute().await?;
     timings.clone += watch.lap();
 
-    let schema = table::arrow_schema(&target)?;
-    let writer = SliceWriter::for_plan(spec);
+    let schema = table::arrow_schema(&target.table)?;
+    let generated = crate::delta::row_rules::generated_columns(&target.table);
     let id = plan_id();
-    let generated = crate::row_rules::generated_columns(&target);
     let source = Source::new(document, schema.clone())
         .with_computed_columns(generated.iter().map(String::as_str))
         .with_redirects(redirects);
+    let run = SliceRun {
+        document,
+        stores: &stores,
+        target: &target,
+        writer: SliceWriter::for_plan(spec),
+        id: &id,
+        source: &source,
+        schema: schema.clone(),
+        localized: &clone_metrics.localized,
+        progress,
+    };
     let slices = spec.slices();
-    progress.slices(slices.len());
-    // Unreadable bounds only mean every slice is read by each query, as big ones are.
-    let bounds = table::RowBounds::read(&target, column).await.ok();
-    let shared_spec = Arc::new(spec.clone());
-    // Each slice is compared on a task of its own while the next one is written: deltalake's
-    // write of an unpartitioned slice keeps one core busy, the comparison the other. One slice's
-    // comparison at a time, so at most two slices are held in memory.
-    let mut comparing: Option<tokio::task::JoinHandle<Result<Compared, RehearsalError>>> = None;
-    let mut compared: Vec<Compared> = Vec::with_capacity(slices.len());
-    for slice in &slices {
-        watch.lap();
-        let (rows, counts) = source.for_slice_counted(slice).await?;
-        if let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) {
-            let what = format!("slice {} ({})", slice.index, slice.first);
-            let keys =
-                crate::diff::key_report(rows.rows.clone(), key, 5).await.map_err(query_error(&what))?;
-            let refused = |why: String| {
-                RehearsalError::Refused(format!(
-                    "slice {} ({}..{}): {why}",
-                    slice.index, slice.first, slice.last
-                ))
-            };
-            // A NULL key matches nothing: each rerun of the merge would add the row again.
-            if keys.null_rows > 0 {
-                return Err(refused(format!(
-                    "{} source rows have a NULL in the key ({}), and a merge matches rows by key",
-                    keys.null_rows,
-                    key.join(", ")
-                )));
-            }
-            // A merge takes one source row per key; two would leave the slice's result to chance.
-            if keys.repeated > 0 {
-                return Err(refused(format!(
-                    "the source has several rows for {} key(s), and a merge needs one row per key: {}",
-                    keys.repeated,
-                    keys.samples.join("; ")
-                )));
-            }
-        }
-        timings.source += watch.lap();
-        rehearsal =
-            writer.write(rehearsal, slice, &rows, crate::ledger::rehearsal_commit(&id, slice.index)).await?;
-        timings.write += watch.lap();
-        // What `bf apply` will publish: this commit's files, and the target's files it replaces.
-        let version = rehearsal.version().unwrap_or(0);
-        let publication =
-            crate::publish::record(&stores, &rehearsal, version, &target_url, &clone_metrics.localized)
-                .await
-                .map_err(|e| RehearsalError::Query {
-                    what: format!("slice {} ({})", slice.index, slice.first),
-                    message: format!("recording what publishing it takes: {e}"),
-                })?;
-        timings.record += watch.lap();
-        progress.slice_written(slice.index, &slice.first.to_string());
-        if let Some(previous) = comparing.take() {
-            compared.push(finished(previous).await?);
-        }
-        // The rehearsal at this slice's commit holds the slice's rows as its last version will:
-        // slices never share a day.
-        let before_rows = bounds.as_ref().and_then(|b| b.in_slice(slice));
-        let in_memory = before_rows.is_some_and(|before| before + counts.in_slice <= IN_MEMORY_ROWS);
-        let job = SliceComparison {
-            sides: (stores.clone(), target.clone(), rehearsal.clone(), schema.clone()),
-            spec: shared_spec.clone(),
-            slice: *slice,
-            rows,
-            counts,
-            publication,
-            in_memory,
-        };
-        comparing = Some(tokio::spawn(job.run()));
-        // Waiting for the comparison before is not a step of its own: the task times itself.
-        watch.lap();
-    }
-    if let Some(last) = comparing.take() {
-        compared.push(finished(last).await?);
-    }
+    let (rehearsal, compared) = run.write_slices(&slices, rehearsal, &mut timings, &mut watch).await?;
     watch.lap();
     progress.step("comparing before and after");
-    let comparison =
-        Comparison::new(&stores, &target, &rehearsal, schema).await.map_err(|e| RehearsalError::Query {
-            what: "registering the target and the rehearsal".into(),
-            message: e.to_string(),
-        })?;
-    let metrics = &spec.metrics;
-    let mut reports = Vec::with_capacity(slices.len());
-    let mut check_results: Vec<CheckResult> = Vec::new();
-    let mut merge_notes: Vec<String> = Vec::new();
-    let mut sources: Vec<(SliceSource, SourceCounts)> = Vec::with_capacity(slices.len());
-    for done in compared {
-        timings.compare += done.compare_ms;
-        timings.checks += done.checks_ms;
-        check_results.extend(done.checks);
-        merge_notes.extend(done.merge_note);
-        sources.push((done.rows, done.report.source));
-        reports.push(done.report);
-    }
+    let Gathered { reports, check_results, merge_notes, sources } = gather(compared, &mut timings);
 
     let window = spec.window();
-    let in_window = window_predicate(column, &window);
-    let date = Expr::Column(Column::new_unqualified(column));
-    let outside = not(in_window.clone()).or(date.is_null());
-    // The slices make up the window: where their measures add up, they are its totals.
-    let side = |pick: fn(&SliceReport) -> &Measures| reports.iter().map(pick).collect::<Vec<_>>();
-    let summed =
-        (Measures::sum_of(&side(|r| &r.before), metrics), Measures::sum_of(&side(|r| &r.after), metrics));
-    let total = match summed {
-        (Some(before), Some(after)) => BeforeAfter { before, after },
-        _ => BeforeAfter {
-            before: comparison
-                .measure(Side::Before, in_window.clone(), metrics)
-                .await
-                .map_err(query_error("the window"))?,
-            after: comparison
-                .measure(Side::After, in_window.clone(), metrics)
-                .await
-                .map_err(query_error("the window"))?,
-        },
-    };
-    let outside_window = compare_outside(&target, &rehearsal, &comparison, column, &window, outside, metrics)
-        .await
-        .map_err(query_error("outside the window"))?;
-    let breakdown = if spec.diff.by.is_empty() {
-        Vec::new()
-    } else {
-        comparison
-            .breakdown(in_window, spec.target.key.as_deref(), &spec.diff.by, metrics)
-            .await
-            .map_err(query_error("the [diff] by breakdown"))?
-    };
+    let (total, outside_window, breakdown) =
+        compare_window(spec, &stores, &target.table, &rehearsal, schema, &reports).await?;
     timings.compare += watch.lap();
     let guards = checks::run_guards(&spec.guards, &total.before, &total.after);
-    let mut warnings = retention_warnings(&target, spec.record.keep_undo_for.0)?;
-    if let Err(unsafe_commits) = stores.require_safe_commits(&target_url) {
-        warnings.push(format!("`bf apply` will refuse to write to {unsafe_commits}"));
-    }
-    warnings.extend(merge_notes);
-
-    let mut problems = Vec::new();
-    if !outside_window.unchanged {
-        problems.push("rows outside the window changed in the rehearsal".to_owned());
-    }
-    // Every slice runs the query; a NULL date shows in each, so the largest count is the number.
-    let null_dates = reports.iter().map(|s| s.source.null_date).max().unwrap_or(0);
-    if null_dates > 0 {
-        problems.push(format!(
-            "{null_dates} source rows have a NULL {column}: no slice would write them; fix the query or the input"
-        ));
-    }
-    if spec.source.outside_window == OutsideRows::Refuse
-        && let Some(worst) = reports.iter().max_by_key(|s| s.source.outside_window)
-        && worst.source.outside_window > 0
-    {
-        problems.push(format!(
-            "{} source rows of slice {}'s run fall outside the window {window}: no slice would write them; \
-             filter the query (e.g. WHERE {column} BETWEEN $start AND $end) or set source.outside_window = \"skip\"",
-            worst.source.outside_window, worst.index
-        ));
-    }
-    for check in check_results.iter().filter(|c| !c.passed) {
-        problems.push(format!("check `{}` failed on slice {}: {}", check.name, check.slice, check.detail));
-    }
-    for guard in guards.iter().filter(|g| !g.passed) {
-        problems.push(format!("guard {} failed: {}", guard.name, guard.detail));
-    }
+    let warnings = warnings(&stores, &target, spec, merge_notes)?;
+    let problems = problems(spec, &window, &reports, &outside_window, &check_results, &guards);
 
     Ok(Plan {
         format: PLAN_FORMAT,
         id,
         created_at: chrono::Utc::now(),
-        plan_file: PlanFileRecord {
-            // Absolute, so `bf apply` finds the file (and the inputs) from any directory.
-            path: document
-                .path
-                .canonicalize()
-                .unwrap_or_else(|_| document.path.clone())
-                .display()
-                .to_string(),
-            sha256: plan::sha256_hex(document.text.as_bytes()),
-            text: document.text.clone(),
-        },
+        plan_file: plan_file_record(document),
         reason: spec.reason.clone(),
         target: TargetRecord {
-            uri: target_url.to_string(),
+            uri: target.url.to_string(),
             table: spec.target.table.clone(),
             pre_version,
             date_column: column.to_owned(),
             key: spec.target.key.clone(),
-            partition_columns,
+            partition_columns: target.partition_columns,
         },
         window,
         every: spec.slicing.every.to_string(),
         mode: spec.write.mode,
         rehearsal: RehearsalRecord {
-            uri: rehearsal_url.to_string(),
+            uri: target.rehearsal_url.to_string(),
             version: rehearsal.version().unwrap_or(0),
             table_id: rehearsal.snapshot().ok().map(|s| s.metadata().id().to_owned()),
             clone: clone_metrics,
@@ -420,6 +224,345 @@ pub async fn rehearse(
     })
 }
 
+/// The slices compared, gathered in the plan's order, their times added to the plan's.
+struct Gathered {
+    reports: Vec<SliceReport>,
+    check_results: Vec<CheckResult>,
+    merge_notes: Vec<String>,
+    sources: Vec<(SliceSource, SourceCounts)>,
+}
+
+fn gather(compared: Vec<Compared>, timings: &mut PlanTimings) -> Gathered {
+    let mut gathered = Gathered {
+        reports: Vec::with_capacity(compared.len()),
+        check_results: Vec::new(),
+        merge_notes: Vec::new(),
+        sources: Vec::with_capacity(compared.len()),
+    };
+    for done in compared {
+        timings.compare += done.compare_ms;
+        timings.checks += done.checks_ms;
+        gathered.check_results.extend(done.checks);
+        gathered.merge_notes.extend(done.merge_note);
+        gathered.sources.push((done.rows, done.report.source));
+        gathered.reports.push(done.report);
+    }
+    gathered
+}
+
+/// The plan file as the saved plan pins it: its text and the sha256 the seal checks it by.
+fn plan_file_record(document: &PlanDocument) -> PlanFileRecord {
+    PlanFileRecord {
+        // Absolute, so `bf apply` finds the file (and the inputs) from any directory.
+        path: document.path.canonicalize().unwrap_or_else(|_| document.path.clone()).display().to_string(),
+        sha256: plan::sha256_hex(document.text.as_bytes()),
+        text: document.text.clone(),
+    }
+}
+
+/// What the reviewer should know that does not stop the apply: a retention shorter than the undo
+/// must stay possible, a store whose commits are not safe, what a merge did.
+fn warnings(
+    stores: &store::Stores,
+    target: &Target,
+    spec: &crate::plan_file::PlanFile,
+    merge_notes: Vec<String>,
+) -> Result<Vec<String>, RehearsalError> {
+    let mut warnings = retention_warnings(&target.table, spec.record.keep_undo_for.0)?;
+    if let Err(unsafe_commits) = stores.require_safe_commits(&target.url) {
+        warnings.push(format!("`bf apply` will refuse to write to {unsafe_commits}"));
+    }
+    warnings.extend(merge_notes);
+    Ok(warnings)
+}
+
+/// The target, opened and found writable, and where its rehearsal goes.
+struct Target {
+    url: Url,
+    table: DeltaTable,
+    partition_columns: Vec<String>,
+    rehearsal_url: Url,
+}
+
+impl Target {
+    fn partitioned_by_date(&self, column: &str) -> bool {
+        self.partition_columns == [column]
+    }
+}
+
+/// Step 1: open the target at its latest version and refuse what the rehearsal or the apply could
+/// not do: a table bf may not write, a date column that is not one, parallel slices on a table not
+/// partitioned by it, a log table bf may not append to, a rehearsal that would be the target.
+async fn open_target(
+    document: &PlanDocument,
+    stores: &store::Stores,
+    progress: &dyn Progress,
+) -> Result<Target, RehearsalError> {
+    let spec = &document.plan;
+    let target_url = store::table_url(&document.resolve(&spec.target.table))?;
+    progress.step("opening the target");
+    let target = stores.open(&target_url, None).await?;
+    let column = spec.target.date_column.as_str();
+    crate::delta::compat::check_writable(&target).await?;
+    table::check_date_column(&target, column)?;
+    if let Some(log) = document.log_table()? {
+        crate::delta::compat::check_log_table(stores, &log).await?;
+    }
+    let partition_columns = table::partition_columns(&target);
+    let partitioned_by_date = partition_columns == [column];
+    if spec.slicing.parallel > 1 && !partitioned_by_date {
+        return Err(RehearsalError::Refused(format!(
+            "`slicing.parallel = {}` needs a table partitioned by `{column}`, and {} is {}: concurrent replaceWhere \
+             commits on it conflict (ConcurrentAppend) and all but one fail. Use `parallel = 1`, or partition the \
+             table by `{column}` so each slice replaces its own partitions.",
+            spec.slicing.parallel,
+            display_url(&target_url),
+            if partition_columns.is_empty() {
+                "not partitioned".to_owned()
+            } else {
+                format!("partitioned by {}", partition_columns.join(", "))
+            },
+        )));
+    }
+    if spec.slicing.parallel > 1 {
+        stores
+            .require_one_writer(&target_url, Some("`slicing.parallel` slices at once"))
+            .map_err(|e| RehearsalError::Refused(e.to_string()))?;
+    }
+    let rehearsal_url = document.rehearsal_url(&target_url)?;
+    // A rehearsal is replaced by every plan: it must be neither the target, nor inside it, nor
+    // hold it, nor a bucket's root.
+    if rehearsal_url.path_segments().is_none_or(|mut s| s.all(str::is_empty)) {
+        return Err(RehearsalError::Refused(format!(
+            "the rehearsal table {} is the root of a bucket: choose a folder of its own",
+            display_url(&rehearsal_url)
+        )));
+    }
+    if store::nested(&rehearsal_url, &target_url) {
+        return Err(RehearsalError::Refused(format!(
+            "the rehearsal table {} is the target table, or inside it, or holds it: choose a folder of its own",
+            display_url(&rehearsal_url)
+        )));
+    }
+    Ok(Target { url: target_url, table: target, partition_columns, rehearsal_url })
+}
+
+/// What writing the slices into the rehearsal needs.
+struct SliceRun<'a, 's> {
+    document: &'a PlanDocument,
+    stores: &'a store::Stores,
+    target: &'a Target,
+    writer: SliceWriter,
+    id: &'a str,
+    source: &'a Source<'s>,
+    schema: deltalake::arrow::datatypes::SchemaRef,
+    localized: &'a BTreeMap<String, String>,
+    progress: &'a dyn Progress,
+}
+
+impl SliceRun<'_, '_> {
+    /// Step 3: each slice's source run, written into the rehearsal in one commit, recorded for
+    /// publishing, and compared with the target on a task of its own while the next one is written:
+    /// deltalake's write of an unpartitioned slice keeps one core busy, the comparison the other.
+    /// One slice's comparison at a time, so at most two slices are held in memory.
+    async fn write_slices(
+        &self,
+        slices: &[crate::window::Slice],
+        mut rehearsal: DeltaTable,
+        timings: &mut PlanTimings,
+        watch: &mut Stopwatch,
+    ) -> Result<(DeltaTable, Vec<Compared>), RehearsalError> {
+        let spec = &self.document.plan;
+        let column = spec.target.date_column.as_str();
+        self.progress.slices(slices.len());
+        // Unreadable bounds only mean every slice is read by each query, as big ones are.
+        let bounds = table::RowBounds::read(&self.target.table, column).await.ok();
+        let shared_spec = Arc::new(spec.clone());
+        let mut comparing: Option<tokio::task::JoinHandle<Result<Compared, RehearsalError>>> = None;
+        let mut compared: Vec<Compared> = Vec::with_capacity(slices.len());
+        for slice in slices {
+            watch.lap();
+            let (rows, counts) = self.source.for_slice_counted(slice).await?;
+            check_merge_keys(spec, slice, &rows).await?;
+            timings.source += watch.lap();
+            rehearsal = self
+                .writer
+                .write(rehearsal, slice, &rows, crate::delta::ledger::rehearsal_commit(self.id, slice.index))
+                .await?;
+            timings.write += watch.lap();
+            // What `bf apply` will publish: this commit's files, and the target's files it replaces.
+            let version = rehearsal.version().unwrap_or(0);
+            let publication = crate::delta::publish::record(
+                self.stores,
+                &rehearsal,
+                version,
+                &self.target.url,
+                self.localized,
+            )
+            .await
+            .map_err(|e| RehearsalError::Query {
+                what: format!("slice {} ({})", slice.index, slice.first),
+                message: format!("recording what publishing it takes: {e}"),
+            })?;
+            timings.record += watch.lap();
+            self.progress.slice_written(slice.index, &slice.first.to_string());
+            if let Some(previous) = comparing.take() {
+                compared.push(finished(previous).await?);
+            }
+            // The rehearsal at this slice's commit holds the slice's rows as its last version will:
+            // slices never share a day.
+            let before_rows = bounds.as_ref().and_then(|b| b.in_slice(slice));
+            let in_memory = before_rows.is_some_and(|before| before + counts.in_slice <= IN_MEMORY_ROWS);
+            let job = SliceComparison {
+                sides: (
+                    self.stores.clone(),
+                    self.target.table.clone(),
+                    rehearsal.clone(),
+                    self.schema.clone(),
+                ),
+                spec: shared_spec.clone(),
+                slice: *slice,
+                rows,
+                counts,
+                publication,
+                in_memory,
+            };
+            comparing = Some(tokio::spawn(job.run()));
+            // Waiting for the comparison before is not a step of its own: the task times itself.
+            watch.lap();
+        }
+        if let Some(last) = comparing.take() {
+            compared.push(finished(last).await?);
+        }
+        Ok((rehearsal, compared))
+    }
+}
+
+/// A merge slice's source must hold one row per key, none of them NULL.
+async fn check_merge_keys(
+    spec: &crate::plan_file::PlanFile,
+    slice: &crate::window::Slice,
+    rows: &SliceSource,
+) -> Result<(), RehearsalError> {
+    let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) else { return Ok(()) };
+    let what = format!("slice {} ({})", slice.index, slice.first);
+    let keys =
+        crate::rehearse::diff::key_report(rows.rows.clone(), key, 5).await.map_err(query_error(&what))?;
+    let refused = |why: String| {
+        RehearsalError::Refused(format!("slice {} ({}..{}): {why}", slice.index, slice.first, slice.last))
+    };
+    // A NULL key matches nothing: each rerun of the merge would add the row again.
+    if keys.null_rows > 0 {
+        return Err(refused(format!(
+            "{} source rows have a NULL in the key ({}), and a merge matches rows by key",
+            keys.null_rows,
+            key.join(", ")
+        )));
+    }
+    // A merge takes one source row per key; two would leave the slice's result to chance.
+    if keys.repeated > 0 {
+        return Err(refused(format!(
+            "the source has several rows for {} key(s), and a merge needs one row per key: {}",
+            keys.repeated,
+            keys.samples.join("; ")
+        )));
+    }
+    Ok(())
+}
+
+/// Step 4, over the window: its totals before and after, everything outside it (which must not
+/// have moved), and the `[diff] by` breakdown.
+async fn compare_window(
+    spec: &crate::plan_file::PlanFile,
+    stores: &store::Stores,
+    target: &DeltaTable,
+    rehearsal: &DeltaTable,
+    schema: deltalake::arrow::datatypes::SchemaRef,
+    reports: &[SliceReport],
+) -> Result<(BeforeAfter, OutsideWindow, Vec<crate::rehearse::diff::BreakdownRow>), RehearsalError> {
+    let comparison =
+        Comparison::new(stores, target, rehearsal, schema).await.map_err(|e| RehearsalError::Query {
+            what: "registering the target and the rehearsal".into(),
+            message: e.to_string(),
+        })?;
+    let metrics = &spec.metrics;
+    let column = spec.target.date_column.as_str();
+    let window = spec.window();
+    let in_window = window_predicate(column, &window);
+    let date = Expr::Column(Column::new_unqualified(column));
+    let outside = not(in_window.clone()).or(date.is_null());
+    // The slices make up the window: where their measures add up, they are its totals.
+    let side = |pick: fn(&SliceReport) -> &Measures| reports.iter().map(pick).collect::<Vec<_>>();
+    let summed =
+        (Measures::sum_of(&side(|r| &r.before), metrics), Measures::sum_of(&side(|r| &r.after), metrics));
+    let total = match summed {
+        (Some(before), Some(after)) => BeforeAfter { before, after },
+        _ => BeforeAfter {
+            before: comparison
+                .measure(Side::Before, in_window.clone(), metrics)
+                .await
+                .map_err(query_error("the window"))?,
+            after: comparison
+                .measure(Side::After, in_window.clone(), metrics)
+                .await
+                .map_err(query_error("the window"))?,
+        },
+    };
+    let outside_window = compare_outside(target, rehearsal, &comparison, column, &window, outside, metrics)
+        .await
+        .map_err(query_error("outside the window"))?;
+    let breakdown = if spec.diff.by.is_empty() {
+        Vec::new()
+    } else {
+        comparison
+            .breakdown(in_window, spec.target.key.as_deref(), &spec.diff.by, metrics)
+            .await
+            .map_err(query_error("the [diff] by breakdown"))?
+    };
+    Ok((total, outside_window, breakdown))
+}
+
+/// Step 6: what stops `bf apply`: rows outside the window moved, source rows no slice writes, a
+/// failed check or guard.
+fn problems(
+    spec: &crate::plan_file::PlanFile,
+    window: &Window,
+    reports: &[SliceReport],
+    outside_window: &OutsideWindow,
+    check_results: &[CheckResult],
+    guards: &[crate::rehearse::checks::GuardResult],
+) -> Vec<String> {
+    let column = spec.target.date_column.as_str();
+    let mut problems = Vec::new();
+    if !outside_window.unchanged {
+        problems.push("rows outside the window changed in the rehearsal".to_owned());
+    }
+    // Every slice runs the query; a NULL date shows in each, so the largest count is the number.
+    let null_dates = reports.iter().map(|s| s.source.null_date).max().unwrap_or(0);
+    if null_dates > 0 {
+        problems.push(format!(
+            "{null_dates} source rows have a NULL {column}: no slice would write them; fix the query or the input"
+        ));
+    }
+    if spec.source.outside_window == OutsideRows::Refuse
+        && let Some(worst) = reports.iter().max_by_key(|s| s.source.outside_window)
+        && worst.source.outside_window > 0
+    {
+        problems.push(format!(
+            "{} source rows of slice {}'s run fall outside the window {window}: no slice would write them; \
+             filter the query (e.g. WHERE {column} BETWEEN $start AND $end) or set source.outside_window = \"skip\"",
+            worst.source.outside_window, worst.index
+        ));
+    }
+    for check in check_results.iter().filter(|c| !c.passed) {
+        problems.push(format!("check `{}` failed on slice {}: {}", check.name, check.slice, check.detail));
+    }
+    for guard in guards.iter().filter(|g| !g.passed) {
+        problems.push(format!("guard {} failed: {}", guard.name, guard.detail));
+    }
+    problems
+}
+
 /// One rehearsed slice to compare with the target: its measures, row changes, checks and reconcile.
 /// It owns what it needs, so it runs on a task of its own beside the next slice's write.
 struct SliceComparison {
@@ -430,7 +573,7 @@ struct SliceComparison {
     slice: crate::window::Slice,
     rows: SliceSource,
     counts: SourceCounts,
-    publication: crate::publish::Publication,
+    publication: crate::delta::publish::Publication,
     /// Whether both sides of the slice are small enough to be read once, into memory.
     in_memory: bool,
 }
@@ -566,33 +709,6 @@ fn retention_warnings(target: &deltalake::DeltaTable, keep_days: u32) -> Result<
         .collect())
 }
 
-/// The rehearsal's location: the plan's `[rehearsal] table`, or `<table>__rehearsal` beside the
-/// target, in the same folder or bucket (a server-side copy needs both in one bucket).
-pub fn rehearsal_url(document: &PlanDocument, target: &Url) -> Result<Url, crate::store::OpenError> {
-    if let Some(written) = &document.plan.rehearsal.table {
-        return store::table_url(&document.resolve(written));
-    }
-    let name = target.path_segments().and_then(|mut s| s.rfind(|s| !s.is_empty())).map(|encoded| {
-        // Decoded, as `push` encodes it again: `orders by région`, not `orders%20by%20r%C3%A9gion`.
-        percent_encoding::percent_decode_str(encoded).decode_utf8_lossy().into_owned()
-    });
-    let Some(name) = name else {
-        return Err(crate::store::OpenError::Missing {
-            location: format!(
-                "{target} is a bucket's root: set [rehearsal] table to a folder for the rehearsal"
-            ),
-        });
-    };
-    let mut url = target.clone();
-    url.path_segments_mut()
-        .expect("a table URL has a path")
-        .pop_if_empty()
-        .pop()
-        .push(&format!("{name}__rehearsal"))
-        .push("");
-    Ok(url)
-}
-
 /// Rows outside the window, compared where they can differ. A file the rehearsal shares with the
 /// target is the same file (the clone references it, deletion vector included), so only the
 /// files the slices replaced and the files they wrote are read: a one-month plan on a three-year
@@ -700,8 +816,11 @@ async fn live_files(table: &DeltaTable) -> Result<LiveFiles, DeltaTableError> {
 async fn missing_keys(rows: &SliceSource, key: &[String]) -> deltalake::datafusion::error::Result<u64> {
     rows.ctx.deregister_table("__bf_source")?;
     rows.ctx.register_table("__bf_source", rows.rows.clone().into_view())?;
-    let on =
-        key.iter().map(|k| format!("t.{0} = s.{0}", crate::diff::ident(k))).collect::<Vec<_>>().join(" AND ");
+    let on = key
+        .iter()
+        .map(|k| format!("t.{0} = s.{0}", crate::rehearse::diff::ident(k)))
+        .collect::<Vec<_>>()
+        .join(" AND ");
     let sql =
         format!("SELECT COUNT(*) FROM __bf_source s WHERE NOT EXISTS (SELECT 1 FROM slice t WHERE {on})");
     let batches = rows.ctx.sql(&sql).await?.collect().await?;

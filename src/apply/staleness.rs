@@ -24,8 +24,8 @@ use deltalake::{DeltaTable, DeltaTableError};
 use serde_json::Value;
 use tokio::sync::Mutex;
 
-use crate::ledger::{self, Logged};
-use crate::table::FileDates;
+use crate::delta::ledger::{self, Logged};
+use crate::delta::table::FileDates;
 use crate::window::Slice;
 
 /// What one commit did to the table, as far as a slice cares.
@@ -187,7 +187,7 @@ impl Watch {
         Watch {
             plan_id: plan_id.to_owned(),
             plan_version,
-            column: crate::table::physical_name(table, date_column),
+            column: crate::delta::table::physical_name(table, date_column),
             seen: Mutex::new(Seen { through: plan_version, ..Seen::default() }),
         }
     }
@@ -279,9 +279,9 @@ async fn files_at(
 /// an earlier slice's rehearsal wrote (slices sharing the files of a table not partitioned by the
 /// date) can only land after it. Keyed by slice number; only slices with predecessors appear.
 pub fn predecessors<'p>(
-    publications: impl IntoIterator<Item = (usize, &'p crate::publish::Publication)>,
+    publications: impl IntoIterator<Item = (usize, &'p crate::delta::publish::Publication)>,
 ) -> BTreeMap<usize, Vec<usize>> {
-    let publications: Vec<(usize, &crate::publish::Publication)> = publications.into_iter().collect();
+    let publications: Vec<(usize, &crate::delta::publish::Publication)> = publications.into_iter().collect();
     let written_by: HashMap<&str, usize> = publications
         .iter()
         .flat_map(|(index, p)| p.adds.iter().map(move |f| (f.path.as_str(), *index)))

@@ -13,7 +13,7 @@ use deltalake::DeltaTable;
 use deltalake::arrow::datatypes::DataType;
 use futures::TryStreamExt;
 
-use crate::row_rules::RowRules;
+use crate::delta::row_rules::RowRules;
 
 /// A writer feature bf honours, and the test that proves it on real tables through the real binary
 /// (docs/RELIABILITY.md says what each proves). The gate allows exactly these.
@@ -131,11 +131,31 @@ pub async fn check_appendable(table: &DeltaTable) -> Result<(), Unsupported> {
     check(table, WriteKind::Append).await
 }
 
+/// Refuses a change log table bf may not append to (the writer gate); one that does not exist yet
+/// is created when apply records the first row.
+pub async fn check_log_table(
+    stores: &crate::delta::store::Stores,
+    url: &url::Url,
+) -> Result<(), Unsupported> {
+    match stores.open(url, None).await {
+        Ok(table) => check_appendable(&table).await,
+        Err(
+            crate::delta::store::OpenError::NotATable { .. } | crate::delta::store::OpenError::Missing { .. },
+        ) => Ok(()),
+        Err(other) => Err(Unsupported::Unreadable {
+            table: crate::delta::store::display_url(url),
+            what: "log",
+            detail: other.to_string(),
+        }),
+    }
+}
+
 async fn check(table: &DeltaTable, write: WriteKind) -> Result<(), Unsupported> {
-    let name = crate::store::display_url(table.table_url());
+    let name = crate::delta::store::display_url(table.table_url());
     let unreadable = |what, detail: String| Unsupported::Unreadable { table: name.clone(), what, detail };
     let snapshot = table.snapshot().map_err(|e| unreadable("snapshot", e.to_string()))?;
-    let protocol = crate::table::WriterProtocol::of(snapshot).map_err(|e| unreadable("protocol", e))?;
+    let protocol =
+        crate::delta::table::WriterProtocol::of(snapshot).map_err(|e| unreadable("protocol", e))?;
     let unsupported: Vec<String> = protocol.required().into_iter().filter(|f| !honours(f)).collect();
     let append_only = snapshot
         .metadata()

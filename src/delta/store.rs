@@ -21,9 +21,9 @@ use futures::{StreamExt, TryStreamExt};
 use object_store::ObjectStoreExt;
 use object_store::path::Path as Key;
 use path_clean::PathClean;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use url::Url;
-
-use crate::plan_file::{ConditionalPut, Storage};
 
 /// The kinds of store bf reaches, each with the URL schemes that name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -866,6 +866,75 @@ fn place_local(source: &Path, destination: &Path) -> std::io::Result<Placed> {
     placed
 }
 
+/// How bf reaches tables and files in object stores.
+///
+/// A plan is reviewed, saved and shown, so it holds no secret: credentials come from where each
+/// cloud keeps them (the environment, the AWS profile / SSO / instance chain, the Azure CLI or a
+/// managed identity, Google's application default credentials). Every setting here can also come
+/// from the environment variable named with it; a setting written here wins over the environment.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Storage {
+    /// S3: the buckets' region, e.g. `"eu-west-1"` (`AWS_REGION`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub region: Option<String>,
+    /// The store's endpoint, for stores other than the cloud's own: MinIO, Ceph, R2, a local server
+    /// (`AWS_ENDPOINT_URL`, `AZURE_STORAGE_ENDPOINT`, `GOOGLE_BASE_URL`), e.g. `"http://127.0.0.1:9000"`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// Allow an `http://` endpoint (`AWS_ALLOW_HTTP`, `AZURE_ALLOW_HTTP`, `GOOGLE_ALLOW_HTTP`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allow_http: Option<bool>,
+    /// S3: address buckets as `bucket.endpoint` rather than `endpoint/bucket`
+    /// (`AWS_VIRTUAL_HOSTED_STYLE_REQUEST`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtual_hosted_style_request: Option<bool>,
+    /// S3: `"etag"` says the store refuses to create an object that exists (`If-None-Match`), as AWS
+    /// S3, MinIO and R2 do, so two writers committing the same version cannot both succeed
+    /// (`AWS_CONDITIONAL_PUT`). `"disabled"` turns it off, and deltalake cannot commit without it:
+    /// bf refuses to write then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditional_put: Option<ConditionalPut>,
+    /// S3 without `conditional_put = "etag"`: `true` declares that nothing else writes these tables
+    /// while bf applies or rolls back, the only case in which commits to a store that may not honour
+    /// `If-None-Match` are safe. Without either, bf refuses to write to S3.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub s3_single_writer: bool,
+    /// Azure: the storage account, when the URI does not name it (`AZURE_STORAGE_ACCOUNT_NAME`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub account_name: Option<String>,
+    /// Azure: use the Azurite emulator on 127.0.0.1 (`AZURE_STORAGE_USE_EMULATOR`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub use_emulator: Option<bool>,
+    /// Send requests unsigned, for public buckets and emulators (`AWS_SKIP_SIGNATURE`,
+    /// `AZURE_SKIP_SIGNATURE`, `GOOGLE_SKIP_SIGNATURE`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skip_signature: Option<bool>,
+    /// How many times a failed request is retried (deltalake's default: 10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// How long a request is retried before bf gives up and stops, e.g. `"30s"` or `"3m"`
+    /// (deltalake's default: 3 minutes). A slice that gives up is not committed; `bf apply` resumes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_timeout: Option<String>,
+}
+
+impl Storage {
+    pub(crate) fn is_default(&self) -> bool {
+        *self == Storage::default()
+    }
+}
+
+/// See [`Storage::conditional_put`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum ConditionalPut {
+    /// The store honours `If-None-Match: *` on create.
+    Etag,
+    /// No conditional put.
+    Disabled,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -919,7 +988,7 @@ mod tests {
         }
         let etag = Stores::new(&Storage {
             s3_single_writer: true,
-            conditional_put: Some(crate::plan_file::ConditionalPut::Etag),
+            conditional_put: Some(ConditionalPut::Etag),
             ..Storage::default()
         });
         assert!(etag.require_one_writer(&s3, Some("tasks")).is_ok(), "conditional put makes races safe");

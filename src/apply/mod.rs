@@ -1,3 +1,8 @@
+//! Stage: apply. In: a saved plan ([`crate::rehearse::plan::Plan`]) and the real table. Out: the
+//! rehearsed slices committed to it, one recorded commit each, a change log row, an
+//! [`ApplyReport`]. It may use every stage below it, rollback included (a [`cascade`] rolls a chain
+//! back when one of its tables fails); nothing below uses it.
+//!
 //! Applying a saved plan to the real table: exactly once per slice, resumable, recorded.
 //!
 //! 1. Refuse a stale plan ([`check_stale`]): the plan file edited since `bf plan`, an input file
@@ -8,7 +13,7 @@
 //!    is counted again: a slice whose rows differ from the rehearsal's stops every resume, retry and
 //!    finish ([`ApplyError::Unverified`]).
 //! 3. Refuse, naming them, the pending slices another writer's commits since the plan touch
-//!    ([`Watch`], the rule in [`crate::staleness`]), and published slices whose files' predecessors
+//!    ([`Watch`], the rule in [`crate::apply::staleness`]), and published slices whose files' predecessors
 //!    are not committed. Commits that touch no pending slice never block.
 //! 4. For each remaining slice, in the plan's order (N at a time with `parallel = N`, which `bf plan`
 //!    only allows on tables partitioned by the date column): check again that no commit touches it,
@@ -30,17 +35,20 @@ use deltalake::{DeltaTable, DeltaTableError};
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
-use crate::change_log;
+pub mod cascade;
+pub mod change_log;
+pub mod staleness;
+
+use crate::apply::staleness::{Overtaken, Watch};
+use crate::delta::ledger::{self, Backfill, Entry};
+use crate::delta::publish::Publisher;
+use crate::delta::store::{StoreError, Stores, display_url};
+use crate::delta::table;
 use crate::fault::{fault, pause_after_check, pause_before};
-use crate::ledger::{self, Backfill, Entry};
-use crate::plan::{self, Plan};
 use crate::plan_file;
-use crate::publish::Publisher;
-use crate::slice_writer::SliceWriter;
+use crate::rehearse::plan::{self, Plan};
+use crate::rehearse::slice_writer::SliceWriter;
 use crate::source::run::{DeltaInput, FolderListing, Source};
-use crate::staleness::{Overtaken, Watch};
-use crate::store::{StoreError, Stores, display_url};
-use crate::table;
 use crate::window::Slice;
 
 #[derive(Debug, thiserror::Error)]
@@ -50,15 +58,15 @@ pub enum ApplyError {
     #[error(transparent)]
     Table(#[from] table::TableError),
     #[error(transparent)]
-    Open(#[from] crate::store::OpenError),
+    Open(#[from] crate::delta::store::OpenError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
-    UnsafeCommits(#[from] crate::store::UnsafeCommits),
+    UnsafeCommits(#[from] crate::delta::store::UnsafeCommits),
     #[error(transparent)]
     Source(#[from] crate::source::run::SourceError),
     #[error(transparent)]
-    Write(#[from] crate::slice_writer::WriteError),
+    Write(#[from] crate::rehearse::slice_writer::WriteError),
     #[error(
         "slice {slice} ({first}): the table holds {found} rows of it after the commit, but the rehearsal held {expected}"
     )]
@@ -108,7 +116,7 @@ pub enum ApplyError {
     #[error("{0}")]
     Delta(String),
     #[error(transparent)]
-    Unsupported(#[from] crate::compat::Unsupported),
+    Unsupported(#[from] crate::delta::compat::Unsupported),
     #[error(transparent)]
     Ledger(#[from] ledger::LedgerError),
 }
@@ -312,13 +320,13 @@ impl<'a> Apply<'a> {
             tokio::spawn(async move { plan::fingerprint_all(&stores, &files).await })
         };
         let target = stores.open(&url, None).await?;
-        crate::compat::check_writable(&target).await?;
+        crate::delta::compat::check_writable(&target).await?;
         // The change log is written after the last slice: a log table bf may not write is refused
         // before the first.
-        let log_url = change_log::location(&document)?;
+        let log_url = document.log_table()?;
         if let Some(log_url) = &log_url {
             stores.require_safe_commits(log_url)?;
-            change_log::check(&stores, log_url).await?;
+            crate::delta::compat::check_log_table(&stores, log_url).await?;
         }
         let since = ledger::commits_after(&target, plan.target.pre_version).await?;
         let inputs_now =
@@ -390,7 +398,7 @@ impl<'a> Apply<'a> {
         if preflight.recompute {
             return Ok(());
         }
-        let waits = crate::staleness::predecessors(
+        let waits = crate::apply::staleness::predecessors(
             self.plan.slices.iter().filter_map(|r| Some((r.index, r.publication.as_ref()?))),
         );
         let running: BTreeSet<usize> = pending.iter().map(|s| s.index).collect();
@@ -422,7 +430,7 @@ impl<'a> Apply<'a> {
         let schema = table::arrow_schema(&preflight.target)?;
         let spec = &preflight.document.plan;
         let writer = SliceWriter::for_plan(spec);
-        let generated = crate::row_rules::generated_columns(&preflight.target);
+        let generated = crate::delta::row_rules::generated_columns(&preflight.target);
         let source = Source::new(&preflight.document, schema)
             .with_computed_columns(generated.iter().map(String::as_str))
             .with_delta_inputs(&plan.delta_inputs);
@@ -741,7 +749,7 @@ impl Preflight {
 }
 
 impl SliceRun<'_> {
-    fn rehearsed(&self, slice: &Slice) -> Result<&crate::plan::SliceReport, ApplyError> {
+    fn rehearsed(&self, slice: &Slice) -> Result<&crate::rehearse::plan::SliceReport, ApplyError> {
         self.plan.slices.iter().find(|r| r.index == slice.index).ok_or_else(|| {
             ApplyError::Stale(format!("the saved plan has no rehearsal of slice {}", slice.index))
         })
@@ -859,7 +867,7 @@ impl SliceRun<'_> {
     async fn write(
         &self,
         slice: &Slice,
-        rehearsed: &crate::plan::SliceReport,
+        rehearsed: &crate::rehearse::plan::SliceReport,
         table: DeltaTable,
         no_retries: bool,
     ) -> Result<(Result<DeltaTable, Failed>, u64), ApplyError> {
@@ -881,8 +889,8 @@ impl SliceRun<'_> {
                     publisher.publish(table, slice, publication, rehearsed.predicate.clone(), commit).await;
                 let written = published.map_err(|error| match error {
                     // A commit that failed reads as a write's does: a conflict is named the same way.
-                    crate::publish::PublishError::Delta(error) => {
-                        Failed::Write(crate::slice_writer::WriteError {
+                    crate::delta::publish::PublishError::Delta(error) => {
+                        Failed::Write(crate::rehearse::slice_writer::WriteError {
                             slice: slice.index,
                             first: slice.first.to_string(),
                             last: slice.last.to_string(),
@@ -918,7 +926,7 @@ impl SliceRun<'_> {
 const RACE_ATTEMPTS: usize = 16;
 
 /// Whether a commit tried without retries failed because another landed first.
-fn lost_race(error: &crate::slice_writer::WriteError) -> bool {
+fn lost_race(error: &crate::rehearse::slice_writer::WriteError) -> bool {
     matches!(
         error.source.as_ref(),
         DeltaTableError::Transaction {
@@ -930,7 +938,7 @@ fn lost_race(error: &crate::slice_writer::WriteError) -> bool {
 /// Why a slice's write did not land: deltalake refused the commit, publishing stopped before it, or
 /// another process had committed the slice.
 enum Failed {
-    Write(crate::slice_writer::WriteError),
+    Write(crate::rehearse::slice_writer::WriteError),
     Other(ApplyError),
     Done(DeltaTable),
 }
@@ -971,7 +979,7 @@ async fn publisher<'s>(
     plan: &Plan,
     pending: impl Iterator<Item = usize>,
 ) -> Result<Publisher<'s>, String> {
-    let publications: Vec<&crate::publish::Publication> = pending
+    let publications: Vec<&crate::delta::publish::Publication> = pending
         .map(|index| {
             plan.slices.iter().find(|r| r.index == index).and_then(|r| r.publication.as_ref()).ok_or_else(
                 || {
@@ -1084,7 +1092,8 @@ pub fn check_stale(plan: &Plan, since: &[Entry], now: &Now) -> Result<(), ApplyE
             reasons.push(format!(
                 "input `{}`'s folder {} changed since `bf plan`: {} added {:?}, {} removed {:?}",
                 folder.input,
-                crate::store::uri(&folder.location).map_or(folder.location.clone(), |u| display_url(&u)),
+                crate::delta::store::uri(&folder.location)
+                    .map_or(folder.location.clone(), |u| display_url(&u)),
                 added.len(),
                 added,
                 removed.len(),
@@ -1149,7 +1158,7 @@ pub fn comment_text(template: &str, backfill: &Backfill, today: chrono::NaiveDat
 /// Turns a write that lost a commit race into an error naming the commits it lost to.
 async fn conflict_or(
     stores: &Stores,
-    error: crate::slice_writer::WriteError,
+    error: crate::rehearse::slice_writer::WriteError,
     slice: &Slice,
     url: &url::Url,
     read_version: u64,

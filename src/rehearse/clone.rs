@@ -29,7 +29,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use url::Url;
 
-use crate::store::{self, StoreError, Stores, display_url};
+use crate::delta::store::{self, StoreError, Stores, display_url};
 use crate::window::Window;
 
 /// The folder of a clone that holds the files copied in from the source.
@@ -121,7 +121,7 @@ impl<'a> ShallowClone<'a> {
         let mut actions = vec![Action::Protocol(protocol.clone()), Action::Metadata(metadata.clone())];
         // The log keys partition values and statistics by the column's physical name.
         let physical = match &self.localize {
-            Localize::Window(column, _) => crate::table::physical_name(self.source, column),
+            Localize::Window(column, _) => crate::delta::table::physical_name(self.source, column),
             Localize::Nothing => String::new(),
         };
         for file in &files {
@@ -180,7 +180,7 @@ impl<'a> ShallowClone<'a> {
             ])),
             ..CommitInfo::default()
         }));
-        let app_metadata = crate::ledger::clone_metadata(source_root.as_str(), source_version);
+        let app_metadata = crate::delta::ledger::clone_metadata(source_root.as_str(), source_version);
         let operation = DeltaOperation::Create {
             mode: SaveMode::ErrorIfExists,
             location: self.destination.clone(),
@@ -242,7 +242,7 @@ pub async fn is_rehearsal(stores: &Stores, url: &Url) -> bool {
     String::from_utf8_lossy(&bytes)
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .any(|action| action.get("commitInfo").is_some_and(crate::ledger::is_clone_commit))
+        .any(|action| action.get("commitInfo").is_some_and(crate::delta::ledger::is_clone_commit))
 }
 
 /// Removes the previous rehearsal at `destination`, and refuses to touch anything else there.
@@ -269,7 +269,8 @@ pub(crate) fn overlaps(
     partition_values: &HashMap<String, Option<String>>,
     stats: Option<&str>,
 ) -> bool {
-    crate::table::FileDates::read(partition_values, stats, column).may_overlap(window.start, window.end)
+    crate::delta::table::FileDates::read(partition_values, stats, column)
+        .may_overlap(window.start, window.end)
 }
 
 #[cfg(test)]

@@ -10,11 +10,11 @@
 use url::Url;
 
 use crate::apply::{Apply, ApplyError, ApplyProgress, ApplyReport};
+use crate::delta::ledger::{self, Cascade};
+use crate::delta::store::Stores;
 use crate::fault::{fault, in_table};
-use crate::ledger::{self, Cascade};
-use crate::plan::Plan;
+use crate::rehearse::plan::Plan;
 use crate::rollback::{self, RollbackError, RollbackPlan, RollbackReport};
-use crate::store::Stores;
 
 /// Applies a saved plan and the plans downstream of it.
 pub struct ChainApply<'a> {
@@ -261,5 +261,5 @@ pub fn refusal(undo: &[RollbackPlan]) -> String {
 }
 
 fn name(uri: &str) -> String {
-    Url::parse(uri).map(|u| crate::chain::table_name(&u)).unwrap_or_else(|_| uri.to_owned())
+    Url::parse(uri).map(|u| crate::plan_file::chain::table_name(&u)).unwrap_or_else(|_| uri.to_owned())
 }

@@ -9,16 +9,16 @@
 //! what the upstream rewrites.
 //!
 //! The rehearsal redirects a downstream's Delta inputs that read an upstream table to that table's
-//! rehearsal ([`crate::rehearsal::rehearse_chain`]); apply, rollback and the notice follow the same
+//! rehearsal ([`crate::rehearse::rehearsal::rehearse_chain`]); apply, rollback and the notice follow the same
 //! chain through the ledger's `bf.cascade` keys.
 
 use std::path::{Path, PathBuf};
 
 use url::Url;
 
-use crate::confine::{Policy, Scope};
+use crate::delta::store::{self, Location};
+use crate::plan_file::confine::{Policy, Scope};
 use crate::plan_file::{self, Format, Issue, PlanDocument, PlanFile, PlanFileError};
-use crate::store::{self, Location};
 
 /// A plan and its downstream plans.
 #[derive(Debug, Clone)]

@@ -1,3 +1,7 @@
+//! Stage: notify, the top of the library. In: a plan and the report of its apply or rollback. Out: a
+//! notice — a webhook POST and a markdown file — whose text from plans and data went through
+//! [`markdown`], the one escaper.
+//!
 //! Telling the people who read the tables: one notice per chain, after an apply and after a rollback.
 //!
 //! Correct data nobody knows about still causes confusion: finance quoted March's revenue, and it
@@ -8,6 +12,8 @@
 //! never printed, saved or put in an error. A notice that cannot be delivered is a loud warning
 //! with its text, never a reason to undo data that landed.
 
+pub mod markdown;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -15,9 +21,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::apply::ApplyReport;
-use crate::markdown;
-use crate::plan::Plan;
 use crate::plan_file::Notify;
+use crate::rehearse::plan::Plan;
 use crate::rollback::RollbackReport;
 
 /// How long a webhook may take to answer before the notice counts as not delivered.
@@ -254,7 +259,7 @@ impl Delivery {
 pub async fn send(
     spec: &Notify,
     plan_dir: &Path,
-    root: &crate::confine::Root,
+    root: &crate::plan_file::confine::Root,
     notice: &Notice,
 ) -> Vec<Delivery> {
     let mut deliveries = Vec::new();
@@ -331,9 +336,9 @@ fn number(value: f64) -> String {
 }
 
 fn table_name(uri: &str) -> String {
-    url::Url::parse(uri).map(|u| crate::chain::table_name(&u)).unwrap_or_else(|_| uri.to_owned())
+    url::Url::parse(uri).map(|u| crate::plan_file::chain::table_name(&u)).unwrap_or_else(|_| uri.to_owned())
 }
 
 fn display(uri: &str) -> String {
-    url::Url::parse(uri).map(|u| crate::store::display_url(&u)).unwrap_or_else(|_| uri.to_owned())
+    url::Url::parse(uri).map(|u| crate::delta::store::display_url(&u)).unwrap_or_else(|_| uri.to_owned())
 }

@@ -20,9 +20,9 @@ use deltalake::protocol::SaveMode;
 use deltalake::{DeltaTable, DeltaTableError};
 use url::Url;
 
-use crate::store::Stores;
+use crate::delta::store::Stores;
 
-use crate::plan::Plan;
+use crate::rehearse::plan::Plan;
 
 /// One finished backfill.
 #[derive(Debug, Clone, PartialEq)]
@@ -36,43 +36,18 @@ pub struct LogRow {
     pub user: String,
 }
 
-/// The plan's `[record] log_table`, if it names one.
-pub fn location(document: &crate::plan_file::PlanDocument) -> Result<Option<Url>, crate::store::OpenError> {
-    document
-        .plan
-        .record
-        .log_table
-        .as_ref()
-        .map(|written| crate::store::table_url(&document.resolve(written)))
-        .transpose()
-}
-
-/// Refuses a log table bf may not append to (the writer gate); one that does not exist yet is
-/// created by [`record`].
-pub async fn check(stores: &Stores, url: &Url) -> Result<(), crate::compat::Unsupported> {
-    match stores.open(url, None).await {
-        Ok(table) => crate::compat::check_appendable(&table).await,
-        Err(crate::store::OpenError::NotATable { .. } | crate::store::OpenError::Missing { .. }) => Ok(()),
-        Err(other) => Err(crate::compat::Unsupported::Unreadable {
-            table: crate::store::display_url(url),
-            what: "log",
-            detail: other.to_string(),
-        }),
-    }
-}
-
 /// Appends `row` to the log table at `url` unless it already holds it; returns whether it wrote.
 pub async fn record(stores: &Stores, url: &Url, row: &LogRow) -> Result<bool, DeltaTableError> {
     let table = match stores.open(url, None).await {
         Ok(table) => {
-            crate::compat::check_appendable(&table)
+            crate::delta::compat::check_appendable(&table)
                 .await
                 .map_err(|e| DeltaTableError::Generic(e.to_string()))?;
             table
         }
-        Err(crate::store::OpenError::NotATable { .. } | crate::store::OpenError::Missing { .. }) => {
-            create(stores, url).await?
-        }
+        Err(
+            crate::delta::store::OpenError::NotATable { .. } | crate::delta::store::OpenError::Missing { .. },
+        ) => create(stores, url).await?,
         Err(other) => return Err(DeltaTableError::Generic(other.to_string())),
     };
     if holds(&table, &row.backfill_id).await? {
@@ -135,7 +110,7 @@ fn columns() -> Vec<(&'static str, DataType, ArrowType)> {
 }
 
 async fn create(stores: &Stores, url: &Url) -> Result<DeltaTable, DeltaTableError> {
-    if let Some(path) = crate::store::local_path(url) {
+    if let Some(path) = crate::delta::store::local_path(url) {
         std::fs::create_dir_all(path).map_err(|e| DeltaTableError::Generic(e.to_string()))?;
     }
     let fields: Vec<StructField> =

@@ -77,7 +77,7 @@ pub fn check_expression(sql: &str) -> Result<(), SqlError> {
 }
 
 /// A metric that is one SUM or AVG of an expression, with that expression's SQL: the metrics whose
-/// floating-point rounding bf can bound (see [`crate::diff::Measures::same_as`]).
+/// floating-point rounding bf can bound (see [`crate::rehearse::diff::Measures::same_as`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Summed {
     Sum(String),

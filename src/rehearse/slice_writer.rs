@@ -24,9 +24,9 @@ use deltalake::kernel::transaction::CommitProperties;
 use deltalake::protocol::SaveMode;
 use deltalake::{DeltaTable, DeltaTableError};
 
+use crate::delta::predicate::slice_predicate;
+use crate::delta::row_rules::{Broken, RowRules};
 use crate::plan_file::{PlanFile, WriteMode};
-use crate::predicate::slice_predicate;
-use crate::row_rules::{Broken, RowRules};
 use crate::source::run::{SliceSource, session_state};
 use crate::window::Slice;
 

@@ -12,12 +12,12 @@ use futures::StreamExt;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::checks::{CheckResult, GuardResult};
-use crate::clone::CloneMetrics;
-use crate::diff::{BreakdownRow, Measures, RowChanges};
+use crate::delta::store::{Found, Location, Stores};
 use crate::plan_file::WriteMode;
+use crate::rehearse::checks::{CheckResult, GuardResult};
+use crate::rehearse::clone::CloneMetrics;
+use crate::rehearse::diff::{BreakdownRow, Measures, RowChanges};
 use crate::source::run::{DeltaInput, FolderListing, SourceCounts};
-use crate::store::{Found, Location, Stores};
 use crate::window::Window;
 
 /// The version of the saved plan's layout: 3 added downstream plans, which a bf reading format 2
@@ -174,7 +174,7 @@ pub struct SliceReport {
     /// What publishing the rehearsed slice into the target takes (`bf apply`); absent in plans
     /// saved by a bf that did not publish.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub publication: Option<crate::publish::Publication>,
+    pub publication: Option<crate::delta::publish::Publication>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -278,27 +278,7 @@ impl Plan {
 
     /// Saves the plan as JSON, atomically: a reader never sees half a plan.
     pub fn save(&self, path: &Path) -> Result<(), SavedPlanError> {
-        self.save_signed(path, None)
-    }
-
-    /// Saves the plan, with a `signature` field by `key` when there is one
-    /// ([`crate::seal`]): `bf apply` then refuses the file if anything in it changes.
-    pub fn save_signed(&self, path: &Path, key: Option<&crate::seal::PlanKey>) -> Result<(), SavedPlanError> {
-        let write = |source| SavedPlanError::Write { path: path.to_owned(), source };
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent).map_err(write)?;
-        }
-        let text = match key {
-            None => serde_json::to_string_pretty(self).expect("a plan serializes"),
-            Some(key) => {
-                let mut saved = serde_json::to_value(self).expect("a plan serializes");
-                saved["signature"] = key.sign(&saved).into();
-                serde_json::to_string_pretty(&saved).expect("a plan serializes")
-            }
-        };
-        let partial = path.with_extension("json.partial");
-        std::fs::write(&partial, text + "\n").map_err(write)?;
-        std::fs::rename(&partial, path).map_err(write)
+        write_saved(path, serde_json::to_string_pretty(self).expect("a plan serializes"))
     }
 
     /// The stores the plan's tables and inputs are in, with the `[storage]` settings it was made
@@ -390,13 +370,15 @@ pub async fn fingerprint_all(
     for (i, (input, location)) in files.iter().enumerate() {
         match location {
             Location::Path(path) => local.push((i, input.clone(), path.clone())),
-            Location::Uri(url) => match (crate::store::Kind::of(url), crate::store::local_path(url)) {
-                (_, Some(path)) => local.push((i, input.clone(), path)),
-                (Some(crate::store::Kind::Local), None) => {
-                    found.push((i, Err(format!("{url} is not a local file"))))
+            Location::Uri(url) => {
+                match (crate::delta::store::Kind::of(url), crate::delta::store::local_path(url)) {
+                    (_, Some(path)) => local.push((i, input.clone(), path)),
+                    (Some(crate::delta::store::Kind::Local), None) => {
+                        found.push((i, Err(format!("{url} is not a local file"))))
+                    }
+                    _ => remote.push((i, input.clone(), url.clone())),
                 }
-                _ => remote.push((i, input.clone(), url.clone())),
-            },
+            }
         }
     }
     let hashing = tokio::task::spawn_blocking(move || {
@@ -450,7 +432,8 @@ fn hash_all(files: &[(usize, String, PathBuf)]) -> Vec<std::io::Result<InputFing
 fn fingerprint(input: &str, path: &Path) -> std::io::Result<InputFingerprint> {
     let metadata = std::fs::metadata(path)?;
     let modified = metadata.modified().ok().map(DateTime::<Utc>::from);
-    let sha256 = if metadata.len() < HASH_LIMIT { Some(crate::store::sha256_file(path)?.1) } else { None };
+    let sha256 =
+        if metadata.len() < HASH_LIMIT { Some(crate::delta::store::sha256_file(path)?.1) } else { None };
     Ok(InputFingerprint {
         input: input.to_owned(),
         path: path.display().to_string(),
@@ -460,4 +443,15 @@ fn fingerprint(input: &str, path: &Path) -> std::io::Result<InputFingerprint> {
         etag: None,
         version: None,
     })
+}
+
+/// Writes a saved plan's `text` to `path` whole or not at all (a partial file, then a rename).
+pub(crate) fn write_saved(path: &Path, text: String) -> Result<(), SavedPlanError> {
+    let write = |source| SavedPlanError::Write { path: path.to_owned(), source };
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(write)?;
+    }
+    let partial = path.with_extension("json.partial");
+    std::fs::write(&partial, text + "\n").map_err(write)?;
+    std::fs::rename(&partial, path).map_err(write)
 }

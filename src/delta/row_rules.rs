@@ -22,7 +22,7 @@ use deltalake::delta_datafusion::expr::parse_predicate_expression;
 use deltalake::kernel::StructTypeExt;
 use deltalake::table::state::DeltaTableState;
 
-use crate::table::WriterProtocol;
+use crate::delta::table::WriterProtocol;
 
 /// Where a rule comes from in the table's metadata.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -12,8 +12,8 @@ use deltalake::arrow::util::display::array_value_to_string;
 use deltalake::datafusion::prelude::SessionContext;
 use serde::{Deserialize, Serialize};
 
-use crate::diff::{Measures, ident};
 use crate::plan_file::{Check, Guards};
+use crate::rehearse::diff::{Measures, ident};
 use crate::source::run::read_only_options;
 
 /// How many offending rows a failed check shows.

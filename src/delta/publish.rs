@@ -29,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use url::Url;
 
-use crate::store::{self, StoreError, Stores, display_url};
+use crate::delta::store::{self, StoreError, Stores, display_url};
 use crate::window::Slice;
 
 /// What publishing one rehearsed slice takes, recorded by `bf plan`.

@@ -21,8 +21,8 @@ use std::path::{Path, PathBuf};
 
 use url::Url;
 
+use crate::delta::store::{Kind, Location};
 use crate::plan_file::{Issue, PlanDocument};
-use crate::store::{Kind, Location};
 
 /// The operator's variable listing the object-store URL prefixes plans may name.
 pub const ALLOWED_LOCATIONS: &str = "BF_ALLOWED_LOCATIONS";
@@ -206,7 +206,7 @@ impl Policy {
         // A template is checked at the folder before its first placeholder, and at each slice's file.
         let fixed = written.split('{').next().unwrap_or_default();
         let path = match document.resolve(fixed) {
-            Location::Uri(url) if url.scheme() == "file" => match crate::store::local_path(&url) {
+            Location::Uri(url) if url.scheme() == "file" => match crate::delta::store::local_path(&url) {
                 Some(path) => path,
                 None => return Some(format!("`{written}` is not a local path bf can confine to the root")),
             },
@@ -347,10 +347,10 @@ fn leaves_root(document: &PlanDocument, root: &Root, written: &str, fixed: &Path
     let through = usage == Use::Input
         && if written.contains('{') {
             document.plan.slices().iter().any(|slice| {
-                match document.resolve(&crate::source::expand(written, slice)) {
+                match document.resolve(&crate::plan_file::template::expand(written, slice)) {
                     Location::Path(path) => !root.holds(&path),
                     Location::Uri(url) => {
-                        crate::store::local_path(&url).is_none_or(|path| !root.holds(&path))
+                        crate::delta::store::local_path(&url).is_none_or(|path| !root.holds(&path))
                     }
                 }
             })

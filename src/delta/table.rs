@@ -12,8 +12,8 @@ use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
 use serde_json::Value;
 
-use crate::predicate::slice_predicate;
-use crate::store::{OpenError, display_url};
+use crate::delta::predicate::slice_predicate;
+use crate::delta::store::{OpenError, display_url};
 use crate::window::Slice;
 
 #[derive(Debug, thiserror::Error)]

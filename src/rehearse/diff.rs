@@ -34,7 +34,7 @@ use deltalake::datafusion::prelude::{DataFrame, SessionContext};
 use serde::{Deserialize, Serialize};
 
 use crate::plan_file::Metric;
-use crate::source::read_only::Summed;
+use crate::plan_file::read_only::Summed;
 use crate::source::run::read_only_options;
 
 /// Row count and metric values of some rows.
@@ -44,7 +44,7 @@ pub struct Measures {
     /// Metric name → value; `None` when the aggregate is NULL (e.g. SUM of no rows).
     pub metrics: BTreeMap<String, Option<f64>>,
     /// For a metric that sums floating-point values (`SUM` or `AVG` of a DOUBLE or FLOAT): how far
-    /// its value can be from the exact one. A `SUM` is summed exactly ([`crate::exact_sum`]), so
+    /// its value can be from the exact one. A `SUM` is summed exactly ([`crate::rehearse::exact_sum`]), so
     /// only its last rounding: half an ulp. An `AVG` can move when the same values are summed in
     /// another order, γ(n)·Σ|x| (Higham, *Accuracy and Stability of Numerical Algorithms*, §4.2).
     /// Other metrics are exact.
@@ -58,7 +58,10 @@ impl Measures {
     /// totals without reading the window again. The rounding error of adding the parts'
     /// floating-point sums joins theirs: γ(k−1)·Σ|Sᵢ| for k parts.
     pub fn sum_of(parts: &[&Measures], metrics: &[Metric]) -> Option<Measures> {
-        if !metrics.iter().all(|m| matches!(crate::source::read_only::summed(&m.sql), Some(Summed::Sum(_)))) {
+        if !metrics
+            .iter()
+            .all(|m| matches!(crate::plan_file::read_only::summed(&m.sql), Some(Summed::Sum(_))))
+        {
             return None;
         }
         let mut total = Measures { rows: parts.iter().map(|p| p.rows).sum(), ..Measures::default() };
@@ -191,7 +194,7 @@ pub struct Comparison {
 
 impl Comparison {
     pub async fn new(
-        stores: &crate::store::Stores,
+        stores: &crate::delta::store::Stores,
         before: &DeltaTable,
         after: &DeltaTable,
         schema: SchemaRef,
@@ -203,7 +206,7 @@ impl Comparison {
             deltalake::delta_datafusion::create_session_state_with_spill_config(Some(MEMORY_POOL), None);
         let ctx = SessionContext::new_with_state(state);
         ctx.state_ref().write().config_mut().options_mut().optimizer.prefer_hash_join = false;
-        ctx.register_udaf(crate::exact_sum::udaf());
+        ctx.register_udaf(crate::rehearse::exact_sum::udaf());
         // The rehearsal reads the target's files by their absolute URLs, from the target's store.
         for table in [before, after] {
             stores
@@ -288,7 +291,7 @@ impl Comparison {
     ) -> DfResult<Measures> {
         let urls = files
             .iter()
-            .map(|f| ListingTableUrl::parse(crate::store::listing_location(f)))
+            .map(|f| ListingTableUrl::parse(crate::delta::store::listing_location(f)))
             .collect::<DfResult<Vec<_>>>()?;
         let provider: Arc<dyn TableProvider> = if urls.is_empty() {
             Arc::new(EmptyTable::new(self.schema.clone()))
@@ -334,10 +337,10 @@ impl Comparison {
                 DataType::Float32 | DataType::Float16 => f64::from(f32::EPSILON) / 2.0,
                 _ => continue,
             };
-            match crate::source::read_only::summed(&metric.sql) {
+            match crate::plan_file::read_only::summed(&metric.sql) {
                 // Summed exactly, the value is the same whatever the order: only its last rounding.
                 Some(Summed::Sum(e)) => {
-                    select[i + 1] = format!("{}(CAST(({e}) AS DOUBLE))", crate::exact_sum::NAME);
+                    select[i + 1] = format!("{}(CAST(({e}) AS DOUBLE))", crate::rehearse::exact_sum::NAME);
                     exact.push((metric.name.clone(), i + 1));
                 }
                 Some(Summed::Avg(e)) => {
@@ -359,11 +362,9 @@ impl Comparison {
                 (name, gamma(rows, epsilon) * value(column).unwrap_or(0.0))
             })
             .collect();
-        error.extend(
-            exact.into_iter().map(|(name, column)| {
-                (name, crate::exact_sum::ExactSum::error(value(column).unwrap_or(0.0)))
-            }),
-        );
+        error.extend(exact.into_iter().map(|(name, column)| {
+            (name, crate::rehearse::exact_sum::ExactSum::error(value(column).unwrap_or(0.0)))
+        }));
         Ok(Measures { rows, metrics, error })
     }
 

@@ -14,10 +14,10 @@ use std::path::Path;
 use hmac::{KeyInit, Mac};
 use url::Url;
 
-use crate::confine::{Policy, Scope};
-use crate::plan::{Plan, SavedPlanError};
+use crate::delta::store;
+use crate::plan_file::confine::{Policy, Scope};
 use crate::plan_file::{self, Location, OutsideRows, PlanDocument};
-use crate::store;
+use crate::rehearse::plan::{Plan, SavedPlanError};
 
 /// The operator's variable holding the key saved plans are signed with.
 pub const PLAN_KEY: &str = "BF_PLAN_KEY";
@@ -63,6 +63,15 @@ impl PlanKey {
         mac.update(canonical(saved).as_bytes());
         mac.verify_slice(&bytes).is_ok()
     }
+}
+
+/// Saves `plan` at `path` (atomically, as [`Plan::save`]), with a `signature` field by `key` when
+/// there is one: `bf apply` then refuses the file if anything in it changes.
+pub fn save_signed(plan: &Plan, path: &Path, key: Option<&PlanKey>) -> Result<(), SavedPlanError> {
+    let Some(key) = key else { return plan.save(path) };
+    let mut saved = serde_json::to_value(plan).expect("a plan serializes");
+    saved["signature"] = key.sign(&saved).into();
+    crate::rehearse::plan::write_saved(path, serde_json::to_string_pretty(&saved).expect("a plan serializes"))
 }
 
 /// The saved plan's JSON without its signature, in one spelling: what is signed.
@@ -153,7 +162,7 @@ fn check(plan: &Plan, scope: &Scope, above: &[&Plan], found: &mut Findings) {
         .collect();
     found.failed.extend(failed.into_iter().map(|what| format!("  - {}: {what}", file.path)));
     let mut say = |what: String| found.unbound.push(format!("  - {}: {what}", file.path));
-    if crate::plan::sha256_hex(file.text.as_bytes()) != file.sha256 {
+    if crate::rehearse::plan::sha256_hex(file.text.as_bytes()) != file.sha256 {
         say("its text is not the text its sha256 pins".into());
     }
     if let Err(refused) = scope.check_plan_file(Path::new(&file.path)) {
@@ -178,7 +187,7 @@ fn check(plan: &Plan, scope: &Scope, above: &[&Plan], found: &mut Findings) {
     if plan.target.uri != target.as_str() || plan.target.table != spec.target.table {
         say(format!("it targets {}, but its text names {}", plan.target.uri, target));
     }
-    match crate::rehearsal::rehearsal_url(&document, &target) {
+    match document.rehearsal_url(&target) {
         Ok(rehearsal) if rehearsal.as_str() == plan.rehearsal.uri => {}
         Ok(rehearsal) => {
             say(format!("its rehearsal is {}, but its text makes {rehearsal}", plan.rehearsal.uri))
@@ -319,7 +328,8 @@ fn within_input(document: &PlanDocument, name: &str, recorded: &str) -> bool {
             } else {
                 base
             };
-            match (crate::confine::resolved(&base), crate::confine::resolved(&recorded)) {
+            match (crate::plan_file::confine::resolved(&base), crate::plan_file::confine::resolved(&recorded))
+            {
                 (Some(base), Some(recorded)) => recorded.starts_with(base),
                 _ => false,
             }

@@ -1,0 +1,13 @@
+//! Stage: the table layer, the bottom of the engine. In: a location (local folder, S3, Azure, GCS)
+//! and a window. Out: Delta tables opened, their facts ([`table`]), whether bf may write them
+//! ([`compat`], [`row_rules`]), slices as typed predicates ([`predicate`]), files published into a
+//! table in one commit ([`publish`]), and the [`ledger`] — the `bf.*` keys every commit bf makes
+//! carries, spelled in one place. It knows nothing of plans beyond their `[storage]` settings.
+
+pub mod compat;
+pub mod ledger;
+pub mod predicate;
+pub mod publish;
+pub mod row_rules;
+pub mod store;
+pub mod table;

@@ -1,0 +1,17 @@
+//! Stage: rehearse. In: a validated plan document and the real table, read only. Out: a saved
+//! [`Plan`] — every slice written into a shallow [`clone`] of the target, compared before vs after
+//! ([`diff`]), checked and guarded ([`checks`]), and [`seal`]ed to the plan text that was reviewed.
+//!
+//! The [`slice_writer`] is the one way bf writes a slice: the rehearsal, apply and rollback all go
+//! through it, so it lives in the lowest stage that writes.
+
+pub mod checks;
+pub mod clone;
+pub mod diff;
+pub mod exact_sum;
+pub mod plan;
+pub mod rehearsal;
+pub mod seal;
+pub mod slice_writer;
+
+pub use plan::Plan;
