@@ -1,0 +1,126 @@
+//! What stops an apply, each error saying what to do next.
+
+use deltalake::DeltaTableError;
+
+use crate::apply::staleness::Overtaken;
+use crate::delta::ledger;
+use crate::delta::store::StoreError;
+use crate::delta::table;
+use crate::window::Slice;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApplyError {
+    #[error("the saved plan is stale:\n{0}")]
+    Stale(String),
+    #[error(transparent)]
+    Table(#[from] table::TableError),
+    #[error(transparent)]
+    Open(#[from] crate::delta::store::OpenError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    UnsafeCommits(#[from] crate::delta::store::UnsafeCommits),
+    #[error(transparent)]
+    Source(#[from] crate::source::run::SourceError),
+    #[error(transparent)]
+    Write(#[from] crate::rehearse::slice_writer::WriteError),
+    #[error(
+        "slice {slice} ({first}): the table holds {found} rows of it after the commit, but the rehearsal held {expected}"
+    )]
+    Verify { slice: usize, first: String, expected: u64, found: u64 },
+    #[error(
+        "slice {slice} ({first}) conflicts with another writer's commit ({kind}), so it was not written:\n{commits}\n\
+         The slices committed before it stay recorded. Run `bf plan` again to plan against the new version."
+    )]
+    Conflict { slice: usize, first: String, kind: String, commits: String },
+    #[error(
+        "bf cannot publish the rehearsed slices: {0}.\nRun `bf plan` to rehearse again, or `bf apply --recompute` \
+         to run each slice's query again and write its rows (what lands may then differ from what was reviewed)."
+    )]
+    Unpublishable(String),
+    #[error("slice {slice} ({first}) was not published: {message}")]
+    Publish { slice: usize, first: String, message: String },
+    #[error("{}", overtaken_message(.slices, *.committed, .plan_file))]
+    Overtaken { slices: Vec<(Slice, Overtaken)>, committed: usize, plan_file: String },
+    #[error(
+        "{}\nThe table differs from the plan there, so bf will not finish this backfill (no comment, change log \
+         or notice). `bf rollback` puts the table back to the pre-version; `bf apply --rerun all` writes every \
+         slice again under a new backfill id.",
+        .0.iter().map(|f| f.to_string()).collect::<Vec<_>>().join("\n")
+    )]
+    Unverified(Vec<Unverified>),
+    #[error(
+        "{}\nNothing was written. Apply them first, or run these slices with `--recompute` (a recomputed slice \
+         rewrites whatever the table holds on its days).",
+        .0.iter().map(|(s, before)| format!(
+            "slice {} ({}) rewrites files that slices {} write: it can only be published after them",
+            s.index, s.first, before.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+        )).collect::<Vec<_>>().join("\n")
+    )]
+    OutOfOrder(Vec<(Slice, Vec<usize>)>),
+    #[error("the plan has slices 1 to {count}; it has no slice {missing}")]
+    NoSuchSlice { count: usize, missing: String },
+    #[error(
+        "the backfill cannot be finished: {count} of its slices are not committed yet: {missing}\n\
+         Apply them first (`bf apply --slice N`), then finish."
+    )]
+    Unfinished { count: usize, missing: String },
+    #[error(
+        "this plan has downstream plans: a chain is applied by `bf apply` as a whole, upstream first; \
+         `--slice` and `--finish` apply the slices of a plan without `[[downstream]]`"
+    )]
+    FanOutChain,
+    #[error("{0}")]
+    Delta(String),
+    #[error(transparent)]
+    Unsupported(#[from] crate::delta::compat::Unsupported),
+    #[error(transparent)]
+    Ledger(#[from] ledger::LedgerError),
+}
+
+/// A committed slice whose rows are not the rehearsal's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unverified {
+    pub slice: Slice,
+    /// The version that committed it, where it was counted.
+    pub version: u64,
+    pub expected: u64,
+    pub found: u64,
+}
+
+impl std::fmt::Display for Unverified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "slice {} ({}), committed at version {}, holds {} rows of its days, but the rehearsal held {}",
+            self.slice.index, self.slice.first, self.version, self.found, self.expected
+        )
+    }
+}
+
+fn overtaken_message(slices: &[(Slice, Overtaken)], committed: usize, plan_file: &str) -> String {
+    let each: Vec<String> = slices
+        .iter()
+        .map(|(slice, by)| {
+            format!(
+                "slice {} ({} to {}) was not written: since the plan, other commits touch its rows:\n{by}",
+                slice.index, slice.first, slice.last
+            )
+        })
+        .collect();
+    let kept = match committed {
+        0 => "No slice of this backfill is committed.".to_owned(),
+        n => format!("The {n} slice(s) of this backfill already committed stay recorded."),
+    };
+    format!(
+        "{}\n{kept} Run `bf plan {plan_file}` again: it rehearses against the table as it is now, the other \
+         writers' rows included.",
+        each.join("\n")
+    )
+}
+
+impl From<DeltaTableError> for ApplyError {
+    fn from(error: DeltaTableError) -> Self {
+        ApplyError::Delta(error.to_string())
+    }
+}

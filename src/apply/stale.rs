@@ -1,0 +1,110 @@
+//! The saved plan against the world it was made in: its text, its inputs, its Delta inputs. (The
+//! table's own commits are judged slice by slice, in [`crate::apply::staleness`].)
+
+use super::ApplyError;
+use crate::delta::ledger::Entry;
+use crate::delta::store::{StoreError, Stores, display_url};
+use crate::rehearse::plan::{self, Plan};
+use crate::source::run::{DeltaInput, FolderListing};
+
+/// The latest version of each Delta input, in the plan's order, or why it cannot be read.
+pub(super) async fn delta_input_versions(stores: &Stores, inputs: &[DeltaInput]) -> Vec<Result<u64, String>> {
+    let versions = inputs.iter().map(|input| async move {
+        let url = url::Url::parse(&input.uri).map_err(|e| e.to_string())?;
+        let table = stores.open(&url, None).await.map_err(|e| e.to_string())?;
+        Ok(table.version().unwrap_or(0))
+    });
+    futures::future::join_all(versions).await
+}
+
+/// The plan's inputs as they are now, each list in the saved plan's order.
+pub struct Now<'n> {
+    /// The input files' fingerprints.
+    pub inputs: &'n [Result<plan::InputFingerprint, String>],
+    /// The input folders' listings.
+    pub folders: &'n [Result<FolderListing, StoreError>],
+    /// The latest version of each Delta input.
+    pub delta: &'n [Result<u64, String>],
+}
+
+/// Every reason the saved plan no longer describes the world, or `Ok` when it still does.
+pub fn check_stale(plan: &Plan, since: &[Entry], now: &Now) -> Result<(), ApplyError> {
+    let mut reasons = Vec::new();
+    if !plan.appliable() {
+        reasons.push(format!(
+            "the plan failed its checks or guards:\n{}",
+            plan.problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n")
+        ));
+    }
+    match std::fs::read_to_string(&plan.plan_file.path) {
+        Ok(text) if plan::sha256_hex(text.as_bytes()) == plan.plan_file.sha256 => {}
+        Ok(text) => reasons.push(format!(
+            "the plan file {} changed since `bf plan`:\n{}",
+            plan.plan_file.path,
+            similar::TextDiff::from_lines(&plan.plan_file.text, &text)
+                .unified_diff()
+                .header("planned", "now")
+                .to_string()
+                .trim_end()
+        )),
+        Err(e) => reasons.push(format!("the plan file {} cannot be read: {e}", plan.plan_file.path)),
+    }
+    for malformed in since.iter().filter_map(|e| e.mark().err()) {
+        reasons.push(malformed.to_string());
+    }
+    // Other writers' commits since the plan are judged slice by slice ([`Watch`]): only those that
+    // touch a slice's days or files make it stale.
+    for (input, now) in plan.inputs.iter().zip(now.inputs) {
+        if !now.as_ref().is_ok_and(|now| input.matches(now)) {
+            reasons.push(match now {
+                Ok(_) => format!("input `{}` changed since `bf plan`: {}", input.input, input.path),
+                Err(e) => format!("input `{}` cannot be read: {} ({e})", input.input, input.path),
+            });
+        }
+    }
+    for (folder, now) in plan.input_folders.iter().zip(now.folders) {
+        let now = match now {
+            Ok(now) => now,
+            Err(e) => {
+                reasons.push(format!("input `{}`'s folder cannot be listed: {e}", folder.input));
+                continue;
+            }
+        };
+        if now.files != folder.files {
+            let added: Vec<&String> = now.files.iter().filter(|f| !folder.files.contains(f)).collect();
+            let removed: Vec<&String> = folder.files.iter().filter(|f| !now.files.contains(f)).collect();
+            reasons.push(format!(
+                "input `{}`'s folder {} changed since `bf plan`: {} added {:?}, {} removed {:?}",
+                folder.input,
+                crate::delta::store::uri(&folder.location)
+                    .map_or(folder.location.clone(), |u| display_url(&u)),
+                added.len(),
+                added,
+                removed.len(),
+                removed
+            ));
+        }
+    }
+    // Slices read a Delta input at the version the plan read, so a commit to it after the apply
+    // began changes nothing a resume writes: only a first apply refuses it.
+    let resuming = since.iter().any(|e| e.backfill().is_some_and(|b| b.plan_id == plan.id));
+    for (input, now) in plan.delta_inputs.iter().zip(now.delta) {
+        if input.uri == plan.target.uri || (resuming && now.is_ok()) {
+            // A target reloaded from itself: its own moves are checked above.
+            continue;
+        }
+        match now {
+            Ok(version) if *version == input.version => {}
+            Ok(version) => reasons.push(format!(
+                "input `{}` ({}) is at version {version}, but the plan read version {}",
+                input.input, input.uri, input.version
+            )),
+            Err(e) => reasons.push(format!("input `{}` ({}) cannot be read: {e}", input.input, input.uri)),
+        }
+    }
+    if reasons.is_empty() {
+        return Ok(());
+    }
+    reasons.push(format!("Run `bf plan {}` again, review it, then apply.", plan.plan_file.path));
+    Err(ApplyError::Stale(reasons.join("\n")))
+}

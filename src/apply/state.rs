@@ -1,0 +1,99 @@
+//! How far applying a saved plan got, read from the table alone: for `bf status` and `bf clean`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::{ApplyError, Unverified, backfill_for, committed, publisher, url_of, verify_committed};
+use crate::apply::staleness::Watch;
+use crate::delta::ledger;
+use crate::delta::store::display_url;
+use crate::rehearse::plan::Plan;
+use crate::window::Slice;
+
+/// How far applying a saved plan got, read from the table alone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ApplyState {
+    pub table: String,
+    pub table_version: u64,
+    /// The plan's latest backfill in the table (commit order), if any of its slices committed.
+    pub backfill_id: Option<String>,
+    /// The numbers of the slices that backfill committed, in plan order.
+    pub committed: Vec<usize>,
+    /// The first days of the slices it has not committed, in plan order.
+    pub pending: Vec<chrono::NaiveDate>,
+    /// Whether its comment commit, the last of an apply, is in the table.
+    pub commented: bool,
+    /// Who committed each slice, where its commit says (`bf.applied_by`): an Airflow task, or a
+    /// host and process.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub committed_by: BTreeMap<usize, String>,
+}
+
+impl ApplyState {
+    /// Whether the plan's latest backfill committed every slice (its comment may still be missing).
+    pub fn all_committed(&self) -> bool {
+        self.backfill_id.is_some() && self.pending.is_empty()
+    }
+}
+
+/// Reads how far the saved plan's apply got.
+pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
+    let url = url_of(plan)?;
+    let target = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?.open(&url, None).await?;
+    // One read of the history answers both: which backfill, and what it committed.
+    let history = ledger::commits_after(&target, 0).await?;
+    let backfill_id = ledger::backfill_ids(&history, &plan.id).pop();
+    let recorded = match &backfill_id {
+        Some(id) => ledger::recorded(&history, id).map_err(ledger::LedgerError::from)?,
+        None => None,
+    };
+    let committed: BTreeSet<usize> =
+        recorded.iter().flat_map(|r| r.slices.iter().map(|(s, _)| s.index)).collect();
+    let committed_by = match &backfill_id {
+        Some(id) => history
+            .iter()
+            .filter(|e| e.is_slice_of(id))
+            .filter_map(|e| Some((e.slice()?.index, e.keys.applied_by.clone()?)))
+            .collect(),
+        None => BTreeMap::new(),
+    };
+    Ok(ApplyState {
+        table: display_url(&url),
+        table_version: target.version().unwrap_or(0),
+        backfill_id,
+        committed: plan.slices.iter().map(|s| s.index).filter(|i| committed.contains(i)).collect(),
+        pending: plan.slices.iter().filter(|s| !committed.contains(&s.index)).map(|s| s.first).collect(),
+        commented: recorded.is_some_and(|r| r.commented),
+        committed_by,
+    })
+}
+
+/// The committed slices of the plan's latest backfill whose rows are not the rehearsal's: what stops
+/// its resume, its retries and its finish. Counts rows, so only what reports it asks.
+pub async fn unverified(plan: &Plan) -> Result<Vec<Unverified>, ApplyError> {
+    let url = url_of(plan)?;
+    let target = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?.open(&url, None).await?;
+    let since = ledger::commits_after(&target, plan.target.pre_version).await?;
+    let backfill = backfill_for(plan, &since, false);
+    let slices: Vec<Slice> = plan
+        .slices
+        .iter()
+        .map(|r| Slice { index: r.index, first: r.first, last: r.last, run_date: r.run_date })
+        .collect();
+    let done = committed(&target, &since, &backfill, &slices).await?;
+    let watch = Watch::new(&plan.id, plan.target.pre_version, &target, &plan.target.date_column);
+    verify_committed(&target, &watch, &done, plan, &slices, |_| true).await
+}
+
+/// Why `bf apply` cannot publish the rehearsed files of the slices `state` says are pending (it
+/// would need `--recompute`); `None` when it can, or nothing is pending. Opens the rehearsal and
+/// looks for each file, so only what reports it asks.
+pub async fn cannot_publish(plan: &Plan, state: &ApplyState) -> Option<String> {
+    let pending = plan.slices.iter().filter(|s| state.pending.contains(&s.first)).map(|s| s.index);
+    let stores = match plan.stores() {
+        Ok(stores) => stores,
+        Err(e) => return Some(e.to_string()),
+    };
+    publisher(&stores, plan, pending).await.err()
+}
