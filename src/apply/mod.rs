@@ -221,7 +221,13 @@ impl<'a> Apply<'a> {
             stores.require_safe_commits(log_url)?;
             crate::delta::compat::check_log_table(&stores, log_url).await?;
         }
-        let since = ledger::commits_after(&target, plan.target.pre_version).await?;
+        // The commits since the plan, read once: the ledger's entries here, their files for the watch.
+        let latest = target.version().unwrap_or(0);
+        let logged = match latest > plan.target.pre_version {
+            true => ledger::read_log(&target, plan.target.pre_version + 1..=latest).await?,
+            false => Vec::new(),
+        };
+        let since: Vec<Entry> = logged.iter().map(|l| l.entry.clone()).collect();
         let inputs_now =
             hashing.await.map_err(|e| ApplyError::Delta(format!("fingerprinting the inputs: {e}")))?;
         let folders_now = futures::future::join_all(plan.input_folders.iter().map(|f| f.now(&stores))).await;
@@ -250,6 +256,7 @@ impl<'a> Apply<'a> {
             .any(|b| b.plan_id == plan.id && b.backfill_id != backfill.backfill_id);
         let recompute = self.recompute || republishing;
         let watch = Watch::new(&plan.id, plan.target.pre_version, &target, &plan.target.date_column);
+        watch.absorb(&logged, latest).await;
         let preflight =
             Preflight { document, stores, target, since, log_url, backfill, done, recompute, watch };
         let pending: Vec<&Slice> =

@@ -237,8 +237,21 @@ impl Watch {
         if latest <= seen.through {
             return Ok(());
         }
-        for commit in ledger::read_log(table, seen.through + 1..=latest).await? {
-            let footprint = Footprint::of(&commit, &self.column);
+        let commits = ledger::read_log(table, seen.through + 1..=latest).await?;
+        self.note(seen, &commits, latest);
+        Ok(())
+    }
+
+    /// Takes in commits the caller already read from the log, through version `through`: the
+    /// apply's preflight reads the commits since the plan once, for its ledger and for this watch.
+    pub async fn absorb(&self, commits: &[Logged], through: u64) {
+        let mut seen = self.seen.lock().await;
+        self.note(&mut seen, commits, through);
+    }
+
+    fn note(&self, seen: &mut Seen, commits: &[Logged], through: u64) {
+        for commit in commits.iter().filter(|c| c.entry.version > seen.through) {
+            let footprint = Footprint::of(commit, &self.column);
             seen.added.extend(footprint.added().map(|(p, d)| (p.to_owned(), d)));
             let own = commit.entry.backfill().filter(|b| b.plan_id == self.plan_id);
             match (own, commit.entry.slice()) {
@@ -249,8 +262,7 @@ impl Watch {
                 (None, _) => seen.foreign.push(footprint),
             }
         }
-        seen.through = latest;
-        Ok(())
+        seen.through = seen.through.max(through);
     }
 }
 
