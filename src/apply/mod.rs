@@ -31,13 +31,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use deltalake::DeltaTable;
-use deltalake::operations::update_table_metadata::TableMetadataUpdate;
 use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 
 pub mod cascade;
 pub mod change_log;
 mod error;
+mod sign_off;
 mod slice_run;
 mod stale;
 use slice_run::SliceRun;
@@ -46,6 +46,8 @@ pub mod staleness;
 mod state;
 
 pub use error::{ApplyError, Unverified};
+pub use sign_off::comment_text;
+use sign_off::sign_off;
 pub use stale::{Now, check_stale};
 pub use state::{ApplyState, cannot_publish, state, unverified};
 
@@ -54,7 +56,6 @@ use crate::delta::ledger::{self, Backfill, Entry};
 use crate::delta::publish::Publisher;
 use crate::delta::store::{Stores, display_url};
 use crate::delta::table;
-use crate::fault::fault;
 use crate::plan_file;
 use crate::rehearse::plan::{self, Plan};
 use crate::rehearse::slice_writer::SliceWriter;
@@ -325,6 +326,36 @@ impl<'a> Apply<'a> {
         let plan = self.plan;
         let preflight = self.preflight().await?;
         let url = url_of(plan)?;
+        let (target, mut outcomes) = self.write_slices(&preflight, progress).await?;
+        outcomes.sort_by_key(|o| o.index);
+        let (target, comment, log_table) = match self.only {
+            // One task of a fan-out: the comment and the change log are `finish`'s.
+            Some(_) => (target, None, None),
+            None => {
+                let (target, comment, log_table) = sign_off(plan, &preflight, target, started_at).await?;
+                (target, Some(comment), log_table)
+            }
+        };
+        Ok(ApplyReport {
+            backfill_id: preflight.backfill.backfill_id,
+            table: display_url(&url),
+            pre_version: plan.target.pre_version,
+            post_version: target.version().unwrap_or(0),
+            slices: outcomes,
+            comment,
+            log_table,
+        })
+    }
+
+    /// The slices this apply is asked for: those the table holds already reported as skipped, the
+    /// others written one commit each (in order, or `slicing.parallel` at a time), each checked
+    /// against what moved in the table before its commit. Returns the table after the last.
+    async fn write_slices(
+        &self,
+        preflight: &Preflight,
+        progress: &dyn ApplyProgress,
+    ) -> Result<(DeltaTable, Vec<SliceOutcome>), ApplyError> {
+        let plan = self.plan;
         let slices = preflight.document.plan.slices();
         let done = &preflight.done;
         let schema = table::arrow_schema(&preflight.target)?;
@@ -364,7 +395,7 @@ impl<'a> Apply<'a> {
         let parallel = spec.slicing.parallel.max(1) as usize;
         let run = SliceRun {
             plan,
-            preflight: &preflight,
+            preflight,
             source: &source,
             writer: &writer,
             publisher: publisher.as_ref(),
@@ -389,90 +420,7 @@ impl<'a> Apply<'a> {
             outcomes.extend(results.into_iter().map(|(_, outcome)| outcome));
             target.load().await?;
         }
-        let Preflight { stores, since, log_url, backfill, .. } = preflight;
-
-        if self.only.is_some() {
-            // One task of a fan-out: the comment and the change log are `finish`'s.
-            outcomes.sort_by_key(|o| o.index);
-            return Ok(ApplyReport {
-                backfill_id: backfill.backfill_id,
-                table: display_url(&url),
-                pre_version: plan.target.pre_version,
-                post_version: target.version().unwrap_or(0),
-                slices: outcomes,
-                comment: None,
-                log_table: None,
-            });
-        }
-        fault("before-comment");
-        crate::fault::pause_before_comment();
-        let comment = comment_text(&spec.record.comment, &backfill, chrono::Utc::now().date_naive());
-        let (target, wrote_comment) = comment_once(target, &since, &backfill, &comment).await?;
-        let mut log_table = None;
-        if let Some(url) = log_url {
-            // Two finishers at once: the one whose comment landed writes the row; a crash between the
-            // two leaves it to the next run, which finds the comment and no row.
-            let row = change_log::LogRow {
-                backfill_id: backfill.backfill_id.clone(),
-                table: display_url(&url_of(plan)?),
-                // This table's plan: the tables downstream have rows of their own.
-                plan: Plan { downstream: Vec::new(), ..plan.clone() },
-                post_version: target.version().unwrap_or(0),
-                started_at,
-                finished_at: chrono::Utc::now(),
-                user: std::env::var("USER")
-                    .or_else(|_| std::env::var("USERNAME"))
-                    .unwrap_or_else(|_| "unknown".into()),
-            };
-            let commented_before = since.iter().any(|e| e.is_comment_of(&backfill.backfill_id));
-            if wrote_comment || commented_before {
-                change_log::record(&stores, &url, &row).await?;
-            }
-            log_table = Some(display_url(&url));
-        }
-        outcomes.sort_by_key(|o| o.index);
-        Ok(ApplyReport {
-            backfill_id: backfill.backfill_id,
-            table: display_url(&url),
-            pre_version: plan.target.pre_version,
-            post_version: target.version().unwrap_or(0),
-            slices: outcomes,
-            comment: Some(comment),
-            log_table,
-        })
-    }
-}
-
-/// Sets the table comment that ends the backfill's apply, unless its commit is in the table already;
-/// returns the table and whether this call wrote it. Two finishers racing: the comment is a metadata
-/// commit, so the second conflicts, finds the first's comment, and writes nothing.
-async fn comment_once(
-    target: DeltaTable,
-    since: &[Entry],
-    backfill: &Backfill,
-    comment: &str,
-) -> Result<(DeltaTable, bool), ApplyError> {
-    if since.iter().any(|e| e.is_comment_of(&backfill.backfill_id)) {
-        return Ok((target, false));
-    }
-    let read_version = target.version().unwrap_or(0);
-    let fallback = target.clone();
-    let written = target
-        .update_table_metadata()
-        .with_update(TableMetadataUpdate { name: None, description: Some(comment.to_owned()) })
-        .with_commit_properties(backfill.comment_commit())
-        .await;
-    match written {
-        Ok(table) => Ok((table, true)),
-        Err(error) => {
-            let mut table = fallback;
-            table.update_incremental(None).await?;
-            let newer = ledger::commits_after(&table, read_version).await?;
-            match newer.iter().any(|e| e.is_comment_of(&backfill.backfill_id)) {
-                true => Ok((table, false)),
-                false => Err(error.into()),
-            }
-        }
+        Ok((target, outcomes))
     }
 }
 
@@ -582,16 +530,4 @@ fn backfill_for(plan: &Plan, since: &[Entry], rerun: bool) -> Backfill {
         slices: plan.slices.len(),
         cascade: None,
     }
-}
-
-/// The table comment from the plan's template, at most 4000 characters.
-pub fn comment_text(template: &str, backfill: &Backfill, today: chrono::NaiveDate) -> String {
-    let text = template
-        .replace("{reason}", &backfill.reason)
-        .replace("{window}", &backfill.window.to_string())
-        .replace("{start}", &backfill.window.start.to_string())
-        .replace("{end}", &backfill.window.end.to_string())
-        .replace("{date}", &today.to_string())
-        .replace("{backfill_id}", &backfill.backfill_id);
-    text.chars().take(4000).collect()
 }

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use annotate_snippets::{Level, Renderer, Snippet};
 use url::Url;
 
-use super::spans::SpanIndex;
+use super::spans::{SpanIndex, looks_secret};
 use super::{Location, PlanFile, quoted};
 use crate::plan_file::confine::Scope;
 
@@ -247,12 +247,6 @@ fn plain_words(message: &str) -> String {
     ]
     .iter()
     .fold(message.to_owned(), |text, (rust, toml)| text.replace(rust, toml))
-}
-
-/// A `[storage]` key that names a credential: `secret_access_key`, `sas_token`, `account_key`, ….
-pub(crate) fn looks_secret(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    ["secret", "key", "token", "password", "sas", "credential"].iter().any(|word| key.contains(word))
 }
 
 fn backticked(message: &str) -> Vec<&str> {

@@ -82,7 +82,7 @@ impl SpanIndex {
         for entry in &self.entries {
             let name = entry.path.rsplit(['.', '[']).next().unwrap_or_default().trim_matches('"');
             let own = entry.path == "target.key" || entry.path.starts_with("target.key[");
-            if own || !super::load::looks_secret(name) {
+            if own || !looks_secret(name) {
                 continue;
             }
             let value = entry.value.start.min(bytes.len())..entry.value.end.min(bytes.len());
@@ -116,6 +116,12 @@ fn join(prefix: &str, segment: &str) -> String {
 fn parent(path: &str) -> Option<&str> {
     let cut = path.rfind(['.', '['])?;
     Some(&path[..cut])
+}
+
+/// A `[storage]` key that names a credential: `secret_access_key`, `sas_token`, `account_key`, ….
+pub(crate) fn looks_secret(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    ["secret", "key", "token", "password", "sas", "credential"].iter().any(|word| key.contains(word))
 }
 
 #[cfg(test)]

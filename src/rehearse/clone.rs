@@ -20,7 +20,9 @@
 use std::collections::HashMap;
 
 use deltalake::kernel::transaction::CommitBuilder;
-use deltalake::kernel::{Action, Add, CommitInfo, DeletionVectorDescriptor, MetadataExt, StorageType};
+use deltalake::kernel::{
+    Action, Add, CommitInfo, DeletionVectorDescriptor, LogicalFileView, MetadataExt, StorageType,
+};
 use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
@@ -115,8 +117,6 @@ impl<'a> ShallowClone<'a> {
             self.source.get_active_add_actions_by_predicate(None).try_collect().await.map_err(delta)?;
 
         let destination = self.stores.builder(&self.destination).map_err(delta)?.build().map_err(delta)?;
-        let source_root = self.source.table_url().clone();
-
         let mut metrics = CloneMetrics { source_version, ..CloneMetrics::default() };
         let mut actions = vec![Action::Protocol(protocol.clone()), Action::Metadata(metadata.clone())];
         // The log keys partition values and statistics by the column's physical name.
@@ -125,51 +125,88 @@ impl<'a> ShallowClone<'a> {
             Localize::Nothing => String::new(),
         };
         for file in &files {
-            let decoded = file.path().into_owned();
-            // Files of a table that is itself a clone are already absolute.
-            let absolute = match Url::parse(&decoded) {
-                Ok(url) if url.scheme().len() > 1 => url,
-                _ => store::join(&source_root, &decoded),
-            };
-            let partition_values = file.partition_values_map();
-            let inside_source = absolute.as_str().starts_with(source_root.as_str());
-            let localize = match &self.localize {
-                Localize::Window(_, window) => {
-                    inside_source && overlaps(window, &physical, &partition_values, file.stats().as_deref())
-                }
-                Localize::Nothing => false,
-            };
-            let path = if localize {
-                // A plain name: partition values live in the add action, and a name without
-                // escapes cannot be decoded differently by whoever reads it.
-                let copy = format!("{LOCALIZED}/{}.parquet", uuid::Uuid::new_v4());
-                let (bytes, by_store) = self
-                    .stores
-                    .copy(&absolute, &store::join(&self.destination, &copy))
-                    .await
-                    .map_err(|source| CloneError::Copy { file: decoded.clone(), source })?;
-                metrics.bytes_localized += bytes;
-                metrics.files_localized += 1;
-                metrics.files_copied_by_store += usize::from(by_store);
-                metrics.localized.insert(copy.clone(), decoded.clone());
-                copy
-            } else {
-                metrics.files_referenced += 1;
-                // The URL decoded once: deltalake encodes an add's path when it writes the log and
-                // reads an absolute one back as a file path. Given the encoded URL, a table folder
-                // named `lake ✓` was looked for as `lake%20%E2%9C%93` (tests/partitions.rs).
-                percent_encoding::percent_decode_str(absolute.as_str()).decode_utf8_lossy().into_owned()
-            };
-            // The deprecated view is the only public way to the file's tags and row ids.
-            #[allow(deprecated)]
-            let original = file.add_action();
-            let deletion_vector = original
-                .deletion_vector
-                .map(|dv| absolute_deletion_vector(dv, &source_root))
-                .transpose()
-                .map_err(|problem| CloneError::DeletionVector { file: decoded.clone(), problem })?;
-            actions.push(Action::Add(Add { path, partition_values, deletion_vector, ..original }));
+            actions.push(Action::Add(self.clone_file(file, &physical, &mut metrics).await?));
         }
+        let operation = DeltaOperation::Create {
+            mode: SaveMode::ErrorIfExists,
+            location: self.destination.clone(),
+            protocol,
+            metadata,
+        };
+        self.commit(&destination, actions, operation, source_version).await.map_err(delta)?;
+        let clone = self.stores.open(&self.destination, None).await.map_err(|e| CloneError::Delta {
+            table: display_url(&self.destination),
+            source: Box::new(DeltaTableError::Generic(e.to_string())),
+        })?;
+        metrics.millis = started.elapsed().as_millis() as u64;
+        Ok((clone, metrics))
+    }
+
+    /// One of the source's files as the clone's log names it: by its absolute URL, or, for a file
+    /// of the window being localized, by the name of a copy inside the clone.
+    async fn clone_file(
+        &self,
+        file: &LogicalFileView,
+        physical: &str,
+        metrics: &mut CloneMetrics,
+    ) -> Result<Add, CloneError> {
+        let source_root = self.source.table_url();
+        let decoded = file.path().into_owned();
+        // Files of a table that is itself a clone are already absolute.
+        let absolute = match Url::parse(&decoded) {
+            Ok(url) if url.scheme().len() > 1 => url,
+            _ => store::join(source_root, &decoded),
+        };
+        let partition_values = file.partition_values_map();
+        let inside_source = absolute.as_str().starts_with(source_root.as_str());
+        let localize = match &self.localize {
+            Localize::Window(_, window) => {
+                inside_source && overlaps(window, physical, &partition_values, file.stats().as_deref())
+            }
+            Localize::Nothing => false,
+        };
+        let path = if localize {
+            // A plain name: partition values live in the add action, and a name without
+            // escapes cannot be decoded differently by whoever reads it.
+            let copy = format!("{LOCALIZED}/{}.parquet", uuid::Uuid::new_v4());
+            let (bytes, by_store) = self
+                .stores
+                .copy(&absolute, &store::join(&self.destination, &copy))
+                .await
+                .map_err(|source| CloneError::Copy { file: decoded.clone(), source })?;
+            metrics.bytes_localized += bytes;
+            metrics.files_localized += 1;
+            metrics.files_copied_by_store += usize::from(by_store);
+            metrics.localized.insert(copy.clone(), decoded.clone());
+            copy
+        } else {
+            metrics.files_referenced += 1;
+            // The URL decoded once: deltalake encodes an add's path when it writes the log and
+            // reads an absolute one back as a file path. Given the encoded URL, a table folder
+            // named `lake ✓` was looked for as `lake%20%E2%9C%93` (tests/partitions.rs).
+            percent_encoding::percent_decode_str(absolute.as_str()).decode_utf8_lossy().into_owned()
+        };
+        // The deprecated view is the only public way to the file's tags and row ids.
+        #[allow(deprecated)]
+        let original = file.add_action();
+        let deletion_vector = original
+            .deletion_vector
+            .map(|dv| absolute_deletion_vector(dv, source_root))
+            .transpose()
+            .map_err(|problem| CloneError::DeletionVector { file: decoded.clone(), problem })?;
+        Ok(Add { path, partition_values, deletion_vector, ..original })
+    }
+
+    /// The clone's first commit: the source's protocol and metadata (a table id of its own), its
+    /// files, and a `CLONE` commitInfo naming the source and version, as Delta's own clones do.
+    async fn commit(
+        &self,
+        destination: &DeltaTable,
+        mut actions: Vec<Action>,
+        operation: DeltaOperation,
+        source_version: u64,
+    ) -> Result<(), DeltaTableError> {
+        let source_root = self.source.table_url();
         actions.push(Action::CommitInfo(CommitInfo {
             timestamp: Some(chrono::Utc::now().timestamp_millis()),
             operation: Some("CLONE".into()),
@@ -181,24 +218,12 @@ impl<'a> ShallowClone<'a> {
             ..CommitInfo::default()
         }));
         let app_metadata = crate::delta::ledger::clone_metadata(source_root.as_str(), source_version);
-        let operation = DeltaOperation::Create {
-            mode: SaveMode::ErrorIfExists,
-            location: self.destination.clone(),
-            protocol,
-            metadata,
-        };
         CommitBuilder::default()
             .with_actions(actions)
             .with_app_metadata(app_metadata)
             .build(None, destination.log_store(), operation)
-            .await
-            .map_err(delta)?;
-        let clone = self.stores.open(&self.destination, None).await.map_err(|e| CloneError::Delta {
-            table: display_url(&self.destination),
-            source: Box::new(DeltaTableError::Generic(e.to_string())),
-        })?;
-        metrics.millis = started.elapsed().as_millis() as u64;
-        Ok((clone, metrics))
+            .await?;
+        Ok(())
     }
 }
 

@@ -7,11 +7,16 @@
 
 pub mod checks;
 pub mod clone;
+mod compare;
 pub mod diff;
+mod error;
 pub mod exact_sum;
 pub mod plan;
+mod progress;
 pub mod rehearsal;
 pub mod seal;
 pub mod slice_writer;
+mod target;
+mod write;
 
 pub use plan::Plan;

@@ -146,8 +146,39 @@ pub fn examine(plan: &Plan, policy: &Policy) -> Findings {
 
 fn check(plan: &Plan, scope: &Scope, above: &[&Plan], found: &mut Findings) {
     let file = &plan.plan_file;
-    let failed: Vec<String> = plan
-        .checks
+    let at = |what: String| format!("  - {}: {what}", file.path);
+    found.failed.extend(failures(plan).into_iter().map(at));
+    let mut unbound = Vec::new();
+    let Some((document, target)) = reread(plan, scope, &mut unbound) else {
+        found.unbound.extend(unbound.into_iter().map(at));
+        return;
+    };
+    let spec = &document.plan;
+    unbound.extend(differences(plan, &document, &target));
+    unbound.extend(unnamed_files(plan, &document, above));
+    if spec.source.outside_window == OutsideRows::Refuse
+        && plan.slices.iter().any(|s| s.source.outside_window > 0)
+    {
+        found.failed.push(at("source rows fall outside the window: no slice writes them".into()));
+    }
+    let downstream: Vec<String> =
+        spec.downstream.iter().map(|d| canonical_path(&document.dir().join(&d.plan))).collect();
+    let saved: Vec<&str> = plan.downstream.iter().map(|d| d.plan_file.path.as_str()).collect();
+    if saved != downstream.iter().map(String::as_str).collect::<Vec<_>>() {
+        unbound.push("its downstream plans are not the ones its text names".into());
+    }
+    found.unbound.extend(unbound.into_iter().map(at));
+    let mut chain = above.to_vec();
+    chain.push(plan);
+    for below in &plan.downstream {
+        check(below, scope, &chain, found);
+    }
+}
+
+/// What the rehearsal found that stops the apply: failed checks and guards, rows outside the window
+/// moved, source rows with a NULL date.
+fn failures(plan: &Plan) -> Vec<String> {
+    plan.checks
         .iter()
         .filter(|c| !c.passed)
         .map(|c| format!("check `{}` failed on slice {}", c.name, c.slice))
@@ -159,40 +190,49 @@ fn check(plan: &Plan, scope: &Scope, above: &[&Plan], found: &mut Findings) {
                 .any(|s| s.source.null_date > 0)
                 .then(|| "source rows have a NULL date: no slice writes them".to_owned()),
         )
-        .collect();
-    found.failed.extend(failed.into_iter().map(|what| format!("  - {}: {what}", file.path)));
-    let mut say = |what: String| found.unbound.push(format!("  - {}: {what}", file.path));
+        .collect()
+}
+
+/// The saved plan's own text, read again as a plan file within the scope, and the target it names;
+/// `None` (with why in `unbound`) where the text cannot say what the plan may touch.
+fn reread(plan: &Plan, scope: &Scope, unbound: &mut Vec<String>) -> Option<(PlanDocument, Url)> {
+    let file = &plan.plan_file;
     if crate::rehearse::plan::sha256_hex(file.text.as_bytes()) != file.sha256 {
-        say("its text is not the text its sha256 pins".into());
+        unbound.push("its text is not the text its sha256 pins".into());
     }
     if let Err(refused) = scope.check_plan_file(Path::new(&file.path)) {
-        say(refused.to_string());
-        return;
+        unbound.push(refused.to_string());
+        return None;
     }
     let document = match plan_file::parse_within(Path::new(&file.path), file.text.clone(), Some(scope)) {
         Ok(document) => document,
         Err(error) => {
-            say(format!("its text is refused:\n{error}"));
-            return;
+            unbound.push(format!("its text is refused:\n{error}"));
+            return None;
         }
     };
-    let spec = &document.plan;
-    let target = match store::table_url(&document.resolve(&spec.target.table)) {
-        Ok(url) => url,
+    match store::table_url(&document.resolve(&document.plan.target.table)) {
+        Ok(target) => Some((document, target)),
         Err(error) => {
-            say(format!("its target cannot be located: {error}"));
-            return;
+            unbound.push(format!("its target cannot be located: {error}"));
+            None
         }
-    };
-    if plan.target.uri != target.as_str() || plan.target.table != spec.target.table {
-        say(format!("it targets {}, but its text names {}", plan.target.uri, target));
     }
-    match document.rehearsal_url(&target) {
+}
+
+/// Where the saved plan's target, rehearsal, window or slices are not the ones its text makes.
+fn differences(plan: &Plan, document: &PlanDocument, target: &Url) -> Vec<String> {
+    let spec = &document.plan;
+    let mut differ = Vec::new();
+    if plan.target.uri != target.as_str() || plan.target.table != spec.target.table {
+        differ.push(format!("it targets {}, but its text names {}", plan.target.uri, target));
+    }
+    match document.rehearsal_url(target) {
         Ok(rehearsal) if rehearsal.as_str() == plan.rehearsal.uri => {}
         Ok(rehearsal) => {
-            say(format!("its rehearsal is {}, but its text makes {rehearsal}", plan.rehearsal.uri))
+            differ.push(format!("its rehearsal is {}, but its text makes {rehearsal}", plan.rehearsal.uri))
         }
-        Err(error) => say(format!("its rehearsal cannot be located: {error}")),
+        Err(error) => differ.push(format!("its rehearsal cannot be located: {error}")),
     }
     if plan.target.date_column != spec.target.date_column
         || plan.target.key != spec.target.key
@@ -200,7 +240,7 @@ fn check(plan: &Plan, scope: &Scope, above: &[&Plan], found: &mut Findings) {
         || plan.reason != spec.reason
         || plan.window != spec.window()
     {
-        say("its date column, key, mode, reason or window is not its text's".into());
+        differ.push("its date column, key, mode, reason or window is not its text's".into());
     }
     let slices = spec.slices();
     let same_slices = plan.slices.len() == slices.len()
@@ -208,40 +248,40 @@ fn check(plan: &Plan, scope: &Scope, above: &[&Plan], found: &mut Findings) {
             saved.index == made.index && saved.first == made.first && saved.last == made.last
         });
     if !same_slices {
-        say("its slices are not the ones its text makes".into());
+        differ.push("its slices are not the ones its text makes".into());
     }
+    differ
+}
+
+/// Files the saved plan publishes outside the table, and inputs it recorded that its text does not
+/// name: an edited saved plan must not smuggle in a path the reviewed text never showed.
+fn unnamed_files(plan: &Plan, document: &PlanDocument, above: &[&Plan]) -> Vec<String> {
+    let mut unnamed = Vec::new();
     for slice in &plan.slices {
         let files = slice
             .publication
             .iter()
             .flat_map(|p| p.adds.iter().chain(&p.cdc).map(|a| &a.path).chain(&p.removes));
-        for path in files {
-            if !is_table_relative(path) {
-                say(format!(
-                    "slice {} publishes `{path}`, which is not a file inside the table",
-                    slice.index
-                ));
-            }
-        }
-    }
-    for input in &plan.inputs {
-        if !within_input(&document, &input.input, &input.path) {
-            say(format!(
-                "input `{}` is recorded at {}, which its text does not name",
-                input.input, input.path
+        for path in files.filter(|path| !is_table_relative(path)) {
+            unnamed.push(format!(
+                "slice {} publishes `{path}`, which is not a file inside the table",
+                slice.index
             ));
         }
     }
-    for folder in &plan.input_folders {
-        if !within_input(&document, &folder.input, &folder.location) {
-            say(format!(
-                "input `{}` is recorded at {}, which its text does not name",
-                folder.input, folder.location
-            ));
+    let recorded = plan
+        .inputs
+        .iter()
+        .map(|i| (&i.input, &i.path))
+        .chain(plan.input_folders.iter().map(|f| (&f.input, &f.location)));
+    for (input, location) in recorded {
+        if !within_input(document, input, location) {
+            unnamed.push(format!("input `{input}` is recorded at {location}, which its text does not name"));
         }
     }
     for delta in &plan.delta_inputs {
-        let named = spec
+        let named = document
+            .plan
             .source
             .inputs
             .get(&delta.input)
@@ -254,30 +294,13 @@ fn check(plan: &Plan, scope: &Scope, above: &[&Plan], found: &mut Findings) {
             }
         };
         if !bound {
-            say(format!(
+            unnamed.push(format!(
                 "Delta input `{}` is recorded as {}, which its text does not name",
                 delta.input, delta.uri
             ));
         }
     }
-    if spec.source.outside_window == OutsideRows::Refuse
-        && plan.slices.iter().any(|s| s.source.outside_window > 0)
-    {
-        found
-            .failed
-            .push(format!("  - {}: source rows fall outside the window: no slice writes them", file.path));
-    }
-    let downstream: Vec<String> =
-        spec.downstream.iter().map(|d| canonical_path(&document.dir().join(&d.plan))).collect();
-    let saved: Vec<&str> = plan.downstream.iter().map(|d| d.plan_file.path.as_str()).collect();
-    if saved != downstream.iter().map(String::as_str).collect::<Vec<_>>() {
-        say("its downstream plans are not the ones its text names".into());
-    }
-    let mut chain = above.to_vec();
-    chain.push(plan);
-    for below in &plan.downstream {
-        check(below, scope, &chain, found);
-    }
+    unnamed
 }
 
 /// A path as the saved plan records a plan file's: canonical where it exists.

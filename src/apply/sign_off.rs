@@ -1,0 +1,92 @@
+//! The commits that end an apply once every slice is in: the table comment (its own metadata
+//! commit, never while slices run, since a metadata commit makes concurrent writers fail), then the
+//! change log's row. Both are written once even when two finishers race or a crash falls between.
+
+use deltalake::DeltaTable;
+use deltalake::operations::update_table_metadata::TableMetadataUpdate;
+
+use super::{ApplyError, Preflight, change_log, url_of};
+use crate::delta::ledger::{self, Backfill, Entry};
+use crate::delta::store::display_url;
+use crate::fault::fault;
+use crate::rehearse::plan::Plan;
+
+/// What ends a backfill's apply once every slice is in: the table comment, then the change-log row.
+/// Returns the table after the comment, the comment, and the change log written to.
+pub(super) async fn sign_off(
+    plan: &Plan,
+    preflight: &Preflight,
+    target: DeltaTable,
+    started_at: chrono::DateTime<chrono::Utc>,
+) -> Result<(DeltaTable, String, Option<String>), ApplyError> {
+    let Preflight { stores, since, log_url, backfill, document, .. } = preflight;
+    fault("before-comment");
+    crate::fault::pause_before_comment();
+    let comment = comment_text(&document.plan.record.comment, backfill, chrono::Utc::now().date_naive());
+    let (target, wrote_comment) = comment_once(target, since, backfill, &comment).await?;
+    let Some(url) = log_url else { return Ok((target, comment, None)) };
+    // Two finishers at once: the one whose comment landed writes the row; a crash between the
+    // two leaves it to the next run, which finds the comment and no row.
+    let row = change_log::LogRow {
+        backfill_id: backfill.backfill_id.clone(),
+        table: display_url(&url_of(plan)?),
+        // This table's plan: the tables downstream have rows of their own.
+        plan: Plan { downstream: Vec::new(), ..plan.clone() },
+        post_version: target.version().unwrap_or(0),
+        started_at,
+        finished_at: chrono::Utc::now(),
+        user: std::env::var("USER")
+            .or_else(|_| std::env::var("USERNAME"))
+            .unwrap_or_else(|_| "unknown".into()),
+    };
+    let commented_before = since.iter().any(|e| e.is_comment_of(&backfill.backfill_id));
+    if wrote_comment || commented_before {
+        change_log::record(stores, url, &row).await?;
+    }
+    Ok((target, comment, Some(display_url(url))))
+}
+
+/// Sets the table comment that ends the backfill's apply, unless its commit is in the table already;
+/// returns the table and whether this call wrote it. Two finishers racing: the comment is a metadata
+/// commit, so the second conflicts, finds the first's comment, and writes nothing.
+async fn comment_once(
+    target: DeltaTable,
+    since: &[Entry],
+    backfill: &Backfill,
+    comment: &str,
+) -> Result<(DeltaTable, bool), ApplyError> {
+    if since.iter().any(|e| e.is_comment_of(&backfill.backfill_id)) {
+        return Ok((target, false));
+    }
+    let read_version = target.version().unwrap_or(0);
+    let fallback = target.clone();
+    let written = target
+        .update_table_metadata()
+        .with_update(TableMetadataUpdate { name: None, description: Some(comment.to_owned()) })
+        .with_commit_properties(backfill.comment_commit())
+        .await;
+    match written {
+        Ok(table) => Ok((table, true)),
+        Err(error) => {
+            let mut table = fallback;
+            table.update_incremental(None).await?;
+            let newer = ledger::commits_after(&table, read_version).await?;
+            match newer.iter().any(|e| e.is_comment_of(&backfill.backfill_id)) {
+                true => Ok((table, false)),
+                false => Err(error.into()),
+            }
+        }
+    }
+}
+
+/// The table comment from the plan's template, at most 4000 characters.
+pub fn comment_text(template: &str, backfill: &Backfill, today: chrono::NaiveDate) -> String {
+    let text = template
+        .replace("{reason}", &backfill.reason)
+        .replace("{window}", &backfill.window.to_string())
+        .replace("{start}", &backfill.window.start.to_string())
+        .replace("{end}", &backfill.window.end.to_string())
+        .replace("{date}", &today.to_string())
+        .replace("{backfill_id}", &backfill.backfill_id);
+    text.chars().take(4000).collect()
+}

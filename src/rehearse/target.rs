@@ -1,0 +1,82 @@
+//! Step 1 of the rehearsal: the target, opened at its latest version (the plan's pre-version), and
+//! refused here when the rehearsal or the apply could not do what the plan asks of it.
+
+use deltalake::DeltaTable;
+use url::Url;
+
+use crate::delta::store::{self, display_url};
+use crate::delta::table;
+use crate::plan_file::PlanDocument;
+use crate::rehearse::error::RehearsalError;
+use crate::rehearse::progress::Progress;
+
+/// The target, opened and found writable, and where its rehearsal goes.
+pub(crate) struct Target {
+    pub(crate) url: Url,
+    pub(crate) table: DeltaTable,
+    pub(crate) partition_columns: Vec<String>,
+    pub(crate) rehearsal_url: Url,
+}
+
+impl Target {
+    pub(crate) fn partitioned_by_date(&self, column: &str) -> bool {
+        self.partition_columns == [column]
+    }
+}
+
+/// Step 1: open the target at its latest version and refuse what the rehearsal or the apply could
+/// not do: a table bf may not write, a date column that is not one, parallel slices on a table not
+/// partitioned by it, a log table bf may not append to, a rehearsal that would be the target.
+pub(crate) async fn open_target(
+    document: &PlanDocument,
+    stores: &store::Stores,
+    progress: &dyn Progress,
+) -> Result<Target, RehearsalError> {
+    let spec = &document.plan;
+    let target_url = store::table_url(&document.resolve(&spec.target.table))?;
+    progress.step("opening the target");
+    let target = stores.open(&target_url, None).await?;
+    let column = spec.target.date_column.as_str();
+    crate::delta::compat::check_writable(&target).await?;
+    table::check_date_column(&target, column)?;
+    if let Some(log) = document.log_table()? {
+        crate::delta::compat::check_log_table(stores, &log).await?;
+    }
+    let partition_columns = table::partition_columns(&target);
+    let partitioned_by_date = partition_columns == [column];
+    if spec.slicing.parallel > 1 && !partitioned_by_date {
+        return Err(RehearsalError::Refused(format!(
+            "`slicing.parallel = {}` needs a table partitioned by `{column}`, and {} is {}: concurrent replaceWhere \
+             commits on it conflict (ConcurrentAppend) and all but one fail. Use `parallel = 1`, or partition the \
+             table by `{column}` so each slice replaces its own partitions.",
+            spec.slicing.parallel,
+            display_url(&target_url),
+            if partition_columns.is_empty() {
+                "not partitioned".to_owned()
+            } else {
+                format!("partitioned by {}", partition_columns.join(", "))
+            },
+        )));
+    }
+    if spec.slicing.parallel > 1 {
+        stores
+            .require_one_writer(&target_url, Some("`slicing.parallel` slices at once"))
+            .map_err(|e| RehearsalError::Refused(e.to_string()))?;
+    }
+    let rehearsal_url = document.rehearsal_url(&target_url)?;
+    // A rehearsal is replaced by every plan: it must be neither the target, nor inside it, nor
+    // hold it, nor a bucket's root.
+    if rehearsal_url.path_segments().is_none_or(|mut s| s.all(str::is_empty)) {
+        return Err(RehearsalError::Refused(format!(
+            "the rehearsal table {} is the root of a bucket: choose a folder of its own",
+            display_url(&rehearsal_url)
+        )));
+    }
+    if store::nested(&rehearsal_url, &target_url) {
+        return Err(RehearsalError::Refused(format!(
+            "the rehearsal table {} is the target table, or inside it, or holds it: choose a folder of its own",
+            display_url(&rehearsal_url)
+        )));
+    }
+    Ok(Target { url: target_url, table: target, partition_columns, rehearsal_url })
+}
