@@ -18,10 +18,10 @@
 //!    the resumed apply finds in place and checks again. A rehearsal commit that would change the
 //!    table itself (metadata, protocol, domain metadata) is refused: publishing carries data only.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
-use deltalake::kernel::{Action, Add, AddCDCFile};
+use deltalake::kernel::{Action, Add, AddCDCFile, LogicalFileView};
 use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::{StreamExt, TryStreamExt};
@@ -211,89 +211,14 @@ impl<'a> Publisher<'a> {
     ) -> Result<DeltaTable, PublishError> {
         let version = publication.rehearsal_version;
         let actions = commit_actions(&self.rehearsal, version).await?;
-        // The history reads as it would for a write: the rows the rehearsal's write added and removed.
-        let metrics: HashMap<String, Value> = actions
-            .iter()
-            .find_map(|a| a.pointer("/commitInfo/operationMetrics").cloned())
-            .map(|m| ("operationMetrics".to_owned(), m))
-            .into_iter()
-            .collect();
-        // What publishing carries over is data: a commit that would also change the table's schema,
-        // properties or protocol is not this slice's to make.
-        let carried = ["commitInfo", "add", "remove", "cdc", "txn"];
-        if let Some(kind) = actions
-            .iter()
-            .filter_map(|a| a.as_object()?.keys().next().cloned())
-            .find(|k| !carried.contains(&k.as_str()))
-        {
-            return Err(commit_problem(
-                version,
-                format!(
-                    "holds a `{kind}` action: it changes the table itself, which publishing the slice's files \
-                     cannot carry; nothing was committed (`bf apply --recompute` writes the slice instead)"
-                ),
-            ));
-        }
-        let target_root = table.table_url().clone();
-        let mut published: Vec<Action> = Vec::new();
-        let recorded: HashMap<&str, &PublishedFile> =
-            publication.adds.iter().map(|f| (f.path.as_str(), f)).collect();
-        let recorded_cdc: HashMap<&str, &PublishedFile> =
-            publication.cdc.iter().map(|f| (f.path.as_str(), f)).collect();
+        let metrics = operation_metrics(&actions);
+        data_only(version, &actions)?;
         // The table's own files: a file at one of their paths is never replaced.
         let live: Vec<_> = table.get_active_add_actions_by_predicate(None).try_collect().await?;
-        let referenced: std::collections::HashSet<String> =
-            live.iter().map(|f| f.path().into_owned()).collect();
-        // Files are looked up by the path their raw action holds, decoded once, as `record` did.
-        let raw_path = |action: &Value, kind: &str| {
-            action.pointer(&format!("/{kind}/path")).and_then(Value::as_str).map(decoded).unwrap_or_default()
-        };
-        for action in &actions {
-            if let Some(add) = action.get("add") {
-                let add: Add = serde_json::from_value(add.clone()).map_err(|e| commit_problem(version, e))?;
-                let Some(expected) = recorded.get(raw_path(action, "add").as_str()) else {
-                    return Err(commit_problem(
-                        version,
-                        format!("adds {} which the plan did not record", add.path),
-                    ));
-                };
-                self.place(&target_root, expected, &referenced, slice, version).await?;
-                published.push(Action::Add(Add { data_change: true, ..add }));
-            }
-            if let Some(cdc) = action.get("cdc") {
-                let cdc: AddCDCFile =
-                    serde_json::from_value(cdc.clone()).map_err(|e| commit_problem(version, e))?;
-                let Some(expected) = recorded_cdc.get(raw_path(action, "cdc").as_str()) else {
-                    return Err(commit_problem(
-                        version,
-                        format!("writes the change-data file {} which the plan did not record", cdc.path),
-                    ));
-                };
-                self.place(&target_root, expected, &referenced, slice, version).await?;
-                published.push(Action::Cdc(cdc));
-            }
-        }
-        if published.iter().filter(|a| matches!(a, Action::Add(_))).count() != publication.adds.len() {
-            return Err(commit_problem(version, "does not add every file the plan recorded"));
-        }
-        // The removes name the target's own files as the target's log holds them.
-        let removed: std::collections::HashSet<&str> =
-            publication.removes.iter().map(String::as_str).collect();
-        let mut found = 0;
-        for file in &live {
-            if removed.contains(file.path().as_ref()) {
-                published.push(Action::Remove(file.remove_action(true)));
-                found += 1;
-            }
-        }
-        if found != removed.len() {
-            let gone: Vec<&str> = removed.iter().filter(|p| !referenced.contains(**p)).copied().collect();
-            return Err(PublishError::Delta(DeltaTableError::Generic(format!(
-                "slice {} removes files the table no longer holds: {}",
-                slice.index,
-                gone.join(", ")
-            ))));
-        }
+        let referenced: HashSet<String> = live.iter().map(|f| f.path().into_owned()).collect();
+        let mut published =
+            self.place_files(table.table_url(), slice, publication, &actions, &referenced).await?;
+        published.extend(removes(slice, publication, &live, &referenced)?);
         let operation = DeltaOperation::Write {
             mode: SaveMode::Overwrite,
             partition_by: self.partition_by.clone(),
@@ -309,6 +234,114 @@ impl<'a> Publisher<'a> {
         table.update_incremental(Some(committed.version())).await?;
         Ok(table)
     }
+
+    /// Places every file the rehearsal's commit adds (data and change data) and returns the actions
+    /// that add them to the target. Every file must be one the plan recorded, so what lands is
+    /// what was reviewed.
+    async fn place_files(
+        &self,
+        target_root: &Url,
+        slice: &Slice,
+        publication: &Publication,
+        actions: &[Value],
+        referenced: &HashSet<String>,
+    ) -> Result<Vec<Action>, PublishError> {
+        let version = publication.rehearsal_version;
+        let mut published: Vec<Action> = Vec::new();
+        let recorded: HashMap<&str, &PublishedFile> =
+            publication.adds.iter().map(|f| (f.path.as_str(), f)).collect();
+        let recorded_cdc: HashMap<&str, &PublishedFile> =
+            publication.cdc.iter().map(|f| (f.path.as_str(), f)).collect();
+        // Files are looked up by the path their raw action holds, decoded once, as `record` did.
+        let raw_path = |action: &Value, kind: &str| {
+            action.pointer(&format!("/{kind}/path")).and_then(Value::as_str).map(decoded).unwrap_or_default()
+        };
+        for action in actions {
+            if let Some(add) = action.get("add") {
+                let add: Add = serde_json::from_value(add.clone()).map_err(|e| commit_problem(version, e))?;
+                let Some(expected) = recorded.get(raw_path(action, "add").as_str()) else {
+                    return Err(commit_problem(
+                        version,
+                        format!("adds {} which the plan did not record", add.path),
+                    ));
+                };
+                self.place(target_root, expected, referenced, slice, version).await?;
+                published.push(Action::Add(Add { data_change: true, ..add }));
+            }
+            if let Some(cdc) = action.get("cdc") {
+                let cdc: AddCDCFile =
+                    serde_json::from_value(cdc.clone()).map_err(|e| commit_problem(version, e))?;
+                let Some(expected) = recorded_cdc.get(raw_path(action, "cdc").as_str()) else {
+                    return Err(commit_problem(
+                        version,
+                        format!("writes the change-data file {} which the plan did not record", cdc.path),
+                    ));
+                };
+                self.place(target_root, expected, referenced, slice, version).await?;
+                published.push(Action::Cdc(cdc));
+            }
+        }
+        if published.iter().filter(|a| matches!(a, Action::Add(_))).count() != publication.adds.len() {
+            return Err(commit_problem(version, "does not add every file the plan recorded"));
+        }
+        Ok(published)
+    }
+}
+
+/// The history reads as it would for a write: the rows the rehearsal's write added and removed.
+fn operation_metrics(actions: &[Value]) -> HashMap<String, Value> {
+    actions
+        .iter()
+        .find_map(|a| a.pointer("/commitInfo/operationMetrics").cloned())
+        .map(|m| ("operationMetrics".to_owned(), m))
+        .into_iter()
+        .collect()
+}
+
+/// What publishing carries over is data: a commit that would also change the table's schema,
+/// properties or protocol is not this slice's to make.
+fn data_only(version: u64, actions: &[Value]) -> Result<(), PublishError> {
+    let carried = ["commitInfo", "add", "remove", "cdc", "txn"];
+    if let Some(kind) = actions
+        .iter()
+        .filter_map(|a| a.as_object()?.keys().next().cloned())
+        .find(|k| !carried.contains(&k.as_str()))
+    {
+        return Err(commit_problem(
+            version,
+            format!(
+                "holds a `{kind}` action: it changes the table itself, which publishing the slice's files \
+                 cannot carry; nothing was committed (`bf apply --recompute` writes the slice instead)"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// The removes of the target's own files the slice replaces, named as the target's log holds them.
+/// A file the table no longer holds stops the slice before anything commits: the rehearsal removed
+/// it from a table that is not the one there now.
+fn removes(
+    slice: &Slice,
+    publication: &Publication,
+    live: &[LogicalFileView],
+    referenced: &HashSet<String>,
+) -> Result<Vec<Action>, PublishError> {
+    let removed: HashSet<&str> = publication.removes.iter().map(String::as_str).collect();
+    let actions: Vec<Action> = live
+        .iter()
+        .filter(|file| removed.contains(file.path().as_ref()))
+        .map(|file| Action::Remove(file.remove_action(true)))
+        .collect();
+    if actions.len() != removed.len() {
+        let gone: Vec<&str> = removed.iter().filter(|p| !referenced.contains(**p)).copied().collect();
+        return Err(PublishError::Delta(DeltaTableError::Generic(format!(
+            "slice {} removes files the table no longer holds: {}",
+            slice.index,
+            gone.join(", ")
+        ))));
+    }
+    Ok(actions)
 }
 
 impl Publisher<'_> {
@@ -320,7 +353,7 @@ impl Publisher<'_> {
         &self,
         target_root: &Url,
         file: &PublishedFile,
-        referenced: &std::collections::HashSet<String>,
+        referenced: &HashSet<String>,
         slice: &Slice,
         version: u64,
     ) -> Result<(), PublishError> {
