@@ -5,8 +5,8 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use bf::apply::cascade::{ChainApply, ChainProgress};
-use bf::apply::{ApplyProgress, SliceOutcome};
+use bf::apply::cascade::{ChainApply, ChainApplyError, ChainProgress};
+use bf::apply::{ApplyProgress, ApplyReport, SliceOutcome};
 use bf::notify::Notice;
 use bf::rehearse::plan::Plan;
 use bf::rehearse::rehearsal::Quiet;
@@ -129,6 +129,31 @@ impl ApplyProgress for Lines {
 }
 
 pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
+    refuse_fan_out_of_a_plan_file(&args)?;
+    let Some(plan) = plan_to_apply(&args, policy).await? else {
+        return Ok(ExitCode::FAILURE);
+    };
+    if !approved(&plan, args.auto_approve)? {
+        return Ok(ExitCode::FAILURE);
+    }
+    let only = only_slices(&args);
+    let fan_out = only.is_some();
+    let reports = match execute(&plan, &args, only).await {
+        Ok(reports) => reports,
+        Err(stopped) => {
+            say_where_it_stopped(&plan, &stopped);
+            return Ok(ExitCode::FAILURE);
+        }
+    };
+    // One task of a fan-out tells nobody: `--finish` does, once every slice is in.
+    let notices = if fan_out { Vec::new() } else { tell(&plan, &reports, policy).await };
+    print_outcome(reports, notices, args.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Tasks of one fanned-out run must apply the same plan: planning a `.toml` in each task would
+/// give each its own plan, and its own backfill id.
+fn refuse_fan_out_of_a_plan_file(args: &Args) -> anyhow::Result<()> {
     let fanned = !args.slice.is_empty() || args.slices.is_some() || args.finish;
     if fanned && args.plan.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "toml")) {
         anyhow::bail!(
@@ -136,120 +161,146 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
              then give each task the saved plan (`.bf/plan.json`, or the file `bf plan --out` wrote)"
         );
     }
-    let plan = match &args.plan {
-        Some(path) if path.extension().is_some_and(|e| e == "toml") => {
-            let Some((plan, _)) = super::plan::rehearse_and_save(
-                path,
-                policy,
-                super::plan::Samples::from_env(),
-                &args.state,
-                None,
-                &Quiet,
-            )
-            .await?
-            else {
-                return Ok(ExitCode::FAILURE);
-            };
-            // The plan to decide on; stdout is the outcome's (with `--json`, one JSON document).
-            let shown = render(&plan, Format::Text);
-            if args.json || args.quiet {
-                eprint!("{shown}");
-            } else {
-                print!("{shown}");
-            }
-            plan
-        }
+    Ok(())
+}
+
+/// The plan to apply: a plan file planned now and shown, to decide on before anything is
+/// written; or a saved plan, as it was reviewed. `None` when planning refused the plan file
+/// (it said why).
+async fn plan_to_apply(args: &Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<Option<Plan>> {
+    let path = match &args.plan {
+        Some(path) if path.extension().is_some_and(|e| e == "toml") => path,
         // A saved plan is applied only as it was reviewed (bf::rehearse::seal).
-        Some(path) => bf::rehearse::seal::load_reviewed(path, policy)?,
-        None => bf::rehearse::seal::load_reviewed(&args.state.saved_plan(), policy)?,
+        Some(path) => return Ok(Some(bf::rehearse::seal::load_reviewed(path, policy)?)),
+        None => return Ok(Some(bf::rehearse::seal::load_reviewed(&args.state.saved_plan(), policy)?)),
     };
+    let samples = super::plan::Samples::from_env();
+    let Some((plan, _)) =
+        super::plan::rehearse_and_save(path, policy, samples, &args.state, None, &Quiet).await?
+    else {
+        return Ok(None);
+    };
+    // The plan to decide on; stdout is the outcome's (with `--json`, one JSON document).
+    let shown = render(&plan, Format::Text);
+    if args.json || args.quiet {
+        eprint!("{shown}");
+    } else {
+        print!("{shown}");
+    }
+    Ok(Some(plan))
+}
+
+/// Whether to go on: never for a plan with problems (listed), and without `--auto-approve` only
+/// when the operator says yes to the plan's summary. Warnings are shown either way.
+fn approved(plan: &Plan, auto_approve: bool) -> anyhow::Result<bool> {
     if !plan.appliable() {
         eprintln!("error: this plan cannot be applied:");
         for problem in &plan.problems {
             eprintln!("  - {problem}");
         }
-        return Ok(ExitCode::FAILURE);
+        return Ok(false);
     }
     for warning in &plan.warnings {
         eprintln!("Warning: {warning}");
     }
-    if !args.auto_approve {
-        eprintln!("{}", summary(&plan));
+    if !auto_approve {
+        eprintln!("{}", summary(plan));
         if !super::confirm("Do you want to apply this backfill?", "apply")? {
             eprintln!("Apply cancelled; nothing was written.");
-            return Ok(ExitCode::FAILURE);
+            return Ok(false);
         }
     }
-    let slices = plan.chain().iter().map(|p| p.slices.len()).sum();
-    let lines = Lines::new(args.quiet || args.json, slices);
+    Ok(true)
+}
+
+/// The slices `--slice` and `--slices` name, or `None` for a whole apply.
+fn only_slices(args: &Args) -> Option<BTreeSet<usize>> {
     let mut only: BTreeSet<usize> = args.slice.iter().copied().collect();
     only.extend(args.slices.clone().into_iter().flatten());
-    let fan_out = !only.is_empty();
-    let outcome = ChainApply::new(&plan)
+    (!only.is_empty()).then_some(only)
+}
+
+/// Apply the plan and its downstream plans, a line per slice as each lands.
+async fn execute(
+    plan: &Plan,
+    args: &Args,
+    only: Option<BTreeSet<usize>>,
+) -> Result<Vec<ApplyReport>, ChainApplyError> {
+    let slices = plan.chain().iter().map(|p| p.slices.len()).sum();
+    let lines = Lines::new(args.quiet || args.json, slices);
+    let outcome = ChainApply::new(plan)
         .with_rerun(args.rerun.is_some())
         .with_recompute(args.recompute)
-        .with_only(fan_out.then_some(only))
+        .with_only(only)
         .finishing(args.finish)
         .execute(&lines)
         .await;
     lines.finish();
-    let reports = match outcome {
-        Ok(reports) => reports,
-        Err(stopped) => {
-            use bf::apply::ApplyError;
-            let chained = plan.chain().len() > 1;
-            let error = &stopped.source;
-            // A chain's error names the table it stopped at.
-            let said = if chained { stopped.to_string() } else { error.to_string() };
-            eprintln!("error: {}", bf::delta::store::redact(&said));
-            // Refused before writing: the message says what to do instead of a resume.
-            let refused = matches!(
-                error,
-                ApplyError::Stale(_)
-                    | ApplyError::Unsupported(_)
-                    | ApplyError::Ledger(_)
-                    | ApplyError::UnsafeCommits(_)
-                    | ApplyError::NoSuchSlice { .. }
-                    | ApplyError::Unfinished { .. }
-                    | ApplyError::FanOutChain
-                    | ApplyError::Overtaken { .. }
-                    | ApplyError::Unverified(_)
-                    | ApplyError::OutOfOrder(_)
-            );
-            match error {
-                ApplyError::Verify { .. } => eprintln!(
-                    "That slice's commit is in the table: `bf rollback` puts the table back to the pre-version."
-                ),
-                _ if refused && chained && stopped.applied.is_empty() => {
-                    eprintln!("No table of the chain was written.")
-                }
-                _ if refused => {}
-                _ => eprintln!(
-                    "Slices committed before this stay recorded in the table; run `bf apply` again (without `--rerun`) \
-                     to resume."
-                ),
-            }
-            for report in &stopped.applied {
-                eprintln!(
-                    "{} is applied (backfill {}); `bf apply` again resumes the chain at {}, or `bf rollback --cascade` undoes it.",
-                    report.table, report.backfill_id, stopped.table
-                );
-            }
-            return Ok(ExitCode::FAILURE);
+    outcome
+}
+
+/// Why the apply stopped, and what to do next: nothing when it was refused before writing (the
+/// error says what to do instead), a rollback after a failed verification, else a resume; and
+/// for a chain, which tables are applied already.
+fn say_where_it_stopped(plan: &Plan, stopped: &ChainApplyError) {
+    use bf::apply::ApplyError;
+    let chained = plan.chain().len() > 1;
+    let error = &stopped.source;
+    // A chain's error names the table it stopped at.
+    let said = if chained { stopped.to_string() } else { error.to_string() };
+    eprintln!("error: {}", bf::delta::store::redact(&said));
+    // Refused before writing: the message says what to do instead of a resume.
+    let refused = matches!(
+        error,
+        ApplyError::Stale(_)
+            | ApplyError::Unsupported(_)
+            | ApplyError::Ledger(_)
+            | ApplyError::UnsafeCommits(_)
+            | ApplyError::NoSuchSlice { .. }
+            | ApplyError::Unfinished { .. }
+            | ApplyError::FanOutChain
+            | ApplyError::Overtaken { .. }
+            | ApplyError::Unverified(_)
+            | ApplyError::OutOfOrder(_)
+    );
+    match error {
+        ApplyError::Verify { .. } => eprintln!(
+            "That slice's commit is in the table: `bf rollback` puts the table back to the pre-version."
+        ),
+        _ if refused && chained && stopped.applied.is_empty() => {
+            eprintln!("No table of the chain was written.")
         }
-    };
-    // One task of a fan-out tells nobody: `--finish` does, once every slice is in.
-    let notices = match plan.notify().filter(|_| !fan_out) {
+        _ if refused => {}
+        _ => eprintln!(
+            "Slices committed before this stay recorded in the table; run `bf apply` again (without `--rerun`) \
+             to resume."
+        ),
+    }
+    for report in &stopped.applied {
+        eprintln!(
+            "{} is applied (backfill {}); `bf apply` again resumes the chain at {}, or `bf rollback --cascade` undoes it.",
+            report.table, report.backfill_id, stopped.table
+        );
+    }
+}
+
+/// Send the notice the plan file asks for; where it went, for the outcome.
+async fn tell(plan: &Plan, reports: &[ApplyReport], policy: &bf::plan_file::confine::Policy) -> Vec<String> {
+    match plan.notify() {
         Some(spec) => {
-            let notice = Notice::of_apply(&plan, &spec.owners, &reports);
-            super::tell(&spec, &plan, policy, &notice).await
+            let notice = Notice::of_apply(plan, &spec.owners, reports);
+            super::tell(&spec, plan, policy, &notice).await
         }
         None => Vec::new(),
-    };
+    }
+}
+
+/// The outcome on stdout, each table's report; with `--json`, the chain's as one document.
+fn print_outcome(reports: Vec<ApplyReport>, notices: Vec<String>, json: bool) -> anyhow::Result<()> {
     let mut reports = reports.into_iter();
     let first = reports.next().expect("a chain applies its first plan");
     let applied = Applied { first, downstream: reports.collect(), notices };
-    let text = if args.json {
+    let text = if json {
         render::json(&applied)
     } else {
         let mut parts = vec![render::apply::report(&applied.first)];
@@ -257,7 +308,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
         parts.join("\n")
     };
     std::io::stdout().lock().write_all(text.as_bytes())?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 /// `3..9`: slices 3 to 9, inclusive.
@@ -279,9 +330,9 @@ fn slice_range(text: &str) -> Result<std::ops::RangeInclusive<usize>, String> {
 #[derive(serde::Serialize)]
 struct Applied {
     #[serde(flatten)]
-    first: bf::apply::ApplyReport,
+    first: ApplyReport,
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    downstream: Vec<bf::apply::ApplyReport>,
+    downstream: Vec<ApplyReport>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     notices: Vec<String>,
 }

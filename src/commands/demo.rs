@@ -1,18 +1,19 @@
 //! `bf demo`: build the example shop and walk through the March reload on it.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use bf::apply::Silent;
 use bf::apply::cascade::ChainApply;
+use bf::apply::{ApplyReport, Silent};
 use bf::delta::ledger;
 use bf::delta::store::{Stores, display_url};
 use bf::notify::Notice;
+use bf::rehearse::plan::Plan;
 use bf::rehearse::rehearsal::Quiet;
 use bf::rollback;
-use bf::shop::Shop;
+use bf::shop::{Shop, ShopSummary};
 
 use crate::render;
 use crate::render::plan::{Format, render};
@@ -49,6 +50,27 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     }
     let mut out = std::io::stdout().lock();
     let dir = args.dir.display();
+    describe_shop(&mut out, &args, &summary)?;
+    if args.shop_only {
+        writeln!(out, "\nNext, in {dir}: bf plan plans/march.toml")?;
+        return Ok(ExitCode::SUCCESS);
+    }
+
+    // Each step prints what the verb itself prints, through the same renderers.
+    writeln!(out, "\n$ cd {dir} && bf plan plans/march.toml\n")?;
+    let plan = plan_step(&mut out, &shop, policy).await?;
+    writeln!(out, "\n$ bf apply --auto-approve\n")?;
+    let reports = apply_step(&mut out, &plan, policy).await?;
+    history_step(&mut out, &plan, &stores, args.store.is_some()).await?;
+    writeln!(out, "\n$ bf rollback --cascade --auto-approve\n")?;
+    rollback_step(&mut out, &plan, &stores, &reports[0].backfill_id).await?;
+    next_steps(&mut out, &args.dir)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What the shop holds and what is wrong in it, the story the walkthrough then fixes.
+fn describe_shop(out: &mut impl Write, args: &Args, summary: &ShopSummary) -> anyhow::Result<()> {
+    let dir = args.dir.display();
     if let Some(store) = &args.store {
         writeln!(out, "Built the example shop in {store} (its plans in {dir}/plans):")?;
     } else {
@@ -79,13 +101,15 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
         out,
         "  plans/                        march.toml (with march-revenue-by-day.toml downstream), september.toml, correction-2026-09-15.toml"
     )?;
-    if args.shop_only {
-        writeln!(out, "\nNext, in {dir}: bf plan plans/march.toml")?;
-        return Ok(ExitCode::SUCCESS);
-    }
+    Ok(())
+}
 
-    // Each step prints what the verb itself prints, through the same renderers.
-    writeln!(out, "\n$ cd {dir} && bf plan plans/march.toml\n")?;
+/// `bf plan plans/march.toml`: rehearse the March reload and its downstream table, and save the plan.
+async fn plan_step(
+    out: &mut impl Write,
+    shop: &Shop,
+    policy: &bf::plan_file::confine::Policy,
+) -> anyhow::Result<Plan> {
     let state = super::StateDir { dir: shop.root.join(".bf") };
     let Some((plan, saved)) = super::plan::rehearse_and_save(
         &shop.plans().join("march.toml"),
@@ -106,9 +130,16 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
         "\nNeither real table changed: each was rehearsed on a shallow clone beside it, revenue_by_day on the \
          rehearsal of the reloaded orders_silver."
     )?;
+    Ok(plan)
+}
 
-    writeln!(out, "\n$ bf apply --auto-approve\n")?;
-    let reports = ChainApply::new(&plan).execute(&Silent).await.context("applying plans/march.toml")?;
+/// `bf apply --auto-approve`: apply the chain, then send the notice its plan file asks for.
+async fn apply_step(
+    out: &mut impl Write,
+    plan: &Plan,
+    policy: &bf::plan_file::confine::Policy,
+) -> anyhow::Result<Vec<ApplyReport>> {
+    let reports = ChainApply::new(plan).execute(&Silent).await.context("applying plans/march.toml")?;
     for report in &reports {
         for slice in &report.slices {
             writeln!(out, "{}", render::apply::slice_line(slice))?;
@@ -121,24 +152,41 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
             webhook_env: spec.webhook_env.filter(|env| std::env::var_os(env).is_some()),
             ..spec
         };
-        let notice = Notice::of_apply(&plan, &spec.owners, &reports);
+        let notice = Notice::of_apply(plan, &spec.owners, &reports);
         writeln!(out)?;
-        super::tell(&spec, &plan, policy, &notice).await;
+        super::tell(&spec, plan, policy, &notice).await;
         write!(out, "\n{}", notice.text())?;
     }
+    Ok(reports)
+}
 
+/// `bf history` of each table of the chain: the backfill's commits, recorded in the table.
+async fn history_step(
+    out: &mut impl Write,
+    plan: &Plan,
+    stores: &Stores,
+    in_store: bool,
+) -> anyhow::Result<()> {
     for planned in plan.chain() {
         let url = url::Url::parse(&planned.target.uri)?;
         let name = bf::plan_file::chain::table_name(&url);
-        let shown = args.store.as_ref().map_or(format!("warehouse/{name}"), |_| display_url(&url));
+        let shown = if in_store { display_url(&url) } else { format!("warehouse/{name}") };
         writeln!(out, "\n$ bf history {shown} --limit 3\n")?;
         let table = stores.open(&url, None).await?;
         writeln!(out, "{}", render::history::table(&ledger::history(&table, Some(3)).await?))?;
     }
+    Ok(())
+}
 
-    writeln!(out, "\n$ bf rollback --cascade --auto-approve\n")?;
+/// `bf rollback --cascade --auto-approve`: undo the backfill, downstream table first.
+async fn rollback_step(
+    out: &mut impl Write,
+    plan: &Plan,
+    stores: &Stores,
+    backfill_id: &str,
+) -> anyhow::Result<()> {
     let url = url::Url::parse(&plan.target.uri)?;
-    let upstream = rollback::prepare(&stores, &url, &reports[0].backfill_id).await?;
+    let upstream = rollback::prepare(stores, &url, backfill_id).await?;
     let undo = bf::apply::cascade::with_downstream(upstream, &|_| stores.clone()).await?;
     for step in &undo {
         write!(out, "{}", render::rollback::intent(step, false))?;
@@ -153,11 +201,16 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
         "Downstream first, then upstream. Each table's history keeps both: the backfill's commits, then the RESTORE \
          that undid them."
     )?;
+    Ok(())
+}
 
+/// What to try next by hand on the same shop.
+fn next_steps(out: &mut impl Write, dir: &Path) -> anyhow::Result<()> {
+    let dir = dir.display();
     writeln!(out, "\nNext, in {dir}, the September daily backfill (one run per day):")?;
     writeln!(out, "  bf slices plans/september.toml     30 runs, one per day, dated the day after")?;
     writeln!(out, "  bf plan plans/september.toml       rehearse September into the empty orders_daily")?;
     writeln!(out, "  bf apply --auto-approve            apply it; run it again after a crash to resume")?;
     writeln!(out, "  bf plan plans/correction-2026-09-15.toml   then the 15 September correction")?;
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }

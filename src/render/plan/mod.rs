@@ -1,0 +1,248 @@
+//! A saved plan as people read it: in a terminal (`bf plan`, `bf show`) or as a pull-request
+//! comment (`--format markdown`). JSON is the plan value itself. The two readable forms differ in
+//! layout only: the cells, the summary and the breakdown they show are made here, once.
+
+mod markdown;
+mod shown;
+mod text;
+
+use std::fmt::Write;
+
+use bf::rehearse::diff::{BreakdownRow, Measures, SampleRow};
+use bf::rehearse::plan::{Plan, SliceReport};
+use similar::{ChangeTag, TextDiff};
+
+use super::{change, count, number, percent, signed};
+use markdown::{COMMENT_LIMIT, MARKER, chain_markdown};
+use text::{chain_text, text};
+
+/// How a plan is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// Tables for a terminal.
+    #[default]
+    Text,
+    /// The saved plan as one JSON document.
+    Json,
+    /// A pull-request comment: summary line, per-slice table, checks.
+    Markdown,
+}
+
+/// How much of a plan the text and markdown forms show.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Detail {
+    /// Everything for a plan of up to 12 slices; for a longer one, the summary, the slices with the
+    /// most changes and their changed rows: a screen, not a scroll.
+    #[default]
+    Auto,
+    /// The summary, checks, guards and the slices with the most changes.
+    Summary,
+    /// Every slice's row; changed rows of the slices with the most changes.
+    Slices,
+    /// Everything: every slice and every slice's changed rows.
+    All,
+}
+
+pub fn render(plan: &Plan, format: Format) -> String {
+    render_with(plan, format, Detail::Auto)
+}
+
+pub fn render_with(plan: &Plan, format: Format, detail: Detail) -> String {
+    match format {
+        Format::Text if plan.downstream.is_empty() => text(plan, detail),
+        Format::Text => chain_text(plan, detail),
+        Format::Json => super::json(plan),
+        Format::Markdown if plan.downstream.is_empty() => {
+            markdown::markdown(plan, detail, COMMENT_LIMIT) + MARKER
+        }
+        Format::Markdown => chain_markdown(plan, detail),
+    }
+}
+
+/// `Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue 18,204.10 → 16,880.55 (−7.3%)`.
+pub fn summary(plan: &Plan) -> String {
+    let verb = mode_verb(plan);
+    let mut parts = vec![format!("Plan: {} to {verb}", count(plan.slices.len(), "slice"))];
+    let (before, after) = (&plan.total.before, &plan.total.after);
+    parts.push(format!("rows {}", short_change(Some(before.rows as f64), Some(after.rows as f64))));
+    for (name, b) in &before.metrics {
+        let a = after.metrics.get(name).copied().flatten();
+        parts.push(format!("{name} {}", short_change(*b, a)));
+    }
+    parts.join("; ")
+}
+
+fn short_change(before: Option<f64>, after: Option<f64>) -> String {
+    let show = super::value;
+    match (before, after) {
+        (Some(b), Some(a)) => match percent(b, a) {
+            Some(p) if a != b => format!("{} → {} ({p})", number(b), number(a)),
+            _ if a == b => format!("{} (unchanged)", number(b)),
+            _ => format!("{} → {}", number(b), number(a)),
+        },
+        (b, a) => format!("{} → {}", show(b), show(a)),
+    }
+}
+
+/// `replace` or `merge`: what each slice does to the table's rows in its window.
+fn mode_verb(plan: &Plan) -> &'static str {
+    match plan.mode {
+        bf::plan_file::WriteMode::Replace => "replace",
+        bf::plan_file::WriteMode::Merge => "merge",
+    }
+}
+
+/// `orders_silver`: the last segment of a table's URI.
+fn table_name(uri: &str) -> String {
+    url::Url::parse(uri).map(|u| bf::plan_file::chain::table_name(&u)).unwrap_or_else(|_| uri.to_owned())
+}
+
+/// A table's URI as people read it (a local path for `file://`); as saved when it does not parse,
+/// so that an odd URI in a plan file still prints.
+fn display(uri: &str) -> String {
+    url::Url::parse(uri).map(|u| bf::delta::store::display_url(&u)).unwrap_or_else(|_| uri.to_owned())
+}
+
+/// Each check's results on every slice, in the order the plan declares them.
+fn checks_by_name(plan: &Plan) -> Vec<(&str, Vec<&bf::rehearse::checks::CheckResult>)> {
+    let mut grouped: Vec<(&str, Vec<&bf::rehearse::checks::CheckResult>)> = Vec::new();
+    for check in &plan.checks {
+        match grouped.iter_mut().find(|(name, _)| *name == check.name) {
+            Some((_, results)) => results.push(check),
+            None => grouped.push((&check.name, vec![check])),
+        }
+    }
+    grouped
+}
+
+/// The columns of a plan's slices table, the same in a terminal and in a comment: slice, days,
+/// rows, each metric, and with a key the row changes.
+struct Columns<'p> {
+    metrics: Vec<&'p String>,
+    header: Vec<String>,
+    keyed: bool,
+}
+
+impl<'p> Columns<'p> {
+    fn of(plan: &'p Plan) -> Columns<'p> {
+        let metrics: Vec<&String> = plan.total.before.metrics.keys().collect();
+        let mut header = vec!["slice".to_owned(), "days".to_owned(), "rows".to_owned()];
+        header.extend(metrics.iter().map(|n| n.to_string()));
+        let keyed = plan.target.key.is_some();
+        if keyed {
+            header.push("added / removed / changed".into());
+        }
+        Columns { metrics, header, keyed }
+    }
+
+    /// A slice's row: index, days, rows, then each metric, and with a key its row changes.
+    fn slice_row(&self, slice: &SliceReport) -> Vec<String> {
+        let mut cells = measured_cells(
+            slice.index.to_string(),
+            format!("{}..{}", slice.first, slice.last),
+            &slice.before,
+            &slice.after,
+            &self.metrics,
+        );
+        if self.keyed {
+            cells.push(changes_cell(slice));
+        }
+        cells
+    }
+}
+
+/// `+0 / −3 / ~287`: rows added, removed and changed by key.
+fn changes_cell(slice: &SliceReport) -> String {
+    slice.changes.as_ref().map_or_else(String::new, |c| row_changes(c.added, c.removed, c.changed))
+}
+
+/// The row changes of several slices as one cell: a total row, or the slices a comment leaves out.
+fn summed_changes<'s>(slices: impl IntoIterator<Item = &'s SliceReport>) -> String {
+    let (mut added, mut removed, mut changed) = (0, 0, 0);
+    for c in slices.into_iter().filter_map(|s| s.changes.as_ref()) {
+        added += c.added;
+        removed += c.removed;
+        changed += c.changed;
+    }
+    row_changes(added, removed, changed)
+}
+
+/// One wording for row changes, so that a slice's and a sum's read alike.
+fn row_changes(added: u64, removed: u64, changed: u64) -> String {
+    format!("+{added} / −{removed} / ~{changed}")
+}
+
+/// A label, the days, and before → after of the row count and each metric.
+fn measured_cells(
+    label: String,
+    days: String,
+    before: &Measures,
+    after: &Measures,
+    metrics: &[&String],
+) -> Vec<String> {
+    let mut cells = vec![label, days, change(Some(before.rows as f64), Some(after.rows as f64))];
+    for name in metrics {
+        cells.push(change(
+            before.metrics.get(*name).copied().flatten(),
+            after.metrics.get(*name).copied().flatten(),
+        ));
+    }
+    cells
+}
+
+/// Sample rows as a unified diff of their fields, row by row: `-  2131 | C02 | 19.99 | USD` then
+/// `+  2131 | C02 | 19.99 | EUR`.
+fn sample_diff(samples: &[SampleRow]) -> String {
+    let line =
+        |fields: &Option<Vec<String>>| fields.as_ref().map(|f| f.join(" | ") + "\n").unwrap_or_default();
+    let mut out = String::new();
+    for sample in samples {
+        let (before, after) = (line(&sample.before), line(&sample.after));
+        for change in TextDiff::from_lines(&before, &after).iter_all_changes() {
+            let sign = match change.tag() {
+                ChangeTag::Delete => "-",
+                ChangeTag::Insert => "+",
+                ChangeTag::Equal => " ",
+            };
+            let _ = write!(out, "  {sign} {}", change.value());
+        }
+    }
+    out.trim_end().to_owned()
+}
+
+/// "97% of the revenue change is in currency = USD → EUR (+1,234.00)", largest first.
+fn breakdown_lines(rows: &[BreakdownRow], plan: &Plan) -> Vec<String> {
+    let by = &plan.breakdown_by;
+    let mut lines = Vec::new();
+    for row in rows.iter().take(10) {
+        let total_before = if row.metric == "rows" {
+            Some(plan.total.before.rows as f64)
+        } else {
+            plan.total.before.metrics.get(&row.metric).copied().flatten()
+        };
+        let total_after = if row.metric == "rows" {
+            Some(plan.total.after.rows as f64)
+        } else {
+            plan.total.after.metrics.get(&row.metric).copied().flatten()
+        };
+        let total = total_after.unwrap_or(0.0) - total_before.unwrap_or(0.0);
+        let delta = row.after - row.before;
+        let one = by.len() == 1;
+        let columns = if one { by.join(", ") } else { format!("({})", by.join(", ")) };
+        let values = |v: &Vec<String>| if one { v.join(", ") } else { format!("({})", v.join(", ")) };
+        let place = match (&row.from, &row.to) {
+            (Some(from), Some(to)) if from == to => format!("{columns} = {}", values(from)),
+            (Some(from), Some(to)) => format!("{columns} = {} → {}", values(from), values(to)),
+            (Some(from), None) => format!("{columns} = {}, rows removed", values(from)),
+            (None, Some(to)) => format!("{columns} = {}, rows added", values(to)),
+            (None, None) => "rows without values".to_owned(),
+        };
+        let share = if total != 0.0 {
+            format!("{:.0}% of the {} change", delta / total * 100.0, row.metric)
+        } else {
+            format!("{} change", row.metric)
+        };
+        lines.push(format!("{share} is in {place} ({})", signed(delta)));
+    }
+    lines
+}
