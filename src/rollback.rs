@@ -26,6 +26,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 use url::Url;
 
+use crate::delta::catalog::CatalogName;
 use crate::delta::ledger::{self, Entry, Recorded, RollbackStep};
 use crate::delta::predicate::{slice_predicate, window_predicate};
 use crate::delta::store::{StoreError, Stores, display_url};
@@ -67,6 +68,8 @@ pub enum RollbackError {
     #[error(transparent)]
     Open(#[from] crate::delta::store::OpenError),
     #[error(transparent)]
+    Catalog(#[from] crate::delta::catalog::CatalogError),
+    #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     UnsafeCommits(#[from] crate::delta::store::UnsafeCommits),
@@ -97,6 +100,8 @@ impl From<deltalake::datafusion::error::DataFusionError> for RollbackError {
 pub struct RollbackPlan {
     pub table: String,
     pub url: Url,
+    /// The table's catalog name, when it was named by one: the rollback's comment goes there too.
+    pub catalog: Option<CatalogName>,
     stores: Stores,
     pub backfill: Recorded,
     /// The backfill's commits, which the rollback undoes.
@@ -145,6 +150,7 @@ pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<Ro
     let mut plan = RollbackPlan {
         table: name,
         url: url.clone(),
+        catalog: None,
         stores: stores.clone(),
         window: Window {
             start: backfill.slices.iter().map(|(s, _)| s.first).min().expect("a backfill has slices"),
@@ -301,6 +307,11 @@ impl RollbackPlan {
                 ))
                 .await?;
             wrote.push(table.version().unwrap_or(0));
+        }
+        if let Some(name) = &self.catalog {
+            // The catalog shows what the table's description says now, on a rerun too.
+            let description = table.snapshot()?.metadata().description().map(str::to_owned);
+            crate::delta::catalog::set_comment(name, &description.unwrap_or_default()).await?;
         }
         // The window's rows before the RESTORE undid the backfill, and now.
         let rows_before = self.window_rows(&self.stores.open(&self.url, Some(restored - 1)).await?).await?;

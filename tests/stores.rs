@@ -13,13 +13,13 @@ const SECRET: &str = "bf-test-secret-never-printed";
 
 /// The example shop in a bucket: plans in `dir/shop/plans`, tables and files under
 /// `s3://acme-lake/shop/`.
-struct S3Shop {
-    server: Server,
+pub(crate) struct S3Shop {
+    pub(crate) server: Server,
     dir: tempfile::TempDir,
 }
 
 impl S3Shop {
-    fn new() -> S3Shop {
+    pub(crate) fn new() -> S3Shop {
         let server = servers::s3();
         servers::create_bucket(&server, "acme-lake");
         let dir = tempfile::tempdir().unwrap();
@@ -33,18 +33,18 @@ impl S3Shop {
         shop
     }
 
-    fn root(&self) -> std::path::PathBuf {
+    pub(crate) fn root(&self) -> std::path::PathBuf {
         self.dir.path().join("shop")
     }
 
     /// `bf` in the shop, with the S3 server's environment (and a secret it must never print).
-    fn bf(&self) -> assert_cmd::Command {
+    pub(crate) fn bf(&self) -> assert_cmd::Command {
         let mut command = bf_in(&self.root());
         command.envs(servers::s3_env(&self.server));
         command
     }
 
-    fn run(&self, args: &[&str]) -> Output {
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
         let output = self.bf().args(args).output().unwrap();
         for stream in [&output.stdout, &output.stderr] {
             assert!(!String::from_utf8_lossy(stream).contains(SECRET), "a credential was printed");
@@ -52,7 +52,7 @@ impl S3Shop {
         output
     }
 
-    fn ok(&self, args: &[&str]) -> String {
+    pub(crate) fn ok(&self, args: &[&str]) -> String {
         let output = self.run(args);
         assert!(
             output.status.success(),
@@ -65,7 +65,7 @@ impl S3Shop {
 
     /// The rows of a table in the bucket on the days `first..=last`, at `version` or the latest,
     /// read by the Python `deltalake` package: one sorted JSON text per row.
-    fn rows(&self, table: &str, version: Option<u64>, first: &str, last: &str) -> Vec<String> {
+    pub(crate) fn rows(&self, table: &str, version: Option<u64>, first: &str, last: &str) -> Vec<String> {
         let script = format!(
             r#"
 import datetime, json, os
@@ -87,7 +87,7 @@ for row in sorted(json.dumps(r, default=str, sort_keys=True) for r in rows):
 
     /// The single integer `sql` returns over a table in the bucket (as `t`), read by DuckDB's Delta
     /// extension (delta-kernel-rs), which reaches the server through a secret of its own.
-    fn duckdb_count(&self, table: &str, sql: &str) -> i64 {
+    pub(crate) fn duckdb_count(&self, table: &str, sql: &str) -> i64 {
         let secret = format!(
             "CREATE SECRET (TYPE S3, KEY_ID 'bf-test-key-id', SECRET '{SECRET}', REGION 'us-east-1', \
              ENDPOINT '127.0.0.1:{}', URL_STYLE 'path', USE_SSL false)",
@@ -100,7 +100,7 @@ for row in sorted(json.dumps(r, default=str, sort_keys=True) for r in rows):
     }
 
     /// The table's commits, oldest first, from its log read raw in the bucket: (version, operation).
-    fn history(&self, table: &str) -> Vec<(u64, String)> {
+    pub(crate) fn history(&self, table: &str) -> Vec<(u64, String)> {
         let script = format!(
             r#"
 import boto3, json
@@ -290,7 +290,7 @@ fn the_september_backfill_on_s3_runs_as_an_airflow_dag() {
     assert!(by.starts_with(&format!("airflow:{dag_id}/slice_003_2026-09-03#1")), "{status}");
 }
 
-fn root_orders(shop: &S3Shop, days: u32) -> usize {
+pub(crate) fn root_orders(shop: &S3Shop, days: u32) -> usize {
     let script = format!(
         r#"
 import boto3

@@ -5,6 +5,7 @@ mod common;
 
 mod apply;
 mod bench;
+mod catalogs;
 mod chain;
 mod corpus;
 mod demo;

@@ -21,6 +21,8 @@ pub enum ApplyError {
     #[error(transparent)]
     UnsafeCommits(#[from] crate::delta::store::UnsafeCommits),
     #[error(transparent)]
+    Catalog(#[from] crate::delta::catalog::CatalogError),
+    #[error(transparent)]
     Source(#[from] crate::source::run::SourceError),
     #[error(transparent)]
     Write(#[from] crate::rehearse::slice_writer::WriteError),

@@ -199,6 +199,10 @@ impl<'a> Apply<'a> {
         let document = plan_file::parse(Path::new(&plan.plan_file.path), plan.plan_file.text.clone())
             .map_err(|e| ApplyError::Stale(format!("the saved plan's text no longer parses:\n{e}")))?;
         let url = url_of(plan)?;
+        if let Some(pinned) = &plan.target.catalog {
+            // The name must still mean the table rehearsed; resolving it lends its credentials too.
+            crate::delta::catalog::check_pinned(pinned).await?;
+        }
         let stores = document.stores();
         stores.require_safe_commits(&url)?;
         let several = match (&self.only, document.plan.slicing.parallel > 1) {

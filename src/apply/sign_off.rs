@@ -1,11 +1,13 @@
 //! The commits that end an apply once every slice is in: the table comment (its own metadata
 //! commit, never while slices run, since a metadata commit makes concurrent writers fail), then the
 //! change log's row. Both are written once even when two finishers race or a crash falls between.
+//! A table named by its catalog name gets the comment in its catalog as well.
 
 use deltalake::DeltaTable;
 use deltalake::operations::update_table_metadata::TableMetadataUpdate;
 
 use super::{ApplyError, Preflight, change_log, url_of};
+use crate::delta::catalog::CatalogName;
 use crate::delta::ledger::{self, Backfill, Entry};
 use crate::delta::store::display_url;
 use crate::fault::fault;
@@ -24,6 +26,11 @@ pub(super) async fn sign_off(
     crate::fault::pause_before_comment();
     let comment = comment_text(&document.plan.record.comment, backfill, chrono::Utc::now().date_naive());
     let (target, wrote_comment) = comment_once(target, since, backfill, &comment).await?;
+    // Where people browsing the catalog read it, too; again on a rerun, in case a crash fell between.
+    if let Some(name) = plan.target.catalog.as_ref().and_then(|pinned| CatalogName::parse(&pinned.name)?.ok())
+    {
+        crate::delta::catalog::set_comment(&name, &comment).await?;
+    }
     let Some(url) = log_url else { return Ok((target, comment, None)) };
     // Two finishers at once: the one whose comment landed writes the row; a crash between the
     // two leaves it to the next run, which finds the comment and no row.

@@ -40,6 +40,7 @@ impl ApplyState {
 /// Reads how far the saved plan's apply got.
 pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
     let url = url_of(plan)?;
+    plan.reach_target().await?;
     let target = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?.open(&url, None).await?;
     // One read of the history answers both: which backfill, and what it committed.
     let history = ledger::commits_after(&target, 0).await?;
@@ -73,6 +74,7 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
 /// its resume, its retries and its finish. Counts rows, so only what reports it asks.
 pub async fn unverified(plan: &Plan) -> Result<Vec<Unverified>, ApplyError> {
     let url = url_of(plan)?;
+    plan.reach_target().await?;
     let target = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?.open(&url, None).await?;
     let since = ledger::commits_after(&target, plan.target.pre_version).await?;
     let backfill = backfill_for(plan, &since, false);

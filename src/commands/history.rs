@@ -3,15 +3,17 @@
 use std::io::Write;
 use std::process::ExitCode;
 
+use bf::delta::catalog;
 use bf::delta::ledger;
-use bf::delta::store::{self, Location, Stores};
+use bf::delta::store::Stores;
 
 use crate::render;
 
 /// Show a table's commits: version, time, operation, predicate, rows written, and bf's columns.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The table: a path or a URI.
+    /// The table: a path, a URI, or a catalog name (`uc://catalog.schema.table`,
+    /// `glue://database.table`).
     #[arg(value_name = "TABLE")]
     table: String,
     /// Only the last N commits.
@@ -23,11 +25,16 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let url = store::table_url(&Location::resolve(&std::env::current_dir()?, &args.table))?;
-    let target = Stores::from_environment().open(&url, None).await?;
+    let located = catalog::locate(&std::env::current_dir()?, &args.table).await?;
+    let target = Stores::from_environment().open(&located.url, None).await?;
     let entries = ledger::history(&target, args.limit).await?;
-    let text =
-        if args.json { render::json(&entries) } else { format!("{}\n", render::history::table(&entries)) };
+    let text = match (args.json, &located.catalog) {
+        (true, _) => render::json(&entries),
+        (false, None) => format!("{}\n", render::history::table(&entries)),
+        (false, Some(pinned)) => {
+            format!("{}{}\n", render::history::named(pinned), render::history::table(&entries))
+        }
+    };
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -5,8 +5,9 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 use bf::apply::cascade;
+use bf::delta::catalog;
 use bf::delta::ledger;
-use bf::delta::store::{self, Location, Stores};
+use bf::delta::store::{self, Stores};
 use bf::notify::Notice;
 use bf::rehearse::plan::Plan;
 use bf::rollback;
@@ -21,7 +22,8 @@ use crate::render;
 /// removed files the old version needs.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The table (a path or a URI); default: the saved plan's target.
+    /// The table (a path, a URI, or a catalog name: `uc://catalog.schema.table`,
+    /// `glue://database.table`); default: the saved plan's target.
     #[arg(long, value_name = "TABLE")]
     table: Option<String>,
     /// The backfill id to undo (see `bf history`); default: the saved plan's last apply.
@@ -53,10 +55,18 @@ pub struct Args {
 
 pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
     let saved = || Plan::load(&args.state.saved_plan());
-    let url = match &args.table {
-        Some(written) => store::table_url(&Location::resolve(&std::env::current_dir()?, written))?,
-        None => url::Url::parse(&saved()?.target.uri)?,
+    let (url, catalog) = match &args.table {
+        Some(written) => {
+            let located = catalog::locate(&std::env::current_dir()?, written).await?;
+            (located.url, located.catalog)
+        }
+        None => {
+            let plan = saved()?;
+            plan.reach_target().await?;
+            (url::Url::parse(&plan.target.uri)?, plan.target.catalog)
+        }
     };
+    let catalog = catalog.and_then(|pinned| catalog::CatalogName::parse(&pinned.name)?.ok());
     let name = store::display_url(&url);
     // The saved plan's `[storage]` settings are for its own target; any other table is reached from
     // the environment alone.
@@ -84,7 +94,8 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
                 .with_context(|| format!("the saved plan {} was never applied to {name}", plan.id))?
         }
     };
-    let plan = rollback::prepare(&stores, &url, &backfill).await?;
+    let mut plan = rollback::prepare(&stores, &url, &backfill).await?;
+    plan.catalog = catalog;
     let saved = saved().ok();
     // Each table of the saved chain is reached with its own plan's `[storage]`; others from the
     // environment.

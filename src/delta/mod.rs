@@ -2,8 +2,10 @@
 //! and a window. Out: Delta tables opened, their facts ([`table`]), whether bf may write them
 //! ([`compat`], [`row_rules`]), slices as typed predicates ([`predicate`]), files published into a
 //! table in one commit ([`publish`]), and the [`ledger`] — the `bf.*` keys every commit bf makes
-//! carries, spelled in one place. It knows nothing of plans beyond their `[storage]` settings.
+//! carries, spelled in one place. A table named by its [`catalog`] name is resolved here to where it
+//! lives. It knows nothing of plans beyond their `[storage]` settings.
 
+pub mod catalog;
 pub mod compat;
 pub mod ledger;
 pub mod predicate;

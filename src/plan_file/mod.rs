@@ -125,7 +125,9 @@ pub struct Notify {
 pub struct Target {
     /// The table's location: a folder path (relative to this plan file), or a URI: `file://`,
     /// `s3://bucket/path` (or `s3a://`), `abfss://container@account.dfs.core.windows.net/path` (or
-    /// `az://`, `abfs://`, `azure://`), `gs://bucket/path`.
+    /// `az://`, `abfs://`, `azure://`), `gs://bucket/path`. Or its catalog name:
+    /// `uc://catalog.schema.table` (Unity Catalog: `DATABRICKS_HOST` and `DATABRICKS_TOKEN` in the
+    /// environment) or `glue://database.table` (AWS Glue: the AWS credentials in the environment).
     #[schemars(length(min = 1))]
     pub table: String,
     /// The column holding the business-event date (not the load time) that the window and the slices

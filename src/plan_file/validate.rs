@@ -350,6 +350,29 @@ impl PlanFile {
             }
         }
         for (key, written) in locations {
+            // The target may be named as its catalog names it; the catalog says where it lives.
+            match crate::delta::catalog::CatalogName::parse(written) {
+                Some(Ok(_)) if key == "target.table" => continue,
+                Some(Ok(name)) => {
+                    issues.add_with_help(
+                        key,
+                        format!(
+                            "{name} is a catalog name; bf resolves catalog names for `target.table` only"
+                        ),
+                        "give this table's location: a path (relative to the plan file) or a URI",
+                    );
+                    continue;
+                }
+                Some(Err(problem)) => {
+                    issues.add_with_help(
+                        key,
+                        problem,
+                        "`uc://catalog.schema.table` (Unity Catalog) or `glue://database.table` (AWS Glue)",
+                    );
+                    continue;
+                }
+                None => {}
+            }
             if let Some(problem) = crate::delta::store::location_problem(written) {
                 issues.add_with_help(
                     key,

@@ -115,6 +115,10 @@ pub struct TargetRecord {
     pub date_column: String,
     pub key: Option<Vec<String>>,
     pub partition_columns: Vec<String>,
+    /// The catalog's record of the table when the plan names it by its catalog name: `bf apply`
+    /// refuses when the name has come to mean another table since.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<crate::delta::catalog::CatalogTable>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -279,6 +283,16 @@ impl Plan {
     /// Saves the plan as JSON, atomically: a reader never sees half a plan.
     pub fn save(&self, path: &Path) -> Result<(), SavedPlanError> {
         write_saved(path, serde_json::to_string_pretty(self).expect("a plan serializes"))
+    }
+
+    /// Asks the target's catalog, when the plan names the table by its catalog name, for the
+    /// credentials its folder needs (lent to the stores, in memory). A location needs nothing.
+    pub async fn reach_target(&self) -> Result<(), crate::delta::catalog::CatalogError> {
+        let pinned = self.target.catalog.as_ref();
+        if let Some(name) = pinned.and_then(|c| crate::delta::catalog::CatalogName::parse(&c.name)?.ok()) {
+            crate::delta::catalog::resolve(&name).await?;
+        }
+        Ok(())
     }
 
     /// The stores the plan's tables and inputs are in, with the `[storage]` settings it was made

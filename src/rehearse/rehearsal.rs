@@ -143,6 +143,7 @@ pub async fn rehearse(
             date_column: column.to_owned(),
             key: spec.target.key.clone(),
             partition_columns: target.partition_columns,
+            catalog: target.catalog,
         },
         window,
         every: spec.slicing.every.to_string(),

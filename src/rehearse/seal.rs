@@ -211,7 +211,17 @@ fn reread(plan: &Plan, scope: &Scope, unbound: &mut Vec<String>) -> Option<(Plan
             return None;
         }
     };
-    match store::table_url(&document.resolve(&document.plan.target.table)) {
+    let written = &document.plan.target.table;
+    // A catalog name is bound by the name: where it points is checked against the catalog by
+    // `bf apply` (it resolves it again and refuses a name that moved), not here, offline.
+    let located = match (crate::delta::catalog::CatalogName::parse(written), &plan.target.catalog) {
+        (Some(Ok(name)), Some(pinned)) if name.to_string() == pinned.name => {
+            Url::parse(&pinned.location).map_err(|e| e.to_string())
+        }
+        (Some(_), _) => Err(format!("its text names {written}, which the saved plan does not pin")),
+        (None, _) => store::table_url(&document.resolve(written)).map_err(|e| e.to_string()),
+    };
+    match located {
         Ok(target) => Some((document, target)),
         Err(error) => {
             unbound.push(format!("its target cannot be located: {error}"));

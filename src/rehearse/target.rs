@@ -4,6 +4,7 @@
 use deltalake::DeltaTable;
 use url::Url;
 
+use crate::delta::catalog::{CatalogTable, Located};
 use crate::delta::store::{self, display_url};
 use crate::delta::table;
 use crate::plan_file::PlanDocument;
@@ -16,6 +17,8 @@ pub(crate) struct Target {
     pub(crate) table: DeltaTable,
     pub(crate) partition_columns: Vec<String>,
     pub(crate) rehearsal_url: Url,
+    /// The catalog's record of the target, when the plan names it by its catalog name.
+    pub(crate) catalog: Option<CatalogTable>,
 }
 
 impl Target {
@@ -33,8 +36,9 @@ pub(crate) async fn open_target(
     progress: &dyn Progress,
 ) -> Result<Target, RehearsalError> {
     let spec = &document.plan;
-    let target_url = store::table_url(&document.resolve(&spec.target.table))?;
     progress.step("opening the target");
+    let Located { url: target_url, catalog } =
+        crate::delta::catalog::locate(document.dir(), &spec.target.table).await?;
     let target = stores.open(&target_url, None).await?;
     let column = spec.target.date_column.as_str();
     crate::delta::compat::check_writable(&target).await?;
@@ -78,5 +82,5 @@ pub(crate) async fn open_target(
             display_url(&rehearsal_url)
         )));
     }
-    Ok(Target { url: target_url, table: target, partition_columns, rehearsal_url })
+    Ok(Target { url: target_url, table: target, partition_columns, rehearsal_url, catalog })
 }

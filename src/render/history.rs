@@ -1,6 +1,16 @@
 //! A table's history as `bf history` prints it, like DESCRIBE HISTORY with bf's columns beside it.
 
+use bf::delta::catalog::CatalogTable;
 use bf::delta::ledger::{Entry, Mark, RollbackStep};
+use bf::delta::store::display_url;
+
+/// The line above a table named by its catalog name: the name, and where it resolved to.
+pub fn named(pinned: &CatalogTable) -> String {
+    let location = url::Url::parse(&pinned.location)
+        .map(|u| display_url(&u))
+        .unwrap_or_else(|_| pinned.location.clone());
+    format!("{} is the table at {location}\n", pinned.name)
+}
 
 /// The commits as a table, newest first: DESCRIBE HISTORY's columns and bf's.
 pub fn table(entries: &[Entry]) -> comfy_table::Table {

@@ -8,17 +8,19 @@
 //!
 //! Credentials are never handled here: deltalake's builders find them where each cloud keeps them
 //! (the environment, the AWS profile chain, the Azure CLI, Google's ADC), and bf only passes the
-//! non-secret settings a plan may hold.
+//! non-secret settings a plan may hold — and, for a table a catalog names, the short-lived
+//! credentials the catalog vended for it ([`lend`]), held in memory only.
 //!
 //! The files, each using only those above it: `error` (the error types), `location` (schemes,
-//! locations, URLs), `settings` (`[storage]` over the environment, safe commits), `explain` (store
-//! errors in one line), `access` (the [`Stores`] handle and its object-store operations), `place`
-//! (files put into a live table without clobbering one). Callers name everything through this
-//! module, never through those files.
+//! locations, URLs), `lent` (credentials a catalog vended for a table), `settings` (`[storage]`
+//! over the environment, safe commits), `explain` (store errors in one line), `access` (the
+//! [`Stores`] handle and its object-store operations), `place` (files put into a live table
+//! without clobbering one). Callers name everything through this module, never through those files.
 
 mod access;
 mod error;
 mod explain;
+mod lent;
 mod location;
 mod place;
 mod settings;
@@ -26,6 +28,7 @@ mod settings;
 pub use access::{Found, Stores, sha256_file};
 pub use error::{OpenError, StoreError};
 pub use explain::{explain, redact};
+pub use lent::lend;
 pub use location::{
     Kind, Location, SCHEMES, display_url, folder_url, join, listing_location, local_path, location_problem,
     nested, table_url, uri,

@@ -111,7 +111,11 @@ impl Storage {
             ("max_retries", s.max_retries.map(|n| n.to_string())),
             ("retry_timeout", s.retry_timeout.clone()),
         ];
-        pairs.into_iter().chain(retries).filter_map(|(k, v)| Some((k.to_owned(), v?))).collect()
+        let mut options: HashMap<String, String> =
+            pairs.into_iter().chain(retries).filter_map(|(k, v)| Some((k.to_owned(), v?))).collect();
+        // A catalog's credentials for this table win over the environment's.
+        options.extend(super::lent::borrowed(url).unwrap_or_default());
+        options
     }
 
     /// How commits to `url` are kept from overwriting each other ([`super::Stores::commits`]): the

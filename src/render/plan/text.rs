@@ -71,7 +71,11 @@ fn downstream_of(root: &Plan) -> Vec<(&Plan, &Plan)> {
 /// What was planned where: the plan file, the table, the reason, the window, the rehearsal and
 /// the rehearsals read in place of the tables upstream.
 fn header(w: &mut String, plan: &Plan) {
-    let target = display(&plan.target.uri);
+    let target = match &plan.target.catalog {
+        // The name the plan gives, and where the catalog said it lives.
+        Some(pinned) => format!("{} at {}", pinned.name, display(&plan.target.uri)),
+        None => display(&plan.target.uri),
+    };
     let partitioning = if plan.target.partition_columns.is_empty() {
         "unpartitioned".to_owned()
     } else {

@@ -1,0 +1,246 @@
+//! Tables named as their catalog names them. AWS Glue: moto's Glue, beside its S3, on 127.0.0.1;
+//! the shop's tables registered there with boto3, as a Glue crawler or Spark would. What bf wrote is
+//! read back with the Python `deltalake` package and the Glue description with boto3, not with bf.
+
+use crate::common::september_plan;
+use crate::common::servers;
+use crate::stores::{S3Shop, root_orders};
+
+const ORDERS: &str = "s3://acme-lake/shop/warehouse/orders_silver";
+
+/// Runs `script` with a boto3 Glue client (`glue`) against the shop's server; returns its stdout.
+fn glue(shop: &S3Shop, script: &str) -> String {
+    let script =
+        format!("import boto3, json\nglue = boto3.client('glue', region_name='us-east-1')\n{script}");
+    servers::python(&script, &servers::s3_env(&shop.server))
+}
+
+/// Registers `database.table` at `location` as `kind` (`EXTERNAL_TABLE`, `VIRTUAL_VIEW`) with
+/// `parameters` (a Python dict), as Spark or a crawler would.
+fn register(shop: &S3Shop, database: &str, table: &str, location: &str, kind: &str, parameters: &str) {
+    glue(
+        shop,
+        &format!(
+            r#"
+try:
+    glue.create_database(DatabaseInput={{"Name": "{database}"}})
+except glue.exceptions.AlreadyExistsException:
+    pass
+glue.create_table(DatabaseName="{database}", TableInput={{
+    "Name": "{table}", "TableType": "{kind}", "Parameters": {parameters},
+    "StorageDescriptor": {{"Location": "{location}"}},
+}})
+"#
+        ),
+    );
+}
+
+const DELTA: &str = r#"{"table_type": "DELTA", "EXTERNAL": "TRUE"}"#;
+
+/// The table's Description in Glue ("" when it has none).
+fn description(shop: &S3Shop, database: &str, table: &str) -> String {
+    glue(
+        shop,
+        &format!(
+            "print(glue.get_table(DatabaseName='{database}', Name='{table}')['Table'].get('Description', ''), end='')"
+        ),
+    )
+}
+
+/// The Delta table's description, read from its log by the Python `deltalake` package.
+fn delta_description(shop: &S3Shop, location: &str) -> String {
+    servers::python(
+        &format!(
+            r#"
+import os
+from deltalake import DeltaTable
+options = {{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
+print(DeltaTable("{location}", storage_options=options).metadata().description or "", end="")
+"#
+        ),
+        &servers::s3_env(&shop.server),
+    )
+}
+
+/// The shop's March reload naming orders_silver by its Glue name. Its downstream plan reads
+/// orders_silver by location, so the chain is left out here.
+fn march_by_name(shop: &S3Shop) -> &'static str {
+    let march = std::fs::read_to_string(shop.root().join("plans/march.toml")).unwrap();
+    let by_name = march
+        .replace(&format!("table = \"{ORDERS}\""), "table = \"glue://sales.orders_silver\"")
+        .replace("[[downstream]]\nplan = \"march-revenue-by-day.toml\"\n", "");
+    assert!(by_name.contains("glue://sales.orders_silver") && !by_name.contains("[[downstream]]"));
+    std::fs::write(shop.root().join("plans/march-by-name.toml"), by_name).unwrap();
+    "plans/march-by-name.toml"
+}
+
+#[test]
+fn the_march_reload_runs_by_its_glue_name_and_glue_shows_the_reason() {
+    let shop = S3Shop::new();
+    register(&shop, "sales", "orders_silver", ORDERS, "EXTERNAL_TABLE", DELTA);
+    let march = |version| shop.rows("orders_silver", version, "2026-03-01", "2026-03-31");
+    let before = march(None);
+    assert_eq!(before.len(), 412);
+    let versions = shop.history("orders_silver");
+    let plan = march_by_name(&shop);
+
+    let planned = shop.ok(&["plan", plan]);
+    assert!(planned.contains("412 → 409"), "{planned}");
+    assert!(planned.contains("glue://sales.orders_silver"), "the review names the table as the plan does");
+    assert_eq!(shop.history("orders_silver"), versions, "bf plan wrote to the real table");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(shop.root().join(".bf/plan.json")).unwrap()).unwrap();
+    let pinned = &saved["target"]["catalog"];
+    assert_eq!(pinned["name"], "glue://sales.orders_silver", "{pinned}");
+    assert_eq!(pinned["location"], format!("{ORDERS}/"), "{pinned}");
+    assert!(pinned["id"].as_str().is_some_and(|id| !id.is_empty()), "pinned by its creation time: {pinned}");
+    assert_eq!(description(&shop, "sales", "orders_silver"), "", "nothing set in Glue by a plan");
+
+    shop.ok(&["apply", "--auto-approve"]);
+    let after = march(None);
+    assert_eq!(after.len(), 409);
+    assert!(after.iter().any(|r| r.contains("\"currency\": \"EUR\"")), "the corrected currency landed");
+    let reason = delta_description(&shop, ORDERS);
+    assert!(reason.contains("Reloading orders_silver for March 2026"), "{reason}");
+    assert_eq!(description(&shop, "sales", "orders_silver"), reason, "Glue shows the table's comment");
+
+    let history = shop.ok(&["history", "glue://sales.orders_silver", "--limit", "3"]);
+    assert!(
+        history.starts_with(&format!("glue://sales.orders_silver is the table at {ORDERS}/\n")),
+        "{history}"
+    );
+    assert!(history.contains("comment"), "{history}");
+
+    shop.ok(&["rollback", "--auto-approve"]);
+    assert_eq!(march(None), before, "the rollback restored March row for row");
+    let rolled_back = delta_description(&shop, ORDERS);
+    assert!(rolled_back.contains("rolled back"), "{rolled_back}");
+    assert_eq!(description(&shop, "sales", "orders_silver"), rolled_back, "and Glue says so");
+}
+
+#[test]
+fn the_daily_september_backfill_runs_by_its_glue_name() {
+    let shop = S3Shop::new();
+    let daily = "s3://acme-lake/shop/warehouse/orders_daily";
+    register(&shop, "sales", "orders_daily", daily, "EXTERNAL_TABLE", DELTA);
+    let root = shop.root();
+    let plan = september_plan(&root, "september-by-name.toml", 6, |t| {
+        let by_name = t.replace(&format!("\"{daily}\""), "\"glue://sales.orders_daily\"");
+        assert_ne!(by_name, t, "the plan named the table by its location");
+        by_name
+    });
+    shop.ok(&["plan", &plan]);
+    shop.ok(&["apply", "--auto-approve"]);
+    let writes = shop.history("orders_daily").iter().filter(|(v, op)| *v > 0 && op == "WRITE").count();
+    assert_eq!(writes, 6, "one commit per day");
+    assert_eq!(shop.rows("orders_daily", None, "2026-09-01", "2026-09-06").len(), root_orders(&shop, 6));
+    let reason = delta_description(&shop, daily);
+    assert!(!reason.is_empty());
+    assert_eq!(description(&shop, "sales", "orders_daily"), reason);
+}
+
+#[test]
+fn a_glue_name_that_moved_between_plan_and_apply_is_refused_naming_both_tables() {
+    let shop = S3Shop::new();
+    register(&shop, "sales", "orders_silver", ORDERS, "EXTERNAL_TABLE", DELTA);
+    let plan = march_by_name(&shop);
+    shop.ok(&["plan", plan]);
+    let versions = shop.history("orders_silver");
+    // Dropped and registered again, at another location: the name now means another table.
+    let elsewhere = "s3://acme-lake/shop/warehouse/orders_daily";
+    glue(&shop, "glue.delete_table(DatabaseName='sales', Name='orders_silver')");
+    register(&shop, "sales", "orders_silver", elsewhere, "EXTERNAL_TABLE", DELTA);
+    let daily = shop.history("orders_daily");
+
+    let refused = shop.run(&["apply", "--auto-approve"]);
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(stderr.contains("glue://sales.orders_silver: the name moved since the plan"), "{stderr}");
+    assert!(stderr.contains(&format!("{ORDERS}/")) && stderr.contains(&format!("{elsewhere}/")), "{stderr}");
+    assert!(stderr.contains("plan again"), "{stderr}");
+    assert_eq!(shop.history("orders_silver"), versions, "nothing written to the table planned");
+    assert_eq!(shop.history("orders_daily"), daily, "nor to the one the name means now");
+    assert_eq!(description(&shop, "sales", "orders_silver"), "");
+}
+
+#[test]
+fn glue_names_bf_cannot_backfill_are_refused_in_one_line_naming_the_fix() {
+    let shop = S3Shop::new();
+    register(&shop, "sales", "orders_view", ORDERS, "VIRTUAL_VIEW", "{}");
+    register(&shop, "sales", "orders_parquet", ORDERS, "EXTERNAL_TABLE", r#"{"classification": "parquet"}"#);
+    let march = std::fs::read_to_string(shop.root().join("plans/march.toml")).unwrap();
+    let versions = shop.history("orders_silver");
+    // (the name, the environment over the server's, what the refusal says)
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 5] = [
+        ("glue://sales.orders_gold", &[], "EntityNotFoundException"),
+        ("glue://nowhere.orders_silver", &[], "Check the database and table names"),
+        ("glue://sales.orders_view", &[], "is a view, not a table"),
+        ("glue://sales.orders_parquet", &[], "is a PARQUET table, not a Delta table"),
+        // Nothing listens there: the catalog is named as unreachable, with its endpoint.
+        (
+            "glue://sales.orders_silver",
+            &[("AWS_ENDPOINT_URL", "http://127.0.0.1:9")],
+            "AWS Glue is not reachable at http://127.0.0.1:9",
+        ),
+    ];
+    for (name, env, expected) in cases {
+        let text = march
+            .replace(&format!("table = \"{ORDERS}\""), &format!("table = \"{name}\""))
+            .replace("[[downstream]]\nplan = \"march-revenue-by-day.toml\"\n", "");
+        std::fs::write(shop.root().join("plans/refused.toml"), text).unwrap();
+        let output =
+            shop.bf().args(["plan", "plans/refused.toml"]).envs(env.iter().copied()).output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{name}: {stderr}");
+        assert!(stderr.contains(name) && stderr.contains(expected), "{name}: {stderr}");
+        assert!(!stderr.contains("bf-test-secret-never-printed"));
+    }
+    assert_eq!(shop.history("orders_silver"), versions);
+    let rehearsals = servers::python(
+        r#"
+import boto3
+s3 = boto3.client("s3")
+print(sum(1 for p in s3.get_paginator("list_objects_v2").paginate(Bucket="acme-lake", Prefix="shop/warehouse/")
+          for o in p.get("Contents", []) if "__rehearsal" in o["Key"]))
+"#,
+        &servers::s3_env(&shop.server),
+    );
+    assert_eq!(rehearsals.trim(), "0", "no rehearsal was made");
+}
+
+#[test]
+fn a_catalog_name_is_checked_at_its_line_before_any_catalog_is_asked() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = |name: &str, text: String| crate::common::write_plan(dir.path(), name, &text);
+    let named = |table: &str| {
+        crate::common::VALID_PLAN.replace("\"../warehouse/orders_silver\"", &format!("\"{table}\""))
+    };
+    for table in ["uc://main.sales.orders_silver", "glue://sales.orders_silver"] {
+        let path = plan("named.toml", named(table));
+        crate::common::bf_in(dir.path()).args(["validate"]).arg(&path).assert().success();
+    }
+    let cases = [
+        (named("uc://main.orders_silver"), "target.table", "write `uc://catalog.schema.table`"),
+        (named("glue://sales.orders.silver"), "target.table", "write `glue://database.table`"),
+        (
+            format!("{}\n[record]\nlog_table = \"glue://sales.backfill_log\"\n", crate::common::VALID_PLAN),
+            "record.log_table",
+            "bf resolves catalog names for `target.table` only",
+        ),
+    ];
+    for (text, key, message) in cases {
+        let path = plan("refused.toml", text);
+        // No catalog is reachable from here: the refusal comes from the text alone.
+        let output = crate::common::bf_in(dir.path())
+            .args(["validate"])
+            .arg(&path)
+            .env("DATABRICKS_HOST", "http://127.0.0.1:9")
+            .env("AWS_ENDPOINT_URL", "http://127.0.0.1:9")
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{stderr}");
+        assert!(stderr.contains(message) && stderr.contains("refused.toml:"), "{key}: {stderr}");
+    }
+}
