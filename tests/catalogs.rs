@@ -166,13 +166,22 @@ fn a_glue_name_that_moved_between_plan_and_apply_is_refused_naming_both_tables()
 #[test]
 fn glue_names_bf_cannot_backfill_are_refused_in_one_line_naming_the_fix() {
     let shop = S3Shop::new();
+    register(&shop, "sales", "orders_silver", ORDERS, "EXTERNAL_TABLE", DELTA);
     register(&shop, "sales", "orders_view", ORDERS, "VIRTUAL_VIEW", "{}");
     register(&shop, "sales", "orders_parquet", ORDERS, "EXTERNAL_TABLE", r#"{"classification": "parquet"}"#);
     let march = std::fs::read_to_string(shop.root().join("plans/march.toml")).unwrap();
     let versions = shop.history("orders_silver");
     // (the name, the environment over the server's, what the refusal says)
     type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
-    let cases: [Case; 5] = [
+    // The operator allows Glue's `sales` database and the plan's other locations, but not where
+    // the name leads.
+    let allowed = "glue://sales,s3://acme-lake/shop/landing/,s3://acme-lake/shop/warehouse/backfill_log";
+    let cases: [Case; 6] = [
+        (
+            "glue://sales.orders_silver",
+            &[("BF_ALLOWED_LOCATIONS", allowed)],
+            "is the table at s3://acme-lake/shop/warehouse/orders_silver/, which is not under a location the operator allows",
+        ),
         ("glue://sales.orders_gold", &[], "EntityNotFoundException"),
         ("glue://nowhere.orders_silver", &[], "Check the database and table names"),
         ("glue://sales.orders_view", &[], "is a view, not a table"),

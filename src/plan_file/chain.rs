@@ -28,6 +28,8 @@ pub struct Chain {
     /// match downstream inputs against.
     pub table: Url,
     pub downstream: Vec<Chain>,
+    /// What the chain may reach: checked again where a catalog resolves a name to a location.
+    pub scope: Scope,
 }
 
 /// One plan above the one being read, for the cycle and reader checks.
@@ -130,7 +132,7 @@ impl Chain {
         if !issues.is_empty() {
             return Err(document.invalid(issues));
         }
-        Ok(Chain { document, table, downstream })
+        Ok(Chain { document, table, downstream, scope: scope.clone() })
     }
 
     /// The chain's plans in apply order: this one, then each downstream depth first.

@@ -21,6 +21,7 @@ use std::path::{Path, PathBuf};
 
 use url::Url;
 
+use crate::delta::catalog::CatalogName;
 use crate::delta::store::{Kind, Location};
 use crate::plan_file::{Issue, PlanDocument};
 
@@ -136,6 +137,19 @@ pub struct Scope {
 }
 
 impl Scope {
+    /// Refuses the location a catalog gave for `name` when the operator lists the locations plans
+    /// may reach and it is under none: a name the operator allows must not lead elsewhere.
+    pub fn check_resolved(&self, name: &str, url: &Url) -> Result<(), PolicyError> {
+        let Some(allowed) = self.policy.locations.as_ref() else { return Ok(()) };
+        if allowed.iter().any(|prefix| under(prefix, url)) {
+            return Ok(());
+        }
+        Err(PolicyError(format!(
+            "{name} is the table at {url}, which is not under a location the operator allows ({})",
+            listed(allowed)
+        )))
+    }
+
     /// Refuses a plan file outside the root before a byte of it is read.
     pub fn check_plan_file(&self, plan_file: &Path) -> Result<(), PolicyError> {
         if self.root.holds(plan_file) {
@@ -231,10 +245,7 @@ impl Policy {
         if allowed.iter().any(|prefix| under(prefix, url)) {
             return None;
         }
-        Some(format!(
-            "`{written}` is not under a location the operator allows ({ALLOWED_LOCATIONS}: {})",
-            allowed.iter().map(Url::as_str).collect::<Vec<_>>().join(", ")
-        ))
+        Some(format!("`{written}` is not under a location the operator allows ({})", listed(allowed)))
     }
 
     fn connection_issues(&self, document: &PlanDocument) -> Vec<Issue> {
@@ -411,9 +422,24 @@ fn same_endpoint(a: &Url, b: &Url) -> bool {
         && b.password().is_none()
 }
 
+/// The operator's list of locations, as a message shows it.
+fn listed(allowed: &[Url]) -> String {
+    format!("{ALLOWED_LOCATIONS}: {}", allowed.iter().map(Url::as_str).collect::<Vec<_>>().join(", "))
+}
+
 /// Whether the store location `url` is `prefix` or under it, segment by segment (`s3://` and
 /// `s3a://` are one store; `s3://lake/a` is not under `s3://lake/ab`).
 fn under(prefix: &Url, url: &Url) -> bool {
+    if let (Some(Ok(_)), "uc" | "glue") = (CatalogName::parse(url.as_str()), url.scheme()) {
+        // A catalog name is under a prefix of its names: `uc://main.sales` holds `uc://main.sales.orders`.
+        let names = |u: &Url| -> Vec<String> {
+            u.host_str().unwrap_or_default().split('.').map(str::to_ascii_lowercase).collect()
+        };
+        let (wanted, actual) = (names(prefix), names(url));
+        return prefix.scheme() == url.scheme()
+            && actual.len() >= wanted.len()
+            && wanted.iter().zip(&actual).all(|(w, a)| w == a);
+    }
     let same_store = match (Kind::of(prefix), Kind::of(url)) {
         (Some(Kind::S3), Some(Kind::S3)) => true,
         (Some(a), Some(b)) => a == b && prefix.scheme() == url.scheme(),
@@ -436,6 +462,17 @@ fn under(prefix: &Url, url: &Url) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_catalog_name_is_under_a_prefix_of_its_names_only() {
+        let url = |s: &str| Url::parse(s).unwrap();
+        assert!(under(&url("uc://main.sales"), &url("uc://main.sales.orders")));
+        assert!(under(&url("uc://MAIN"), &url("uc://main.sales.orders")));
+        assert!(under(&url("glue://sales"), &url("glue://sales.orders")));
+        assert!(!under(&url("uc://main.sal"), &url("uc://main.sales.orders")));
+        assert!(!under(&url("glue://sales"), &url("uc://sales.x.orders")));
+        assert!(!under(&url("uc://main.sales.orders.x"), &url("uc://main.sales.orders")));
+    }
 
     #[test]
     fn store_prefixes_match_whole_segments() {

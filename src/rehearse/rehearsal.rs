@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use crate::delta::store::{self, display_url};
 use crate::delta::table;
 use crate::plan_file::chain::Chain;
+use crate::plan_file::confine::Scope;
 use crate::plan_file::{OutsideRows, PlanDocument};
 use crate::rehearse::checks::{self, CheckResult};
 use crate::rehearse::clone::ShallowClone;
@@ -52,7 +53,7 @@ fn rehearse_below<'a>(
     progress: &'a dyn Progress,
 ) -> futures::future::LocalBoxFuture<'a, Result<Plan, RehearsalError>> {
     Box::pin(async move {
-        let mut plan = rehearse(&chain.document, redirects, progress).await?;
+        let mut plan = rehearse(&chain.document, &chain.scope, redirects, progress).await?;
         let mut below = redirects.to_vec();
         below.push(DeltaInput {
             input: String::new(),
@@ -74,10 +75,11 @@ fn rehearse_below<'a>(
     })
 }
 
-/// Rehearses one plan; `redirects` are the upstream tables its Delta inputs read from their
-/// rehearsals instead.
+/// Rehearses one plan, within `scope`; `redirects` are the upstream tables its Delta inputs read
+/// from their rehearsals instead.
 pub async fn rehearse(
     document: &PlanDocument,
+    scope: &Scope,
     redirects: &[DeltaInput],
     progress: &dyn Progress,
 ) -> Result<Plan, RehearsalError> {
@@ -85,7 +87,7 @@ pub async fn rehearse(
     let stores = document.stores();
     let mut timings = PlanTimings::default();
     let mut watch = Stopwatch::start();
-    let target = open_target(document, &stores, progress).await?;
+    let target = open_target(document, scope, &stores, progress).await?;
     let pre_version = target.table.version().unwrap_or(0);
     let column = spec.target.date_column.as_str();
 

@@ -8,6 +8,7 @@ use crate::delta::catalog::{CatalogTable, Located};
 use crate::delta::store::{self, display_url};
 use crate::delta::table;
 use crate::plan_file::PlanDocument;
+use crate::plan_file::confine::Scope;
 use crate::rehearse::error::RehearsalError;
 use crate::rehearse::progress::Progress;
 
@@ -32,6 +33,7 @@ impl Target {
 /// partitioned by it, a log table bf may not append to, a rehearsal that would be the target.
 pub(crate) async fn open_target(
     document: &PlanDocument,
+    scope: &Scope,
     stores: &store::Stores,
     progress: &dyn Progress,
 ) -> Result<Target, RehearsalError> {
@@ -39,6 +41,9 @@ pub(crate) async fn open_target(
     progress.step("opening the target");
     let Located { url: target_url, catalog } =
         crate::delta::catalog::locate(document.dir(), &spec.target.table).await?;
+    if let Some(pinned) = &catalog {
+        scope.check_resolved(&pinned.name, &target_url).map_err(|e| RehearsalError::Refused(e.0))?;
+    }
     let target = stores.open(&target_url, None).await?;
     let column = spec.target.date_column.as_str();
     crate::delta::compat::check_writable(&target).await?;

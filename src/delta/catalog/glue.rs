@@ -125,7 +125,7 @@ impl Glue {
         let said = format!(
             "AWS Glue answered {}{}",
             service.code().unwrap_or("an error"),
-            service.message().map(|m| format!(": {m}")).unwrap_or_default()
+            service.message().map(|m| format!(": {}", m.trim_end_matches('.'))).unwrap_or_default()
         );
         match service.code() {
             Some("EntityNotFoundException") => {

@@ -165,7 +165,11 @@ impl Unity {
         let said = format!(
             "Unity Catalog answered {status}{}{}",
             code.map(|c| format!(" {c}")).unwrap_or_default(),
-            if message.is_empty() { String::new() } else { format!(": {}", one_line(message)) }
+            if message.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", one_line(message).trim_end_matches('.'))
+            }
         );
         Err(self.refused(match status.as_u16() {
             401 | 403 => format!(
