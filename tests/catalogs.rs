@@ -62,31 +62,60 @@ print(DeltaTable("{location}", storage_options=options).metadata().description o
     )
 }
 
-/// The shop's March reload naming orders_silver by its Glue name. Its downstream plan reads
-/// orders_silver by location, so the chain is left out here.
-fn march_by_name(shop: &S3Shop) -> &'static str {
+/// The shop's March reload naming orders_silver by its Glue name, without its downstream plan.
+fn march_alone(shop: &S3Shop) -> &'static str {
     let march = std::fs::read_to_string(shop.root().join("plans/march.toml")).unwrap();
     let by_name = march
         .replace(&format!("table = \"{ORDERS}\""), "table = \"glue://sales.orders_silver\"")
         .replace("[[downstream]]\nplan = \"march-revenue-by-day.toml\"\n", "");
     assert!(by_name.contains("glue://sales.orders_silver") && !by_name.contains("[[downstream]]"));
-    std::fs::write(shop.root().join("plans/march-by-name.toml"), by_name).unwrap();
-    "plans/march-by-name.toml"
+    std::fs::write(shop.root().join("plans/march-alone.toml"), by_name).unwrap();
+    "plans/march-alone.toml"
+}
+
+/// The shop's March reload with every table named by its Glue name: orders_silver, the change log,
+/// and revenue_by_day downstream, which reads orders_silver by that name too. Each is registered.
+fn march_by_name(shop: &S3Shop) -> &'static str {
+    let warehouse = "s3://acme-lake/shop/warehouse";
+    for table in ["orders_silver", "revenue_by_day", "backfill_log"] {
+        // The change log does not exist yet: registered, bf creates it on first use.
+        register(shop, "sales", table, &format!("{warehouse}/{table}"), "EXTERNAL_TABLE", DELTA);
+    }
+    let rename = |file: &str, renames: &[(&str, &str)]| {
+        let path = shop.root().join("plans").join(file);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        for (table, field) in renames {
+            let by_location = format!("{field} = \"{warehouse}/{table}\"");
+            assert!(text.contains(&by_location), "{file} names {table} by location: {text}");
+            text = text.replace(&by_location, &format!("{field} = \"glue://sales.{table}\""));
+        }
+        std::fs::write(&path, text).unwrap();
+    };
+    rename("march.toml", &[("orders_silver", "table"), ("backfill_log", "log_table")]);
+    rename(
+        "march-revenue-by-day.toml",
+        &[("revenue_by_day", "table"), ("orders_silver", "inputs.silver = { path")],
+    );
+    "plans/march.toml"
 }
 
 #[test]
 fn the_march_reload_runs_by_its_glue_name_and_glue_shows_the_reason() {
     let shop = S3Shop::new();
-    register(&shop, "sales", "orders_silver", ORDERS, "EXTERNAL_TABLE", DELTA);
     let march = |version| shop.rows("orders_silver", version, "2026-03-01", "2026-03-31");
+    let revenue = |version| shop.rows("revenue_by_day", version, "2026-03-01", "2026-03-31");
     let before = march(None);
     assert_eq!(before.len(), 412);
-    let versions = shop.history("orders_silver");
+    let (versions, revenue_versions) = (shop.history("orders_silver"), shop.history("revenue_by_day"));
+    let revenue_before = revenue(None);
     let plan = march_by_name(&shop);
 
     let planned = shop.ok(&["plan", plan]);
     assert!(planned.contains("412 → 409"), "{planned}");
-    assert!(planned.contains("glue://sales.orders_silver"), "the review names the table as the plan does");
+    assert!(
+        planned.contains("glue://sales.orders_silver at s3://"),
+        "the review names the table as the plan does"
+    );
     assert_eq!(shop.history("orders_silver"), versions, "bf plan wrote to the real table");
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(shop.root().join(".bf/plan.json")).unwrap()).unwrap();
@@ -94,15 +123,37 @@ fn the_march_reload_runs_by_its_glue_name_and_glue_shows_the_reason() {
     assert_eq!(pinned["name"], "glue://sales.orders_silver", "{pinned}");
     assert_eq!(pinned["location"], format!("{ORDERS}/"), "{pinned}");
     assert!(pinned["id"].as_str().is_some_and(|id| !id.is_empty()), "pinned by its creation time: {pinned}");
+    // Downstream, revenue_by_day read orders_silver's rehearsal: the input named by its Glue name
+    // was redirected like one named by its location.
+    let read = &saved["downstream"][0]["delta_inputs"][0];
+    assert_eq!(read["catalog"]["name"], "glue://sales.orders_silver", "{read}");
+    assert_eq!(read["stands_for"], format!("{ORDERS}/"), "{read}");
+    assert!(read["uri"].as_str().unwrap().contains("orders_silver__rehearsal"), "{read}");
     assert_eq!(description(&shop, "sales", "orders_silver"), "", "nothing set in Glue by a plan");
 
     shop.ok(&["apply", "--auto-approve"]);
     let after = march(None);
     assert_eq!(after.len(), 409);
     assert!(after.iter().any(|r| r.contains("\"currency\": \"EUR\"")), "the corrected currency landed");
+    assert_ne!(revenue(None), revenue_before, "revenue_by_day's March was rebuilt");
+    assert_eq!(revenue(None).len(), 31);
     let reason = delta_description(&shop, ORDERS);
     assert!(reason.contains("Reloading orders_silver for March 2026"), "{reason}");
     assert_eq!(description(&shop, "sales", "orders_silver"), reason, "Glue shows the table's comment");
+    let downstream = delta_description(&shop, "s3://acme-lake/shop/warehouse/revenue_by_day");
+    assert!(downstream.contains("Rebuilding revenue_by_day"), "{downstream}");
+    assert_eq!(description(&shop, "sales", "revenue_by_day"), downstream);
+    // The change log, named by its Glue name, was created where Glue says it is.
+    let log_rows = servers::python(
+        r#"
+import os
+from deltalake import DeltaTable
+options = {k: v for k, v in os.environ.items() if k.startswith("AWS_")}
+print(DeltaTable("s3://acme-lake/shop/warehouse/backfill_log", storage_options=options).to_pyarrow_table().num_rows)
+"#,
+        &servers::s3_env(&shop.server),
+    );
+    assert_eq!(log_rows.trim(), "1", "the March reload's row (revenue_by_day's plan keeps no log)");
 
     let history = shop.ok(&["history", "glue://sales.orders_silver", "--limit", "3"]);
     assert!(
@@ -111,11 +162,15 @@ fn the_march_reload_runs_by_its_glue_name_and_glue_shows_the_reason() {
     );
     assert!(history.contains("comment"), "{history}");
 
-    shop.ok(&["rollback", "--auto-approve"]);
+    shop.ok(&["rollback", "--cascade", "--auto-approve"]);
     assert_eq!(march(None), before, "the rollback restored March row for row");
+    assert_eq!(revenue(None), revenue(Some(revenue_versions.last().unwrap().0)), "and revenue_by_day's");
     let rolled_back = delta_description(&shop, ORDERS);
     assert!(rolled_back.contains("rolled back"), "{rolled_back}");
     assert_eq!(description(&shop, "sales", "orders_silver"), rolled_back, "and Glue says so");
+    let downstream = delta_description(&shop, "s3://acme-lake/shop/warehouse/revenue_by_day");
+    assert!(downstream.contains("rolled back"), "{downstream}");
+    assert_eq!(description(&shop, "sales", "revenue_by_day"), downstream, "downstream too");
 }
 
 #[test]
@@ -143,7 +198,7 @@ fn the_daily_september_backfill_runs_by_its_glue_name() {
 fn a_glue_name_that_moved_between_plan_and_apply_is_refused_naming_both_tables() {
     let shop = S3Shop::new();
     register(&shop, "sales", "orders_silver", ORDERS, "EXTERNAL_TABLE", DELTA);
-    let plan = march_by_name(&shop);
+    let plan = march_alone(&shop);
     shop.ok(&["plan", plan]);
     let versions = shop.history("orders_silver");
     // Dropped and registered again, at another location: the name now means another table.
@@ -233,9 +288,9 @@ fn a_catalog_name_is_checked_at_its_line_before_any_catalog_is_asked() {
         (named("uc://main.orders_silver"), "target.table", "write `uc://catalog.schema.table`"),
         (named("glue://sales.orders.silver"), "target.table", "write `glue://database.table`"),
         (
-            format!("{}\n[record]\nlog_table = \"glue://sales.backfill_log\"\n", crate::common::VALID_PLAN),
-            "record.log_table",
-            "bf resolves catalog names for `target.table` only",
+            format!("{}\n[rehearsal]\ntable = \"glue://sales.scratch\"\n", crate::common::VALID_PLAN),
+            "rehearsal.table",
+            "glue://sales.scratch is a catalog name, and catalogs name tables",
         ),
     ];
     for (text, key, message) in cases {

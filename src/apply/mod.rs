@@ -221,7 +221,10 @@ impl<'a> Apply<'a> {
         crate::delta::compat::check_writable(&target).await?;
         // The change log is written after the last slice: a log table bf may not write is refused
         // before the first.
-        let log_url = document.log_table()?;
+        let log_url = match &document.plan.record.log_table {
+            Some(written) => Some(crate::delta::catalog::locate(document.dir(), written).await?.url),
+            None => None,
+        };
         if let Some(log_url) = &log_url {
             stores.require_safe_commits(log_url)?;
             crate::delta::compat::check_log_table(&stores, log_url).await?;

@@ -10,6 +10,10 @@ use crate::source::run::{DeltaInput, FolderListing};
 /// The latest version of each Delta input, in the plan's order, or why it cannot be read.
 pub(super) async fn delta_input_versions(stores: &Stores, inputs: &[DeltaInput]) -> Vec<Result<u64, String>> {
     let versions = inputs.iter().map(|input| async move {
+        if let Some(pinned) = &input.catalog {
+            // A name that moved is another table; asking also lends the stores its credentials.
+            crate::delta::catalog::check_pinned(pinned).await.map_err(|e| e.to_string())?;
+        }
         let url = url::Url::parse(&input.uri).map_err(|e| e.to_string())?;
         let table = stores.open(&url, None).await.map_err(|e| e.to_string())?;
         Ok(table.version().unwrap_or(0))

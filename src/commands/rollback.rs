@@ -111,7 +111,14 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
             .find(|(uri, _)| uri == table.as_str())
             .map_or_else(Stores::from_environment, |(_, stores)| stores.clone())
     };
-    let undo = cascade::with_downstream(plan, &stores_for).await?;
+    let mut undo = cascade::with_downstream(plan, &stores_for).await?;
+    // The tables downstream that the saved chain names by catalog name get the comment there too.
+    for step in undo.iter_mut().filter(|step| step.catalog.is_none()) {
+        let planned = saved.as_ref().and_then(|root| {
+            root.chain().into_iter().find(|p| p.target.uri == step.url.as_str())?.target.catalog.clone()
+        });
+        step.catalog = planned.and_then(|pinned| catalog::CatalogName::parse(&pinned.name)?.ok());
+    }
     if undo.len() > 1 && !args.cascade {
         eprintln!("error: {}", cascade::refusal(&undo));
         return Ok(ExitCode::FAILURE);

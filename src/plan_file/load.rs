@@ -51,16 +51,6 @@ impl PlanDocument {
         Ok(url)
     }
 
-    /// The plan's `[record] log_table`, if it names one.
-    pub fn log_table(&self) -> Result<Option<Url>, crate::delta::store::OpenError> {
-        self.plan
-            .record
-            .log_table
-            .as_ref()
-            .map(|written| crate::delta::store::table_url(&self.resolve(written)))
-            .transpose()
-    }
-
     /// The folder plan paths are relative to.
     pub fn dir(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("."))

@@ -349,17 +349,29 @@ impl PlanFile {
                 }
             }
         }
+        // The tables a plan names may be named as their catalog names them; the catalog says where
+        // they live. A rehearsal is bf's own folder, and files are not tables.
+        let delta_inputs: Vec<String> = self
+            .source
+            .inputs
+            .iter()
+            .filter(|(_, input)| input.format == super::Format::Delta)
+            .map(|(name, _)| format!("source.inputs.{name}.path"))
+            .collect();
+        let names_a_table = |key: &str| {
+            key == "target.table" || key == "record.log_table" || delta_inputs.iter().any(|k| k == key)
+        };
         for (key, written) in locations {
-            // The target may be named as its catalog names it; the catalog says where it lives.
             match crate::delta::catalog::CatalogName::parse(written) {
-                Some(Ok(_)) if key == "target.table" => continue,
+                Some(Ok(_)) if names_a_table(&key) => continue,
                 Some(Ok(name)) => {
                     issues.add_with_help(
                         key,
                         format!(
-                            "{name} is a catalog name; bf resolves catalog names for `target.table` only"
+                            "{name} is a catalog name, and catalogs name tables: the target, a Delta input, the \
+                             log table"
                         ),
-                        "give this table's location: a path (relative to the plan file) or a URI",
+                        "give this location as a path (relative to the plan file) or a URI",
                     );
                     continue;
                 }

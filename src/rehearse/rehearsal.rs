@@ -60,6 +60,7 @@ fn rehearse_below<'a>(
             uri: plan.rehearsal.uri.clone(),
             version: plan.rehearsal.version,
             stands_for: Some(plan.target.uri.clone()),
+            catalog: None,
         });
         for downstream in &chain.downstream {
             let rehearsed = rehearse_below(downstream, &below, progress).await.map_err(|e| match e {

@@ -290,12 +290,12 @@ fn unnamed_files(plan: &Plan, document: &PlanDocument, above: &[&Plan]) -> Vec<S
         }
     }
     for delta in &plan.delta_inputs {
-        let named = document
-            .plan
-            .source
-            .inputs
-            .get(&delta.input)
-            .and_then(|i| store::table_url(&document.resolve(&i.path)).ok().map(|u| u.to_string()));
+        let written = document.plan.source.inputs.get(&delta.input).map(|i| i.path.as_str());
+        // A catalog name is bound by the name; where it leads, `bf apply` asks the catalog again.
+        let named = written.and_then(|written| match crate::delta::catalog::CatalogName::parse(written) {
+            Some(_) => delta.catalog.as_ref().filter(|c| c.name == written).map(|c| c.location.clone()),
+            None => store::table_url(&document.resolve(written)).ok().map(|u| u.to_string()),
+        });
         let bound = match &delta.stands_for {
             None => named.as_deref() == Some(delta.uri.as_str()),
             Some(upstream) => {

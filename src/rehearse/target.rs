@@ -48,8 +48,12 @@ pub(crate) async fn open_target(
     let column = spec.target.date_column.as_str();
     crate::delta::compat::check_writable(&target).await?;
     table::check_date_column(&target, column)?;
-    if let Some(log) = document.log_table()? {
-        crate::delta::compat::check_log_table(stores, &log).await?;
+    if let Some(written) = &spec.record.log_table {
+        let log = crate::delta::catalog::locate(document.dir(), written).await?;
+        if let Some(pinned) = &log.catalog {
+            scope.check_resolved(&pinned.name, &log.url).map_err(|e| RehearsalError::Refused(e.0))?;
+        }
+        crate::delta::compat::check_log_table(stores, &log.url).await?;
     }
     let partition_columns = table::partition_columns(&target);
     let partitioned_by_date = partition_columns == [column];

@@ -28,6 +28,7 @@ use deltalake::datafusion::scalar::ScalarValue as Scalar;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+use crate::delta::catalog::{self, CatalogTable};
 use crate::delta::predicate::{slice_predicate, window_predicate};
 use crate::delta::store::{self, Found, Location, StoreError, Stores};
 use crate::delta::table::sql_type;
@@ -104,6 +105,10 @@ pub struct DeltaInput {
     /// (`uri`) instead — the upstream as its backfill will leave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stands_for: Option<String>,
+    /// The catalog's record of the input, when the plan names it by its catalog name: `bf apply`
+    /// asks the catalog again and finds the input stale when the name has moved.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub catalog: Option<crate::delta::catalog::CatalogTable>,
 }
 
 impl DeltaInput {
@@ -219,7 +224,7 @@ impl<'a> Source<'a> {
             };
             if input.format == Format::Delta {
                 // Its files are the table's business: its version says what the query reads.
-                self.register_delta(&ctx, name, &location).await.map_err(input_error)?;
+                self.register_delta(&ctx, name, &written).await.map_err(input_error)?;
                 continue;
             }
             let url = location.url().map_err(|e| input_error(e.to_string()))?;
@@ -284,20 +289,33 @@ impl<'a> Source<'a> {
         Ok((SliceSource { ctx, rows, files, folders }, counts))
     }
 
+    /// Where the Delta input written `written` lives. A catalog name is asked of its catalog once
+    /// per plan: a name already pinned (by an earlier slice, or the saved plan) is where it was.
+    async fn locate(&self, written: &str) -> Result<(Url, Option<CatalogTable>), String> {
+        let known = self.pinned.lock().expect("not poisoned").iter().find_map(|d| {
+            let pinned = d.catalog.as_ref().filter(|c| c.name == written)?;
+            Some((Url::parse(&pinned.location).ok()?, pinned.clone()))
+        });
+        if let Some((url, pinned)) = known {
+            return Ok((url, Some(pinned)));
+        }
+        let located = catalog::locate(self.document.dir(), written).await.map_err(|e| e.to_string())?;
+        Ok((located.url, located.catalog))
+    }
+
     /// Registers a Delta input at its pinned version, pinning it at its latest on first use.
-    async fn register_delta(
-        &self,
-        ctx: &SessionContext,
-        name: &str,
-        location: &Location,
-    ) -> Result<(), String> {
-        let url = store::table_url(location).map_err(|e| e.to_string())?;
+    async fn register_delta(&self, ctx: &SessionContext, name: &str, written: &str) -> Result<(), String> {
+        let (url, catalog) = self.locate(written).await?;
         let pinned = {
             let mut known = self.pinned.lock().expect("not poisoned");
             if let Some(redirect) = self.redirects.iter().find(|r| r.serves(&url))
                 && !known.iter().any(|d| d.serves(&url))
             {
-                known.push(DeltaInput { input: name.to_owned(), ..redirect.clone() });
+                known.push(DeltaInput {
+                    input: name.to_owned(),
+                    catalog: catalog.clone(),
+                    ..redirect.clone()
+                });
             }
             known.iter().find(|d| d.serves(&url)).map(|d| (d.uri.clone(), d.version))
         };
@@ -317,6 +335,7 @@ impl<'a> Source<'a> {
                     uri: url.to_string(),
                     version,
                     stands_for: None,
+                    catalog,
                 });
             }
         }
