@@ -308,3 +308,224 @@ fn a_catalog_name_is_checked_at_its_line_before_any_catalog_is_asked() {
         assert!(stderr.contains(message) && stderr.contains("refused.toml:"), "{key}: {stderr}");
     }
 }
+
+/// The example shop on local disk with its tables registered in a Unity Catalog server that may
+/// reach the shop's folder; `bf` asks it with a token it must never print.
+struct UnityShop {
+    server: servers::Server,
+    dir: tempfile::TempDir,
+}
+
+const UC_TOKEN: &str = "bf-test-uc-token-never-printed";
+
+impl UnityShop {
+    fn new() -> UnityShop {
+        let dir = tempfile::tempdir().unwrap();
+        crate::common::bf_in(dir.path()).args(["demo", "--shop-only", "shop"]).assert().success();
+        let server = servers::unity_catalog(&dir.path().join("shop"));
+        UnityShop { server, dir }
+    }
+
+    fn root(&self) -> std::path::PathBuf {
+        self.dir.path().join("shop").canonicalize().unwrap()
+    }
+
+    fn table(&self, name: &str) -> std::path::PathBuf {
+        self.root().join("warehouse").join(name)
+    }
+
+    fn register(&self, name: &str, format: &str) -> String {
+        let table = servers::uc_register(&self.server, name, &self.table(name), format);
+        table["table_id"].as_str().unwrap().to_owned()
+    }
+
+    fn run(&self, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+        let output = crate::common::bf_in(&self.root())
+            .args(args)
+            .env("DATABRICKS_HOST", self.server.endpoint())
+            .env("DATABRICKS_TOKEN", UC_TOKEN)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap();
+        for stream in [&output.stdout, &output.stderr] {
+            assert!(!String::from_utf8_lossy(stream).contains(UC_TOKEN), "the token was printed");
+        }
+        output
+    }
+
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.run(args, &[]);
+        assert!(output.status.success(), "bf {args:?} failed:\n{}", String::from_utf8_lossy(&output.stderr));
+        String::from_utf8(output.stdout).unwrap()
+    }
+
+    /// The table's comment as Unity Catalog's REST API gives it.
+    fn comment(&self, name: &str) -> String {
+        let table = servers::uc_call(
+            &self.server,
+            "GET",
+            &format!("tables/main.sales.{name}"),
+            &serde_json::Value::Null,
+        );
+        table["comment"].as_str().unwrap_or_default().to_owned()
+    }
+
+    /// The rows of a local table on the days `first..=last`, read by the Python `deltalake`
+    /// package, at `version` or the latest: one sorted JSON text per row.
+    fn rows(&self, name: &str, version: Option<u64>, first: &str, last: &str) -> Vec<String> {
+        let script = format!(
+            r#"
+import datetime, json
+from deltalake import DeltaTable
+import pyarrow.dataset as ds
+t = DeltaTable("{}", version={})
+day = ds.field("order_date")
+rows = t.to_pyarrow_dataset().to_table(
+    filter=(day >= datetime.date.fromisoformat("{first}")) & (day <= datetime.date.fromisoformat("{last}"))
+).to_pylist()
+for row in sorted(json.dumps(r, default=str, sort_keys=True) for r in rows):
+    print(row)
+"#,
+            self.table(name).display(),
+            version.map_or("None".to_owned(), |v| v.to_string()),
+        );
+        servers::python(&script, &[]).lines().map(str::to_owned).collect()
+    }
+
+    fn description(&self, name: &str) -> String {
+        let script = format!(
+            "from deltalake import DeltaTable\nprint(DeltaTable('{}').metadata().description or '', end='')",
+            self.table(name).display()
+        );
+        servers::python(&script, &[])
+    }
+
+    /// Renames, in the shop's plan `file`, each (table, key) written by its location to its Unity
+    /// Catalog name.
+    fn rename(&self, file: &str, renames: &[(&str, &str)]) {
+        let path = self.root().join("plans").join(file);
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        for (table, key) in renames {
+            let by_location = format!("{key} = \"../warehouse/{table}\"");
+            assert!(text.contains(&by_location), "{file} names {table} by location");
+            text = text.replace(&by_location, &format!("{key} = \"uc://main.sales.{table}\""));
+        }
+        std::fs::write(&path, text).unwrap();
+    }
+}
+
+#[test]
+fn the_march_reload_runs_by_its_unity_catalog_name_and_the_catalog_shows_the_reason() {
+    let shop = UnityShop::new();
+    for table in ["orders_silver", "revenue_by_day", "backfill_log"] {
+        shop.register(table, "DELTA");
+    }
+    shop.rename("march.toml", &[("orders_silver", "table"), ("backfill_log", "log_table")]);
+    shop.rename(
+        "march-revenue-by-day.toml",
+        &[("revenue_by_day", "table"), ("orders_silver", "inputs.silver = { path")],
+    );
+    let march = |version| shop.rows("orders_silver", version, "2026-03-01", "2026-03-31");
+    let revenue = |version| shop.rows("revenue_by_day", version, "2026-03-01", "2026-03-31");
+    let before = march(None);
+    assert_eq!(before.len(), 412);
+    let revenue_before = revenue(None);
+    let versions = crate::common::commit_files(&shop.table("orders_silver")).len();
+
+    let planned = shop.ok(&["plan", "plans/march.toml"]);
+    assert!(planned.contains("412 → 409"), "{planned}");
+    assert!(planned.contains("uc://main.sales.orders_silver at "), "{planned}");
+    assert_eq!(crate::common::commit_files(&shop.table("orders_silver")).len(), versions, "bf plan wrote");
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(shop.root().join(".bf/plan.json")).unwrap()).unwrap();
+    assert_eq!(saved["target"]["catalog"]["name"], "uc://main.sales.orders_silver");
+    assert_eq!(saved["downstream"][0]["delta_inputs"][0]["catalog"]["name"], "uc://main.sales.orders_silver");
+    assert_eq!(shop.comment("orders_silver"), "", "nothing set in the catalog by a plan");
+
+    shop.ok(&["apply", "--auto-approve"]);
+    assert_eq!(march(None).len(), 409);
+    assert_ne!(revenue(None), revenue_before, "revenue_by_day's March was rebuilt from the reload");
+    let reason = shop.description("orders_silver");
+    assert!(reason.contains("Reloading orders_silver for March 2026"), "{reason}");
+    assert_eq!(shop.comment("orders_silver"), reason, "Unity Catalog shows the table's comment");
+    assert_eq!(shop.comment("revenue_by_day"), shop.description("revenue_by_day"));
+    assert!(
+        shop.table("backfill_log").join("_delta_log").is_dir(),
+        "the change log was created where it is registered"
+    );
+
+    let history = shop.ok(&["history", "uc://main.sales.orders_silver", "--limit", "2"]);
+    assert!(history.starts_with("uc://main.sales.orders_silver is the table at "), "{history}");
+    let status = shop.ok(&["status"]);
+    assert!(status.contains("comment"), "{status}");
+
+    shop.ok(&["rollback", "--cascade", "--auto-approve"]);
+    assert_eq!(march(None), before, "the rollback restored March row for row");
+    assert_eq!(revenue(None), revenue_before, "and revenue_by_day's");
+    let rolled_back = shop.description("orders_silver");
+    assert!(rolled_back.contains("rolled back"), "{rolled_back}");
+    assert_eq!(shop.comment("orders_silver"), rolled_back, "and Unity Catalog says so");
+    assert_eq!(shop.comment("revenue_by_day"), shop.description("revenue_by_day"));
+}
+
+#[test]
+fn the_daily_september_backfill_and_a_moved_name_by_unity_catalog() {
+    let shop = UnityShop::new();
+    let id = shop.register("orders_daily", "DELTA");
+    let root = shop.root();
+    let plan = september_plan(&root, "september-by-name.toml", 4, |t| {
+        let by_name = t.replace("\"../warehouse/orders_daily\"", "\"uc://main.sales.orders_daily\"");
+        assert_ne!(by_name, t);
+        by_name
+    });
+    shop.ok(&["plan", &plan]);
+    shop.ok(&["apply", "--auto-approve"]);
+    let writes = crate::common::commit_files(&shop.table("orders_daily")).len();
+    assert_eq!(shop.comment("orders_daily"), shop.description("orders_daily"));
+    assert!(!shop.comment("orders_daily").is_empty());
+
+    // Planned again, then the name is dropped and created again (same folder, a new table id).
+    shop.ok(&["plan", &plan]);
+    servers::uc_call(&shop.server, "DELETE", "tables/main.sales.orders_daily", &serde_json::Value::Null);
+    let again = shop.register("orders_daily", "DELTA");
+    assert_ne!(again, id);
+    let refused = shop.run(&["apply", "--auto-approve", "--rerun", "all"], &[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(stderr.contains("uc://main.sales.orders_daily: the name moved since the plan"), "{stderr}");
+    assert!(stderr.contains(&again), "the new table id is named: {stderr}");
+    assert_eq!(crate::common::commit_files(&shop.table("orders_daily")).len(), writes, "nothing written");
+}
+
+#[test]
+fn unity_catalog_names_bf_cannot_backfill_are_refused_in_one_line_naming_the_fix() {
+    let shop = UnityShop::new();
+    shop.register("orders_silver", "DELTA");
+    shop.register("orders_daily", "PARQUET");
+    let march = std::fs::read_to_string(shop.root().join("plans/march.toml")).unwrap();
+    let versions = crate::common::commit_files(&shop.table("orders_silver")).len();
+    type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+    let cases: [Case; 4] = [
+        ("uc://main.sales.orders_gold", &[], "404 Not Found RESOURCE_NOT_FOUND"),
+        ("uc://main.sales.orders_daily", &[], "is a PARQUET table, not a Delta table"),
+        (
+            "uc://main.sales.orders_silver",
+            &[("DATABRICKS_HOST", "http://127.0.0.1:9")],
+            "Unity Catalog is not reachable at http://127.0.0.1:9",
+        ),
+        ("uc://main.sales.orders_silver", &[("DATABRICKS_HOST", "")], "no Unity Catalog workspace is set"),
+    ];
+    for (name, env, expected) in cases {
+        let text = march
+            .replace("table = \"../warehouse/orders_silver\"", &format!("table = \"{name}\""))
+            .replace("[[downstream]]\nplan = \"march-revenue-by-day.toml\"\n", "");
+        std::fs::write(shop.root().join("plans/refused.toml"), text).unwrap();
+        let output = shop.run(&["plan", "plans/refused.toml"], env);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success(), "{name}: {stderr}");
+        assert!(stderr.contains(name) && stderr.contains(expected), "{name}: {stderr}");
+        assert!(stderr.lines().any(|l| l.contains(name) && l.contains(expected)), "one line: {stderr}");
+    }
+    assert_eq!(crate::common::commit_files(&shop.table("orders_silver")).len(), versions);
+    assert!(!shop.root().join("warehouse/orders_silver__rehearsal").exists(), "no rehearsal was made");
+}

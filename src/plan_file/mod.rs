@@ -217,7 +217,8 @@ impl OutsideRows {
 pub struct Input {
     /// A file, folder or table, relative to this plan file unless it is a URI. May contain `{start}`,
     /// `{end}` and `{run_date}` (the slice's first day, last day and run date, as `YYYY-MM-DD`), and
-    /// `{date}` when slices are one day long, so that each slice reads its own files.
+    /// `{date}` when slices are one day long, so that each slice reads its own files. A Delta input
+    /// may be named by its catalog name (`uc://catalog.schema.table`, `glue://database.table`).
     #[schemars(length(min = 1))]
     pub path: String,
     /// The input's format.
@@ -360,9 +361,9 @@ pub struct Record {
     /// (`delta.logRetentionDuration`) for less: once VACUUM runs past it, a rollback is impossible.
     #[serde(default = "default_keep_undo_for")]
     pub keep_undo_for: DayCount,
-    /// A Delta table (a path relative to this plan, or a URI) that gets one row per finished
-    /// backfill: id, table, window, reason, versions, metrics before and after, times, user. Created
-    /// on first use.
+    /// A Delta table (a path relative to this plan, a URI, or a catalog name) that gets one row per
+    /// finished backfill: id, table, window, reason, versions, metrics before and after, times,
+    /// user. Created on first use (named by a catalog name, it must be registered first).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_table: Option<String>,
 }

@@ -1,5 +1,5 @@
-//! Object-store servers the tests start on 127.0.0.1 and stop when dropped: moto's S3 and
-//! Azurite's Blob service. Each test gets its own server on a free port, so tests run in
+//! Servers the tests start on 127.0.0.1 and stop when dropped: moto's S3 (and Glue), Azurite's
+//! Blob service, and a Unity Catalog REST server. Each test gets its own server on a free port, so tests run in
 //! parallel and nothing outlives them. Their packages come from PyPI and npm, installed once per
 //! machine into `~/.cache` (as the benchmark's venv is), and nothing else is reached.
 
@@ -299,4 +299,115 @@ impl Relay {
     pub fn up(&self) {
         self.down.store(false, std::sync::atomic::Ordering::SeqCst);
     }
+}
+
+/// Unity Catalog's REST server: olai-uc-server from crates.io (the reference server is Java, outside
+/// the registries reachable here), built once per machine with `cargo install` (about 15 minutes;
+/// `.ci/run` builds it as a step of its own) into `~/.cache/bf-uc-server` (`BF_UC_SERVER_DIR`).
+const UC_SERVER: [&str; 3] = ["olai-uc-server", "--version", "0.0.11"];
+
+/// A Unity Catalog server on a free loopback port, its catalog in memory, which may register
+/// tables under `lake` (a folder that exists): a credential and an external location for it, the
+/// catalog `main` and its schema `sales` are made before it is returned.
+pub fn unity_catalog(lake: &std::path::Path) -> Server {
+    let bin = uc_server_install().join("bin/uc-server");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("uc.yaml");
+    let lake = lake.canonicalize().unwrap();
+    let server = start(dir, |port| {
+        // Without `encryption`, the server seals its secrets with a built-in development key:
+        // enough for a catalog that lives as long as the test.
+        let yaml = format!(
+            "host: 127.0.0.1\nport: {port}\nbackend:\n  engine: sqlite\n  path: \":memory:\"\n\
+             local_storage:\n  allowed-roots:\n    - {}\n",
+            lake.display()
+        );
+        std::fs::write(&config, yaml).unwrap();
+        let mut command = Command::new(&bin);
+        command.args(["serve", "--no-ui", "-c"]).arg(&config).env_remove("UC_SERVER_CONFIG");
+        command
+    });
+    let url = |path: &std::path::Path| format!("file://{}", path.display());
+    // The server asks a cloud credential of every external location, even a local one.
+    uc_call(
+        &server,
+        "POST",
+        "credentials",
+        &serde_json::json!({
+            "name": "lake", "purpose": "STORAGE", "skip_validation": true,
+            "aws_iam_role": {"role_arn": "arn:aws:iam::123456789012:role/bf-test"},
+        }),
+    );
+    uc_call(
+        &server,
+        "POST",
+        "external-locations",
+        &serde_json::json!({
+            "name": "lake", "url": url(&lake), "credential_name": "lake",
+        }),
+    );
+    uc_call(
+        &server,
+        "POST",
+        "catalogs",
+        &serde_json::json!({
+            "name": "main", "storage_root": url(&lake.join("_uc_main")),
+        }),
+    );
+    uc_call(&server, "POST", "schemas", &serde_json::json!({"name": "sales", "catalog_name": "main"}));
+    server
+}
+
+/// Registers `main.sales.{name}` as an EXTERNAL table of `format` (`DELTA`, `PARQUET`) at `location`.
+pub fn uc_register(
+    server: &Server,
+    name: &str,
+    location: &std::path::Path,
+    format: &str,
+) -> serde_json::Value {
+    uc_call(
+        server,
+        "POST",
+        "tables",
+        &serde_json::json!({
+            "name": name, "catalog_name": "main", "schema_name": "sales", "table_type": "EXTERNAL",
+            "data_source_format": format, "storage_location": format!("file://{}", location.display()),
+        }),
+    )
+}
+
+/// One call to the server's REST API (`/api/2.1/unity-catalog/{path}`) from Python's standard
+/// library, not bf's client; fails the test on an error status.
+pub fn uc_call(server: &Server, method: &str, path: &str, body: &serde_json::Value) -> serde_json::Value {
+    let script = format!(
+        r#"
+import json, os, urllib.request
+body = None if os.environ["BF_UC_BODY"] == "null" else os.environ["BF_UC_BODY"].encode()
+request = urllib.request.Request("{}/api/2.1/unity-catalog/{path}", data=body, method="{method}",
+                                 headers={{"content-type": "application/json"}})
+print(urllib.request.urlopen(request, timeout=30).read().decode() or "null")
+"#,
+        server.endpoint(),
+    );
+    serde_json::from_str(&python(&script, &[("BF_UC_BODY", body.to_string())])).unwrap()
+}
+
+/// olai-uc-server installed with `cargo install`, once per machine.
+fn uc_server_install() -> PathBuf {
+    static MADE: Mutex<()> = Mutex::new(());
+    let _once = MADE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = super::cache_dir("BF_UC_SERVER_DIR", "bf-uc-server");
+    if !dir.join("bin/uc-server").exists() {
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let installed = Command::new(cargo)
+            .args(["install", "--quiet", "--locked", "--features", "bin", "--root"])
+            .arg(&dir)
+            .args(UC_SERVER)
+            // Its own temporary target dir: never the one bf's tests were built in.
+            .env_remove("CARGO_TARGET_DIR")
+            .status()
+            .unwrap();
+        assert!(installed.success(), "cargo install {}", UC_SERVER.join(" "));
+    }
+    dir
 }

@@ -88,15 +88,17 @@ impl Unity {
     }
 
     /// The Delta REST API's `set-table-comment`, the one way to set a comment over REST (the
-    /// classic API updates a table's owner only).
+    /// classic API updates a table's owner only), asserting the table's id: a table created again
+    /// under the name meanwhile is not the one commented.
     pub(super) async fn set_comment(&self, name: &CatalogName, comment: &str) -> Result<(), CatalogError> {
         let CatalogName::Unity { catalog, schema, table } = name else {
             unreachable!("a Unity Catalog name")
         };
+        let id = self.table(name).await?.get("table_id").and_then(Value::as_str).map(str::to_owned);
         // Names are letters, digits, `_` and `-` (CatalogName::parse): safe in a path as they are.
         let path = format!("delta/v1/catalogs/{catalog}/schemas/{schema}/tables/{table}");
         let body = json!({
-            "requirements": [],
+            "requirements": id.map(|uuid| json!({ "type": "assert-table-uuid", "uuid": uuid })).into_iter().collect::<Vec<_>>(),
             "updates": [{ "action": "set-table-comment", "comment": comment }],
         });
         self.call(reqwest::Method::POST, &path, Some(body)).await.map(drop)
@@ -160,8 +162,12 @@ impl Unity {
         if status.is_success() {
             return Ok(answer);
         }
-        let code = ["error_code", "errorCode"].iter().find_map(|k| answer.get(*k)).and_then(Value::as_str);
-        let message = answer.get("message").and_then(Value::as_str).unwrap_or_default();
+        // `{"error_code", "message"}` (Databricks), `{"errorCode", …}` (open-source servers), or the
+        // Delta REST API's `{"error": {"type", "message"}}`.
+        let error = answer.get("error").unwrap_or(&answer);
+        let code =
+            ["error_code", "errorCode", "type"].iter().find_map(|k| error.get(*k)).and_then(Value::as_str);
+        let message = error.get("message").and_then(Value::as_str).unwrap_or_default();
         let said = format!(
             "Unity Catalog answered {status}{}{}",
             code.map(|c| format!(" {c}")).unwrap_or_default(),
