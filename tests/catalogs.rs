@@ -529,3 +529,57 @@ fn unity_catalog_names_bf_cannot_backfill_are_refused_in_one_line_naming_the_fix
     assert_eq!(crate::common::commit_files(&shop.table("orders_silver")).len(), versions);
     assert!(!shop.root().join("warehouse/orders_silver__rehearsal").exists(), "no rehearsal was made");
 }
+
+#[test]
+fn a_glue_request_the_catalog_denies_is_one_line_naming_the_credentials() {
+    // moto checking credentials, and knowing none: every request is refused, as with a key that
+    // AWS does not know.
+    let server = servers::s3_denying();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = crate::common::write_plan(
+        dir.path(),
+        "march.toml",
+        &crate::common::VALID_PLAN
+            .replace("\"../warehouse/orders_silver\"", "\"glue://sales.orders_silver\""),
+    );
+    let output = crate::common::bf_in(dir.path())
+        .arg("plan")
+        .arg(&plan)
+        .envs(servers::s3_env(&server))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    let line = stderr.lines().find(|l| l.contains("glue://sales.orders_silver")).unwrap_or_default();
+    assert!(line.contains("credentials in the environment"), "{stderr}");
+    assert!(!stderr.contains("bf-test-secret-never-printed"));
+    assert!(!dir.path().join("warehouse").exists(), "nothing was written");
+}
+
+#[test]
+fn a_unity_catalog_request_the_catalog_refuses_is_one_line_naming_the_token() {
+    let server = servers::unity_catalog_denying();
+    let dir = tempfile::tempdir().unwrap();
+    let plan = crate::common::write_plan(
+        dir.path(),
+        "march.toml",
+        &crate::common::VALID_PLAN
+            .replace("\"../warehouse/orders_silver\"", "\"uc://main.sales.orders_silver\""),
+    );
+    let output = crate::common::bf_in(dir.path())
+        .arg("plan")
+        .arg(&plan)
+        .env("DATABRICKS_HOST", server.endpoint())
+        .env("DATABRICKS_TOKEN", UC_TOKEN)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    let line = stderr.lines().find(|l| l.contains("uc://main.sales.orders_silver")).unwrap_or_default();
+    assert!(
+        line.contains("401 Unauthorized UNAUTHENTICATED") && line.contains("DATABRICKS_TOKEN"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains(UC_TOKEN), "the token is never shown");
+    assert!(!dir.path().join("warehouse").exists(), "nothing was written");
+}

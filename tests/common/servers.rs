@@ -310,23 +310,8 @@ const UC_SERVER: [&str; 3] = ["olai-uc-server", "--version", "0.0.11"];
 /// tables under `lake` (a folder that exists): a credential and an external location for it, the
 /// catalog `main` and its schema `sales` are made before it is returned.
 pub fn unity_catalog(lake: &std::path::Path) -> Server {
-    let bin = uc_server_install().join("bin/uc-server");
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("uc.yaml");
     let lake = lake.canonicalize().unwrap();
-    let server = start(dir, |port| {
-        // Without `encryption`, the server seals its secrets with a built-in development key:
-        // enough for a catalog that lives as long as the test.
-        let yaml = format!(
-            "host: 127.0.0.1\nport: {port}\nbackend:\n  engine: sqlite\n  path: \":memory:\"\n\
-             local_storage:\n  allowed-roots:\n    - {}\n",
-            lake.display()
-        );
-        std::fs::write(&config, yaml).unwrap();
-        let mut command = Command::new(&bin);
-        command.args(["serve", "--no-ui", "-c"]).arg(&config).env_remove("UC_SERVER_CONFIG");
-        command
-    });
+    let server = uc_server(&lake, "");
     let url = |path: &std::path::Path| format!("file://{}", path.display());
     // The server asks a cloud credential of every external location, even a local one.
     uc_call(
@@ -356,6 +341,32 @@ pub fn unity_catalog(lake: &std::path::Path) -> Server {
     );
     uc_call(&server, "POST", "schemas", &serde_json::json!({"name": "sales", "catalog_name": "main"}));
     server
+}
+
+/// A Unity Catalog server that authenticates no request (it expects a proxy's user header, which
+/// no client sends): every call is refused with 401.
+pub fn unity_catalog_denying() -> Server {
+    let lake = tempfile::tempdir().unwrap();
+    uc_server(&lake.path().canonicalize().unwrap(), "auth:\n  mode: reverse-proxy\n")
+}
+
+fn uc_server(lake: &std::path::Path, settings: &str) -> Server {
+    let bin = uc_server_install().join("bin/uc-server");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("uc.yaml");
+    start(dir, |port| {
+        // Without `encryption`, the server seals its secrets with a built-in development key:
+        // enough for a catalog that lives as long as the test.
+        let yaml = format!(
+            "host: 127.0.0.1\nport: {port}\nbackend:\n  engine: sqlite\n  path: \":memory:\"\n\
+             local_storage:\n  allowed-roots:\n    - {}\n{settings}",
+            lake.display()
+        );
+        std::fs::write(&config, yaml).unwrap();
+        let mut command = Command::new(&bin);
+        command.args(["serve", "--no-ui", "-c"]).arg(&config).env_remove("UC_SERVER_CONFIG");
+        command
+    })
 }
 
 /// Registers `main.sales.{name}` as an EXTERNAL table of `format` (`DELTA`, `PARQUET`) at `location`.

@@ -3,6 +3,7 @@
 //! are reached with the same AWS credential chain that reaches Glue, from the environment (with
 //! `AWS_ENDPOINT_URL` for a Glue other than AWS's own).
 
+use aws_sdk_glue::config::http::HttpResponse;
 use aws_sdk_glue::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_glue::types::{Table, TableInput};
 
@@ -108,10 +109,9 @@ impl Glue {
         })
     }
 
-    fn error<E, R>(&self, name: &CatalogName, error: SdkError<E, R>) -> CatalogError
+    fn error<E>(&self, name: &CatalogName, error: SdkError<E, HttpResponse>) -> CatalogError
     where
         E: ProvideErrorMetadata + std::error::Error + 'static,
-        R: std::fmt::Debug,
     {
         let refused = |problem: String| CatalogError::Refused { name: name.to_string(), problem };
         let Some(service) = error.as_service_error() else {
@@ -122,19 +122,24 @@ impl Glue {
                 problem: aws_sdk_glue::error::DisplayErrorContext(&error).to_string(),
             };
         };
+        let status = error.raw_response().map(|r| r.status().as_u16());
         let said = format!(
             "AWS Glue answered {}{}",
-            service.code().unwrap_or("an error"),
+            service.code().map_or_else(|| format!("HTTP {}", status.unwrap_or_default()), str::to_owned),
             service.message().map(|m| format!(": {}", m.trim_end_matches('.'))).unwrap_or_default()
         );
         match service.code() {
             Some("EntityNotFoundException") => {
                 refused(format!("{said}. Check the database and table names (`glue://database.table`)"))
             }
-            Some("AccessDeniedException") => refused(format!(
-                "{said}. The AWS credentials in the environment may not use this table: they need glue:GetTable \
-                 (and glue:UpdateTable to set its description)"
-            )),
+            // Credentials AWS does not accept (an unknown key, an expired token) or that may not
+            // use the table.
+            code if code == Some("AccessDeniedException") || matches!(status, Some(401 | 403)) => {
+                refused(format!(
+                    "{said}. The AWS credentials in the environment are not accepted, or may not use this table: \
+                     they need glue:GetTable (and glue:UpdateTable to set its description)"
+                ))
+            }
             Some("ConcurrentModificationException") => {
                 refused(format!("{said}. Someone changed the table meanwhile: run the command again"))
             }

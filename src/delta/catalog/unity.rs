@@ -178,7 +178,11 @@ impl Unity {
             }
         );
         Err(self.refused(match status.as_u16() {
-            401 | 403 => format!(
+            401 => format!(
+                "{said}. The token in {} is not accepted: it is missing, expired, or for another workspace",
+                TOKENS[0]
+            ),
+            403 => format!(
                 "{said}. The token in {} may not use this table: it needs SELECT and MODIFY on it, and \
                  EXTERNAL USE SCHEMA on its schema for credentials to be vended",
                 TOKENS[0]
