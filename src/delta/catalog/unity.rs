@@ -116,21 +116,7 @@ impl Unity {
     async fn credentials(&self, table_id: &str) -> Result<HashMap<String, String>, CatalogError> {
         let body = json!({ "table_id": table_id, "operation": "READ_WRITE" });
         let answer = self.call(reqwest::Method::POST, "temporary-table-credentials", Some(body)).await?;
-        let mut options = HashMap::new();
-        let mut put = |option: &str, value: Option<&Value>| {
-            if let Some(value) = value.and_then(Value::as_str) {
-                options.insert(option.to_owned(), value.to_owned());
-            }
-        };
-        if let Some(aws) = answer.get("aws_temp_credentials") {
-            put("aws_access_key_id", aws.get("access_key_id"));
-            put("aws_secret_access_key", aws.get("secret_access_key"));
-            put("aws_session_token", aws.get("session_token"));
-        }
-        if let Some(azure) = answer.get("azure_user_delegation_sas") {
-            put("azure_storage_sas_token", azure.get("sas_token"));
-        }
-        Ok(options)
+        Ok(store_options(&answer))
     }
 
     /// One request; a refusal by the server becomes one line naming the name and the fix.
@@ -208,5 +194,44 @@ fn one_line(message: &str) -> String {
         format!("{}…", line.chars().take(300).collect::<String>())
     } else {
         line
+    }
+}
+
+/// A `temporary-table-credentials` answer as the options deltalake's stores read, in the shapes
+/// Databricks documents: `aws_temp_credentials`, `azure_user_delegation_sas`.
+fn store_options(answer: &Value) -> HashMap<String, String> {
+    let pairs = [
+        ("aws_temp_credentials", "access_key_id", "aws_access_key_id"),
+        ("aws_temp_credentials", "secret_access_key", "aws_secret_access_key"),
+        ("aws_temp_credentials", "session_token", "aws_session_token"),
+        ("azure_user_delegation_sas", "sas_token", "azure_storage_sas_token"),
+    ];
+    pairs
+        .iter()
+        .filter_map(|(group, field, option)| {
+            let value = answer.get(*group)?.get(*field)?.as_str()?;
+            Some(((*option).to_owned(), value.to_owned()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vended_credentials_become_the_stores_options_and_a_local_table_gets_none() {
+        let aws = json!({
+            "aws_temp_credentials": {"access_key_id": "AKIA1", "secret_access_key": "s3cr3t", "session_token": "tok"},
+            "expiration_time": 1_796_000_000_000_u64,
+            "url": "s3://lake/orders",
+        });
+        let options = store_options(&aws);
+        assert_eq!(options["aws_access_key_id"], "AKIA1");
+        assert_eq!(options["aws_secret_access_key"], "s3cr3t");
+        assert_eq!(options["aws_session_token"], "tok");
+        let azure = json!({"azure_user_delegation_sas": {"sas_token": "sv=2024&sig=x"}});
+        assert_eq!(store_options(&azure)["azure_storage_sas_token"], "sv=2024&sig=x");
+        assert!(store_options(&json!({"url": "file:///lake/orders"})).is_empty());
     }
 }

@@ -42,3 +42,25 @@ fn folder(url: &Url) -> String {
     let text = url.as_str();
     if text.ends_with('/') { text.to_owned() } else { format!("{text}/") }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lent_credentials_reach_urls_under_their_folder_only() {
+        let url = |s: &str| Url::parse(s).unwrap();
+        let options = HashMap::from([("aws_session_token".to_owned(), "vended".to_owned())]);
+        lend(&url("s3://lent-test/warehouse/orders/"), options);
+        let storage = super::super::Storage::default();
+        assert_eq!(
+            storage.options(&url("s3://lent-test/warehouse/orders/part-0.parquet"))["aws_session_token"],
+            "vended"
+        );
+        assert_eq!(storage.options(&url("s3://lent-test/warehouse/orders"))["aws_session_token"], "vended");
+        assert!(
+            !storage.options(&url("s3://lent-test/warehouse/orders_v2/")).contains_key("aws_session_token")
+        );
+        assert!(!storage.options(&url("s3://lent-test/warehouse/")).contains_key("aws_session_token"));
+    }
+}
