@@ -70,6 +70,8 @@ pub enum RollbackError {
     #[error(transparent)]
     Catalog(#[from] crate::delta::catalog::CatalogError),
     #[error(transparent)]
+    Frozen(#[from] crate::delta::freeze::FreezeError),
+    #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
     UnsafeCommits(#[from] crate::delta::store::UnsafeCommits),
@@ -206,8 +208,12 @@ impl RollbackPlan {
     /// with `force`) would refuse before writing, found without writing: a chain checks each of its
     /// tables before it rolls back any.
     pub async fn check(&self, window_only: bool, force: bool) -> Result<(), RollbackError> {
+        // Undoing a backfill rewrites its window: frozen days there need the approval it was
+        // applied with, as its plan needed it.
+        let table = self.stores.open(&self.url, None).await?;
+        let what = format!("rolling back backfill {} (window {})", self.backfill_id(), self.window);
+        crate::delta::freeze::check(&table, &self.window, self.backfill.backfill.unfreeze.as_ref(), &what)?;
         if window_only {
-            let table = self.stores.open(&self.url, None).await?;
             let in_window = self.others_in_window(&table).await?;
             if !in_window.is_empty() && !force {
                 return Err(RollbackError::OthersInWindow {
@@ -529,6 +535,10 @@ pub async fn restore_version(
     stores.require_safe_commits(url)?;
     let table = stores.open(url, None).await?;
     crate::delta::compat::check_writable(&table).await?;
+    // A RESTORE rewrites every day the table changed since: no frozen period may stand.
+    let every_day = Window { start: chrono::NaiveDate::MIN, end: chrono::NaiveDate::MAX };
+    let what = format!("a RESTORE of version {version}, which may rewrite any day,");
+    crate::delta::freeze::check(&table, &every_day, None, &what)?;
     check_files_exist(stores, url, version).await?;
     let ctx = SessionContext::new();
     let rows_before = ctx.read_table(table.table_provider().await?)?.count().await? as u64;

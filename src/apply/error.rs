@@ -23,6 +23,8 @@ pub enum ApplyError {
     #[error(transparent)]
     Catalog(#[from] crate::delta::catalog::CatalogError),
     #[error(transparent)]
+    Frozen(#[from] crate::delta::freeze::FreezeError),
+    #[error(transparent)]
     Source(#[from] crate::source::run::SourceError),
     #[error(transparent)]
     Write(#[from] crate::rehearse::slice_writer::WriteError),

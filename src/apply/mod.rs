@@ -219,6 +219,9 @@ impl<'a> Apply<'a> {
         };
         let target = stores.open(&url, None).await?;
         crate::delta::compat::check_writable(&target).await?;
+        // Days frozen since the plan, or frozen beyond the plan's approval, stop it before any write.
+        let what = format!("the saved plan's window {}", plan.window);
+        crate::delta::freeze::check(&target, &plan.window, plan.unfreeze.as_ref(), &what)?;
         // The change log is written after the last slice: a log table bf may not write is refused
         // before the first.
         let log_url = match &document.plan.record.log_table {
@@ -536,5 +539,6 @@ fn backfill_for(plan: &Plan, since: &[Entry], rerun: bool) -> Backfill {
         date_column: plan.target.date_column.clone(),
         slices: plan.slices.len(),
         cascade: None,
+        unfreeze: plan.unfreeze.clone(),
     }
 }

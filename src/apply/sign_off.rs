@@ -42,9 +42,7 @@ pub(super) async fn sign_off(
         post_version: target.version().unwrap_or(0),
         started_at,
         finished_at: chrono::Utc::now(),
-        user: std::env::var("USER")
-            .or_else(|_| std::env::var("USERNAME"))
-            .unwrap_or_else(|_| "unknown".into()),
+        user: ledger::user(),
     };
     let commented_before = since.iter().any(|e| e.is_comment_of(&backfill.backfill_id));
     if wrote_comment || commented_before {

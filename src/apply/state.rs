@@ -28,6 +28,9 @@ pub struct ApplyState {
     /// host and process.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub committed_by: BTreeMap<usize, String>,
+    /// The periods frozen on the table (`bf freeze`), whatever the window.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub frozen: Vec<crate::delta::freeze::Frozen>,
 }
 
 impl ApplyState {
@@ -67,6 +70,7 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
         pending: plan.slices.iter().filter(|s| !committed.contains(&s.index)).map(|s| s.first).collect(),
         commented: recorded.is_some_and(|r| r.commented),
         committed_by,
+        frozen: crate::delta::freeze::frozen(&target)?,
     })
 }
 

@@ -3,7 +3,8 @@
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    apply, clean, demo, export, history, plan, rollback, schema, show, slices, status, validate,
+    apply, clean, demo, export, freeze, history, plan, rollback, schema, show, slices, status, unfreeze,
+    validate,
 };
 
 /// Backfills of Delta Lake tables as a reviewed, rehearsed and reversible change.
@@ -32,6 +33,8 @@ pub enum Command {
     Rollback(rollback::Args),
     History(history::Args),
     Status(status::Args),
+    Freeze(freeze::Args),
+    Unfreeze(unfreeze::Args),
     Clean(clean::Args),
     Export(export::Args),
     Schema(schema::Args),

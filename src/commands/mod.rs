@@ -7,6 +7,7 @@ pub mod clean;
 pub mod cli;
 pub mod demo;
 pub mod export;
+pub mod freeze;
 pub mod history;
 pub mod plan;
 pub mod rollback;
@@ -14,6 +15,7 @@ pub mod schema;
 pub mod show;
 pub mod slices;
 pub mod status;
+pub mod unfreeze;
 pub mod validate;
 
 use std::io::{BufRead, IsTerminal, Write};
@@ -33,6 +35,8 @@ pub async fn run(command: Command, root: Option<&Path>) -> anyhow::Result<ExitCo
         Command::Apply(args) => apply::run(args, &policy).await,
         Command::Rollback(args) => rollback::run(args, &policy).await,
         Command::History(args) => history::run(args).await,
+        Command::Freeze(args) => freeze::run(args).await,
+        Command::Unfreeze(args) => unfreeze::run(args).await,
         Command::Status(args) => status::run(args).await,
         Command::Clean(args) => clean::run(args).await,
         Command::Export(args) => export::run(args, &policy),

@@ -7,6 +7,7 @@
 
 pub mod catalog;
 pub mod compat;
+pub mod freeze;
 pub mod ledger;
 pub mod predicate;
 pub mod publish;

@@ -335,6 +335,40 @@ pub struct Guards {
     /// e.g. `{ rows = 10, revenue = 5 }`. A bigger change fails the plan.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub max_change_pct: BTreeMap<String, f64>,
+    /// Approval to rewrite days frozen on the table (`bf freeze`): the frozen days the window may
+    /// rewrite, who approved it and the ticket, e.g. `{ from = 2026-03-01, to = 2026-03-31,
+    /// approved_by = "Dana Reyes", ticket = "FIN-231" }`. Shown in every rendering of the plan and
+    /// recorded in every commit of the backfill.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfreeze: Option<Unfreeze>,
+}
+
+/// A plan's approval to rewrite frozen days, as the plan writes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Unfreeze {
+    /// The first frozen day the plan may rewrite.
+    pub from: PlanDate,
+    /// The last frozen day the plan may rewrite.
+    pub to: PlanDate,
+    /// Who approved rewriting them, e.g. `"Dana Reyes (finance data lead)"`.
+    #[schemars(length(min = 1))]
+    pub approved_by: String,
+    /// Where the approval is recorded, e.g. `"FIN-231"`.
+    #[schemars(length(min = 1))]
+    pub ticket: String,
+}
+
+impl Unfreeze {
+    /// The approval as the saved plan and the backfill's commits record it.
+    pub fn approval(&self) -> crate::delta::freeze::Unfreeze {
+        crate::delta::freeze::Unfreeze {
+            from: self.from.0,
+            to: self.to.0,
+            approved_by: self.approved_by.clone(),
+            ticket: self.ticket.clone(),
+        }
+    }
 }
 
 /// Where the rehearsal runs.
@@ -423,7 +457,7 @@ const fn default_max_slices() -> u32 {
 
 impl Default for Guards {
     fn default() -> Self {
-        Guards { max_slices: default_max_slices(), max_change_pct: BTreeMap::new() }
+        Guards { max_slices: default_max_slices(), max_change_pct: BTreeMap::new(), unfreeze: None }
     }
 }
 

@@ -241,6 +241,17 @@ impl PlanFile {
                 issues.add(key, format!("a change limit is a percentage of 0 or more, not {pct}"));
             }
         }
+        if let Some(unfreeze) = &self.guards.unfreeze {
+            if unfreeze.from.0 > unfreeze.to.0 {
+                issues.add(
+                    "guards.unfreeze",
+                    format!("the approval's days {}..{} are none", unfreeze.from, unfreeze.to),
+                );
+            }
+            if unfreeze.approved_by.trim().is_empty() || unfreeze.ticket.trim().is_empty() {
+                issues.add("guards.unfreeze", "an approval names who approved it and its ticket");
+            }
+        }
     }
 
     fn check_checks(&self, issues: &mut Issues) {

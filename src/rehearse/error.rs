@@ -9,6 +9,8 @@ pub enum RehearsalError {
     #[error(transparent)]
     Table(#[from] TableError),
     #[error(transparent)]
+    Frozen(#[from] crate::delta::freeze::FreezeError),
+    #[error(transparent)]
     Open(#[from] crate::delta::store::OpenError),
     #[error(transparent)]
     Clone(#[from] clone::CloneError),

@@ -58,6 +58,12 @@ pub struct Plan {
     pub breakdown: Vec<BreakdownRow>,
     pub checks: Vec<CheckResult>,
     pub guards: Vec<GuardResult>,
+    /// The periods frozen on the table (`bf freeze`) that the window rewrites, and the plan's
+    /// approval to rewrite them (`[guards] unfreeze`): a plan shows both, and a backfill records it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub frozen: Vec<crate::delta::freeze::Frozen>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfreeze: Option<crate::delta::freeze::Unfreeze>,
     /// Why the plan cannot be applied; empty when it can.
     pub problems: Vec<String>,
     /// What a reviewer should know before applying, e.g. a retention shorter than `keep_undo_for`.

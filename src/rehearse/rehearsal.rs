@@ -173,6 +173,8 @@ pub async fn rehearse(
         breakdown,
         checks: check_results,
         guards,
+        frozen: target.frozen,
+        unfreeze: spec.guards.unfreeze.as_ref().map(crate::plan_file::Unfreeze::approval),
         problems,
         warnings,
         timings,

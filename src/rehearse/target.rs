@@ -5,6 +5,7 @@ use deltalake::DeltaTable;
 use url::Url;
 
 use crate::delta::catalog::{CatalogTable, Located};
+use crate::delta::freeze::{self, Frozen};
 use crate::delta::store::{self, display_url};
 use crate::delta::table;
 use crate::plan_file::PlanDocument;
@@ -20,6 +21,8 @@ pub(crate) struct Target {
     pub(crate) rehearsal_url: Url,
     /// The catalog's record of the target, when the plan names it by its catalog name.
     pub(crate) catalog: Option<CatalogTable>,
+    /// The periods frozen on the table that the window rewrites, with the plan's approval.
+    pub(crate) frozen: Vec<Frozen>,
 }
 
 impl Target {
@@ -48,6 +51,11 @@ pub(crate) async fn open_target(
     let column = spec.target.date_column.as_str();
     crate::delta::compat::check_writable(&target).await?;
     table::check_date_column(&target, column)?;
+    // Signed-off days are refused before anything is cloned, unless the plan carries an approval.
+    let window = spec.window();
+    let approval = spec.guards.unfreeze.as_ref().map(crate::plan_file::Unfreeze::approval);
+    freeze::check(&target, &window, approval.as_ref(), &format!("the plan's window {window}"))?;
+    let frozen = freeze::frozen(&target)?.into_iter().filter(|f| f.within(&window).is_some()).collect();
     if let Some(written) = &spec.record.log_table {
         let log = crate::delta::catalog::locate(document.dir(), written).await?;
         if let Some(pinned) = &log.catalog {
@@ -91,5 +99,5 @@ pub(crate) async fn open_target(
             display_url(&rehearsal_url)
         )));
     }
-    Ok(Target { url: target_url, table: target, partition_columns, rehearsal_url, catalog })
+    Ok(Target { url: target_url, table: target, partition_columns, rehearsal_url, catalog, frozen })
 }

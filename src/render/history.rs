@@ -53,6 +53,16 @@ pub fn table(entries: &[Entry]) -> comfy_table::Table {
                 Mark::Rehearsal { plan_id, slice } => {
                     (format!("plan {plan_id}"), slice.to_string(), String::new())
                 }
+                Mark::Freeze { period, lifted } => (
+                    format!(
+                        "{} {} by {}",
+                        if *lifted { "unfreeze" } else { "freeze" },
+                        period.period(),
+                        period.by
+                    ),
+                    String::new(),
+                    period.reason.clone(),
+                ),
             },
         };
         rows.add_row([

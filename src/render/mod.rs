@@ -4,6 +4,7 @@
 
 pub mod airflow;
 pub mod apply;
+pub mod freeze;
 pub mod history;
 pub mod plan;
 pub mod rollback;

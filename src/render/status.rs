@@ -19,6 +19,7 @@ pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>, unver
         plan.created_at.format("%Y-%m-%d %H:%M UTC")
     );
     let _ = writeln!(out, "  {}", summary(plan));
+    out.push_str(&super::freeze::periods(&state.frozen));
     if !state.pending.is_empty() {
         let _ = match cannot_publish {
             None => writeln!(out, "  `bf apply` publishes the rehearsed files: exactly what the plan shows"),

@@ -11,6 +11,7 @@ use deltalake::{DeltaTable, DeltaTableError};
 use serde_json::Value;
 
 use super::keys::{Backfill, Keys, Mark, RollbackStep};
+use super::periods::Frozen;
 use crate::window::Slice;
 
 impl Backfill {
@@ -68,6 +69,7 @@ impl Backfill {
             cascade: self.cascade.as_ref().map(|c| c.id.clone()),
             upstream: self.cascade.as_ref().and_then(|c| c.upstream.clone()),
             downstream: self.cascade.as_ref().map(|c| c.downstream.clone()),
+            unfreeze: self.unfreeze.clone(),
             ..Keys::default()
         }
     }
@@ -81,6 +83,11 @@ impl Backfill {
     ) -> Result<Vec<usize>, DeltaTableError> {
         committed(table, slices.iter().map(|s| (s.index, self.app_id(s.index)))).await
     }
+}
+
+/// Who is running bf: the user of the process (recorded with a freeze and in the change log).
+pub fn user() -> String {
+    std::env::var("USER").or_else(|_| std::env::var("USERNAME")).unwrap_or_else(|_| "unknown".into())
 }
 
 /// Who is committing: the Airflow task running bf (Airflow sets `AIRFLOW_CTX_*` for a task's
@@ -153,6 +160,15 @@ pub(super) fn rollback_keys(backfill: &Backfill, step: RollbackStep) -> Keys {
 /// The app id of a window-only rollback's slice transaction.
 pub fn rollback_app_id(backfill_id: &str, slice: usize) -> String {
     format!("bf-rollback:{backfill_id}:{slice}")
+}
+
+/// The commit properties of a freeze (`lifted`: of lifting one).
+pub fn freeze_commit(period: &Frozen, lifted: bool) -> CommitProperties {
+    match lifted {
+        false => Keys { frozen: Some(period.clone()), ..Keys::default() },
+        true => Keys { unfrozen: Some(period.clone()), ..Keys::default() },
+    }
+    .commit()
 }
 
 /// The commit properties of `bf rollback --to-version`'s RESTORE.

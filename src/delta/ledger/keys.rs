@@ -10,6 +10,7 @@ use deltalake::kernel::transaction::CommitProperties;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::periods::{Frozen, Unfreeze};
 use crate::window::Window;
 
 /// The prefix of every key bf writes into commitInfo.
@@ -77,6 +78,15 @@ pub struct Keys {
     /// …and the tables built from it, which a rollback must not leave built from undone rows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub downstream: Option<Vec<String>>,
+    /// On a backfill's commits: the approval to rewrite frozen days it was applied with.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unfreeze: Option<Unfreeze>,
+    /// A freeze's commit: the period frozen (`bf freeze`)…
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub frozen: Option<Frozen>,
+    /// …or lifted (`bf unfreeze`), with who lifted it, when and why.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unfrozen: Option<Frozen>,
 }
 
 /// What a commit bf made is, read from its keys.
@@ -94,6 +104,8 @@ pub enum Mark {
     Clone { rehearsal_of: String, source_version: u64 },
     /// A slice written into a rehearsal.
     Rehearsal { plan_id: String, slice: usize },
+    /// A period frozen (`bf freeze`), or lifted (`bf unfreeze`).
+    Freeze { period: Frozen, lifted: bool },
 }
 
 /// Which step of a rollback a commit is.
@@ -130,6 +142,9 @@ pub struct Backfill {
     /// Its place in a chain of backfills, when its plan has downstream plans or is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cascade: Option<Cascade>,
+    /// The approval to rewrite frozen days its plan carried, recorded in each of its commits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unfreeze: Option<Unfreeze>,
 }
 
 /// A backfill's place in a chain: the tables above and below it were backfilled with it, and are
@@ -248,6 +263,7 @@ impl Keys {
                     upstream: self.upstream.clone(),
                     downstream: self.downstream.clone().unwrap_or_default(),
                 }),
+                unfreeze: self.unfreeze.clone(),
             };
             return match self.comment {
                 Some(true) => Ok(Mark::Comment { backfill }),
@@ -269,7 +285,13 @@ impl Keys {
                 slice: need(&self.slice, "slice")?,
             });
         }
-        Err(format!("its keys ({}) name no backfill, rollback or rehearsal", self.names().join(", ")))
+        if let Some(period) = &self.frozen {
+            return Ok(Mark::Freeze { period: period.clone(), lifted: false });
+        }
+        if let Some(period) = &self.unfrozen {
+            return Ok(Mark::Freeze { period: period.clone(), lifted: true });
+        }
+        Err(format!("its keys ({}) name no backfill, rollback, rehearsal or freeze", self.names().join(", ")))
     }
 
     fn names(&self) -> Vec<String> {

@@ -16,23 +16,25 @@
 //!   (backward, in parallel), so each slice has its own app id: "is slice 17 committed?" is then a
 //!   lookup, and two writers racing for the same slice conflict instead of both committing.
 //!
-//! The files: `keys` (the record and what a commit's keys mean), `commit` (the commits bf makes and
-//! their transactions) and `log` (the ledger read back from a table's history), the last two using
-//! the first only. Callers name everything through this module.
+//! The files: `periods` (the frozen periods and approvals the keys record), `keys` (the record and
+//! what a commit's keys mean), `commit` (the commits bf makes and their transactions) and `log`
+//! (the ledger read back from a table's history), the last two using the first two only. Callers name everything through this module.
 
 mod commit;
 mod keys;
 mod log;
+mod periods;
 
 pub use commit::{
-    clone_metadata, committed, is_clone_commit, rehearsal_commit, restore_to_commit, rollback_app_id,
-    rollback_commit,
+    clone_metadata, committed, freeze_commit, is_clone_commit, rehearsal_commit, restore_to_commit,
+    rollback_app_id, rollback_commit, user,
 };
 pub use keys::{Backfill, Cascade, Keys, Mark, RecordedSlice, RollbackStep};
 pub use log::{
     Entry, LedgerError, Logged, Malformed, Recorded, added_files, at, backfill_ids, backfills_of_plan,
     commits_after, describe, history, read_log, recorded,
 };
+pub use periods::{Frozen, Unfreeze};
 
 #[cfg(test)]
 mod tests {
@@ -56,6 +58,7 @@ mod tests {
             date_column: "order_date".into(),
             slices: 1,
             cascade: None,
+            unfreeze: None,
         }
     }
 

@@ -10,7 +10,7 @@ use bf::rehearse::plan::{Plan, SliceReport};
 use super::shown::Shown;
 use super::{
     Columns, Detail, breakdown_lines, checks_by_name, display, mode_verb, sample_diff, summary,
-    summed_changes, table_name,
+    summed_changes, table_name, unfreeze,
 };
 use crate::render::{count, number};
 
@@ -99,6 +99,9 @@ fn heading(w: &mut String, plan: &Plan) {
         mode_verb(plan),
         md::text(&plan.reason)
     );
+    if let Some(approval) = unfreeze(plan) {
+        let _ = writeln!(w, "**Frozen days rewritten** {}\n", md::text(&approval));
+    }
 }
 
 /// What approving means: the commits `bf apply` writes and the version `bf rollback` returns to;

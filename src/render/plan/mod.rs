@@ -103,6 +103,16 @@ fn display(uri: &str) -> String {
     url::Url::parse(uri).map(|u| bf::delta::store::display_url(&u)).unwrap_or_else(|_| uri.to_owned())
 }
 
+/// The frozen days the plan rewrites and who approved it, when it does: every rendering shows it.
+fn unfreeze(plan: &Plan) -> Option<String> {
+    let approval = plan.unfreeze.as_ref()?;
+    let frozen = plan.frozen.iter().map(ToString::to_string).collect::<Vec<_>>();
+    Some(match frozen.is_empty() {
+        true => format!("{approval} (no frozen day in the window when planned)"),
+        false => format!("{approval}, over frozen {}", frozen.join("; ")),
+    })
+}
+
 /// Each check's results on every slice, in the order the plan declares them.
 fn checks_by_name(plan: &Plan) -> Vec<(&str, Vec<&bf::rehearse::checks::CheckResult>)> {
     let mut grouped: Vec<(&str, Vec<&bf::rehearse::checks::CheckResult>)> = Vec::new();

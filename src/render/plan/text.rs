@@ -8,7 +8,7 @@ use bf::rehearse::plan::Plan;
 use super::shown::{Shown, has_samples};
 use super::{
     Columns, Detail, breakdown_lines, checks_by_name, display, measured_cells, sample_diff, summary,
-    summed_changes, table_name,
+    summed_changes, table_name, unfreeze,
 };
 use crate::render::{change, count, number, table};
 
@@ -92,6 +92,9 @@ fn header(w: &mut String, plan: &Plan) {
         plan.every,
         plan.target.date_column
     );
+    if let Some(approval) = unfreeze(plan) {
+        let _ = writeln!(w, "  unfreeze   {approval}");
+    }
     let clone = &plan.rehearsal.clone;
     let _ = writeln!(
         w,

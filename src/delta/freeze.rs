@@ -1,0 +1,123 @@
+//! Frozen periods: days of a table that a report was signed off against, which no backfill or
+//! rollback may rewrite without a recorded approval.
+//!
+//! They live on the table itself, in the table property `bf.frozen` (a JSON list), so that any
+//! engine reading the table reads them, and each freeze or unfreeze is one metadata commit carrying
+//! the ledger's keys: who froze what, when and why, is the table's own history. A plan that must
+//! rewrite frozen days says so in `[guards] unfreeze`, with who approved it and the ticket; the
+//! override is shown in every rendering and written into every slice commit of the backfill.
+
+use std::collections::HashMap;
+
+use chrono::{NaiveDate, Utc};
+use deltalake::DeltaTable;
+
+use crate::delta::ledger;
+pub use crate::delta::ledger::{Frozen, Unfreeze};
+use crate::window::Window;
+
+/// The table property holding the frozen periods.
+pub const PROPERTY: &str = "bf.frozen";
+
+#[derive(Debug, thiserror::Error)]
+pub enum FreezeError {
+    #[error(
+        "{table}: {what} would rewrite frozen days:\n{periods}\n\
+         A plan may rewrite them only with `[guards] unfreeze = {{ from = …, to = …, approved_by = \"…\", ticket = \"…\" }}` \
+         covering those days; or `bf unfreeze` the period first (recorded in the table)."
+    )]
+    Frozen { table: String, what: String, periods: String },
+    #[error("{table}: its `{PROPERTY}` property is not bf's list of frozen periods: {problem}")]
+    Unreadable { table: String, problem: String },
+    #[error("{table}: no frozen period {period}; it has {have}")]
+    NoSuchPeriod { table: String, period: String, have: String },
+    #[error("{table}: {problem}")]
+    Refused { table: String, problem: String },
+    #[error(transparent)]
+    Delta(#[from] deltalake::DeltaTableError),
+}
+
+/// The table's frozen periods, as its latest metadata holds them.
+pub fn frozen(table: &DeltaTable) -> Result<Vec<Frozen>, FreezeError> {
+    let name = crate::delta::store::display_url(table.table_url());
+    let snapshot = table.snapshot()?;
+    let Some(text) = snapshot.metadata().configuration().get(PROPERTY) else { return Ok(Vec::new()) };
+    serde_json::from_str(text).map_err(|e| FreezeError::Unreadable { table: name, problem: e.to_string() })
+}
+
+/// Refuses rewriting `window` of the table where it is frozen, unless `unfreeze` approves every
+/// frozen day of it. `what` names the rewrite (`the plan's window 2026-03-01..2026-03-31`).
+pub fn check(
+    table: &DeltaTable,
+    window: &Window,
+    unfreeze: Option<&Unfreeze>,
+    what: &str,
+) -> Result<(), FreezeError> {
+    let closed: Vec<String> = frozen(table)?
+        .iter()
+        .filter(|period| period.within(window).is_some_and(|days| !unfreeze.is_some_and(|u| u.covers(&days))))
+        .map(|period| format!("  - {period}"))
+        .collect();
+    if closed.is_empty() {
+        return Ok(());
+    }
+    Err(FreezeError::Frozen {
+        table: crate::delta::store::display_url(table.table_url()),
+        what: what.to_owned(),
+        periods: closed.join("\n"),
+    })
+}
+
+/// Records `period` as frozen, in one metadata commit carrying the ledger's keys.
+pub async fn freeze(table: DeltaTable, period: Frozen) -> Result<DeltaTable, FreezeError> {
+    let mut periods = frozen(&table)?;
+    if let Some(from) = period.from
+        && from > period.to
+    {
+        return Err(FreezeError::Refused {
+            table: crate::delta::store::display_url(table.table_url()),
+            problem: format!("a period from {from} to {} is empty", period.to),
+        });
+    }
+    periods.push(period.clone());
+    write(table, &periods, ledger::freeze_commit(&period, false)).await
+}
+
+/// Lifts the frozen period `from..to` (`from` `None`: the one frozen `--through` `to`), in one
+/// metadata commit carrying the ledger's keys, who lifted it and why; returns the period lifted.
+pub async fn unfreeze(
+    table: DeltaTable,
+    from: Option<NaiveDate>,
+    to: NaiveDate,
+    reason: &str,
+    by: &str,
+) -> Result<(DeltaTable, Frozen), FreezeError> {
+    let mut periods = frozen(&table)?;
+    let Some(found) = periods.iter().position(|p| p.from == from && p.to == to) else {
+        let asked = Frozen { from, to, reason: String::new(), by: String::new(), at: Utc::now() };
+        let have = periods.iter().map(Frozen::period).collect::<Vec<_>>();
+        return Err(FreezeError::NoSuchPeriod {
+            table: crate::delta::store::display_url(table.table_url()),
+            period: asked.period(),
+            have: if have.is_empty() { "none".into() } else { have.join(", ") },
+        });
+    };
+    let lifted =
+        Frozen { reason: reason.to_owned(), by: by.to_owned(), at: Utc::now(), ..periods.remove(found) };
+    let table = write(table, &periods, ledger::freeze_commit(&lifted, true)).await?;
+    Ok((table, lifted))
+}
+
+async fn write(
+    table: DeltaTable,
+    periods: &[Frozen],
+    commit: deltalake::kernel::transaction::CommitProperties,
+) -> Result<DeltaTable, FreezeError> {
+    let value = serde_json::to_string(periods).expect("periods serialize");
+    Ok(table
+        .set_tbl_properties()
+        .with_properties(HashMap::from([(PROPERTY.to_owned(), value)]))
+        .with_raise_if_not_exists(false)
+        .with_commit_properties(commit)
+        .await?)
+}

@@ -1,0 +1,111 @@
+//! The periods the ledger records: days frozen on a table ([`Frozen`], also the value of the
+//! table's `bf.frozen` property) and a plan's approval to rewrite some of them ([`Unfreeze`]).
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::{Deserialize, Serialize};
+
+use crate::window::Window;
+
+/// Days of a table closed for rewriting.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Frozen {
+    /// The first frozen day; `None`: every day up to `to` (`bf freeze --through`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from: Option<NaiveDate>,
+    pub to: NaiveDate,
+    pub reason: String,
+    /// Who froze it (the user running `bf freeze`), and when.
+    pub by: String,
+    pub at: DateTime<Utc>,
+}
+
+impl Frozen {
+    /// The frozen days inside `window`, if any.
+    pub fn within(&self, window: &Window) -> Option<Window> {
+        let start = self.from.map_or(window.start, |from| from.max(window.start));
+        let end = self.to.min(window.end);
+        (start <= end).then_some(Window { start, end })
+    }
+
+    /// `2026-01-01..2026-03-31`, or `..2026-03-31` for a freeze through a day.
+    pub fn period(&self) -> String {
+        match self.from {
+            Some(from) => format!("{from}..{}", self.to),
+            None => format!("..{}", self.to),
+        }
+    }
+}
+
+impl std::fmt::Display for Frozen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (\"{}\", frozen by {} on {})",
+            self.period(),
+            self.reason,
+            self.by,
+            self.at.format("%Y-%m-%d %H:%M UTC")
+        )
+    }
+}
+
+/// A plan's approval to rewrite frozen days: the days it may rewrite, who approved, the ticket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unfreeze {
+    /// The first and last frozen day the plan may rewrite.
+    pub from: NaiveDate,
+    pub to: NaiveDate,
+    /// Who approved rewriting them, e.g. `"Dana Reyes (finance data lead)"`.
+    pub approved_by: String,
+    /// Where the approval is recorded, e.g. `"FIN-231"`.
+    pub ticket: String,
+}
+
+impl Unfreeze {
+    pub fn covers(&self, days: &Window) -> bool {
+        self.from <= days.start && days.end <= self.to
+    }
+}
+
+impl std::fmt::Display for Unfreeze {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}..{} approved by {} ({})", self.from, self.to, self.approved_by, self.ticket)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(text: &str) -> NaiveDate {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn frozen_days_inside_a_window_and_the_approvals_that_cover_them() {
+        let q1 = Frozen {
+            from: None,
+            to: day("2026-03-31"),
+            reason: "Q1".into(),
+            by: "dana".into(),
+            at: Utc::now(),
+        };
+        let march = Window { start: day("2026-03-01"), end: day("2026-03-31") };
+        let april = Window { start: day("2026-04-01"), end: day("2026-04-30") };
+        let straddling = Window { start: day("2026-03-25"), end: day("2026-04-05") };
+        assert_eq!(q1.within(&march), Some(march));
+        assert_eq!(q1.within(&april), None);
+        assert_eq!(q1.within(&straddling), Some(Window { start: day("2026-03-25"), end: day("2026-03-31") }));
+        let approved = Unfreeze {
+            from: day("2026-03-01"),
+            to: day("2026-03-31"),
+            approved_by: "lead".into(),
+            ticket: "FIN-1".into(),
+        };
+        assert!(approved.covers(&q1.within(&march).unwrap()));
+        assert!(approved.covers(&q1.within(&straddling).unwrap()));
+        let too_short = Unfreeze { to: day("2026-03-30"), ..approved };
+        assert!(!too_short.covers(&q1.within(&march).unwrap()));
+    }
+}
