@@ -24,6 +24,7 @@ mod plan;
 mod plan_files;
 mod publish;
 mod review;
+mod rewrites;
 mod rollback;
 mod schema;
 mod security;

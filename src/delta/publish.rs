@@ -18,7 +18,7 @@
 //!    the resumed apply finds in place and checks again. A rehearsal commit that would change the
 //!    table itself (metadata, protocol, domain metadata) is refused: publishing carries data only.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
 use deltalake::kernel::{Action, Add, AddCDCFile, LogicalFileView};
@@ -45,6 +45,17 @@ pub struct Publication {
     /// checked like its data files.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cdc: Vec<PublishedFile>,
+    /// The bytes of the target's files the slice removes, as its commit's remove actions size them.
+    #[serde(default)]
+    pub removed_bytes: u64,
+    /// The partitions the commit touches (`order_date=2026-03-01`), from its actions' partition
+    /// values; none for an unpartitioned table.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub partitions: Vec<String>,
+    /// The rows in the files the commit adds, by their statistics: the slice's rows and whatever
+    /// else the rewritten files held (deltalake's `num_added_rows` counts the slice's only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rows_written: Option<u64>,
 }
 
 /// A file the rehearsal wrote, by its path relative to the table root (decoded), which is also where
@@ -107,7 +118,19 @@ pub async fn record(
             Ok::<_, PublishError>(PublishedFile { path, size, sha256 })
         }
     };
+    let mut removed_bytes = 0;
+    let mut partitions = BTreeSet::new();
     for action in &actions {
+        for kind in ["add", "remove"] {
+            if let Some(Value::Object(values)) = action.pointer(&format!("/{kind}/partitionValues")) {
+                let part: Vec<String> =
+                    values.iter().map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or("__NULL__"))).collect();
+                if !part.is_empty() {
+                    partitions.insert(part.join("/"));
+                }
+            }
+        }
+        removed_bytes += action.pointer("/remove/size").and_then(Value::as_u64).unwrap_or(0);
         if let Some(path) = action.pointer("/add/path").and_then(Value::as_str) {
             adds.push(recorded(path).await?);
         }
@@ -133,7 +156,21 @@ pub async fn record(
             removes.push(target_path);
         }
     }
-    Ok(Publication { rehearsal_version: version, adds, removes, cdc })
+    let records = |a: &Value| -> Option<u64> {
+        let stats: Value = serde_json::from_str(a.pointer("/add/stats")?.as_str()?).ok()?;
+        stats.get("numRecords")?.as_u64()
+    };
+    let added = actions.iter().filter(|a| a.get("add").is_some());
+    let rows_written = added.clone().map(records).sum::<Option<u64>>();
+    Ok(Publication {
+        rehearsal_version: version,
+        adds,
+        removes,
+        cdc,
+        removed_bytes,
+        partitions: partitions.into_iter().collect(),
+        rows_written,
+    })
 }
 
 /// Publishes rehearsed slices into the target.

@@ -341,6 +341,42 @@ pub struct Guards {
     /// recorded in every commit of the backfill.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unfreeze: Option<Unfreeze>,
+    /// The most bytes the backfill may write into the table (the files its slices add), e.g.
+    /// `"50 GiB"`; a rehearsal that writes more fails the plan. The plan shows what each slice
+    /// removes and adds either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_bytes_rewritten: Option<Size>,
+}
+
+/// A size as people write it: `"50 GiB"`, `"1 KiB"`, `"1.5 GB"`, or a number of bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Size(pub u64);
+
+impl fmt::Display for Size {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        bytesize::ByteSize(self.0).display().iec().fmt(f)
+    }
+}
+
+impl Serialize for Size {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for Size {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        use serde::de::Error;
+        match toml::Value::deserialize(deserializer)? {
+            toml::Value::Integer(bytes) if bytes >= 0 => Ok(Size(bytes as u64)),
+            toml::Value::String(text) => {
+                text.parse::<bytesize::ByteSize>().map(|size| Size(size.as_u64())).map_err(|_| {
+                    D::Error::custom(format!("\"{text}\" is not a size: write one like \"50 GiB\""))
+                })
+            }
+            other => Err(D::Error::custom(format!("expected a size like \"50 GiB\", found {other}"))),
+        }
+    }
 }
 
 /// A plan's approval to rewrite frozen days, as the plan writes it.
@@ -457,7 +493,12 @@ const fn default_max_slices() -> u32 {
 
 impl Default for Guards {
     fn default() -> Self {
-        Guards { max_slices: default_max_slices(), max_change_pct: BTreeMap::new(), unfreeze: None }
+        Guards {
+            max_slices: default_max_slices(),
+            max_change_pct: BTreeMap::new(),
+            unfreeze: None,
+            max_bytes_rewritten: None,
+        }
     }
 }
 

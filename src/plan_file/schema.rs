@@ -33,6 +33,20 @@ impl JsonSchema for PlanDate {
     }
 }
 
+impl JsonSchema for super::Size {
+    fn schema_name() -> Cow<'static, str> {
+        "Size".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "A size: \"50 GiB\", \"1 KiB\", \"1.5 GB\", or a number of bytes.",
+            "type": ["string", "integer"],
+            "minimum": 0
+        })
+    }
+}
+
 impl JsonSchema for Cadence {
     fn schema_name() -> Cow<'static, str> {
         "Cadence".into()

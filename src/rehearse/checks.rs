@@ -13,6 +13,7 @@ use deltalake::datafusion::prelude::SessionContext;
 use serde::{Deserialize, Serialize};
 
 use crate::plan_file::{Check, Guards};
+use crate::rehearse::blast_radius::BlastRadius;
 use crate::rehearse::diff::{Measures, ident};
 use crate::source::run::read_only_options;
 
@@ -133,7 +134,26 @@ pub fn reconcile(slice: usize, first: &str, source_rows: u64, slice_rows: u64, m
 }
 
 /// Checks the window's totals against `max_change_pct`.
-pub fn run_guards(guards: &Guards, before: &Measures, after: &Measures) -> Vec<GuardResult> {
+pub fn run_guards(
+    guards: &Guards,
+    before: &Measures,
+    after: &Measures,
+    radius: &BlastRadius,
+) -> Vec<GuardResult> {
+    let mut results = change_guards(guards, before, after);
+    if let Some(limit) = guards.max_bytes_rewritten {
+        let written = crate::plan_file::Size(radius.bytes_added);
+        results.push(GuardResult {
+            name: "max_bytes_rewritten".into(),
+            passed: written.0 <= limit.0,
+            detail: format!("the backfill writes {written} (limit {limit})"),
+        });
+    }
+    results
+}
+
+/// `max_change_pct`: each metric's change over the window against its limit.
+fn change_guards(guards: &Guards, before: &Measures, after: &Measures) -> Vec<GuardResult> {
     guards
         .max_change_pct
         .iter()

@@ -17,7 +17,7 @@ use crate::plan_file::{Metric, WriteMode};
 use crate::rehearse::checks::{self, CheckResult};
 use crate::rehearse::diff::{Comparison, Measures, Side};
 use crate::rehearse::error::{RehearsalError, query_error};
-use crate::rehearse::plan::{BeforeAfter, OutsideWindow, SliceReport};
+use crate::rehearse::plan::{BeforeAfter, BlastRadius, OutsideWindow, SliceReport};
 use crate::source::run::{SliceSource, SourceCounts};
 use crate::window::Window;
 
@@ -171,6 +171,7 @@ impl SliceComparison {
             run_date: slice.run_date,
             predicate: slice_predicate_sql(column, &slice),
             source: counts,
+            blast_radius: Some(BlastRadius::of(&publication, after.rows)),
             before,
             after,
             changes,

@@ -5,6 +5,7 @@
 //! The [`slice_writer`] is the one way bf writes a slice: the rehearsal, apply and rollback all go
 //! through it, so it lives in the lowest stage that writes.
 
+pub mod blast_radius;
 pub mod checks;
 pub mod clone;
 mod compare;

@@ -14,6 +14,7 @@ use sha2::{Digest, Sha256};
 
 use crate::delta::store::{Found, Location, Stores};
 use crate::plan_file::WriteMode;
+pub use crate::rehearse::blast_radius::BlastRadius;
 use crate::rehearse::checks::{CheckResult, GuardResult};
 use crate::rehearse::clone::CloneMetrics;
 use crate::rehearse::diff::{BreakdownRow, Measures, RowChanges};
@@ -58,6 +59,9 @@ pub struct Plan {
     pub breakdown: Vec<BreakdownRow>,
     pub checks: Vec<CheckResult>,
     pub guards: Vec<GuardResult>,
+    /// What the whole backfill rewrites in the table: its slices' together.
+    #[serde(default)]
+    pub blast_radius: BlastRadius,
     /// The periods frozen on the table (`bf freeze`) that the window rewrites, and the plan's
     /// approval to rewrite them (`[guards] unfreeze`): a plan shows both, and a backfill records it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -185,6 +189,9 @@ pub struct SliceReport {
     /// saved by a bf that did not publish.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub publication: Option<crate::delta::publish::Publication>,
+    /// What the slice's commit rewrites in the table; absent in plans saved before bf measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blast_radius: Option<BlastRadius>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

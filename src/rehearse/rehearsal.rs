@@ -24,8 +24,8 @@ use crate::rehearse::checks::{self, CheckResult};
 use crate::rehearse::clone::ShallowClone;
 use crate::rehearse::compare::{Compared, compare_window};
 use crate::rehearse::plan::{
-    self, InputFingerprint, OutsideWindow, PLAN_FORMAT, Plan, PlanFileRecord, PlanTimings, RehearsalRecord,
-    SliceReport, TargetRecord,
+    self, BlastRadius, InputFingerprint, OutsideWindow, PLAN_FORMAT, Plan, PlanFileRecord, PlanTimings,
+    RehearsalRecord, SliceReport, TargetRecord,
 };
 use crate::rehearse::slice_writer::SliceWriter;
 use crate::rehearse::target::{Target, open_target};
@@ -129,7 +129,8 @@ pub async fn rehearse(
     let (total, outside_window, breakdown) =
         compare_window(spec, &stores, &target.table, &rehearsal, schema, &reports).await?;
     timings.compare += watch.lap();
-    let guards = checks::run_guards(&spec.guards, &total.before, &total.after);
+    let blast_radius = BlastRadius::sum(reports.iter().filter_map(|r| r.blast_radius.as_ref()));
+    let guards = checks::run_guards(&spec.guards, &total.before, &total.after, &blast_radius);
     let warnings = warnings(&stores, &target, spec, merge_notes)?;
     let problems = problems(spec, &window, &reports, &outside_window, &check_results, &guards);
 
@@ -173,6 +174,7 @@ pub async fn rehearse(
         breakdown,
         checks: check_results,
         guards,
+        blast_radius,
         frozen: target.frozen,
         unfreeze: spec.guards.unfreeze.as_ref().map(crate::plan_file::Unfreeze::approval),
         problems,

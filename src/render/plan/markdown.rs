@@ -9,8 +9,8 @@ use bf::rehearse::plan::{Plan, SliceReport};
 
 use super::shown::Shown;
 use super::{
-    Columns, Detail, breakdown_lines, checks_by_name, display, mode_verb, sample_diff, summary,
-    summed_changes, table_name, unfreeze,
+    Columns, Detail, breakdown_lines, checks_by_name, display, mode_verb, rewrites, sample_diff, summary,
+    table_name, unfreeze,
 };
 use crate::render::{count, number};
 
@@ -101,6 +101,9 @@ fn heading(w: &mut String, plan: &Plan) {
     );
     if let Some(approval) = unfreeze(plan) {
         let _ = writeln!(w, "**Frozen days rewritten** {}\n", md::text(&approval));
+    }
+    if let Some(rewrites) = rewrites(plan) {
+        let _ = writeln!(w, "**Rewrites** {}\n", md::text(&rewrites));
     }
 }
 
@@ -219,9 +222,7 @@ fn left_out_cells(slices: &[&SliceReport], columns: &Columns) -> Vec<String> {
         });
         cells.push(spread(pairs.collect()));
     }
-    if columns.keyed {
-        cells.push(summed_changes(slices.iter().copied()));
-    }
+    cells.extend(columns.summed(slices.iter().copied()));
     cells
 }
 

@@ -8,8 +8,9 @@ mod text;
 
 use std::fmt::Write;
 
+use bf::plan_file::Size;
 use bf::rehearse::diff::{BreakdownRow, Measures, SampleRow};
-use bf::rehearse::plan::{Plan, SliceReport};
+use bf::rehearse::plan::{BlastRadius, Plan, SliceReport};
 use similar::{ChangeTag, TextDiff};
 
 use super::{change, count, number, percent, signed};
@@ -131,6 +132,8 @@ struct Columns<'p> {
     metrics: Vec<&'p String>,
     header: Vec<String>,
     keyed: bool,
+    /// Whether the plan measured what its slices rewrite (plans saved before did not).
+    rewrites: bool,
 }
 
 impl<'p> Columns<'p> {
@@ -142,7 +145,26 @@ impl<'p> Columns<'p> {
         if keyed {
             header.push("added / removed / changed".into());
         }
-        Columns { metrics, header, keyed }
+        let rewrites = plan.slices.iter().any(|s| s.blast_radius.is_some());
+        if rewrites {
+            header.push("files removed → written".into());
+        }
+        Columns { metrics, header, keyed, rewrites }
+    }
+
+    /// The cells after the metrics for several slices at once (a total, the slices a comment
+    /// leaves out): their row changes and what they rewrite, summed.
+    fn summed<'s>(&self, slices: impl IntoIterator<Item = &'s SliceReport> + Clone) -> Vec<String> {
+        let mut cells = Vec::new();
+        if self.keyed {
+            cells.push(summed_changes(slices.clone()));
+        }
+        if self.rewrites {
+            cells.push(rewrites_cell(&BlastRadius::sum(
+                slices.into_iter().filter_map(|s| s.blast_radius.as_ref()),
+            )));
+        }
+        cells
     }
 
     /// A slice's row: index, days, rows, then each metric, and with a key its row changes.
@@ -157,8 +179,45 @@ impl<'p> Columns<'p> {
         if self.keyed {
             cells.push(changes_cell(slice));
         }
+        if self.rewrites {
+            cells.push(slice.blast_radius.as_ref().map(rewrites_cell).unwrap_or_default());
+        }
         cells
     }
+}
+
+/// `2 → 1 (11.2 KiB → 9.4 KiB)`, and the rows outside the slice a rewrite carried along.
+fn rewrites_cell(radius: &BlastRadius) -> String {
+    let mut cell = format!(
+        "{} → {} ({} → {})",
+        radius.files_removed,
+        radius.files_added,
+        Size(radius.bytes_removed),
+        Size(radius.bytes_added)
+    );
+    if radius.rows_carried > 0 {
+        cell.push_str(&format!(", {} rows carried", number(radius.rows_carried as f64)));
+    }
+    cell
+}
+
+/// What the whole backfill rewrites, as a sentence: files and bytes, partitions, carried rows.
+fn rewrites(plan: &Plan) -> Option<String> {
+    let radius = &plan.blast_radius;
+    plan.slices.iter().any(|s| s.blast_radius.is_some()).then(|| {
+        let partitions = match radius.partitions.len() {
+            0 => String::new(),
+            n => format!(" in {}", count(n, "partition")),
+        };
+        format!(
+            "removes {} ({}) and writes {} ({}){partitions}; {} rows outside the slices' days carried along",
+            count(radius.files_removed as usize, "file"),
+            Size(radius.bytes_removed),
+            count(radius.files_added as usize, "file"),
+            Size(radius.bytes_added),
+            number(radius.rows_carried as f64)
+        )
+    })
 }
 
 /// `+0 / −3 / ~287`: rows added, removed and changed by key.

@@ -7,8 +7,8 @@ use bf::rehearse::plan::Plan;
 
 use super::shown::{Shown, has_samples};
 use super::{
-    Columns, Detail, breakdown_lines, checks_by_name, display, measured_cells, sample_diff, summary,
-    summed_changes, table_name, unfreeze,
+    Columns, Detail, breakdown_lines, checks_by_name, display, measured_cells, rewrites, sample_diff,
+    summary, table_name, unfreeze,
 };
 use crate::render::{change, count, number, table};
 
@@ -95,6 +95,9 @@ fn header(w: &mut String, plan: &Plan) {
     if let Some(approval) = unfreeze(plan) {
         let _ = writeln!(w, "  unfreeze   {approval}");
     }
+    if let Some(rewrites) = rewrites(plan) {
+        let _ = writeln!(w, "  rewrites   {rewrites}");
+    }
     let clone = &plan.rehearsal.clone;
     let _ = writeln!(
         w,
@@ -177,9 +180,7 @@ fn slices_table(w: &mut String, plan: &Plan, shown: &Shown) {
             &plan.total.after,
             &columns.metrics,
         );
-        if columns.keyed {
-            row.push(summed_changes(&plan.slices));
-        }
+        row.extend(columns.summed(&plan.slices));
         slices.add_row(row);
     }
     let _ = writeln!(w, "\n{slices}");
