@@ -22,6 +22,7 @@ mod merge;
 mod partitions;
 mod plan;
 mod plan_files;
+mod policy;
 mod publish;
 mod review;
 mod rewrites;

@@ -175,8 +175,11 @@ async fn plan_to_apply(args: &Args, policy: &bf::plan_file::confine::Policy) -> 
         None => return Ok(Some(bf::rehearse::seal::load_reviewed(&args.state.saved_plan(), policy)?)),
     };
     let samples = super::plan::Samples::from_env();
+    // The operator's policies (`BF_POLICY`) hold for a plan made here as for `bf plan`.
+    let policies = std::env::var_os("BF_POLICY").map(std::path::PathBuf::from);
     let Some((plan, _)) =
-        super::plan::rehearse_and_save(path, policy, samples, &args.state, None, &Quiet).await?
+        super::plan::rehearse_and_save(path, policy, policies.as_deref(), samples, &args.state, None, &Quiet)
+            .await?
     else {
         return Ok(None);
     };

@@ -3,8 +3,8 @@
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    apply, clean, demo, export, freeze, history, plan, rollback, schema, show, slices, status, unfreeze,
-    validate,
+    apply, clean, demo, export, freeze, history, plan, policy, rollback, schema, show, slices, status,
+    unfreeze, validate,
 };
 
 /// Backfills of Delta Lake tables as a reviewed, rehearsed and reversible change.
@@ -35,6 +35,7 @@ pub enum Command {
     Status(status::Args),
     Freeze(freeze::Args),
     Unfreeze(unfreeze::Args),
+    Policy(policy::Args),
     Clean(clean::Args),
     Export(export::Args),
     Schema(schema::Args),

@@ -114,6 +114,7 @@ async fn plan_step(
     let Some((plan, saved)) = super::plan::rehearse_and_save(
         &shop.plans().join("march.toml"),
         policy,
+        None,
         super::plan::Samples::from_env(),
         &state,
         None,

@@ -10,6 +10,7 @@ pub mod export;
 pub mod freeze;
 pub mod history;
 pub mod plan;
+pub mod policy;
 pub mod rollback;
 pub mod schema;
 pub mod show;
@@ -36,6 +37,7 @@ pub async fn run(command: Command, root: Option<&Path>) -> anyhow::Result<ExitCo
         Command::Rollback(args) => rollback::run(args, &policy).await,
         Command::History(args) => history::run(args).await,
         Command::Freeze(args) => freeze::run(args).await,
+        Command::Policy(args) => policy::run(args),
         Command::Unfreeze(args) => unfreeze::run(args).await,
         Command::Status(args) => status::run(args).await,
         Command::Clean(args) => clean::run(args).await,

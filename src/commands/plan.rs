@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use bf::plan_file::chain::Chain;
 use bf::rehearse::plan::Plan;
+use bf::rehearse::policy::Policies;
 use bf::rehearse::rehearsal::{self, Progress};
 use indicatif::{ProgressBar, ProgressStyle};
 
@@ -49,6 +50,11 @@ pub struct Args {
     /// offending rows, breakdown groups): for runners that plan pull requests from forks.
     #[arg(long, value_enum, env = "BF_SAMPLES", default_value_t = Samples::Show)]
     samples: Samples,
+    /// Rego policies (`package main`, `deny` and `warn` sets of messages, as conftest reads them)
+    /// evaluated against the saved plan: a `deny` makes the plan fail. `bf policy test DIR` runs
+    /// the folder's fixtures.
+    #[arg(long = "policy", value_name = "DIR", env = "BF_POLICY")]
+    policies: Option<PathBuf>,
 }
 
 /// Whether a plan shows values read from the data.
@@ -74,9 +80,10 @@ impl Samples {
 
 pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
     let progress = Bar::new(args.quiet);
+    let policies = args.policies.as_deref();
+    let out = args.out.as_deref();
     let planned =
-        rehearse_and_save(&args.plan, policy, args.samples, &args.state, args.out.as_deref(), &progress)
-            .await;
+        rehearse_and_save(&args.plan, policy, policies, args.samples, &args.state, out, &progress).await;
     progress.clear();
     let Some((plan, saved)) = planned? else { return Ok(ExitCode::FAILURE) };
     let format = if args.json { Format::Json } else { args.format };
@@ -99,6 +106,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
 pub async fn rehearse_and_save(
     path: &Path,
     policy: &bf::plan_file::confine::Policy,
+    policies: Option<&Path>,
     samples: Samples,
     state: &super::StateDir,
     out: Option<&Path>,
@@ -108,6 +116,14 @@ pub async fn rehearse_and_save(
         Ok(chain) => chain,
         Err(error) => {
             eprintln!("{error}");
+            return Ok(None);
+        }
+    };
+    // Policies that do not parse are named before anything is rehearsed.
+    let policies = match policies.map(Policies::load).transpose() {
+        Ok(policies) => policies,
+        Err(error) => {
+            eprintln!("error: {error}");
             return Ok(None);
         }
     };
@@ -121,6 +137,10 @@ pub async fn rehearse_and_save(
     };
     if samples == Samples::None {
         plan.keep_counts_only();
+    }
+    if let Some(policies) = &policies {
+        // Decided on the plan as it is saved: what `bf show --json` prints, and conftest reads.
+        policies.apply_to(&mut plan)?;
     }
     let saved = out.map_or_else(|| state.saved_plan(), Path::to_owned);
     bf::rehearse::seal::save_signed(&plan, &saved, bf::rehearse::seal::PlanKey::from_env().as_ref())?;

@@ -13,6 +13,7 @@ pub mod diff;
 mod error;
 pub mod exact_sum;
 pub mod plan;
+pub mod policy;
 mod progress;
 pub mod rehearsal;
 pub mod seal;

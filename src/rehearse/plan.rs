@@ -68,6 +68,9 @@ pub struct Plan {
     pub frozen: Vec<crate::delta::freeze::Frozen>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unfreeze: Option<crate::delta::freeze::Unfreeze>,
+    /// What the `--policy` folder's Rego policies decided about this plan, when it was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Decision>,
     /// Why the plan cannot be applied; empty when it can.
     pub problems: Vec<String>,
     /// What a reviewer should know before applying, e.g. a retention shorter than `keep_undo_for`.
@@ -192,6 +195,16 @@ pub struct SliceReport {
     /// What the slice's commit rewrites in the table; absent in plans saved before bf measured it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub blast_radius: Option<BlastRadius>,
+}
+
+/// What Rego policies decided about a saved plan (`bf plan --policy`): `deny` stops it, `warn` is
+/// shown.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Decision {
+    #[serde(default)]
+    pub deny: Vec<String>,
+    #[serde(default)]
+    pub warn: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

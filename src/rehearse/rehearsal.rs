@@ -175,6 +175,7 @@ pub async fn rehearse(
         checks: check_results,
         guards,
         blast_radius,
+        policy: None,
         frozen: target.frozen,
         unfreeze: spec.guards.unfreeze.as_ref().map(crate::plan_file::Unfreeze::approval),
         problems,

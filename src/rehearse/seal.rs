@@ -190,6 +190,7 @@ fn failures(plan: &Plan) -> Vec<String> {
                 .any(|s| s.source.null_date > 0)
                 .then(|| "source rows have a NULL date: no slice writes them".to_owned()),
         )
+        .chain(plan.policy.iter().flat_map(|d| &d.deny).map(|d| format!("policy denies: {d}")))
         .collect()
 }
 

@@ -7,6 +7,7 @@ pub mod apply;
 pub mod freeze;
 pub mod history;
 pub mod plan;
+pub mod policy;
 pub mod rollback;
 pub mod slices;
 pub mod status;
