@@ -21,7 +21,7 @@ use chrono::{Datelike, Days, Months, NaiveDate};
 use serde::{Deserialize, Serialize};
 
 /// An inclusive range of days: the part of the table a backfill may rewrite.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Window {
     pub start: NaiveDate,
     pub end: NaiveDate,

@@ -213,7 +213,7 @@ async fn a_comment_listing_some_slices_shows_the_outliers_and_says_what_it_leave
 
 /// A venv with the Python tools these tests drive (`pre-commit`, `check-jsonschema`), from PyPI,
 /// made once per machine like the benchmark's.
-fn tools() -> PathBuf {
+pub(crate) fn tools() -> PathBuf {
     crate::common::python_venv(
         "BF_TOOLS_VENV",
         "bf-tools-venv",

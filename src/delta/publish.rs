@@ -33,7 +33,7 @@ use crate::delta::store::{self, StoreError, Stores, display_url};
 use crate::window::Slice;
 
 /// What publishing one rehearsed slice takes, recorded by `bf plan`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Publication {
     /// The rehearsal's version holding the slice's commit.
     pub rehearsal_version: u64,
@@ -60,7 +60,7 @@ pub struct Publication {
 
 /// A file the rehearsal wrote, by its path relative to the table root (decoded), which is also where
 /// it lands in the target.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PublishedFile {
     pub path: String,
     pub size: u64,

@@ -10,7 +10,7 @@ use crate::delta::publish::Publication;
 /// removes and adds, the partitions it touches, and the rows outside its days that rewriting whole
 /// files carries along (an unpartitioned table's files hold other days too). The counts are the
 /// commits' own: a published commit records the same `num_added_files`/`num_removed_files`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BlastRadius {
     pub files_removed: u64,
     pub bytes_removed: u64,

@@ -21,7 +21,7 @@ use crate::source::run::read_only_options;
 const SAMPLE_ROWS: usize = 3;
 
 /// What a check looks for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum CheckKind {
     /// Rows sharing the declared columns' values with another row.
@@ -35,7 +35,7 @@ pub enum CheckKind {
 }
 
 /// One check on one slice.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CheckResult {
     pub name: String,
     pub kind: CheckKind,
@@ -50,7 +50,7 @@ pub struct CheckResult {
 }
 
 /// One guard over the whole window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GuardResult {
     pub name: String,
     pub passed: bool,

@@ -53,7 +53,7 @@ enum Localize {
 }
 
 /// What a clone cost: files referenced in place and files copied.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, serde::Deserialize, schemars::JsonSchema)]
 pub struct CloneMetrics {
     pub source_version: u64,
     pub files_referenced: usize,

@@ -23,12 +23,12 @@ use crate::window::Window;
 
 /// The version of the saved plan's layout: 3 added downstream plans, which a bf reading format 2
 /// would silently leave unapplied.
-pub const PLAN_FORMAT: u32 = 3;
+pub const PLAN_FORMAT: u32 = 4;
 
 /// Files bigger than this are fingerprinted by size and modification time only.
 const HASH_LIMIT: u64 = 1 << 30;
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Plan {
     pub format: u32,
     /// Unique per `bf plan` run; the backfill id `bf apply` records derives from it.
@@ -88,7 +88,7 @@ pub struct Plan {
 /// every plan (`bf show --json`, and the benchmarks read it). Each slice is compared (and checked)
 /// while the next one is written, so those steps overlap the writes and all of them may add up to
 /// more than `total`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlanTimings {
     /// Opening the target, the writer gate, the change log's.
     pub open: u64,
@@ -109,14 +109,14 @@ pub struct PlanTimings {
     pub total: u64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PlanFileRecord {
     pub path: String,
     pub sha256: String,
     pub text: String,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TargetRecord {
     pub uri: String,
     /// The table as the plan file names it (a path relative to the plan file, or a URI): how a
@@ -134,7 +134,7 @@ pub struct TargetRecord {
     pub catalog: Option<crate::delta::catalog::CatalogTable>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RehearsalRecord {
     pub uri: String,
     /// The rehearsal's version after its last slice.
@@ -146,7 +146,7 @@ pub struct RehearsalRecord {
 }
 
 /// What an input file was when the plan read it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct InputFingerprint {
     pub input: String,
     pub path: String,
@@ -176,7 +176,7 @@ impl InputFingerprint {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SliceReport {
     pub index: usize,
     pub first: NaiveDate,
@@ -199,7 +199,7 @@ pub struct SliceReport {
 
 /// What Rego policies decided about a saved plan (`bf plan --policy`): `deny` stops it, `warn` is
 /// shown.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Decision {
     #[serde(default)]
     pub deny: Vec<String>,
@@ -207,7 +207,7 @@ pub struct Decision {
     pub warn: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BeforeAfter {
     pub before: Measures,
     pub after: Measures,
@@ -215,7 +215,7 @@ pub struct BeforeAfter {
 
 /// Rows outside the window, which a backfill must not move. Only files the slices rewrote can hold
 /// such rows differently: every other file the rehearsal shares with the target is the same file.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct OutsideWindow {
     /// The rows outside the window in the compared files: the target's files the slices replaced…
     pub before: Measures,
@@ -262,6 +262,22 @@ pub enum SavedPlanError {
     Storage(String),
     #[error("cannot save the plan to {}: {source}", path.display())]
     Write { path: PathBuf, source: std::io::Error },
+}
+
+/// The saved plan's JSON Schema, as committed in `schema/saved-plan.schema.json`: what conftest,
+/// OPA and other tools read the saved plan by. Its `format` says which shape a saved plan has; the
+/// number goes up with every change of the shape.
+pub fn json_schema() -> String {
+    let mut schema =
+        schemars::generate::SchemaSettings::draft07().into_generator().into_root_schema_for::<Plan>();
+    schema.insert("title".into(), "bf saved plan".into());
+    schema.insert(
+        "description".into(),
+        format!("A plan `bf plan` saved (format {PLAN_FORMAT}): the rehearsal's outcome, which `bf apply` applies.").into(),
+    );
+    let mut text = serde_json::to_string_pretty(&schema).expect("a schema is plain JSON");
+    text.push('\n');
+    text
 }
 
 impl Plan {

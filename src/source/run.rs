@@ -49,7 +49,7 @@ pub struct SliceSource {
 }
 
 /// Where the source's rows fell.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SourceCounts {
     /// Rows in this slice: the ones written.
     pub in_slice: u64,
@@ -69,7 +69,7 @@ pub struct InputFile {
 }
 
 /// A folder an input read, and the files the query reads in it (sorted, relative to the folder).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FolderListing {
     pub input: String,
     /// The folder's URL (`file://` for a local one). Plans saved before object stores held its
@@ -96,7 +96,7 @@ impl FolderListing {
 
 /// A Delta table an input read, and the version it read: every slice, in the rehearsal and in the
 /// apply, reads that version, so commits to the input after `bf plan` change nothing bf writes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeltaInput {
     pub input: String,
     pub uri: String,

@@ -89,7 +89,7 @@ fn is_identifier(part: &str) -> bool {
 }
 
 /// A table as its catalog said it was when bf resolved it: what a saved plan pins.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CatalogTable {
     /// The name as written (`uc://main.sales.orders`).
     pub name: String,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use crate::window::Window;
 
 /// Days of a table closed for rewriting.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Frozen {
     /// The first frozen day; `None`: every day up to `to` (`bf freeze --through`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -50,7 +50,7 @@ impl std::fmt::Display for Frozen {
 }
 
 /// A plan's approval to rewrite frozen days: the days it may rewrite, who approved, the ticket.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Unfreeze {
     /// The first and last frozen day the plan may rewrite.

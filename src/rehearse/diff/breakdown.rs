@@ -13,7 +13,7 @@ use super::session::{Comparison, Side, as_f64, ident, scalar};
 use crate::plan_file::Metric;
 
 /// One metric's change in one group of `[diff] by` values.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BreakdownRow {
     pub metric: String,
     /// The `by` values before (for rows that existed) and after (for rows that exist).

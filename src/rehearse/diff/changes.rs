@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use super::session::{Comparison, Side, as_f64, ident, scalar};
 
 /// Row-level changes of a slice, by key.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RowChanges {
     pub added: u64,
     pub removed: u64,
@@ -23,7 +23,7 @@ pub struct RowChanges {
 }
 
 /// One row that changed, as text fields in the table's column order.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SampleRow {
     /// `added`, `removed` or `changed`.
     pub change: String,

@@ -21,7 +21,7 @@ use crate::plan_file::read_only::Summed;
 use crate::source::run::read_only_options;
 
 /// Row count and metric values of some rows.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Measures {
     pub rows: u64,
     /// Metric name → value; `None` when the aggregate is NULL (e.g. SUM of no rows).
