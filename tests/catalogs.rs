@@ -373,23 +373,7 @@ impl UnityShop {
     /// The rows of a local table on the days `first..=last`, read by the Python `deltalake`
     /// package, at `version` or the latest: one sorted JSON text per row.
     fn rows(&self, name: &str, version: Option<u64>, first: &str, last: &str) -> Vec<String> {
-        let script = format!(
-            r#"
-import datetime, json
-from deltalake import DeltaTable
-import pyarrow.dataset as ds
-t = DeltaTable("{}", version={})
-day = ds.field("order_date")
-rows = t.to_pyarrow_dataset().to_table(
-    filter=(day >= datetime.date.fromisoformat("{first}")) & (day <= datetime.date.fromisoformat("{last}"))
-).to_pylist()
-for row in sorted(json.dumps(r, default=str, sort_keys=True) for r in rows):
-    print(row)
-"#,
-            self.table(name).display(),
-            version.map_or("None".to_owned(), |v| v.to_string()),
-        );
-        servers::python(&script, &[]).lines().map(str::to_owned).collect()
+        servers::rows_by_day(&self.table(name).display().to_string(), version, first, last, &[])
     }
 
     fn description(&self, name: &str) -> String {

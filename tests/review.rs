@@ -222,6 +222,17 @@ pub(crate) fn tools() -> PathBuf {
     )
 }
 
+/// `check-jsonschema` with `args`, failing the test with its report when a file does not validate.
+pub(crate) fn check_jsonschema(args: &[PathBuf]) {
+    let checked = Command::new(tools().join("check-jsonschema")).args(args).output().unwrap();
+    assert!(
+        checked.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&checked.stdout),
+        String::from_utf8_lossy(&checked.stderr)
+    );
+}
+
 /// `git` in `dir`, as a test user, failing the test when it fails.
 fn git(dir: &Path, args: &[&str]) -> std::process::Output {
     Command::new("git")
@@ -296,17 +307,7 @@ fn the_pre_commit_hook_refuses_a_bad_plan_with_its_line_and_lets_a_good_one_thro
 #[test]
 fn the_ci_workflow_example_is_a_valid_workflow_and_calls_only_what_bf_has() {
     let workflow = repo("examples/ci/github-actions.yml");
-    let checked = Command::new(tools().join("check-jsonschema"))
-        .args(["--builtin-schema", "vendor.github-workflows"])
-        .arg(&workflow)
-        .output()
-        .unwrap();
-    assert!(
-        checked.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
-    );
+    check_jsonschema(&["--builtin-schema".into(), "vendor.github-workflows".into(), workflow.clone()]);
 
     // Every `bf <verb> --flag` it runs is a verb and a flag bf has.
     let text = std::fs::read_to_string(&workflow).unwrap();

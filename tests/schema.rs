@@ -119,16 +119,7 @@ fn every_shape_of_saved_plan_validates_against_the_saved_plan_schema() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .filter(|p| !p.to_string_lossy().ends_with(".expected.json"));
-    let checked = std::process::Command::new(crate::review::tools().join("check-jsonschema"))
-        .arg("--schemafile")
-        .arg(repo("schema/saved-plan.schema.json"))
-        .args(written.iter().cloned().chain(fixtures))
-        .output()
-        .unwrap();
-    assert!(
-        checked.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&checked.stdout),
-        String::from_utf8_lossy(&checked.stderr)
-    );
+    let mut args = vec!["--schemafile".into(), repo("schema/saved-plan.schema.json")];
+    args.extend(written.into_iter().chain(fixtures));
+    crate::review::check_jsonschema(&args);
 }

@@ -66,23 +66,8 @@ impl S3Shop {
     /// The rows of a table in the bucket on the days `first..=last`, at `version` or the latest,
     /// read by the Python `deltalake` package: one sorted JSON text per row.
     pub(crate) fn rows(&self, table: &str, version: Option<u64>, first: &str, last: &str) -> Vec<String> {
-        let script = format!(
-            r#"
-import datetime, json, os
-from deltalake import DeltaTable
-import pyarrow.dataset as ds
-options = {{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
-t = DeltaTable("s3://acme-lake/shop/warehouse/{table}", version={version}, storage_options=options)
-day = ds.field("order_date")
-rows = t.to_pyarrow_dataset().to_table(
-    filter=(day >= datetime.date.fromisoformat("{first}")) & (day <= datetime.date.fromisoformat("{last}"))
-).to_pylist()
-for row in sorted(json.dumps(r, default=str, sort_keys=True) for r in rows):
-    print(row)
-"#,
-            version = version.map_or("None".to_owned(), |v| v.to_string()),
-        );
-        servers::python(&script, &servers::s3_env(&self.server)).lines().map(str::to_owned).collect()
+        let uri = format!("s3://acme-lake/shop/warehouse/{table}");
+        servers::rows_by_day(&uri, version, first, last, &servers::s3_env(&self.server))
     }
 
     /// The single integer `sql` returns over a table in the bucket (as `t`), read by DuckDB's Delta

@@ -54,10 +54,7 @@ impl Period {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let located = bf::delta::catalog::locate(&std::env::current_dir()?, &args.table).await?;
-    let stores = Stores::from_environment();
-    stores.require_safe_commits(&located.url)?;
-    let table = stores.open(&located.url, None).await?;
+    let table = open_to_write(&args.table).await?;
     let (from, to) = args.period.bounds();
     let period =
         Frozen { from, to, reason: args.reason, by: bf::delta::ledger::user(), at: chrono::Utc::now() };
@@ -65,4 +62,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let text = render::freeze::done("Froze", &period, &args.table, table.version().unwrap_or(0));
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The table `written` names (a path, a URI, a catalog name), opened with the environment's
+/// settings to write its metadata, once commits to it are known to be safe.
+pub async fn open_to_write(written: &str) -> anyhow::Result<bf::deltalake::DeltaTable> {
+    let located = bf::delta::catalog::locate(&std::env::current_dir()?, written).await?;
+    let stores = Stores::from_environment();
+    stores.require_safe_commits(&located.url)?;
+    Ok(stores.open(&located.url, None).await?)
 }

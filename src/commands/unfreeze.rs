@@ -3,8 +3,6 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use bf::delta::store::Stores;
-
 use crate::render;
 
 /// Lift a frozen period of a table (`bf freeze`), recorded in the table with who lifted it and why.
@@ -26,10 +24,7 @@ pub struct Args {
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
-    let located = bf::delta::catalog::locate(&std::env::current_dir()?, &args.table).await?;
-    let stores = Stores::from_environment();
-    stores.require_safe_commits(&located.url)?;
-    let table = stores.open(&located.url, None).await?;
+    let table = super::freeze::open_to_write(&args.table).await?;
     let (from, to) = args.period.bounds();
     let user = bf::delta::ledger::user();
     let (table, lifted) = bf::delta::freeze::unfreeze(table, from, to, &args.reason, &user).await?;

@@ -190,6 +190,35 @@ fn azurite_install() -> PathBuf {
     dir
 }
 
+/// The rows of the Delta table at `uri` on the days `first..=last`, at `version` or the latest,
+/// read by the Python `deltalake` package with the `AWS_*` settings of `env`: one sorted JSON text
+/// per row.
+pub fn rows_by_day(
+    uri: &str,
+    version: Option<u64>,
+    first: &str,
+    last: &str,
+    env: &[(&str, String)],
+) -> Vec<String> {
+    let script = format!(
+        r#"
+import datetime, json, os
+from deltalake import DeltaTable
+import pyarrow.dataset as ds
+options = {{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
+t = DeltaTable("{uri}", version={version}, storage_options=options)
+day = ds.field("order_date")
+rows = t.to_pyarrow_dataset().to_table(
+    filter=(day >= datetime.date.fromisoformat("{first}")) & (day <= datetime.date.fromisoformat("{last}"))
+).to_pylist()
+for row in sorted(json.dumps(r, default=str, sort_keys=True) for r in rows):
+    print(row)
+"#,
+        version = version.map_or("None".to_owned(), |v| v.to_string()),
+    );
+    python(&script, env).lines().map(str::to_owned).collect()
+}
+
 /// Runs a Python snippet in the stores' venv with `env`, returning its stdout; fails the test if
 /// the snippet fails.
 pub fn python(script: &str, env: &[(&str, String)]) -> String {
