@@ -248,16 +248,7 @@ impl<'a> Apply<'a> {
         let mut backfill = backfill_for(plan, &since, self.rerun);
         backfill.cascade = self.cascade.clone();
         let slices = document.plan.slices();
-        if let Some(only) = &self.only {
-            let unknown: Vec<String> = only
-                .iter()
-                .filter(|i| !slices.iter().any(|s| s.index == **i))
-                .map(usize::to_string)
-                .collect();
-            if !unknown.is_empty() {
-                return Err(ApplyError::NoSuchSlice { count: slices.len(), missing: unknown.join(", ") });
-            }
-        }
+        self.refuse_unknown_slices(&slices)?;
         let done = committed(&target, &since, &backfill, &slices).await?;
         // An earlier backfill of this plan published the rehearsed files already: they are the
         // table's now, and what a rerun rewrites is whatever the table holds on those days.
@@ -293,6 +284,17 @@ impl<'a> Apply<'a> {
             return Err(ApplyError::Unverified(unverified));
         }
         Ok(preflight)
+    }
+
+    /// `--slice`/`--slices` naming a slice the plan does not have.
+    fn refuse_unknown_slices(&self, slices: &[Slice]) -> Result<(), ApplyError> {
+        let Some(only) = &self.only else { return Ok(()) };
+        let unknown: Vec<String> =
+            only.iter().filter(|i| !slices.iter().any(|s| s.index == **i)).map(usize::to_string).collect();
+        match unknown.is_empty() {
+            true => Ok(()),
+            false => Err(ApplyError::NoSuchSlice { count: slices.len(), missing: unknown.join(", ") }),
+        }
     }
 
     fn chosen(&self, slice: &Slice) -> bool {

@@ -55,18 +55,7 @@ pub struct Args {
 
 pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
     let saved = || Plan::load(&args.state.saved_plan());
-    let (url, catalog) = match &args.table {
-        Some(written) => {
-            let located = catalog::locate(&std::env::current_dir()?, written).await?;
-            (located.url, located.catalog)
-        }
-        None => {
-            let plan = saved()?;
-            plan.reach_target().await?;
-            (url::Url::parse(&plan.target.uri)?, plan.target.catalog)
-        }
-    };
-    let catalog = catalog.and_then(|pinned| catalog::CatalogName::parse(&pinned.name)?.ok());
+    let (url, catalog) = table_to_roll_back(&args).await?;
     let name = store::display_url(&url);
     // The saved plan's `[storage]` settings are for its own target; any other table is reached from
     // the environment alone.
@@ -112,13 +101,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
             .map_or_else(Stores::from_environment, |(_, stores)| stores.clone())
     };
     let mut undo = cascade::with_downstream(plan, &stores_for).await?;
-    // The tables downstream that the saved chain names by catalog name get the comment there too.
-    for step in undo.iter_mut().filter(|step| step.catalog.is_none()) {
-        let planned = saved.as_ref().and_then(|root| {
-            root.chain().into_iter().find(|p| p.target.uri == step.url.as_str())?.target.catalog.clone()
-        });
-        step.catalog = planned.and_then(|pinned| catalog::CatalogName::parse(&pinned.name)?.ok());
-    }
+    name_downstream(&mut undo, saved.as_ref());
     if undo.len() > 1 && !args.cascade {
         eprintln!("error: {}", cascade::refusal(&undo));
         return Ok(ExitCode::FAILURE);
@@ -165,6 +148,33 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     }
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The table `--table` names (a path, a URI, a catalog name), or the saved plan's target; with its
+/// catalog name when it has one (the catalog's credentials lent to the stores).
+async fn table_to_roll_back(args: &Args) -> anyhow::Result<(url::Url, Option<catalog::CatalogName>)> {
+    let (url, pinned) = match &args.table {
+        Some(written) => {
+            let located = catalog::locate(&std::env::current_dir()?, written).await?;
+            (located.url, located.catalog)
+        }
+        None => {
+            let plan = Plan::load(&args.state.saved_plan())?;
+            plan.reach_target().await?;
+            (url::Url::parse(&plan.target.uri)?, plan.target.catalog)
+        }
+    };
+    Ok((url, pinned.and_then(|pinned| catalog::CatalogName::parse(&pinned.name)?.ok())))
+}
+
+/// The tables downstream that the saved chain names by catalog name get the comment there too.
+fn name_downstream(undo: &mut [rollback::RollbackPlan], saved: Option<&Plan>) {
+    for step in undo.iter_mut().filter(|step| step.catalog.is_none()) {
+        let planned = saved.and_then(|root| {
+            root.chain().into_iter().find(|p| p.target.uri == step.url.as_str())?.target.catalog.clone()
+        });
+        step.catalog = planned.and_then(|pinned| catalog::CatalogName::parse(&pinned.name)?.ok());
+    }
 }
 
 /// Whether a rolled-back backfill is one of the saved chain's (a rerun's id extends its plan's).

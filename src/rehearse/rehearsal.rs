@@ -90,16 +90,10 @@ pub async fn rehearse(
     let mut watch = Stopwatch::start();
     let target = open_target(document, scope, &stores, progress).await?;
     let pre_version = target.table.version().unwrap_or(0);
-    let column = spec.target.date_column.as_str();
 
     timings.open += watch.lap();
     progress.step("cloning the target");
-    let mut clone = ShallowClone::new(&target.table, target.rehearsal_url.clone(), &stores);
-    if !target.partitioned_by_date(column) {
-        // Merge slices are replaceWheres too (crate::rehearse::slice_writer): the same files are rewritten.
-        clone = clone.with_localized_window(column, spec.window());
-    }
-    let (rehearsal, clone_metrics) = clone.execute().await?;
+    let (rehearsal, clone_metrics) = clone_target(spec, &target, &stores).await?;
     timings.clone += watch.lap();
 
     let schema = table::arrow_schema(&target.table)?;
@@ -140,15 +134,7 @@ pub async fn rehearse(
         created_at: chrono::Utc::now(),
         plan_file: plan_file_record(document),
         reason: spec.reason.clone(),
-        target: TargetRecord {
-            uri: target.url.to_string(),
-            table: spec.target.table.clone(),
-            pre_version,
-            date_column: column.to_owned(),
-            key: spec.target.key.clone(),
-            partition_columns: target.partition_columns,
-            catalog: target.catalog,
-        },
+        target: target_record(spec, &target, pre_version),
         window,
         every: spec.slicing.every.to_string(),
         mode: spec.write.mode,
@@ -183,6 +169,35 @@ pub async fn rehearse(
         timings,
         downstream: Vec::new(),
     })
+}
+
+/// Step 2: the shallow clone the slices are written into. On a table not partitioned by the date
+/// the window's files are copied in, because deltalake rewrites no file outside the table's root.
+async fn clone_target(
+    spec: &crate::plan_file::PlanFile,
+    target: &Target,
+    stores: &store::Stores,
+) -> Result<(deltalake::DeltaTable, crate::rehearse::clone::CloneMetrics), RehearsalError> {
+    let column = spec.target.date_column.as_str();
+    let mut clone = ShallowClone::new(&target.table, target.rehearsal_url.clone(), stores);
+    if !target.partitioned_by_date(column) {
+        // Merge slices are replaceWheres too (crate::rehearse::slice_writer): the same files are rewritten.
+        clone = clone.with_localized_window(column, spec.window());
+    }
+    Ok(clone.execute().await?)
+}
+
+/// The target as the saved plan records it: where it is, as written, and at which version.
+fn target_record(spec: &crate::plan_file::PlanFile, target: &Target, pre_version: u64) -> TargetRecord {
+    TargetRecord {
+        uri: target.url.to_string(),
+        table: spec.target.table.clone(),
+        pre_version,
+        date_column: spec.target.date_column.clone(),
+        key: spec.target.key.clone(),
+        partition_columns: target.partition_columns.clone(),
+        catalog: target.catalog.clone(),
+    }
 }
 
 /// The slices compared, gathered in the plan's order, their times added to the plan's.
