@@ -7,7 +7,7 @@ use deltalake::DeltaTable;
 use deltalake::operations::update_table_metadata::TableMetadataUpdate;
 
 use super::{ApplyError, Preflight, change_log, url_of};
-use crate::delta::catalog::CatalogName;
+use crate::delta::catalog::CatalogTable;
 use crate::delta::ledger::{self, Backfill, Entry};
 use crate::delta::store::display_url;
 use crate::fault::fault;
@@ -27,8 +27,7 @@ pub(super) async fn sign_off(
     let comment = comment_text(&document.plan.record.comment, backfill, chrono::Utc::now().date_naive());
     let (target, wrote_comment) = comment_once(target, since, backfill, &comment).await?;
     // Where people browsing the catalog read it, too; again on a rerun, in case a crash fell between.
-    if let Some(name) = plan.target.catalog.as_ref().and_then(|pinned| CatalogName::parse(&pinned.name)?.ok())
-    {
+    if let Some(name) = plan.target.catalog.as_ref().and_then(CatalogTable::catalog_name) {
         crate::delta::catalog::set_comment(&name, &comment).await?;
     }
     let Some(url) = log_url else { return Ok((target, comment, None)) };

@@ -164,7 +164,7 @@ async fn table_to_roll_back(args: &Args) -> anyhow::Result<(url::Url, Option<cat
             (url::Url::parse(&plan.target.uri)?, plan.target.catalog)
         }
     };
-    Ok((url, pinned.and_then(|pinned| catalog::CatalogName::parse(&pinned.name)?.ok())))
+    Ok((url, pinned.as_ref().and_then(catalog::CatalogTable::catalog_name)))
 }
 
 /// The tables downstream that the saved chain names by catalog name get the comment there too.
@@ -173,7 +173,7 @@ fn name_downstream(undo: &mut [rollback::RollbackPlan], saved: Option<&Plan>) {
         let planned = saved.and_then(|root| {
             root.chain().into_iter().find(|p| p.target.uri == step.url.as_str())?.target.catalog.clone()
         });
-        step.catalog = planned.and_then(|pinned| catalog::CatalogName::parse(&pinned.name)?.ok());
+        step.catalog = planned.as_ref().and_then(catalog::CatalogTable::catalog_name);
     }
 }
 

@@ -331,7 +331,7 @@ impl Plan {
     /// credentials its folder needs (lent to the stores, in memory). A location needs nothing.
     pub async fn reach_target(&self) -> Result<(), crate::delta::catalog::CatalogError> {
         let pinned = self.target.catalog.as_ref();
-        if let Some(name) = pinned.and_then(|c| crate::delta::catalog::CatalogName::parse(&c.name)?.ok()) {
+        if let Some(name) = pinned.and_then(crate::delta::catalog::CatalogTable::catalog_name) {
             crate::delta::catalog::resolve(&name).await?;
         }
         Ok(())

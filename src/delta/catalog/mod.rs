@@ -100,6 +100,13 @@ pub struct CatalogTable {
     pub id: String,
 }
 
+impl CatalogTable {
+    /// The name the record pins, parsed again (a saved plan holds it as text).
+    pub fn catalog_name(&self) -> Option<CatalogName> {
+        CatalogName::parse(&self.name)?.ok()
+    }
+}
+
 /// A table name resolved to where the table lives.
 #[derive(Debug, Clone)]
 pub struct Located {
@@ -119,10 +126,10 @@ pub enum CatalogError {
 
 impl From<CatalogError> for OpenError {
     fn from(error: CatalogError) -> OpenError {
-        let (location, problem) = match &error {
-            CatalogError::Refused { name, problem } => (name.clone(), problem.clone()),
-            CatalogError::Unreachable { name, .. } => {
-                (name.clone(), error.to_string().trim_start_matches(&format!("{name}: ")).to_owned())
+        let (location, problem) = match error {
+            CatalogError::Refused { name, problem } => (name, problem),
+            CatalogError::Unreachable { name, catalog, endpoint, problem } => {
+                (name, format!("{catalog} is not reachable at {endpoint}: {problem}"))
             }
         };
         OpenError::Store(StoreError { location, problem })
@@ -169,7 +176,7 @@ pub async fn comment(name: &CatalogName) -> Result<Option<String>, CatalogError>
 
 /// `bf apply`'s check that a pinned name still means the table the plan was made against.
 pub async fn check_pinned(pinned: &CatalogTable) -> Result<(), CatalogError> {
-    let Some(Ok(name)) = CatalogName::parse(&pinned.name) else {
+    let Some(name) = pinned.catalog_name() else {
         return Err(CatalogError::Refused {
             name: pinned.name.clone(),
             problem: "the saved plan's catalog name is not one; plan again".into(),
