@@ -23,10 +23,11 @@ pub enum PolicyError {
     Evaluation { folder: String, problem: String },
 }
 
-/// The Rego policies of a folder (its `*.rego` files, not its fixtures).
+/// The Rego policies of a folder (its `*.rego` files, not its fixtures), parsed once: each
+/// decision evaluates a copy of the parsed engine with its own input.
 pub struct Policies {
     folder: PathBuf,
-    files: Vec<PathBuf>,
+    engine: regorus::Engine,
 }
 
 impl Policies {
@@ -44,10 +45,15 @@ impl Policies {
         if files.is_empty() {
             return Err(PolicyError::Empty { folder: folder.display().to_string() });
         }
-        let policies = Policies { folder: folder.to_owned(), files };
-        // Parse them once now: a broken policy is named before anything is rehearsed.
-        policies.engine()?;
-        Ok(policies)
+        // Parsed now: a broken policy is named before anything is rehearsed.
+        let mut engine = regorus::Engine::new();
+        for file in &files {
+            engine.add_policy_from_file(file).map_err(|e| PolicyError::Unreadable {
+                path: file.display().to_string(),
+                problem: e.to_string(),
+            })?;
+        }
+        Ok(Policies { folder: folder.to_owned(), engine })
     }
 
     /// The decision about `plan`, as its saved JSON reads.
@@ -70,20 +76,9 @@ impl Policies {
     }
 
     fn decide_json(&self, input: &str) -> Result<Decision, PolicyError> {
-        let mut engine = self.engine()?;
+        let mut engine = self.engine.clone();
         engine.set_input_json(input).map_err(|e| self.evaluation(e))?;
         Ok(Decision { deny: self.messages(&mut engine, "deny")?, warn: self.messages(&mut engine, "warn")? })
-    }
-
-    fn engine(&self) -> Result<regorus::Engine, PolicyError> {
-        let mut engine = regorus::Engine::new();
-        for file in &self.files {
-            engine.add_policy_from_file(file).map_err(|e| PolicyError::Unreadable {
-                path: file.display().to_string(),
-                problem: e.to_string(),
-            })?;
-        }
-        Ok(engine)
     }
 
     /// The messages of `data.main.<rule>`, sorted; none when no policy defines the rule.
