@@ -46,25 +46,29 @@ pub fn frozen(table: &DeltaTable) -> Result<Vec<Frozen>, FreezeError> {
 }
 
 /// Refuses rewriting `window` of the table where it is frozen, unless `unfreeze` approves every
-/// frozen day of it. `what` names the rewrite (`the plan's window 2026-03-01..2026-03-31`).
+/// frozen day of it; returns the frozen periods the window touches (all of them approved).
+/// `what` names the rewrite (`the plan's window 2026-03-01..2026-03-31`).
 pub fn check(
     table: &DeltaTable,
     window: &Window,
     unfreeze: Option<&Unfreeze>,
     what: &str,
-) -> Result<(), FreezeError> {
-    let closed: Vec<String> = frozen(table)?
-        .iter()
-        .filter(|period| period.within(window).is_some_and(|days| !unfreeze.is_some_and(|u| u.covers(&days))))
-        .map(|period| format!("  - {period}"))
-        .collect();
+) -> Result<Vec<Frozen>, FreezeError> {
+    let (mut touched, mut closed) = (Vec::new(), Vec::new());
+    for period in frozen(table)? {
+        match period.within(window) {
+            None => {}
+            Some(days) if unfreeze.is_some_and(|u| u.covers(&days)) => touched.push(period),
+            Some(_) => closed.push(period),
+        }
+    }
     if closed.is_empty() {
-        return Ok(());
+        return Ok(touched);
     }
     Err(FreezeError::Frozen {
         table: crate::delta::store::display_url(table.table_url()),
         what: what.to_owned(),
-        periods: closed.join("\n"),
+        periods: closed.iter().map(|period| format!("  - {period}")).collect::<Vec<_>>().join("\n"),
     })
 }
 

@@ -54,8 +54,7 @@ pub(crate) async fn open_target(
     // Signed-off days are refused before anything is cloned, unless the plan carries an approval.
     let window = spec.window();
     let approval = spec.guards.unfreeze.as_ref().map(crate::plan_file::Unfreeze::approval);
-    freeze::check(&target, &window, approval.as_ref(), &format!("the plan's window {window}"))?;
-    let frozen = freeze::frozen(&target)?.into_iter().filter(|f| f.within(&window).is_some()).collect();
+    let frozen = freeze::check(&target, &window, approval.as_ref(), &format!("the plan's window {window}"))?;
     if let Some(written) = &spec.record.log_table {
         let log = crate::delta::catalog::locate(document.dir(), written).await?;
         if let Some(pinned) = &log.catalog {
