@@ -57,10 +57,6 @@ impl Glue {
         Ok(CatalogTable { name: name.to_string(), location: url.to_string(), id })
     }
 
-    pub(super) async fn comment(&self, name: &CatalogName) -> Result<Option<String>, CatalogError> {
-        Ok(self.table(name).await?.description().map(str::to_owned))
-    }
-
     /// Glue replaces a table's definition whole: the one read, with the new description, sent back
     /// with the version read, so a change made meanwhile is not overwritten.
     pub(super) async fn set_comment(&self, name: &CatalogName, comment: &str) -> Result<(), CatalogError> {

@@ -166,14 +166,6 @@ pub async fn set_comment(name: &CatalogName, comment: &str) -> Result<(), Catalo
     }
 }
 
-/// The table's comment in its catalog, for `bf history` and the tests' independent check.
-pub async fn comment(name: &CatalogName) -> Result<Option<String>, CatalogError> {
-    match name {
-        CatalogName::Unity { .. } => unity::Unity::from_environment(name)?.comment(name).await,
-        CatalogName::Glue { .. } => glue::Glue::from_environment().await.comment(name).await,
-    }
-}
-
 /// `bf apply`'s check that a pinned name still means the table the plan was made against.
 pub async fn check_pinned(pinned: &CatalogTable) -> Result<(), CatalogError> {
     let Some(name) = pinned.catalog_name() else {

@@ -82,11 +82,6 @@ impl Unity {
         Ok(CatalogTable { name: name.to_string(), location: url.to_string(), id })
     }
 
-    pub(super) async fn comment(&self, name: &CatalogName) -> Result<Option<String>, CatalogError> {
-        let table = self.table(name).await?;
-        Ok(table.get("comment").and_then(Value::as_str).map(str::to_owned))
-    }
-
     /// The Delta REST API's `set-table-comment`, the one way to set a comment over REST (the
     /// classic API updates a table's owner only), asserting the table's id: a table created again
     /// under the name meanwhile is not the one commented.
