@@ -24,6 +24,8 @@
 //!    [`apply::cascade`]: a chain applied upstream first and rolled back downstream first.
 //! 8. [`notify`]: the notice that tells the people who read its tables; [`notify::markdown`] is the
 //!    one escaper of text from a plan or from data on its way into a comment or a notice.
+//!    [`lineage`], beside it: the apply and the rollback as OpenLineage runs, for the tools that
+//!    learn what changed from lineage.
 //!
 //! Rollback sits below apply although it runs after it: it needs nothing of apply, and a cascade
 //! that fails half way rolls back what it applied.
@@ -34,6 +36,7 @@
 pub mod apply;
 pub mod delta;
 pub mod fault;
+pub mod lineage;
 pub mod notify;
 pub mod plan_file;
 pub mod rehearse;

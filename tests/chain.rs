@@ -5,14 +5,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
 use crate::common::servers::python_sql_rows;
 use crate::common::{
-    bf_in, commit_infos, commits_with, demo_workspace, duckdb_count, duckdb_rows, rows_at, slices_committed,
-    snapshot, write_plan,
+    Receiver, bf_in, commit_infos, commits_with, demo_workspace, duckdb_count, duckdb_rows, rows_at,
+    slices_committed, snapshot, write_plan,
 };
 
 const SILVER: &str = "bf-demo/warehouse/orders_silver";
@@ -292,50 +291,6 @@ async fn a_crash_anywhere_in_the_chain_resumes_where_it_stopped_exactly_once() {
     );
 }
 
-/// A webhook receiver on 127.0.0.1 answering every request with `status`; what it received is kept.
-struct Receiver {
-    server: Arc<tiny_http::Server>,
-    received: Arc<Mutex<Vec<(String, String)>>>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Receiver {
-    fn start(status: u16) -> Receiver {
-        let server = Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
-        let received = Arc::new(Mutex::new(Vec::new()));
-        let thread = {
-            let (server, received) = (server.clone(), received.clone());
-            std::thread::spawn(move || {
-                for mut request in server.incoming_requests() {
-                    let mut body = String::new();
-                    request.as_reader().read_to_string(&mut body).unwrap();
-                    received.lock().unwrap().push((request.url().to_owned(), body));
-                    let _ = request.respond(tiny_http::Response::empty(status));
-                }
-            })
-        };
-        Receiver { server, received, thread: Some(thread) }
-    }
-
-    /// A URL with a secret in it, as webhook URLs have.
-    fn url(&self) -> String {
-        format!("http://{}/hooks/T0SECRET/B0SECRET", self.server.server_addr().to_ip().unwrap())
-    }
-
-    fn bodies(&self) -> Vec<Value> {
-        self.received.lock().unwrap().iter().map(|(_, body)| serde_json::from_str(body).unwrap()).collect()
-    }
-}
-
-impl Drop for Receiver {
-    fn drop(&mut self) {
-        self.server.unblock();
-        if let Some(thread) = self.thread.take() {
-            thread.join().unwrap();
-        }
-    }
-}
-
 #[test]
 fn one_notice_per_apply_and_per_rollback_with_the_numbers_and_never_the_url() {
     let workspace = demo_workspace();
@@ -385,7 +340,7 @@ fn one_notice_per_apply_and_per_rollback_with_the_numbers_and_never_the_url() {
     let revenue = metric(&undone[1], "revenue");
     assert!((revenue["before"].as_f64().unwrap() - revenue_after).abs() < 0.005, "{revenue}");
     assert_eq!(revenue["after"], metric(&tables[1], "revenue")["before"]);
-    assert!(receiver.received.lock().unwrap().iter().all(|(path, _)| path == "/hooks/T0SECRET/B0SECRET"));
+    assert!(receiver.requests().iter().all(|r| r.url == "/hooks/T0SECRET/B0SECRET"));
     for out in [&planned, &applied, &rolled] {
         let shown =
             format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));

@@ -114,21 +114,25 @@ fn airflow_venv() -> PathBuf {
     python_venv(
         "BF_AIRFLOW_VENV",
         "bf-airflow-venv",
-        "import airflow.providers.standard",
-        &["apache-airflow==3.3.2"],
+        "import airflow.providers.standard, airflow.providers.openlineage",
+        &["apache-airflow==3.3.2", "apache-airflow-providers-openlineage==2.20.3"],
     )
 }
 
 /// `bf export airflow`'s DAG imported by Airflow: its tasks are the plan's slices then `finish`, one
 /// after the other; `airflow dags test` runs it against the shop, one slice task crashing after its
-/// commit on its first try, and Airflow's retry completes the backfill as one apply would.
+/// commit on its first try, and Airflow's retry completes the backfill as one apply would. With
+/// Airflow's OpenLineage provider and an endpoint on 127.0.0.1, each slice's run is a child of the
+/// task that ran it, and `finish` emits the backfill's run.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_exported_dag_runs_on_airflow_and_a_slice_that_crashed_is_retried_once() {
     let expected = applied_in_one_go().await;
     let workspace = planned();
     let root = workspace.path();
     let daily = root.join(DAILY);
-    let dag_id = run_exported_dag(root, DAYS, &[]);
+    let receiver = crate::common::Receiver::start(200);
+    let dag_id = run_exported_dag(root, DAYS, &[("OPENLINEAGE_URL", receiver.base())]);
+    lineage_is_airflows(&receiver.bodies(), &dag_id);
     let mut once = slices_committed(&daily);
     once.sort();
     assert_eq!(once, (1..=u64::from(DAYS)).collect::<Vec<_>>(), "each slice committed exactly once");
@@ -140,6 +144,37 @@ async fn an_exported_dag_runs_on_airflow_and_a_slice_that_crashed_is_retried_onc
         by.as_str().unwrap().starts_with(&format!("airflow:{dag_id}/slice_003_2026-09-03#1")),
         "{status}"
     );
+}
+
+/// bf's events under Airflow: every slice task's slice run has the task's run as its parent (the
+/// provider's macro), the same run the provider's own events for that task carry when it sent any;
+/// `finish`'s task is the parent of the backfill's run.
+fn lineage_is_airflows(events: &[Value], dag_id: &str) {
+    let bf: Vec<&Value> = events.iter().filter(|e| e["run"]["facets"]["bf"].is_object()).collect();
+    let slices: Vec<&&Value> = bf
+        .iter()
+        .filter(|e| e["job"]["name"] == "orders_daily/backfill/slice" && e["eventType"] == "COMPLETE")
+        .collect();
+    // Slice 3's first try crashed after its commit: its retry found it committed and wrote nothing.
+    assert_eq!(slices.len(), DAYS as usize - 1, "{bf:#?}");
+    for event in slices {
+        let index = event["run"]["facets"]["bf"]["slice"]["index"].as_u64().unwrap();
+        let parent = &event["run"]["facets"]["parent"];
+        let task = format!("{dag_id}.slice_{index:03}_2026-09-{index:02}");
+        assert_eq!(parent["job"]["name"], task.as_str(), "{event}");
+        let run = parent["run"]["runId"].as_str().unwrap();
+        assert!(uuid::Uuid::parse_str(run).is_ok(), "{run}");
+        // The provider's own events for the task, when it sent them, are of the same run.
+        for airflows in events.iter().filter(|e| e["job"]["name"] == task.as_str()) {
+            assert_eq!(airflows["run"]["runId"].as_str(), Some(run), "{airflows}");
+        }
+    }
+    let backfill: Vec<&&Value> = bf.iter().filter(|e| e["job"]["name"] == "orders_daily/backfill").collect();
+    assert_eq!(
+        backfill.iter().map(|e| e["eventType"].as_str().unwrap()).collect::<Vec<_>>(),
+        ["START", "COMPLETE"]
+    );
+    assert_eq!(backfill[1]["run"]["facets"]["parent"]["job"]["name"], format!("{dag_id}.finish"));
 }
 
 /// Exports the plan saved in `root` (the September backfill cut to `days` days) as a DAG, checks

@@ -17,6 +17,7 @@ mod freeze;
 mod fuzz;
 mod inputs;
 mod ledger;
+mod lineage;
 mod live;
 mod merge;
 mod partitions;

@@ -45,6 +45,13 @@ pub trait ChainProgress: ApplyProgress {
 
 impl ChainProgress for crate::apply::Silent {}
 
+impl<A: ChainProgress + ?Sized, B: ChainProgress + ?Sized> ChainProgress for (&A, &B) {
+    fn table_started(&self, plan: &Plan, position: usize, tables: usize) {
+        self.0.table_started(plan, position, tables);
+        self.1.table_started(plan, position, tables);
+    }
+}
+
 impl<'a> ChainApply<'a> {
     pub fn new(root: &'a Plan) -> Self {
         ChainApply { root, rerun: false, recompute: false, only: None, finish: false }

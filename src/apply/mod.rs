@@ -82,6 +82,9 @@ pub struct SliceOutcome {
     pub version: Option<u64>,
     pub rows: Option<u64>,
     pub source_rows: Option<u64>,
+    /// What the slice's commit added, as the log records it; none for a slice committed before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub written: Option<crate::delta::publish::Written>,
 }
 
 impl SliceOutcome {
@@ -95,6 +98,7 @@ impl SliceOutcome {
             version: None,
             rows: None,
             source_rows: None,
+            written: None,
         }
     }
 }
@@ -112,9 +116,29 @@ pub struct ApplyReport {
     pub log_table: Option<String>,
 }
 
-/// Told about each slice as it lands.
+/// Told when the writing starts (the preflight passed), and about each slice as it starts and lands.
 pub trait ApplyProgress: Sync {
+    /// The apply will write under this backfill id (the plan's, or a rerun's).
+    fn writing(&self, _plan: &Plan, _backfill_id: &str) {}
+    /// A slice not in the table yet is about to be checked and written.
+    fn slice_started(&self, _slice: &Slice) {}
     fn slice_done(&self, _outcome: &SliceOutcome) {}
+}
+
+/// Two watchers told the same things, in order (the terminal and the lineage).
+impl<A: ApplyProgress + ?Sized, B: ApplyProgress + ?Sized> ApplyProgress for (&A, &B) {
+    fn writing(&self, plan: &Plan, backfill_id: &str) {
+        self.0.writing(plan, backfill_id);
+        self.1.writing(plan, backfill_id);
+    }
+    fn slice_started(&self, slice: &Slice) {
+        self.0.slice_started(slice);
+        self.1.slice_started(slice);
+    }
+    fn slice_done(&self, outcome: &SliceOutcome) {
+        self.0.slice_done(outcome);
+        self.1.slice_done(outcome);
+    }
 }
 
 /// Progress nobody watches.
@@ -338,6 +362,7 @@ impl<'a> Apply<'a> {
         let plan = self.plan;
         let preflight = self.preflight().await?;
         let url = url_of(plan)?;
+        progress.writing(plan, &preflight.backfill.backfill_id);
         let (target, mut outcomes) = self.write_slices(&preflight, progress).await?;
         outcomes.sort_by_key(|o| o.index);
         let (target, comment, log_table) = match self.only {

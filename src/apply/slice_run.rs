@@ -5,7 +5,7 @@ use deltalake::{DeltaTable, DeltaTableError};
 
 use super::{ApplyError, ApplyProgress, Preflight, SliceOutcome, SliceStatus};
 use crate::delta::ledger;
-use crate::delta::publish::Publisher;
+use crate::delta::publish::{Publisher, Written};
 use crate::delta::store::Stores;
 use crate::delta::table;
 use crate::fault::{fault, pause_after_check, pause_before};
@@ -87,6 +87,7 @@ impl SliceRun<'_> {
         table: DeltaTable,
     ) -> Result<(DeltaTable, SliceOutcome), ApplyError> {
         fault(&format!("before-slice:{}", slice.index));
+        self.progress.slice_started(slice);
         let rehearsed = self.rehearsed(slice)?;
         let url = table.table_url().clone();
         let own_conflict_check = table::partition_values_by_physical_name(&table);
@@ -142,14 +143,21 @@ impl SliceRun<'_> {
         self.committed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         fault(&format!("after-commit:{}", slice.index));
         let found = verify(&table, &self.plan.target.date_column, slice, rehearsed.after.rows).await?;
+        let version = table.version();
+        let written = match (&self.publisher, &rehearsed.publication, version) {
+            (Some(_), Some(publication), _) => Some(Written::of(publication)),
+            (_, _, Some(version)) => Some(Written::read(&table, version).await?),
+            _ => None,
+        };
         let outcome = SliceOutcome {
             index: slice.index,
             first: slice.first.to_string(),
             last: slice.last.to_string(),
             status: SliceStatus::Committed,
-            version: table.version(),
+            version,
             rows: Some(found),
             source_rows: Some(rehearsed.source.in_slice),
+            written,
         };
         self.progress.slice_done(&outcome);
         Ok((table, outcome))

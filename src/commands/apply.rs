@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use bf::apply::cascade::{ChainApply, ChainApplyError, ChainProgress};
 use bf::apply::{ApplyProgress, ApplyReport, SliceOutcome};
+use bf::lineage::ApplyLineage;
 use bf::notify::Notice;
 use bf::rehearse::plan::Plan;
 use bf::rehearse::rehearsal::Quiet;
@@ -138,16 +139,24 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     }
     let only = only_slices(&args);
     let fan_out = only.is_some();
-    let reports = match execute(&plan, &args, only).await {
-        Ok(reports) => reports,
+    let (lineage, emitter) = super::lineage(&args.state);
+    let runs = ApplyLineage::new(lineage, &emitter, &plan, fan_out);
+    let reports = match execute(&plan, &args, only, &runs).await {
+        Ok(reports) => {
+            runs.completed(&reports);
+            reports
+        }
         Err(stopped) => {
+            runs.failed(&stopped, &bf::delta::store::redact(&stopped.source.to_string()));
             say_where_it_stopped(&plan, &stopped);
+            super::delivered(emitter).await;
             return Ok(ExitCode::FAILURE);
         }
     };
+    let lineage = super::delivered(emitter).await;
     // One task of a fan-out tells nobody: `--finish` does, once every slice is in.
     let notices = if fan_out { Vec::new() } else { tell(&plan, &reports, policy).await };
-    print_outcome(reports, notices, args.json)?;
+    print_outcome(reports, notices, lineage, args.json)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -223,11 +232,13 @@ fn only_slices(args: &Args) -> Option<BTreeSet<usize>> {
     (!only.is_empty()).then_some(only)
 }
 
-/// Apply the plan and its downstream plans, a line per slice as each lands.
+/// Apply the plan and its downstream plans, a line per slice as each lands, each run's events
+/// emitted as it goes.
 async fn execute(
     plan: &Plan,
     args: &Args,
     only: Option<BTreeSet<usize>>,
+    runs: &ApplyLineage<'_>,
 ) -> Result<Vec<ApplyReport>, ChainApplyError> {
     let slices = plan.chain().iter().map(|p| p.slices.len()).sum();
     let lines = Lines::new(args.quiet || args.json, slices);
@@ -236,7 +247,7 @@ async fn execute(
         .with_recompute(args.recompute)
         .with_only(only)
         .finishing(args.finish)
-        .execute(&lines)
+        .execute(&(&lines, runs))
         .await;
     lines.finish();
     outcome
@@ -299,10 +310,15 @@ async fn tell(plan: &Plan, reports: &[ApplyReport], policy: &bf::plan_file::conf
 }
 
 /// The outcome on stdout, each table's report; with `--json`, the chain's as one document.
-fn print_outcome(reports: Vec<ApplyReport>, notices: Vec<String>, json: bool) -> anyhow::Result<()> {
+fn print_outcome(
+    reports: Vec<ApplyReport>,
+    notices: Vec<String>,
+    lineage: Option<String>,
+    json: bool,
+) -> anyhow::Result<()> {
     let mut reports = reports.into_iter();
     let first = reports.next().expect("a chain applies its first plan");
-    let applied = Applied { first, downstream: reports.collect(), notices };
+    let applied = Applied { first, downstream: reports.collect(), notices, lineage };
     let text = if json {
         render::json(&applied)
     } else {
@@ -338,4 +354,7 @@ struct Applied {
     downstream: Vec<ApplyReport>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     notices: Vec<String>,
+    /// Where the OpenLineage events went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    lineage: Option<String>,
 }

@@ -3,8 +3,8 @@
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    apply, clean, demo, export, freeze, history, plan, policy, rollback, schema, show, slices, status,
-    unfreeze, validate,
+    apply, clean, demo, export, freeze, history, lineage, plan, policy, rollback, schema, show, slices,
+    status, unfreeze, validate,
 };
 
 /// Backfills of Delta Lake tables as a reviewed, rehearsed and reversible change.
@@ -38,6 +38,7 @@ pub enum Command {
     Policy(policy::Args),
     Clean(clean::Args),
     Export(export::Args),
+    Lineage(lineage::Args),
     Schema(schema::Args),
     Demo(demo::Args),
 }

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod export;
 pub mod freeze;
 pub mod history;
+pub mod lineage;
 pub mod plan;
 pub mod policy;
 pub mod rollback;
@@ -42,6 +43,7 @@ pub async fn run(command: Command, root: Option<&Path>) -> anyhow::Result<ExitCo
         Command::Status(args) => status::run(args).await,
         Command::Clean(args) => clean::run(args).await,
         Command::Export(args) => export::run(args, &policy),
+        Command::Lineage(args) => lineage::run(args).await,
         Command::Schema(args) => schema::run(args),
         Command::Demo(args) => demo::run(args, &policy).await,
     }
@@ -93,6 +95,43 @@ pub async fn tell(
         eprintln!("The notice, to pass on by hand:\n\n{}", notice.text());
     }
     lines
+}
+
+/// The OpenLineage side of a command: what the environment says of the run that started bf
+/// (a malformed `OPENLINEAGE_PARENT_ID` is a warning, never a reason to stop), and the emitter its
+/// settings make, saving into the state dir what it cannot deliver.
+pub fn lineage(state: &StateDir) -> (bf::lineage::Lineage, bf::lineage::Emitter) {
+    let emitter = bf::lineage::Emitter::from_env(bf::lineage::spool(state.path()));
+    let (lineage, problem) = bf::lineage::Lineage::from_env();
+    if let Some(problem) = problem.filter(|_| emitter.is_on()) {
+        eprintln!("Warning: lineage: {problem}; bf's runs are sent without a parent");
+    }
+    (lineage, emitter)
+}
+
+/// Waits for the events to be delivered and says where they went on stderr; one line for
+/// `--json`, none when lineage is off.
+pub async fn delivered(emitter: bf::lineage::Emitter) -> Option<String> {
+    let delivery = emitter.finish().await;
+    if delivery == bf::lineage::Delivery::default() {
+        return None;
+    }
+    let mut line = match &delivery.to {
+        Some(to) => format!("{} OpenLineage events sent to {to}", delivery.sent),
+        None => "no OpenLineage events sent".to_owned(),
+    };
+    if let Some(problem) = &delivery.problem {
+        line = format!("{line}; {problem}");
+    }
+    if delivery.saved > 0 {
+        let spool = delivery.spool.as_ref().map_or(String::new(), |p| format!(" in {}", p.display()));
+        line = format!("{line}; {} saved{spool}: `bf lineage resend` sends them", delivery.saved);
+    }
+    match delivery.problem.is_some() {
+        true => eprintln!("Warning: {line}"),
+        false => eprintln!("{line}"),
+    }
+    Some(line)
 }
 
 /// Where bf keeps what it remembers between commands (the saved plan, the rehearsals it made):

@@ -8,6 +8,7 @@ use bf::apply::cascade;
 use bf::delta::catalog;
 use bf::delta::ledger;
 use bf::delta::store::{self, Stores};
+use bf::lineage::rollback::RollbackRun;
 use bf::notify::Notice;
 use bf::rehearse::plan::Plan;
 use bf::rollback;
@@ -69,8 +70,16 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
             eprintln!("Rollback cancelled; nothing was written.");
             return Ok(ExitCode::FAILURE);
         }
-        let report = rollback::restore_version(&stores, &url, version).await?;
-        return finish(&report, args.json);
+        let (lineage, emitter) = super::lineage(&args.state);
+        let run = RollbackRun::to_version(&url, version);
+        emitter.emit(run.start(&lineage));
+        let restored = rollback::restore_version(&stores, &url, version).await;
+        emitter.emit(match &restored {
+            Ok(report) => run.complete(&lineage, report),
+            Err(error) => run.fail(&lineage, &store::redact(&error.to_string())),
+        });
+        super::delivered(emitter).await;
+        return finish(&restored?, args.json);
     }
     let backfill = match &args.backfill {
         Some(id) => id.clone(),
@@ -114,7 +123,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
         eprintln!("Rollback cancelled; nothing was written.");
         return Ok(ExitCode::FAILURE);
     }
-    let mut reports = cascade::roll_back(&undo, args.window_only, args.force).await?;
+    let mut reports = roll_back(&undo, &args, nothing_to_write).await?;
     // The notice reads upstream first, as the chain was applied.
     reports.reverse();
     let notices = match saved.as_ref().and_then(|root| Some((root, root.notify()?))) {
@@ -148,6 +157,37 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     }
     std::io::stdout().lock().write_all(text.as_bytes())?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Rolls back each table of `undo` in order, each a run of its table's `rollback` job for lineage
+/// (none when nothing is left to write: an earlier rollback told it).
+async fn roll_back(
+    undo: &[rollback::RollbackPlan],
+    args: &Args,
+    nothing_to_write: bool,
+) -> Result<Vec<rollback::RollbackReport>, rollback::RollbackError> {
+    let (lineage, emitter) = super::lineage(&args.state);
+    let runs: Vec<RollbackRun> = match nothing_to_write {
+        true => Vec::new(),
+        false => undo.iter().map(|step| RollbackRun::of(step, args.window_only)).collect(),
+    };
+    for run in &runs {
+        emitter.emit(run.start(&lineage));
+    }
+    let rolled_back = cascade::roll_back(undo, args.window_only, args.force).await;
+    for run in &runs {
+        let report = rolled_back
+            .as_ref()
+            .ok()
+            .and_then(|reports| reports.iter().find(|r| Some(r.backfill_id.as_str()) == run.backfill_id()));
+        emitter.emit(match (report, &rolled_back) {
+            (Some(report), _) => run.complete(&lineage, report),
+            (None, Err(error)) => run.fail(&lineage, &store::redact(&error.to_string())),
+            (None, Ok(_)) => run.fail(&lineage, "the rollback did not report on this table"),
+        });
+    }
+    super::delivered(emitter).await;
+    rolled_back
 }
 
 /// The table `--table` names (a path, a URI, a catalog name), or the saved plan's target; with its

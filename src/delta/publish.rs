@@ -58,6 +58,41 @@ pub struct Publication {
     pub rows_written: Option<u64>,
 }
 
+/// What one commit added to a table — files, bytes and rows by the files' statistics — as its log
+/// records it: what lineage reports as a write's output statistics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Written {
+    pub files: u64,
+    pub bytes: u64,
+    /// `None` when a file the commit added carries no row count in its statistics.
+    pub rows: Option<u64>,
+}
+
+impl Written {
+    /// A published slice's: the rehearsal's commit, whose files land unchanged.
+    pub fn of(publication: &Publication) -> Written {
+        Written {
+            files: publication.adds.len() as u64,
+            bytes: publication.adds.iter().map(|f| f.size).sum(),
+            rows: publication.rows_written,
+        }
+    }
+
+    /// Commit `version` of `table`'s, read from its log entry.
+    pub async fn read(table: &DeltaTable, version: u64) -> Result<Written, DeltaTableError> {
+        let adds = crate::delta::ledger::added_files(table, version).await?;
+        let records = |add: &Value| -> Option<u64> {
+            let stats: Value = serde_json::from_str(add.get("stats")?.as_str()?).ok()?;
+            stats.get("numRecords")?.as_u64()
+        };
+        Ok(Written {
+            files: adds.len() as u64,
+            bytes: adds.iter().filter_map(|a| a.get("size")?.as_u64()).sum(),
+            rows: adds.iter().map(records).sum(),
+        })
+    }
+}
+
 /// A file the rehearsal wrote, by its path relative to the table root (decoded), which is also where
 /// it lands in the target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]

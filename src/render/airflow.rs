@@ -62,6 +62,7 @@ pub fn dag(plan: &Plan, saved: &str, retries: &Retries) -> String {
         "\ndef bf_apply(arguments: str) -> str:\n    \
          return f\"{shlex.quote(BF)} apply {arguments} --auto-approve --quiet {shlex.quote(PLAN)}\"\n\n\n",
     );
+    out.push_str(LINEAGE);
     let _ = writeln!(
         out,
         "with DAG(\n    \
@@ -76,12 +77,16 @@ pub fn dag(plan: &Plan, saved: &str, retries: &Retries) -> String {
          default_args={{\"retries\": {retries}, \"retry_delay\": timedelta(seconds={delay})}},\n    \
          doc_md=__doc__,\n\
          ) as dag:\n    \
-         finish = BashOperator(task_id=\"finish\", bash_command=bf_apply(\"--finish\"))\n    \
+         finish = BashOperator(\n        \
+         task_id=\"finish\", bash_command=bf_apply(\"--finish\"), env=LINEAGE_ENV, append_env=True\n    \
+         )\n    \
          previous = None\n    \
          for number, first, last in SLICES:\n        \
          task = BashOperator(\n            \
          task_id=f\"slice_{{number:03d}}_{{first}}\",\n            \
          bash_command=bf_apply(f\"--slice {{number}}\"),\n            \
+         env=LINEAGE_ENV,\n            \
+         append_env=True,\n            \
          # The scheduler starts the plan's earlier slices first.\n            \
          priority_weight=len(SLICES) - number + 1,\n            \
          weight_rule=\"absolute\",\n        \
@@ -105,6 +110,26 @@ pub fn dag(plan: &Plan, saved: &str, retries: &Retries) -> String {
     );
     out
 }
+
+/// With Airflow's OpenLineage provider installed, each task passes its own run to bf (as dbt-ol
+/// reads it), so bf's runs are children of the task's run and lineage tools show one run; without
+/// it, the tasks' environment is left as it is.
+const LINEAGE: &str = r#"try:
+    # Airflow's OpenLineage provider: bf's runs become children of the task's run.
+    from airflow.providers.openlineage.plugins import macros as lineage_macros
+
+    LINEAGE_ENV = {
+        "OPENLINEAGE_PARENT_ID": "{{ macros.OpenLineageProviderPlugin.lineage_parent_id(task_instance) }}",
+    }
+    if hasattr(lineage_macros, "lineage_root_parent_id"):
+        LINEAGE_ENV["OPENLINEAGE_ROOT_PARENT_ID"] = (
+            "{{ macros.OpenLineageProviderPlugin.lineage_root_parent_id(task_instance) }}"
+        )
+except ImportError:
+    LINEAGE_ENV = None
+
+
+"#;
 
 /// How many slices may commit at once: the plan file's `slicing.parallel`.
 fn plan_parallel(plan: &Plan) -> u32 {

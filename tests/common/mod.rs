@@ -634,3 +634,75 @@ pub fn published_files_in(table: &Path, publication: &serde_json::Value) -> (usi
     }
     (placed, committed)
 }
+
+/// An HTTP receiver on 127.0.0.1 (a webhook, an OpenLineage endpoint) answering every request
+/// with `status`; what it received is kept, in order. Stopped when dropped.
+pub struct Receiver {
+    server: std::sync::Arc<tiny_http::Server>,
+    received: std::sync::Arc<std::sync::Mutex<Vec<Received>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// One request a [`Receiver`] took.
+#[derive(Debug, Clone)]
+pub struct Received {
+    pub url: String,
+    /// Its `Authorization` header, if it had one.
+    pub authorization: Option<String>,
+    pub body: String,
+}
+
+impl Receiver {
+    pub fn start(status: u16) -> Receiver {
+        let server = std::sync::Arc::new(tiny_http::Server::http("127.0.0.1:0").unwrap());
+        let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let thread = {
+            let (server, received) = (server.clone(), received.clone());
+            std::thread::spawn(move || {
+                for mut request in server.incoming_requests() {
+                    let mut body = String::new();
+                    std::io::Read::read_to_string(request.as_reader(), &mut body).unwrap();
+                    let authorization = request
+                        .headers()
+                        .iter()
+                        .find(|h| h.field.equiv("Authorization"))
+                        .map(|h| h.value.to_string());
+                    received.lock().unwrap().push(Received {
+                        url: request.url().to_owned(),
+                        authorization,
+                        body,
+                    });
+                    let _ = request.respond(tiny_http::Response::empty(status));
+                }
+            })
+        };
+        Receiver { server, received, thread: Some(thread) }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn base(&self) -> String {
+        format!("http://{}", self.server.server_addr().to_ip().unwrap())
+    }
+
+    /// A URL with a secret in it, as webhook URLs have.
+    pub fn url(&self) -> String {
+        format!("{}/hooks/T0SECRET/B0SECRET", self.base())
+    }
+
+    pub fn requests(&self) -> Vec<Received> {
+        self.received.lock().unwrap().clone()
+    }
+
+    pub fn bodies(&self) -> Vec<serde_json::Value> {
+        self.requests().iter().map(|r| serde_json::from_str(&r.body).unwrap()).collect()
+    }
+}
+
+impl Drop for Receiver {
+    fn drop(&mut self) {
+        self.server.unblock();
+        if let Some(thread) = self.thread.take() {
+            thread.join().unwrap();
+        }
+    }
+}
