@@ -57,7 +57,7 @@ fn validator_venv() -> PathBuf {
 
 /// Every event valid against the vendored OpenLineage schemas and bf's facet schema, each facet
 /// against the schema its `_schemaURL` names (tests/data/openlineage/validate.py).
-fn assert_valid(events: &[Value]) {
+pub fn assert_valid(events: &[Value]) {
     assert!(!events.is_empty(), "no events to validate");
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("events.jsonl");
@@ -409,4 +409,52 @@ fn the_bf_facet_schema_is_committed_as_bf_writes_it() {
         committed,
         "schema/lineage/BfRunFacet-1-0-0.json is stale: regenerate it with `bf schema --lineage-facet`"
     );
+}
+
+/// An apply that stops at a slice: that slice's run and the backfill's FAIL with the error, the
+/// slice before it COMPLETE; the resume continues the same runs (their ids come from the backfill
+/// id) and completes them. A malformed `OPENLINEAGE_PARENT_ID` is a warning, never a stop.
+#[test]
+fn a_failed_slice_fails_its_run_and_the_backfill_and_the_resume_completes_them() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let receiver = Receiver::start(200);
+    let base = receiver.base();
+    let path = september_plan(root, "three-days.toml", 3, |t| t);
+    let env = [("OPENLINEAGE_URL", base.as_str()), ("OPENLINEAGE_PARENT_ID", "not-a-run")];
+    ok(root, &["plan", &path], &env);
+    let broken: Vec<(&str, &str)> =
+        env.iter().copied().chain([("BF_FAULT", "corrupt-published:2")]).collect();
+    let failed = run(root, &["apply", "--auto-approve"], &broken);
+    assert!(!failed.status.success());
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("OPENLINEAGE_PARENT_ID"), "{stderr}");
+    let events = receiver.bodies();
+    assert_valid(&events);
+    let seen: Vec<(String, &str)> =
+        events.iter().map(|e| (format!("{} {}", job(e), bf_facet(e)["slice"]["index"]), kind(e))).collect();
+    let expected = [
+        ("orders_daily/backfill null", "START"),
+        ("orders_daily/backfill/slice 1", "START"),
+        ("orders_daily/backfill/slice 1", "COMPLETE"),
+        ("orders_daily/backfill/slice 2", "START"),
+        ("orders_daily/backfill/slice 2", "FAIL"),
+        ("orders_daily/backfill null", "FAIL"),
+    ];
+    assert_eq!(seen.iter().map(|(j, k)| (j.as_str(), *k)).collect::<Vec<_>>(), expected);
+    let message = events[4]["run"]["facets"]["errorMessage"]["message"].as_str().unwrap();
+    assert!(stderr.contains(message.lines().next().unwrap()), "the error bf printed: {message}");
+    assert!(events.iter().all(|e| e["run"]["facets"]["parent"]["job"]["name"] != "not-a-run"));
+
+    ok(root, &["apply", "--auto-approve"], &env[..1]);
+    let resumed = receiver.bodies()[events.len()..].to_vec();
+    assert_valid(&resumed);
+    assert_eq!(run_id(&resumed[0]), run_id(&events[0]), "the same backfill run");
+    let kinds: Vec<&str> = resumed.iter().map(kind).collect();
+    assert_eq!(
+        kinds,
+        ["START", "START", "COMPLETE", "START", "COMPLETE", "COMPLETE"],
+        "slices 2 and 3, then the backfill"
+    );
+    assert_eq!(run_id(&resumed[1]), run_id(&events[3]), "slice 2's run again");
 }
