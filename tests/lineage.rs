@@ -457,4 +457,20 @@ fn a_failed_slice_fails_its_run_and_the_backfill_and_the_resume_completes_them()
         "slices 2 and 3, then the backfill"
     );
     assert_eq!(run_id(&resumed[1]), run_id(&events[3]), "slice 2's run again");
+
+    // A RESTORE of a version, no backfill's: a rollback run without a window.
+    let pre = bf_facet(&events[0])["preVersion"].as_u64().unwrap().to_string();
+    let before = receiver.requests().len();
+    ok(root, &["rollback", "--to-version", &pre, "--auto-approve"], &env[..1]);
+    let restore = receiver.bodies()[before..].to_vec();
+    assert_valid(&restore);
+    assert_eq!(
+        restore.iter().map(|e| (job(e), kind(e))).collect::<Vec<_>>(),
+        [("orders_daily/rollback", "START"), ("orders_daily/rollback", "COMPLETE")]
+    );
+    let facet = bf_facet(&restore[1]);
+    assert_eq!(facet["rollback"]["restoredVersion"].to_string(), pre);
+    assert!(facet.get("window").is_none() && facet.get("backfillId").is_none(), "{facet}");
+    let version = latest_version(&root.join(ORDERS));
+    assert_eq!(restore[1]["outputs"][0]["facets"]["version"]["datasetVersion"], version.to_string());
 }

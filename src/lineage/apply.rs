@@ -42,7 +42,6 @@ struct Table<'a> {
     name: String,
     inputs: Vec<Dataset>,
     output: Dataset,
-    plan_sha256: String,
 }
 
 #[derive(Default)]
@@ -65,7 +64,6 @@ impl<'a> ApplyLineage<'a> {
                 name: runs::table_name(plan),
                 inputs: inputs(&lineage, plan),
                 output: lineage.dataset(&url(&plan.target.uri)),
-                plan_sha256: crate::rehearse::plan::sha256_hex(plan.plan_file.text.as_bytes()),
             })
             .collect();
         ApplyLineage { lineage, emitter, root, tables, fan_out, state: Mutex::default() }
@@ -81,7 +79,7 @@ impl<'a> ApplyLineage<'a> {
 
     /// The apply finished: each table's backfill completes with what it wrote.
     pub fn completed(&self, reports: &[ApplyReport]) {
-        if self.fan_out {
+        if self.fan_out || !self.emitter.is_on() {
             return;
         }
         for (position, report) in reports.iter().enumerate() {
@@ -92,6 +90,9 @@ impl<'a> ApplyLineage<'a> {
     /// The apply stopped: the slices it was writing and its table's backfill fail with `message`;
     /// the tables of the chain applied before it complete.
     pub fn failed(&self, stopped: &ChainApplyError, message: &str) {
+        if !self.emitter.is_on() {
+            return;
+        }
         let at = Utc::now();
         let (current, started) = {
             let mut state = self.state();
@@ -132,12 +133,12 @@ impl<'a> ApplyLineage<'a> {
                 .catalog
                 .as_ref()
                 .map_or_else(|| crate::delta::store::display_url(&url(&plan.target.uri)), |c| c.name.clone()),
-            window: Days { first: plan.window.start, last: plan.window.end },
+            window: Some(Days { first: plan.window.start, last: plan.window.end }),
             slice: None,
             chain: (self.tables.len() > 1).then(|| self.root.id.clone()),
             pre_version: Some(plan.target.pre_version),
             post_version: None,
-            plan_sha256: Some(table.plan_sha256.clone()),
+            plan_sha256: Some(plan.plan_file.sha256.clone()),
             plan_file: Some(plan.plan_file.path.clone()),
             rollback: None,
             pull_request: self.lineage.pull_request.clone(),
@@ -248,6 +249,9 @@ impl<'a> ApplyLineage<'a> {
 
 impl ApplyProgress for ApplyLineage<'_> {
     fn writing(&self, plan: &Plan, backfill_id: &str) {
+        if !self.emitter.is_on() {
+            return;
+        }
         let position = self.tables.iter().position(|t| t.plan.id == plan.id).unwrap_or(0);
         self.state().current = Some((position, backfill_id.to_owned()));
         if !self.fan_out {

@@ -39,8 +39,9 @@ pub struct BfRunFacet {
     pub reason: String,
     /// The table (its location, or its catalog name).
     pub table: String,
-    /// The backfill's window, both days included.
-    pub window: Days,
+    /// The backfill's window, both days included (none for a rollback to a version).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<Days>,
     /// The slice a slice run wrote.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub slice: Option<SliceDays>,

@@ -37,7 +37,7 @@ impl RollbackRun {
                 plan_id: Some(backfill.plan_id.clone()),
                 reason: backfill.reason.clone(),
                 table: plan.catalog.as_ref().map_or_else(|| plan.table.clone(), ToString::to_string),
-                window: Days { first: backfill.window.start, last: backfill.window.end },
+                window: Some(Days { first: backfill.window.start, last: backfill.window.end }),
                 slice: None,
                 chain: backfill.cascade.as_ref().map(|c| c.id.clone()),
                 pre_version: Some(backfill.pre_version),
@@ -56,7 +56,6 @@ impl RollbackRun {
 
     /// A RESTORE of `version` of the table at `url`, no backfill's.
     pub fn to_version(url: &url::Url, version: u64) -> RollbackRun {
-        let now = Utc::now().date_naive();
         RollbackRun {
             run_id: uuid::Uuid::new_v4(),
             table: runs::url_table_name(url.as_str()),
@@ -66,9 +65,9 @@ impl RollbackRun {
                 backfill_id: None,
                 backfill_run_id: None,
                 plan_id: None,
-                reason: format!("restore version {version}"),
+                reason: format!("bf rollback --to-version {version}"),
                 table: crate::delta::store::display_url(url),
-                window: Days { first: now, last: now },
+                window: None,
                 slice: None,
                 chain: None,
                 pre_version: None,

@@ -136,8 +136,8 @@ impl Transport {
                 std::fs::write(PathBuf::from(file), body).map_err(|e| e.to_string())
             }
             Transport::Console => {
-                eprintln!("{body}");
-                Ok(())
+                use std::io::Write;
+                writeln!(std::io::stderr(), "{body}").map_err(|e| e.to_string())
             }
         }
     }

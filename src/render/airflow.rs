@@ -75,6 +75,7 @@ pub fn dag(plan: &Plan, saved: &str, retries: &Retries) -> String {
          max_active_tasks={parallel},\n    \
          tags=[\"bf\", {backfill_tag}, {table_tag}],\n    \
          default_args={{\"retries\": {retries}, \"retry_delay\": timedelta(seconds={delay})}},\n    \
+         user_defined_macros=LINEAGE_MACROS,\n    \
          doc_md=__doc__,\n\
          ) as dag:\n    \
          finish = BashOperator(\n        \
@@ -115,18 +116,20 @@ pub fn dag(plan: &Plan, saved: &str, retries: &Retries) -> String {
 /// reads it), so bf's runs are children of the task's run and lineage tools show one run; without
 /// it, the tasks' environment is left as it is.
 const LINEAGE: &str = r#"try:
-    # Airflow's OpenLineage provider: bf's runs become children of the task's run.
+    # Airflow's OpenLineage provider: bf's runs become children of the task's run. Its functions are
+    # the DAG's own macros, so the template renders whether or not the provider's plugin is enabled.
     from airflow.providers.openlineage.plugins import macros as lineage_macros
-
-    LINEAGE_ENV = {
-        "OPENLINEAGE_PARENT_ID": "{{ macros.OpenLineageProviderPlugin.lineage_parent_id(task_instance) }}",
-    }
-    if hasattr(lineage_macros, "lineage_root_parent_id"):
-        LINEAGE_ENV["OPENLINEAGE_ROOT_PARENT_ID"] = (
-            "{{ macros.OpenLineageProviderPlugin.lineage_root_parent_id(task_instance) }}"
-        )
 except ImportError:
-    LINEAGE_ENV = None
+    lineage_macros = None
+
+LINEAGE_MACROS = {}
+LINEAGE_ENV = None
+if lineage_macros is not None:
+    LINEAGE_MACROS["bf_lineage_parent_id"] = lineage_macros.lineage_parent_id
+    LINEAGE_ENV = {"OPENLINEAGE_PARENT_ID": "{{ bf_lineage_parent_id(task_instance) }}"}
+    if hasattr(lineage_macros, "lineage_root_parent_id"):
+        LINEAGE_MACROS["bf_lineage_root_parent_id"] = lineage_macros.lineage_root_parent_id
+        LINEAGE_ENV["OPENLINEAGE_ROOT_PARENT_ID"] = "{{ bf_lineage_root_parent_id(task_instance) }}"
 
 
 "#;
