@@ -1,6 +1,34 @@
 //! The `bf` command: parse arguments, run one verb, turn its outcome into an exit code.
 //! Everything a verb does lives in the `bf` library; `commands/` holds one file per verb.
 
+/// A line on stderr that never panics: when the reader closed the pipe (`bf apply 2>&1 | head -3`),
+/// bf is no longer heard and goes on. Output never stops a write path half way.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+/// [`say!`] without the line break.
+macro_rules! say_part {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let mut stderr = std::io::stderr();
+        let _ = write!(stderr, $($arg)*);
+        let _ = stderr.flush();
+    }};
+}
+
+/// Text on stdout that never panics, for what is shown before an outcome (a closed pipe is the
+/// reader's choice; the outcome itself is written with `?` and a closed pipe ends bf with 0).
+macro_rules! out_part {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 mod commands;
 mod render;
 
@@ -13,7 +41,7 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,
         Err(error) => {
-            eprintln!("error: cannot start the async runtime: {error}");
+            say!("error: cannot start the async runtime: {error}");
             return ExitCode::FAILURE;
         }
     };
@@ -22,7 +50,7 @@ fn main() -> ExitCode {
         // `bf slices plan.toml | head` closes the pipe early; that is the reader's choice, not a failure.
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {}", bf::delta::store::redact(&format!("{error:#}")));
+            say!("error: {}", bf::delta::store::redact(&format!("{error:#}")));
             ExitCode::FAILURE
         }
     }

@@ -13,6 +13,7 @@ mod disk;
 mod fanout;
 mod faults;
 mod features;
+mod first_hour;
 mod freeze;
 mod fuzz;
 mod inputs;

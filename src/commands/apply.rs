@@ -108,7 +108,7 @@ impl ChainProgress for Lines {
         );
         match &self.bar {
             Some(bar) => bar.println(line),
-            None => eprintln!("{line}"),
+            None => say!("{line}"),
         }
     }
 }
@@ -124,7 +124,7 @@ impl ApplyProgress for Lines {
                 bar.println(line);
                 bar.inc(1);
             }
-            None => eprintln!("{line}"),
+            None => say!("{line}"),
         }
     }
 }
@@ -195,9 +195,9 @@ async fn plan_to_apply(args: &Args, policy: &bf::plan_file::confine::Policy) -> 
     // The plan to decide on; stdout is the outcome's (with `--json`, one JSON document).
     let shown = render(&plan, Format::Text);
     if args.json || args.quiet {
-        eprint!("{shown}");
+        say_part!("{shown}");
     } else {
-        print!("{shown}");
+        out_part!("{shown}");
     }
     Ok(Some(plan))
 }
@@ -206,19 +206,19 @@ async fn plan_to_apply(args: &Args, policy: &bf::plan_file::confine::Policy) -> 
 /// when the operator says yes to the plan's summary. Warnings are shown either way.
 fn approved(plan: &Plan, auto_approve: bool) -> anyhow::Result<bool> {
     if !plan.appliable() {
-        eprintln!("error: this plan cannot be applied:");
+        say!("error: this plan cannot be applied:");
         for problem in &plan.problems {
-            eprintln!("  - {problem}");
+            say!("  - {problem}");
         }
         return Ok(false);
     }
     for warning in &plan.warnings {
-        eprintln!("Warning: {warning}");
+        say!("Warning: {warning}");
     }
     if !auto_approve {
-        eprintln!("{}", summary(plan));
+        say!("{}", summary(plan));
         if !super::confirm("Do you want to apply this backfill?", "apply")? {
-            eprintln!("Apply cancelled; nothing was written.");
+            say!("Apply cancelled; nothing was written.");
             return Ok(false);
         }
     }
@@ -262,7 +262,7 @@ fn say_where_it_stopped(plan: &Plan, stopped: &ChainApplyError) {
     let error = &stopped.source;
     // A chain's error names the table it stopped at.
     let said = if chained { stopped.to_string() } else { error.to_string() };
-    eprintln!("error: {}", bf::delta::store::redact(&said));
+    say!("error: {}", bf::delta::store::redact(&said));
     // Refused before writing: the message says what to do instead of a resume.
     let refused = matches!(
         error,
@@ -278,22 +278,24 @@ fn say_where_it_stopped(plan: &Plan, stopped: &ChainApplyError) {
             | ApplyError::OutOfOrder(_)
     );
     match error {
-        ApplyError::Verify { .. } => eprintln!(
-            "That slice's commit is in the table: `bf rollback` puts the table back to the pre-version."
-        ),
+        ApplyError::Verify { .. } => {
+            say!("That slice's commit is in the table: `bf rollback` puts the table back to the pre-version.")
+        }
         _ if refused && chained && stopped.applied.is_empty() => {
-            eprintln!("No table of the chain was written.")
+            say!("No table of the chain was written.")
         }
         _ if refused => {}
-        _ => eprintln!(
+        _ => say!(
             "Slices committed before this stay recorded in the table; run `bf apply` again (without `--rerun`) \
              to resume."
         ),
     }
     for report in &stopped.applied {
-        eprintln!(
+        say!(
             "{} is applied (backfill {}); `bf apply` again resumes the chain at {}, or `bf rollback --cascade` undoes it.",
-            report.table, report.backfill_id, stopped.table
+            report.table,
+            report.backfill_id,
+            stopped.table
         );
     }
 }

@@ -70,7 +70,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         }
     }
     if !refused.is_empty() {
-        eprintln!("error: not a bf rehearsal, so not deleted (nothing was deleted): {}", refused.join(", "));
+        say!("error: not a bf rehearsal, so not deleted (nothing was deleted): {}", refused.join(", "));
         return Ok(ExitCode::FAILURE);
     }
     let mut out = std::io::stdout().lock();

@@ -27,7 +27,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let spool = bf::lineage::spool(state.path());
     let waiting = transport::saved(&spool).with_context(|| format!("reading {}", spool.display()))?;
     if waiting.is_empty() {
-        eprintln!("No OpenLineage events wait in {}.", spool.display());
+        say!("No OpenLineage events wait in {}.", spool.display());
         return Ok(ExitCode::SUCCESS);
     }
     let transport = Transport::from_env()?.with_context(|| {
@@ -39,11 +39,11 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         )
     })?;
     let resent = transport::resend(&transport, &spool).await?;
-    eprintln!("{} OpenLineage events sent to {}.", resent.sent, resent.to);
+    say!("{} OpenLineage events sent to {}.", resent.sent, resent.to);
     match resent.problem {
         None => Ok(ExitCode::SUCCESS),
         Some(problem) => {
-            eprintln!("error: {problem}; {} events still wait in {}.", resent.left, spool.display());
+            say!("error: {problem}; {} events still wait in {}.", resent.left, spool.display());
             Ok(ExitCode::FAILURE)
         }
     }

@@ -57,7 +57,7 @@ pub fn confirm(question: &str, verb: &str) -> anyhow::Result<bool> {
             "refusing to {verb} without confirmation: stdin is not a terminal (pass --auto-approve)"
         );
     }
-    eprint!("{question} Only 'yes' will be accepted: ");
+    say_part!("{question} Only 'yes' will be accepted: ");
     std::io::stderr().flush()?;
     let mut answer = String::new();
     std::io::stdin().lock().read_line(&mut answer)?;
@@ -85,14 +85,14 @@ pub async fn tell(
             Delivery::Failed { to, why } => format!("notice NOT delivered to {to}: {why}"),
         };
         if delivery.failed() {
-            eprintln!("Warning: {line}");
+            say!("Warning: {line}");
         } else {
-            eprintln!("{line}");
+            say!("{line}");
         }
         lines.push(line);
     }
     if deliveries.iter().any(Delivery::failed) {
-        eprintln!("The notice, to pass on by hand:\n\n{}", notice.text());
+        say!("The notice, to pass on by hand:\n\n{}", notice.text());
     }
     lines
 }
@@ -104,7 +104,7 @@ pub fn lineage(state: &StateDir) -> (bf::lineage::Lineage, bf::lineage::Emitter)
     let emitter = bf::lineage::Emitter::from_env(bf::lineage::spool(state.path()));
     let (lineage, problem) = bf::lineage::Lineage::from_env();
     if let Some(problem) = problem.filter(|_| emitter.is_on()) {
-        eprintln!("Warning: lineage: {problem}; bf's runs are sent without a parent");
+        say!("Warning: lineage: {problem}; bf's runs are sent without a parent");
     }
     (lineage, emitter)
 }
@@ -128,8 +128,8 @@ pub async fn delivered(emitter: bf::lineage::Emitter) -> Option<String> {
         line = format!("{line}; {} saved{spool}: `bf lineage resend` sends them", delivery.saved);
     }
     match delivery.problem.is_some() {
-        true => eprintln!("Warning: {line}"),
-        false => eprintln!("{line}"),
+        true => say!("Warning: {line}"),
+        false => say!("{line}"),
     }
     Some(line)
 }

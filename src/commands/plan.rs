@@ -115,7 +115,7 @@ pub async fn rehearse_and_save(
     let chain = match Chain::load(path, policy) {
         Ok(chain) => chain,
         Err(error) => {
-            eprintln!("{error}");
+            say!("{error}");
             return Ok(None);
         }
     };
@@ -123,15 +123,15 @@ pub async fn rehearse_and_save(
     let policies = match policies.map(Policies::load).transpose() {
         Ok(policies) => policies,
         Err(error) => {
-            eprintln!("error: {error}");
+            say!("error: {error}");
             return Ok(None);
         }
     };
     let mut plan = match rehearsal::rehearse_chain(&chain, progress).await {
         Ok(plan) => plan,
         Err(error) => {
-            eprintln!("error: {}", bf::delta::store::redact(&error.to_string()));
-            eprintln!("nothing was written to the target, and no plan was saved");
+            say!("error: {}", bf::delta::store::redact(&error.to_string()));
+            say!("nothing was written to the target, and no plan was saved");
             return Ok(None);
         }
     };

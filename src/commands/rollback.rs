@@ -65,9 +65,9 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
         _ => Stores::from_environment(),
     };
     if let Some(version) = args.to_version {
-        eprint!("{}", render::rollback::restore_intent(&name, version));
+        say_part!("{}", render::rollback::restore_intent(&name, version));
         if !args.auto_approve && !super::confirm("Do you want to roll back?", "roll back")? {
-            eprintln!("Rollback cancelled; nothing was written.");
+            say!("Rollback cancelled; nothing was written.");
             return Ok(ExitCode::FAILURE);
         }
         let (lineage, emitter) = super::lineage(&args.state);
@@ -112,15 +112,15 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     let mut undo = cascade::with_downstream(plan, &stores_for).await?;
     name_downstream(&mut undo, saved.as_ref());
     if undo.len() > 1 && !args.cascade {
-        eprintln!("error: {}", cascade::refusal(&undo));
+        say!("error: {}", cascade::refusal(&undo));
         return Ok(ExitCode::FAILURE);
     }
     for step in &undo {
-        eprint!("{}", render::rollback::intent(step, args.window_only));
+        say_part!("{}", render::rollback::intent(step, args.window_only));
     }
     let nothing_to_write = !args.window_only && undo.iter().all(|p| p.finished());
     if !args.auto_approve && !nothing_to_write && !super::confirm("Do you want to roll back?", "roll back")? {
-        eprintln!("Rollback cancelled; nothing was written.");
+        say!("Rollback cancelled; nothing was written.");
         return Ok(ExitCode::FAILURE);
     }
     let mut reports = roll_back(&undo, &args, nothing_to_write).await?;

@@ -28,7 +28,7 @@ pub fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Resul
     let document = match plan_file::load(&args.plan, &policy.scope(&args.plan)) {
         Ok(document) => document,
         Err(error) => {
-            eprintln!("{error}");
+            say!("{error}");
             return Ok(ExitCode::FAILURE);
         }
     };

@@ -42,14 +42,14 @@ pub fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Resul
             }
             Err(error) => {
                 invalid += 1;
-                eprintln!("{error}\n");
+                say!("{error}\n");
             }
         }
     }
     if invalid == 0 {
         return Ok(ExitCode::SUCCESS);
     }
-    eprintln!(
+    say!(
         "{invalid} of {} plan file{} invalid",
         args.plans.len(),
         if args.plans.len() == 1 { " is" } else { "s are" }
