@@ -35,3 +35,151 @@ fn a_reader_that_closes_the_pipe_never_stops_an_apply() {
     committed.sort();
     assert_eq!(committed, (1..=30).collect::<Vec<u64>>(), "every slice once");
 }
+
+/// A `payments` table partitioned by its date, March 1–3, with 2 wrong amounts on the 2nd; and the
+/// corrected files, one per day, in `landing/payments/`.
+async fn payments(root: &std::path::Path) -> std::path::PathBuf {
+    use std::sync::Arc;
+
+    use bf::deltalake::arrow::array::{Date32Array, Int64Array, RecordBatch, StringArray};
+    use bf::deltalake::arrow::datatypes::{DataType as ArrowType, Field, Schema};
+    use bf::deltalake::kernel::{DataType, StructField};
+    use bf::deltalake::protocol::SaveMode;
+
+    let dir = root.join("warehouse/payments");
+    let columns = vec![
+        StructField::new("payment_id", DataType::LONG, true),
+        StructField::new("customer", DataType::STRING, true),
+        StructField::new("amount_cents", DataType::LONG, true),
+        StructField::new("currency", DataType::STRING, true),
+        StructField::new("paid_on", DataType::DATE, true),
+    ];
+    let table = crate::common::new_table_with(&dir, columns, &["paid_on"], &[]).await;
+    let day = |d: &str| {
+        (chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").unwrap() - chrono::NaiveDate::default()).num_days()
+            as i32
+    };
+    let rows: [(i64, &str, i64, &str, &str); 6] = [
+        (1, "C1", 1000, "EUR", "2026-03-01"),
+        (2, "C2", 2500, "EUR", "2026-03-01"),
+        (3, "C1", 990, "EUR", "2026-03-02"),
+        (4, "C3", 12000, "EUR", "2026-03-02"),
+        (5, "C2", 700, "EUR", "2026-03-03"),
+        (6, "C4", 4200, "EUR", "2026-03-04"),
+    ];
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("payment_id", ArrowType::Int64, true),
+        Field::new("customer", ArrowType::Utf8, true),
+        Field::new("amount_cents", ArrowType::Int64, true),
+        Field::new("currency", ArrowType::Utf8, true),
+        Field::new("paid_on", ArrowType::Date32, true),
+    ]));
+    let batch = RecordBatch::try_new(
+        schema,
+        vec![
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.0))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.1))),
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.2))),
+            Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.3))),
+            Arc::new(Date32Array::from_iter_values(rows.iter().map(|r| day(r.4)))),
+        ],
+    )
+    .unwrap();
+    table.write(vec![batch]).with_save_mode(SaveMode::Append).await.unwrap();
+    let landing = root.join("landing/payments");
+    std::fs::create_dir_all(&landing).unwrap();
+    let header = "payment_id,customer,amount_cents,currency,paid_on\n";
+    for (file, body) in [
+        ("2026-03-01.csv", "1,C1,1000,EUR,2026-03-01\n2,C2,2500,EUR,2026-03-01\n"),
+        ("2026-03-02.csv", "3,C1,1990,EUR,2026-03-02\n4,C3,1200,EUR,2026-03-02\n"),
+        ("2026-03-03.csv", "5,C2,700,EUR,2026-03-03\n"),
+    ] {
+        std::fs::write(landing.join(file), format!("{header}{body}")).unwrap();
+    }
+    dir
+}
+
+/// The README's "Your first plan", command by command, on a table of one's own: `bf init` writes
+/// the plan; `bf validate` points at each placeholder; written in, the plan validates, rehearses,
+/// applies (the two wrong amounts corrected, the 4th untouched) and rolls back to the table as it
+/// was.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_readme_first_plan_from_init_to_rollback_on_a_table_of_ones_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // A git work tree: the root plans reach within.
+    assert!(Command::new("git").arg("init").arg("-q").arg(root).status().unwrap().success());
+    std::fs::create_dir(root.join("plans")).unwrap();
+    let table = payments(root).await;
+    let before = crate::common::rows_at(&table, None, "true").await;
+
+    let readme = std::fs::read_to_string(crate::common::repo("README.md")).unwrap();
+    let section = readme.split("## Your first plan").nth(1).unwrap();
+    let block = section.split("```sh\n").nth(1).unwrap().split("```").next().unwrap();
+    let commands: Vec<Vec<String>> = block
+        .lines()
+        .map(|l| l.split('#').next().unwrap().trim())
+        .filter(|l| l.starts_with("bf "))
+        .map(|l| l.split_whitespace().skip(1).map(str::to_owned).collect())
+        .collect();
+    assert_eq!(commands.len(), 6, "{block}");
+    let mut validations = 0;
+    for command in commands {
+        let (args, into) = match command.iter().position(|a| a == ">") {
+            Some(at) => (command[..at].to_vec(), Some(command[at + 1].clone())),
+            None => (command.clone(), None),
+        };
+        let mut args = args;
+        if matches!(args[0].as_str(), "apply" | "rollback") {
+            args.push("--auto-approve".into()); // no terminal here to say yes on
+        }
+        let mut bf = Command::new(assert_cmd::cargo::cargo_bin("bf"));
+        bf.current_dir(root).env_remove("BF_STATE_DIR").args(&args);
+        if let Some(into) = &into {
+            bf.stdout(std::fs::File::create(root.join(into)).unwrap());
+        }
+        let out = bf.output().unwrap();
+        let said =
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        if args[0] == "validate" {
+            validations += 1;
+        }
+        if args[0] == "validate" && validations == 1 {
+            // The placeholders, each at its line; then written in, as the author would.
+            assert!(!out.status.success(), "{said}");
+            for key in ["reason", "window.start", "window.end", "source.inputs.corrected.path"] {
+                assert!(said.contains(&format!("`{key}` is still the placeholder")), "{key}:\n{said}");
+            }
+            let path = root.join("plans/payments.toml");
+            let plan = std::fs::read_to_string(&path).unwrap();
+            assert!(plan.contains("table = \"../warehouse/payments\""), "relative to the plan:\n{plan}");
+            assert!(plan.contains("date_column = \"paid_on\" # guessed"), "{plan}");
+            assert!(plan.contains("key = [\"payment_id\"] # guessed"), "{plan}");
+            let written = plan
+                .replace(
+                    "\"<why these days are rewritten: what was wrong, and where the corrected rows come from>\"",
+                    "\"Two amounts of March 2 were entered wrong by the till; the corrected files are from finance.\"",
+                )
+                .replace("\"<the first day to rewrite, as a date without quotes: 2026-03-01>\"", "2026-03-01")
+                .replace("\"<the last day to rewrite (included), as a date without quotes: 2026-03-31>\"", "2026-03-03")
+                .replace("<the path of the corrected rows, e.g. ../landing/payments/{date}.csv>", "../landing/payments/{date}.csv");
+            std::fs::write(&path, written).unwrap();
+            continue;
+        }
+        assert!(out.status.success(), "bf {args:?}:\n{said}");
+        if args[0] == "apply" {
+            let after = crate::common::rows_at(&table, None, "true").await;
+            assert!(
+                after.iter().any(|r| r.contains("1990")) && after.iter().any(|r| r.contains("1200")),
+                "{after:?}"
+            );
+            assert!(!after.iter().any(|r| r.contains("12000")), "{after:?}");
+            assert!(after.iter().any(|r| r.contains("4200")), "the 4th is outside the window: {after:?}");
+        }
+    }
+    assert_eq!(
+        crate::common::rows_at(&table, None, "true").await,
+        before,
+        "rolled back to the table as it was"
+    );
+}

@@ -3,7 +3,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    apply, clean, demo, export, freeze, history, lineage, plan, policy, rollback, schema, show, slices,
+    apply, clean, demo, export, freeze, history, init, lineage, plan, policy, rollback, schema, show, slices,
     status, unfreeze, validate,
 };
 
@@ -25,6 +25,7 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    Init(init::Args),
     Validate(validate::Args),
     Slices(slices::Args),
     Plan(plan::Args),

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod export;
 pub mod freeze;
 pub mod history;
+pub mod init;
 pub mod lineage;
 pub mod plan;
 pub mod policy;
@@ -30,6 +31,7 @@ pub async fn run(command: Command, root: Option<&Path>) -> anyhow::Result<ExitCo
     // What plans may reach is the operator's: the root and the environment's lists, read once.
     let policy = bf::plan_file::confine::Policy::from_env(root)?;
     match command {
+        Command::Init(args) => init::run(args).await,
         Command::Validate(args) => validate::run(args, &policy),
         Command::Slices(args) => slices::run(args, &policy),
         Command::Plan(args) => plan::run(args, &policy).await,

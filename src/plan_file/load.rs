@@ -152,6 +152,21 @@ pub fn parse_within(path: &Path, text: String, scope: Option<&Scope>) -> Result<
     let index = SpanIndex::new(&text);
     let invalid =
         |diagnostics| PlanFileError::Invalid { path: path.to_owned(), text: text.clone(), diagnostics };
+    // What `bf init` left for the author: every one at its line, before anything else is said.
+    let mut found = index.placeholders(&text);
+    found.sort_by_key(|(_, span, _)| span.start);
+    let placeholders: Vec<Diagnostic> = found
+        .into_iter()
+        .map(|(key, span, placeholder)| Diagnostic {
+            key: Some(key.to_owned()),
+            message: format!("`{key}` is still the placeholder `bf init` wrote"),
+            help: Some(format!("replace it with {}", &placeholder[1..placeholder.len() - 1])),
+            span: Some(span),
+        })
+        .collect();
+    if !placeholders.is_empty() {
+        return Err(invalid(placeholders));
+    }
     let plan: PlanFile = match toml::from_str(&text) {
         Ok(plan) => plan,
         // An empty file is an empty plan; anything else without a plan's keys is not one.

@@ -21,6 +21,7 @@ pub mod chain;
 pub mod confine;
 mod load;
 pub mod read_only;
+pub mod scaffold;
 mod schema;
 mod spans;
 pub mod template;

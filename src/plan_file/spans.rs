@@ -92,6 +92,20 @@ impl SpanIndex {
         String::from_utf8(bytes).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
     }
 
+    /// The keys whose value is still a placeholder `bf init` wrote (`"<…>"`), with the value's span
+    /// and text.
+    pub(crate) fn placeholders<'t>(&self, text: &'t str) -> Vec<(&str, Range<usize>, &'t str)> {
+        self.entries
+            .iter()
+            .filter_map(|e| {
+                let raw = text.get(e.value.clone())?;
+                let inner = raw.strip_prefix('"')?.strip_suffix('"')?;
+                (!inner.contains('\n') && super::scaffold::is_placeholder(inner))
+                    .then(|| (e.path.as_str(), e.value.clone(), inner))
+            })
+            .collect()
+    }
+
     /// The innermost key whose key or value contains `span`.
     pub(crate) fn key_at(&self, span: &Range<usize>) -> Option<&str> {
         let contains = |r: &Range<usize>| r.start <= span.start && span.end <= r.end && !r.is_empty();

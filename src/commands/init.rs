@@ -1,0 +1,92 @@
+//! `bf init`: a first plan for a table, from its schema.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use bf::delta::store::{Location, Stores};
+use bf::plan_file::scaffold::Scaffold;
+
+/// Write a first plan for a table, from its schema.
+///
+/// Every column is in the query; the date column and the key are guessed, and marked as guesses;
+/// the reason, the window and the corrected rows' path are left as `<…>` placeholders that
+/// `bf validate` points at.
+///
+/// `bf init --table warehouse/payments > plans/payments.toml`: the table's path is written relative
+/// to the plan's folder (the file stdout or `--out` names), as plan paths are.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// The table: a path, a URI, or a catalog name (`uc://catalog.schema.table`,
+    /// `glue://database.table`).
+    #[arg(long, value_name = "TABLE")]
+    table: String,
+    /// The DATE column slices are cut by (default: guessed, preferring the one the table is
+    /// partitioned by).
+    #[arg(long, value_name = "COLUMN")]
+    date_column: Option<String>,
+    /// The columns that identify a row (comma-separated; default: guessed from their names).
+    #[arg(long, value_name = "COLUMNS", value_delimiter = ',')]
+    key: Vec<String>,
+    /// Write the plan to FILE (refused if it exists) instead of stdout.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+}
+
+pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
+    let here = std::env::current_dir()?;
+    let located = bf::delta::catalog::locate(&here, &args.table).await?;
+    let table = Stores::from_environment().open(&located.url, None).await?;
+    let schema = bf::delta::table::arrow_schema(&table)?;
+    let partition_columns = bf::delta::table::partition_columns(&table);
+    let plan_dir = match &args.out {
+        Some(out) => out.parent().map(|p| here.join(p)).unwrap_or_else(|| here.clone()),
+        None => stdout_file().and_then(|f| f.parent().map(Path::to_path_buf)).unwrap_or_else(|| here.clone()),
+    };
+    let written = as_written_from(&plan_dir, &here, &args.table);
+    let text = Scaffold {
+        table: &written,
+        schema: &schema,
+        partition_columns: &partition_columns,
+        date_column: args.date_column.as_deref(),
+        key: &args.key,
+    }
+    .write()?;
+    match &args.out {
+        Some(out) => {
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(out)
+                .with_context(|| format!("writing {}", out.display()))?;
+            file.write_all(text.as_bytes())?;
+            say!(
+                "Wrote {}: write its <…> placeholders, then `bf validate {}`.",
+                out.display(),
+                out.display()
+            );
+        }
+        None => std::io::stdout().lock().write_all(text.as_bytes())?,
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The table as the plan names it: a local path relative to the plan's folder; a URI or a
+/// catalog name as given.
+fn as_written_from(plan_dir: &Path, here: &Path, written: &str) -> String {
+    match Location::resolve(here, written) {
+        Location::Path(path) => {
+            let absolute = path_clean::clean(here.join(path));
+            pathdiff::diff_paths(&absolute, path_clean::clean(plan_dir))
+                .map_or_else(|| absolute.display().to_string(), |p| p.display().to_string())
+        }
+        Location::Uri(_) => written.to_owned(),
+    }
+}
+
+/// The file stdout is redirected to (`> plans/x.toml`), where the system says.
+fn stdout_file() -> Option<PathBuf> {
+    let target = std::fs::read_link("/proc/self/fd/1").ok()?;
+    target.is_file().then_some(target)
+}

@@ -1,0 +1,320 @@
+//! A first plan for a table, written from its schema (`bf init`): nobody should have to copy
+//! someone else's plan to start one. Every column is in the query, the date column and the key are
+//! guessed and say so, and what only its author can know — why, which days, where the corrected
+//! rows are — is left as `<…>` placeholders, which [`super::load`] refuses at their lines until
+//! they are written.
+
+use std::fmt::Write as _;
+
+use deltalake::arrow::datatypes::{DataType, Schema};
+
+/// A value `bf init` leaves for the author to write: a TOML string between `<` and `>`.
+pub fn is_placeholder(text: &str) -> bool {
+    let text = text.trim();
+    text.len() > 2 && text.starts_with('<') && text.ends_with('>')
+}
+
+/// What `bf init` was told and found.
+pub struct Scaffold<'a> {
+    /// The table as the plan will name it (relative to the plan's folder, a URI, a catalog name).
+    pub table: &'a str,
+    pub schema: &'a Schema,
+    pub partition_columns: &'a [String],
+    /// `--date-column`; guessed when `None`.
+    pub date_column: Option<&'a str>,
+    /// `--key`; guessed when empty.
+    pub key: &'a [String],
+}
+
+/// Why `bf init` cannot write a plan for the table as told.
+#[derive(Debug, thiserror::Error)]
+pub enum ScaffoldError {
+    #[error("the table has no column `{column}`{}", suggest(.columns, .column))]
+    NoColumn { column: String, columns: Vec<String> },
+    #[error(
+        "`{column}` is {found}, and bf slices by a DATE column{}",
+        date_columns(.dates)
+    )]
+    NotADate { column: String, found: String, dates: Vec<String> },
+    #[error(
+        "the table has no DATE column to slice by (its columns: {columns}); bf rewrites a table day by day \
+         through a DATE column, often the one it is partitioned by"
+    )]
+    NoDateColumn { columns: String },
+}
+
+fn suggest(columns: &[String], typed: &str) -> String {
+    let near = columns
+        .iter()
+        .map(|c| (strsim::jaro(typed, c), c))
+        .filter(|(score, _)| *score > 0.7)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match near {
+        Some((_, column)) => format!(" — did you mean `{column}`?"),
+        None => format!(" (its columns: {})", columns.join(", ")),
+    }
+}
+
+fn date_columns(dates: &[String]) -> String {
+    match dates.is_empty() {
+        true => String::new(),
+        false => format!(": its DATE columns are {}", dates.join(", ")),
+    }
+}
+
+/// Which column and why: a guess says what it was guessed from, so the author checks it.
+struct Chosen {
+    columns: Vec<String>,
+    why: &'static str,
+}
+
+impl Scaffold<'_> {
+    fn names(&self) -> Vec<String> {
+        self.schema.fields().iter().map(|f| f.name().clone()).collect()
+    }
+
+    fn dates(&self) -> Vec<String> {
+        self.schema
+            .fields()
+            .iter()
+            .filter(|f| f.data_type() == &DataType::Date32)
+            .map(|f| f.name().clone())
+            .collect()
+    }
+
+    fn date_column(&self) -> Result<Chosen, ScaffoldError> {
+        let dates = self.dates();
+        if let Some(column) = self.date_column {
+            let field = self
+                .schema
+                .field_with_name(column)
+                .map_err(|_| ScaffoldError::NoColumn { column: column.to_owned(), columns: self.names() })?;
+            if field.data_type() != &DataType::Date32 {
+                return Err(ScaffoldError::NotADate {
+                    column: column.to_owned(),
+                    found: field.data_type().to_string(),
+                    dates,
+                });
+            }
+            return Ok(Chosen { columns: vec![column.to_owned()], why: "" });
+        }
+        let partitioned = dates.iter().find(|d| self.partition_columns.contains(d));
+        let named = dates.iter().find(|d| {
+            let d = d.to_lowercase();
+            d.contains("date") || d.contains("day") || d.ends_with("_on") || d == "dt"
+        });
+        let (column, why) = match (partitioned, named, dates.first()) {
+            (Some(c), ..) => (c, "guessed: the DATE column the table is partitioned by"),
+            (None, Some(c), _) => (c, "guessed: a DATE column named like a day"),
+            (None, None, Some(c)) if dates.len() == 1 => (c, "guessed: the table's only DATE column"),
+            (None, None, Some(c)) => (c, "guessed: the first of the table's DATE columns; check it"),
+            (None, None, None) => {
+                return Err(ScaffoldError::NoDateColumn { columns: self.names().join(", ") });
+            }
+        };
+        Ok(Chosen { columns: vec![column.clone()], why })
+    }
+
+    fn key(&self, date: &str) -> Result<Option<Chosen>, ScaffoldError> {
+        let names = self.names();
+        if !self.key.is_empty() {
+            if let Some(missing) = self.key.iter().find(|k| !names.contains(k)) {
+                return Err(ScaffoldError::NoColumn { column: missing.clone(), columns: names });
+            }
+            return Ok(Some(Chosen { columns: self.key.to_vec(), why: "" }));
+        }
+        let id = names
+            .iter()
+            .filter(|n| n.as_str() != date)
+            .find(|n| n.eq_ignore_ascii_case("id") || n.to_lowercase().ends_with("_id"));
+        Ok(id.map(|id| Chosen {
+            columns: vec![id.clone()],
+            why: "guessed: the first column named like an id",
+        }))
+    }
+
+    /// The first number that is neither the key nor an id: what the rehearsal sums before and after.
+    fn metric(&self, key: &[String]) -> Option<String> {
+        self.schema
+            .fields()
+            .iter()
+            .filter(|f| f.data_type().is_numeric() && !key.contains(f.name()))
+            .map(|f| f.name().clone())
+            .find(|n| !n.to_lowercase().ends_with("_id") && !n.eq_ignore_ascii_case("id"))
+    }
+
+    /// The plan file's text.
+    pub fn write(&self) -> Result<String, ScaffoldError> {
+        let date = self.date_column()?;
+        let date_column = &date.columns[0];
+        let key = self.key(date_column)?;
+        let key_columns = key.as_ref().map(|k| k.columns.clone()).unwrap_or_default();
+        let daily = self.partition_columns.contains(date_column);
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# A backfill of {table}, written by `bf init` from the table's schema. Replace each <…>\n\
+             # placeholder (`bf validate` points at each) and check the guesses; then `bf plan` rehearses\n\
+             # it on a clone: nothing in the table changes until `bf apply`.",
+            table = last_segment(self.table)
+        );
+        let _ = writeln!(
+            out,
+            "reason = \"<why these days are rewritten: what was wrong, and where the corrected rows come from>\"\n"
+        );
+        let _ = writeln!(out, "[target]\ntable = {}", toml_string(self.table));
+        let _ = writeln!(out, "date_column = {}{}", toml_string(date_column), comment(date.why));
+        match &key {
+            Some(key) => {
+                let why = match key.why {
+                    "" => " # the columns that identify a row: the diff matches rows on them".to_owned(),
+                    why => comment(why),
+                };
+                let _ = writeln!(out, "key = {}{why}", toml_list(&key.columns));
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "# key = [\"…\"]  # the columns that identify a row, for the row-level diff"
+                );
+            }
+        }
+        let _ = writeln!(
+            out,
+            "\n[window]\n\
+             start = \"<the first day to rewrite, as a date without quotes: 2026-03-01>\"\n\
+             end = \"<the last day to rewrite (included), as a date without quotes: 2026-03-31>\"\n"
+        );
+        let _ = writeln!(
+            out,
+            "[slicing]\nevery = \"{}\" # one commit per slice: \"day\", \"week\" or \"month\"\n",
+            if daily { "day" } else { "month" }
+        );
+        let _ = writeln!(
+            out,
+            "[source]\n\
+             # Where the corrected rows come from, read as the table `corrected`: a file, a folder or a path\n\
+             # with {{date}} (csv, parquet or json), or a Delta table (format = \"delta\").\n\
+             inputs.corrected = {{ path = \"<the path of the corrected rows, e.g. ../landing/{}/{{date}}.csv>\", format = \"csv\" }}\n\
+             # One read-only SELECT giving the table's columns for one slice: $start and $end are its days.",
+            last_segment(self.table)
+        );
+        let columns: Vec<String> = self.names().iter().map(|c| ident(c)).collect();
+        let _ = writeln!(
+            out,
+            "query = \"\"\"\nSELECT {}\nFROM corrected\nWHERE {} BETWEEN $start AND $end\n\"\"\"",
+            columns.join(",\n       "),
+            ident(date_column)
+        );
+        if let Some(metric) = self.metric(&key_columns) {
+            let _ = writeln!(
+                out,
+                "\n# What the plan shows before and after, per slice (any SQL aggregate; more [[metrics]] welcome).\n\
+                 [[metrics]]\nname = {}\nsql = {}",
+                toml_string(&metric),
+                toml_string(&format!("SUM({})", ident(&metric)))
+            );
+        }
+        if !key_columns.is_empty() {
+            let _ = writeln!(
+                out,
+                "\n# What must hold in every slice after the backfill, or the plan cannot be applied.\n\
+                 [[checks]]\nname = {}\nunique = {}",
+                toml_string(&format!("one row per {}", key_columns.join(", "))),
+                toml_list(&key_columns)
+            );
+        }
+        Ok(out)
+    }
+}
+
+fn comment(why: &str) -> String {
+    match why {
+        "" => String::new(),
+        why => format!(" # {why}"),
+    }
+}
+
+fn toml_string(text: &str) -> String {
+    toml::Value::String(text.to_owned()).to_string()
+}
+
+fn toml_list(items: &[String]) -> String {
+    format!("[{}]", items.iter().map(|i| toml_string(i)).collect::<Vec<_>>().join(", "))
+}
+
+/// A column name as SQL reads it: bare when it is a plain lowercase name, quoted otherwise.
+fn ident(name: &str) -> String {
+    let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
+        && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    match plain {
+        true => name.to_owned(),
+        false => format!("\"{}\"", name.replace('"', "\"\"")),
+    }
+}
+
+fn last_segment(table: &str) -> &str {
+    table.trim_end_matches('/').rsplit(['/', '.']).next().unwrap_or(table)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use deltalake::arrow::datatypes::Field;
+
+    fn payments() -> Schema {
+        Schema::new(vec![
+            Field::new("payment_id", DataType::Int64, true),
+            Field::new("customer", DataType::Utf8, true),
+            Field::new("amount_cents", DataType::Int64, true),
+            Field::new("Paid On", DataType::Date32, true),
+        ])
+    }
+
+    #[test]
+    fn guesses_are_said_and_every_column_is_selected() {
+        let schema = payments();
+        let partitions = vec!["Paid On".to_owned()];
+        let text = Scaffold {
+            table: "../warehouse/payments",
+            schema: &schema,
+            partition_columns: &partitions,
+            date_column: None,
+            key: &[],
+        }
+        .write()
+        .unwrap();
+        assert!(
+            text.contains("date_column = \"Paid On\" # guessed: the DATE column the table is partitioned by"),
+            "{text}"
+        );
+        assert!(text.contains("key = [\"payment_id\"] # guessed"), "{text}");
+        assert!(
+            text.contains("SELECT payment_id,\n       customer,\n       amount_cents,\n       \"Paid On\""),
+            "{text}"
+        );
+        assert!(text.contains("every = \"day\""), "{text}");
+        assert!(text.contains("sql = \"SUM(amount_cents)\""), "{text}");
+        assert!(toml::from_str::<toml::Table>(&text).is_ok(), "valid TOML:\n{text}");
+    }
+
+    #[test]
+    fn a_named_column_that_is_not_there_or_not_a_date_is_refused() {
+        let schema = payments();
+        let scaffold = |date: Option<&'static str>| {
+            Scaffold { table: "t", schema: &schema, partition_columns: &[], date_column: date, key: &[] }
+                .write()
+        };
+        let typo = scaffold(Some("paid_onn")).unwrap_err().to_string();
+        assert!(typo.contains("no column `paid_onn`"), "{typo}");
+        let wrong = scaffold(Some("customer")).unwrap_err().to_string();
+        assert!(wrong.contains("its DATE columns are Paid On"), "{wrong}");
+    }
+
+    #[test]
+    fn placeholders_are_angle_bracketed() {
+        assert!(is_placeholder("<why>"));
+        assert!(!is_placeholder("why <not>"));
+        assert!(!is_placeholder("<>"));
+    }
+}
