@@ -183,3 +183,36 @@ async fn the_readme_first_plan_from_init_to_rollback_on_a_table_of_ones_own() {
         "rolled back to the table as it was"
     );
 }
+
+/// "No changes" is an outcome of its own: a plan whose corrected rows are the table's says so (and
+/// `--detailed-exitcode` exits 0), `bf apply` writes nothing and says so; and a plan applied twice
+/// says the second time that it is already applied, nothing written.
+#[test]
+fn a_plan_that_changes_nothing_says_so_and_a_finished_apply_writes_nothing_again() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join(DAILY);
+    let path = crate::common::september_plan(root, "first-week.toml", 7, |t| t);
+    let run = |args: &[&str]| bf_in(root).args(args).output().unwrap();
+    assert!(run(&["plan", &path, "--quiet"]).status.success());
+    assert!(run(&["apply", "--auto-approve"]).status.success());
+    let commits = crate::common::commit_files(&daily).len();
+
+    let again = run(&["apply", "--auto-approve"]);
+    let said = String::from_utf8_lossy(&again.stdout);
+    assert!(again.status.success());
+    assert!(said.contains("is already applied to") && said.contains("nothing written"), "{said}");
+    assert_eq!(crate::common::commit_files(&daily).len(), commits, "nothing written");
+
+    // The same files planned again: the table holds exactly these rows already.
+    let replanned = run(&["plan", &path, "--detailed-exitcode"]);
+    let shown = String::from_utf8_lossy(&replanned.stdout);
+    assert_eq!(replanned.status.code(), Some(0), "no changes: exit 0\n{shown}");
+    assert!(shown.contains("Plan: no changes. Every slice's rows equal the table's (7 slices,"), "{shown}");
+    assert!(!shown.contains("slices to replace"), "{shown}");
+    let applied = run(&["apply", "--auto-approve"]);
+    let said = String::from_utf8_lossy(&applied.stderr);
+    assert!(applied.status.success(), "{said}");
+    assert!(said.contains("Nothing to apply") && said.contains("Nothing written"), "{said}");
+    assert_eq!(crate::common::commit_files(&daily).len(), commits, "no backfill of identical rows");
+}

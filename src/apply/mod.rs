@@ -114,6 +114,8 @@ pub struct ApplyReport {
     pub comment: Option<String>,
     /// The change log table the backfill was recorded in, if the plan names one.
     pub log_table: Option<String>,
+    /// Whether an earlier run had applied the whole backfill: this one wrote nothing.
+    pub already_applied: bool,
 }
 
 /// Told when the writing starts (the preflight passed), and about each slice as it starts and lands.
@@ -363,6 +365,8 @@ impl<'a> Apply<'a> {
         let preflight = self.preflight().await?;
         let url = url_of(plan)?;
         progress.writing(plan, &preflight.backfill.backfill_id);
+        let finished_before =
+            preflight.since.iter().any(|e| e.is_comment_of(&preflight.backfill.backfill_id));
         let (target, mut outcomes) = self.write_slices(&preflight, progress).await?;
         outcomes.sort_by_key(|o| o.index);
         let (target, comment, log_table) = match self.only {
@@ -378,6 +382,7 @@ impl<'a> Apply<'a> {
             table: display_url(&url),
             pre_version: plan.target.pre_version,
             post_version: target.version().unwrap_or(0),
+            already_applied: finished_before && outcomes.iter().all(|o| o.status == SliceStatus::Skipped),
             slices: outcomes,
             comment,
             log_table,

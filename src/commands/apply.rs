@@ -134,6 +134,14 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     let Some(plan) = plan_to_apply(&args, policy).await? else {
         return Ok(ExitCode::FAILURE);
     };
+    if plan.proven_unchanged()
+        && plan.appliable()
+        && args.rerun.is_none()
+        && !args.finish
+        && only_slices(&args).is_none()
+    {
+        return nothing_to_apply(args.json);
+    }
     if !approved(&plan, args.auto_approve)? {
         return Ok(ExitCode::FAILURE);
     }
@@ -157,6 +165,19 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     // One task of a fan-out tells nobody: `--finish` does, once every slice is in.
     let notices = if fan_out { Vec::new() } else { tell(&plan, &reports, policy).await };
     print_outcome(reports, notices, lineage, args.json)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A plan whose rehearsal proved every slice's rows equal to the table's: applying it would write
+/// a backfill of identical rows, so nothing is written, and that is a success.
+fn nothing_to_apply(json: bool) -> anyhow::Result<ExitCode> {
+    let why = "the rehearsal found every slice's rows equal to the table's, compared one by one on the key";
+    if json {
+        let text = render::json(&serde_json::json!({ "written": false, "why": why }));
+        std::io::stdout().lock().write_all(text.as_bytes())?;
+    } else {
+        say!("Nothing to apply: {why}. Nothing written.");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

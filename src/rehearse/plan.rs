@@ -286,6 +286,21 @@ impl Plan {
         self.chain().iter().all(|p| p.problems.is_empty())
     }
 
+    /// Whether the rehearsal proved that applying this plan (downstream plans included) changes
+    /// no row: every slice's rows compared one by one on the key, none added, removed or changed,
+    /// and every measure the same. Without a key nothing is proven.
+    pub fn proven_unchanged(&self) -> bool {
+        self.chain().iter().all(|p| p.rows_proven_unchanged())
+    }
+
+    /// [`Plan::proven_unchanged`] for this plan's table alone.
+    pub fn rows_proven_unchanged(&self) -> bool {
+        self.slices.iter().all(|s| {
+            s.before.same_as(&s.after)
+                && s.changes.as_ref().is_some_and(|c| c.added + c.removed + c.changed == 0)
+        })
+    }
+
     /// Whether applying it (downstream plans included) would change any row.
     pub fn changes_data(&self) -> bool {
         self.chain().iter().flat_map(|p| &p.slices).any(|s| {

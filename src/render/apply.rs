@@ -30,6 +30,14 @@ pub fn report(report: &ApplyReport) -> String {
     let committed = report.slices.iter().filter(|s| s.status == SliceStatus::Committed).count();
     let rows: u64 = report.slices.iter().filter_map(|s| s.rows).sum();
     let mut out = String::new();
+    if report.already_applied {
+        let _ = writeln!(
+            out,
+            "Backfill {} is already applied to {}: nothing written. The version to go back to is {}.",
+            report.backfill_id, report.table, report.pre_version
+        );
+        return out;
+    }
     let _ = writeln!(
         out,
         "Applied backfill {} to {}: version {} → {}; {} committed ({rows} rows), {} already there.",

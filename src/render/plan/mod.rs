@@ -62,6 +62,15 @@ pub fn render_with(plan: &Plan, format: Format, detail: Detail) -> String {
 
 /// `Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue 18,204.10 → 16,880.55 (−7.3%)`.
 pub fn summary(plan: &Plan) -> String {
+    if plan.rows_proven_unchanged() {
+        let key = plan.target.key.as_deref().unwrap_or_default().join(", ");
+        return format!(
+            "Plan: no changes. Every slice's rows equal the table's ({}, {}, compared on {key}): applying \
+             it would write nothing.",
+            count(plan.slices.len(), "slice"),
+            count(plan.total.before.rows as usize, "row"),
+        );
+    }
     let verb = mode_verb(plan);
     let mut parts = vec![format!("Plan: {} to {verb}", count(plan.slices.len(), "slice"))];
     let (before, after) = (&plan.total.before, &plan.total.after);
