@@ -62,6 +62,14 @@ async fn comment_once(
     if since.iter().any(|e| e.is_comment_of(&backfill.backfill_id)) {
         return Ok((target, false));
     }
+    // `since` was read before the slices; another finisher may have commented since then, and a
+    // table read after its comment would commit a second one without any conflict.
+    let mut target = target;
+    target.update_incremental(None).await?;
+    let known = since.last().map_or(backfill.pre_version, |e| e.version);
+    if ledger::commits_after(&target, known).await?.iter().any(|e| e.is_comment_of(&backfill.backfill_id)) {
+        return Ok((target, false));
+    }
     let read_version = target.version().unwrap_or(0);
     let fallback = target.clone();
     let written = target
