@@ -43,9 +43,9 @@ pub enum RollbackError {
     UnknownBackfill { table: String, backfill: String },
     #[error(
         "other writers committed to {table} after backfill {backfill}; a full RESTORE would silently discard them:\n{commits}\n\
-         Use `--window-only` to put back only the window's rows and keep their work."
+         {advice}"
     )]
-    OthersCommitted { table: String, backfill: String, commits: String },
+    OthersCommitted { table: String, backfill: String, commits: String, advice: String },
     #[error(
         "other writers wrote inside the window after backfill {backfill}; putting back the pre-version's rows would undo their work too:\n{commits}\n\
          Pass `--force` to roll the window back anyway."
@@ -111,8 +111,11 @@ pub struct RollbackPlan {
     /// Commits of an earlier rollback of this backfill that stopped before its end: a rerun
     /// finishes what is missing and writes nothing twice.
     pub earlier: Vec<Entry>,
-    /// Other writers' commits since the pre-version.
+    /// Other writers' commits since the pre-version: bf backfills still in place among them.
     pub others: Vec<Entry>,
+    /// Later bf backfills that were rolled back since, and their rollbacks: commits that cancel
+    /// out, so nobody's work a RESTORE of the pre-version would lose.
+    pub cancelled: Vec<Entry>,
     /// The window the backfill's slices cover.
     pub window: Window,
 }
@@ -133,6 +136,56 @@ pub struct RollbackReport {
     pub rows_after: u64,
 }
 
+/// One backfill of a table as its history tells it: what `bf rollback --table T` lists to choose
+/// from.
+#[derive(Debug, Clone, Serialize)]
+pub struct Applied {
+    pub backfill_id: String,
+    pub reason: String,
+    pub window: Window,
+    pub pre_version: u64,
+    /// Its first and last slice commits.
+    pub versions: (u64, u64),
+    pub slices: usize,
+    /// Whether its apply finished (its comment is in the table).
+    pub finished: bool,
+    /// The version at which a rollback undid it.
+    pub rolled_back_at: Option<u64>,
+}
+
+/// The backfills of the table at `url`, newest first.
+pub async fn backfills(stores: &Stores, url: &Url) -> Result<Vec<Applied>, RollbackError> {
+    let table = stores.open(url, None).await?;
+    let history = ledger::commits_after(&table, 0).await?;
+    let mut ids: Vec<&str> = Vec::new();
+    for entry in history.iter().rev() {
+        if let Some(id) = entry.backfill().map(|b| b.backfill_id.as_str()).filter(|id| !ids.contains(id)) {
+            ids.push(id);
+        }
+    }
+    let mut applied = Vec::new();
+    for id in ids {
+        let Some(recorded) = ledger::recorded(&history, id).map_err(ledger::LedgerError::from)? else {
+            continue;
+        };
+        let versions: Vec<u64> = recorded.slices.iter().map(|(_, v)| *v).collect();
+        applied.push(Applied {
+            backfill_id: id.to_owned(),
+            reason: recorded.backfill.reason.clone(),
+            window: recorded.backfill.window,
+            pre_version: recorded.backfill.pre_version,
+            versions: (
+                versions.iter().copied().min().unwrap_or_default(),
+                versions.iter().copied().max().unwrap_or_default(),
+            ),
+            slices: recorded.slices.len(),
+            finished: recorded.commented,
+            rolled_back_at: ledger::undone_at(&history, &recorded),
+        });
+    }
+    Ok(applied)
+}
+
 /// Reads what undoing `backfill_id` on the table at `url` involves.
 pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<RollbackPlan, RollbackError> {
     stores.require_safe_commits(url)?;
@@ -148,6 +201,7 @@ pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<Ro
             backfill: backfill_id.to_owned(),
         })?;
     let pre_version = backfill.backfill.pre_version;
+    let undone = undone_since(&history, pre_version, backfill_id);
     let since = history.into_iter().filter(|e| e.version > pre_version);
     let mut plan = RollbackPlan {
         table: name,
@@ -162,6 +216,7 @@ pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<Ro
         ours: Vec::new(),
         earlier: Vec::new(),
         others: Vec::new(),
+        cancelled: Vec::new(),
     };
     for entry in since {
         if entry.keys.rollback_of.as_deref() == Some(backfill_id) {
@@ -172,6 +227,8 @@ pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<Ro
             plan.ours.push(entry);
         } else if entry.rollback_step_of(backfill_id).is_some() {
             plan.earlier.push(entry);
+        } else if bf_backfill_of(&entry).is_some_and(|id| undone.contains(id)) {
+            plan.cancelled.push(entry);
         } else if !matches!(entry.operation.as_str(), "VACUUM START" | "VACUUM END" | "OPTIMIZE") {
             // Maintenance that changes no row (VACUUM, OPTIMIZE) is nobody's work a RESTORE would
             // lose; what VACUUM deleted is caught by the file check instead.
@@ -181,7 +238,54 @@ pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<Ro
     Ok(plan)
 }
 
+/// The bf backfill a commit is part of: one of its slices or its comment, or a step of its rollback.
+fn bf_backfill_of(entry: &Entry) -> Option<&str> {
+    entry.backfill().map(|b| b.backfill_id.as_str()).or(entry.keys.rollback_of.as_deref())
+}
+
+/// The bf backfills applied after version `after` (other than `own`) that were rolled back since:
+/// by a RESTORE of their pre-version, or slice by slice. Their commits and their rollbacks' cancel
+/// out: the table is as if neither had happened.
+fn undone_since(history: &[Entry], after: u64, own: &str) -> BTreeSet<String> {
+    let since: Vec<&Entry> = history.iter().filter(|e| e.version > after).collect();
+    let ids: BTreeSet<&str> =
+        since.iter().filter_map(|e| bf_backfill_of(e)).filter(|id| *id != own).collect();
+    ids.into_iter()
+        .filter(|id| {
+            let Ok(Some(recorded)) = ledger::recorded(history, id) else { return false };
+            // One applied before `after` reaches back past it: undoing it is not cancelling out.
+            if recorded.backfill.pre_version < after {
+                return false;
+            }
+            ledger::undone_at(history, &recorded).is_some()
+        })
+        .map(str::to_owned)
+        .collect()
+}
+
 impl RollbackPlan {
+    /// What to do instead of a full rollback that other writers' commits block: roll back a later
+    /// bf backfill first, put back the window only, or restore a version whatever came since.
+    fn advice(&self) -> String {
+        let later: BTreeSet<&str> =
+            self.others.iter().filter_map(|e| e.backfill().map(|b| b.backfill_id.as_str())).collect();
+        let mut ways = Vec::new();
+        for id in &later {
+            ways.push(format!(
+                "roll back backfill {id} first, which is still in place (`bf rollback --table {} --backfill {id}`); then this one",
+                self.table
+            ));
+        }
+        ways.push(
+            "`--window-only` puts back only this backfill's window and keeps the others' work".to_owned(),
+        );
+        ways.push(format!(
+            "`bf rollback --table {} --to-version {}` restores that version whatever came since, discarding the commits above",
+            self.table, self.backfill.backfill.pre_version
+        ));
+        format!("Instead:\n{}", ways.iter().map(|w| format!("  - {w}")).collect::<Vec<_>>().join("\n"))
+    }
+
     fn backfill_id(&self) -> &str {
         &self.backfill.backfill.backfill_id
     }
@@ -229,6 +333,7 @@ impl RollbackPlan {
                 table: self.table.clone(),
                 backfill: self.backfill_id().to_owned(),
                 commits: ledger::describe(&self.others),
+                advice: self.advice(),
             });
         }
         check_files_exist(&self.stores, &self.url, self.backfill.backfill.pre_version).await

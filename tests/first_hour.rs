@@ -216,3 +216,133 @@ fn a_plan_that_changes_nothing_says_so_and_a_finished_apply_writes_nothing_again
     assert!(said.contains("Nothing to apply") && said.contains("Nothing written"), "{said}");
     assert_eq!(crate::common::commit_files(&daily).len(), commits, "no backfill of identical rows");
 }
+
+/// Stacked backfills roll back in turn: the September backfill (A), then the 15th corrected (B).
+/// Rolling back A while B is in place is refused naming B as a bf backfill and what works instead;
+/// once B is rolled back, A rolls back (B's commits and its rollback cancel out). Without a
+/// backfill named, `bf rollback --table` lists the table's backfills, newest first, with what
+/// became of each; `bf status` says the saved plan's backfill was rolled back.
+#[test]
+fn stacked_backfills_roll_back_in_turn_and_rollback_lists_what_it_can_undo() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join(DAILY);
+    let run = |args: &[&str]| {
+        let out = bf_in(root).args(args).output().unwrap();
+        (
+            out.status.success(),
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        )
+    };
+    let ok = |args: &[&str]| {
+        let (success, said) = run(args);
+        assert!(success, "bf {args:?}:\n{said}");
+        said
+    };
+    ok(&["plan", "plans/september.toml", "--quiet"]);
+    ok(&["apply", "--auto-approve"]);
+    let late = root.join("bf-demo/landing/orders/2026-09-15.csv");
+    let mut text = std::fs::read_to_string(&late).unwrap();
+    text.push_str("2131,C07,42.50,2026-09-15T23:58:00\n");
+    std::fs::write(&late, text).unwrap();
+    ok(&["plan", "plans/correction-2026-09-15.toml", "--quiet"]);
+    ok(&["apply", "--auto-approve"]);
+    let ids: Vec<String> = crate::common::commit_infos(&daily)
+        .iter()
+        .filter_map(|(_, info)| info.get("bf.backfill_id")?.as_str().map(str::to_owned))
+        .fold(Vec::new(), |mut ids, id| {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+            ids
+        });
+    let [a, b] = [ids[0].clone(), ids[1].clone()];
+    let table = "bf-demo/warehouse/orders_daily";
+
+    let (refused, said) = run(&["rollback", "--table", table, "--backfill", &a, "--auto-approve"]);
+    assert!(!refused, "{said}");
+    assert!(said.contains(&format!("bf backfill {b}, slice 1 (2026-09-15)")), "B named as bf's:\n{said}");
+    assert!(said.contains(&format!("roll back backfill {b} first")), "{said}");
+    assert!(said.contains("--to-version 0"), "{said}");
+
+    // From a folder without a saved plan for the table (`--state-dir` elsewhere), no backfill named:
+    // a list to choose from, not a rollback.
+    let listed = run(&["rollback", "--table", table, "--state-dir", "elsewhere"]);
+    assert!(!listed.0, "{}", listed.1);
+    let (at_b, at_a) = (listed.1.find(&b).unwrap(), listed.1.find(&a).unwrap());
+    assert!(at_b < at_a, "newest first:\n{}", listed.1);
+    assert!(listed.1.contains("applied"), "{}", listed.1);
+
+    ok(&["rollback", "--auto-approve"]); // the saved plan's: B
+    let status = ok(&["status"]);
+    assert!(status.contains(&format!("backfill {b}: rolled back at version")), "{status}");
+    let listed = run(&["rollback", "--table", table, "--state-dir", "elsewhere"]).1;
+    assert!(listed.contains("rolled back at version"), "{listed}");
+
+    let undone = ok(&["rollback", "--table", table, "--backfill", &a, "--auto-approve"]);
+    assert!(undone.contains("applied and rolled back since"), "{undone}");
+    assert_eq!(
+        crate::common::duckdb_count(&daily, "SELECT count(*) FROM t"),
+        0,
+        "back to the empty table, read by DuckDB"
+    );
+}
+
+/// Errors found at plan time about what the plan file says point at its file, line and key, as
+/// `bf validate`'s do, with "did you mean" for a misspelt path: the table, an input, a query missing
+/// a column of the table, a date column that is not a DATE. Nothing is saved.
+#[test]
+fn plan_time_errors_point_at_the_plan_file_line_and_key() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let september = std::fs::read_to_string(root.join("plans/september.toml")).unwrap();
+    let line_of = |text: &str, needle: &str| text.lines().position(|l| l.contains(needle)).unwrap() + 1;
+    let cases = [
+        (
+            "table.toml",
+            "warehouse/orders_daily",
+            "warehouse/orders_dialy",
+            "target.table",
+            "table =",
+            Some("warehouse/orders_daily?"),
+        ),
+        (
+            "input.toml",
+            "landing/orders/{date}",
+            "landing/order/{date}",
+            "source.inputs.orders.path",
+            "inputs.orders",
+            Some("landing/orders/2026-09-01.csv?"),
+        ),
+        (
+            "query.toml",
+            "SELECT order_id, customer, amount,",
+            "SELECT order_id, amount,",
+            "source.query",
+            "query =",
+            None,
+        ),
+        (
+            "date.toml",
+            "date_column = \"order_date\"",
+            "date_column = \"customer\"",
+            "target.date_column",
+            "date_column",
+            None,
+        ),
+    ];
+    for (name, from, to, key, at, meant) in cases {
+        let text = september.replace(from, to);
+        std::fs::write(root.join("plans").join(name), &text).unwrap();
+        let out = bf_in(root).args(["plan", &format!("plans/{name}")]).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{said}");
+        let line = line_of(&text, at);
+        assert!(said.contains(&format!("--> plans/{name}:{line}:")), "{name}: at line {line}:\n{said}");
+        assert!(said.contains(key), "{name}: names `{key}`:\n{said}");
+        if let Some(meant) = meant {
+            assert!(said.contains("did you mean") && said.contains(meant), "{name}:\n{said}");
+        }
+        assert!(said.contains("no plan was saved"), "{said}");
+    }
+}

@@ -24,6 +24,9 @@ pub struct ApplyState {
     pub pending: Vec<chrono::NaiveDate>,
     /// Whether its comment commit, the last of an apply, is in the table.
     pub commented: bool,
+    /// The version at which a rollback undid it, when one did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rolled_back: Option<u64>,
     /// Who committed each slice, where its commit says (`bf.applied_by`): an Airflow task, or a
     /// host and process.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
@@ -68,6 +71,7 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
         backfill_id,
         committed: plan.slices.iter().map(|s| s.index).filter(|i| committed.contains(i)).collect(),
         pending: plan.slices.iter().filter(|s| !committed.contains(&s.index)).map(|s| s.first).collect(),
+        rolled_back: recorded.as_ref().and_then(|r| ledger::undone_at(&history, r)),
         commented: recorded.is_some_and(|r| r.commented),
         committed_by,
         frozen: crate::delta::freeze::frozen(&target)?,

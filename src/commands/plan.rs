@@ -130,7 +130,7 @@ pub async fn rehearse_and_save(
     let mut plan = match rehearsal::rehearse_chain(&chain, progress).await {
         Ok(plan) => plan,
         Err(error) => {
-            say!("error: {}", bf::delta::store::redact(&error.to_string()));
+            say!("{}", at_its_line(&chain, &error));
             say!("nothing was written to the target, and no plan was saved");
             return Ok(None);
         }
@@ -148,6 +148,29 @@ pub async fn rehearse_and_save(
         bf::rehearse::plan::remember_rehearsal(state.path(), &planned.rehearsal.uri)?;
     }
     Ok(Some((plan, saved)))
+}
+
+/// A rehearsal's error, at the line of the plan file key it is about when it is about one (as
+/// `bf validate` shows its errors), in the plan of the chain it came from.
+fn at_its_line(chain: &Chain, error: &bf::rehearse::rehearsal::RehearsalError) -> String {
+    use bf::rehearse::rehearsal::RehearsalError;
+    fn find<'c>(chain: &'c Chain, path: &str) -> Option<&'c Chain> {
+        if chain.document.path.display().to_string() == path {
+            return Some(chain);
+        }
+        chain.downstream.iter().find_map(|below| find(below, path))
+    }
+    let (document, inner) = match error {
+        RehearsalError::Downstream { plan, source } => {
+            (find(chain, plan).map_or(&chain.document, |c| &c.document), source.innermost())
+        }
+        other => (&chain.document, other),
+    };
+    let message = bf::delta::store::redact(&inner.to_string());
+    match inner.place() {
+        Some((key, help)) => document.invalid(vec![bf::plan_file::Issue { key, message, help }]).to_string(),
+        None => format!("error: {}", bf::delta::store::redact(&error.to_string())),
+    }
 }
 
 /// Where the plan was saved and what to run next.

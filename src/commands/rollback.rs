@@ -81,16 +81,24 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
         super::delivered(emitter).await;
         return finish(&restored?, args.json);
     }
-    let backfill = match &args.backfill {
-        Some(id) => id.clone(),
-        None => {
-            let plan = saved().context("no --backfill given, so the saved plan names the backfill")?;
+    let backfill = match (&args.backfill, saved().ok().filter(|p| p.target.uri == url.as_str())) {
+        (Some(id), _) => id.clone(),
+        (None, Some(plan)) => {
             let target = stores.open(&url, None).await?;
-            ledger::backfills_of_plan(&target, &plan.id)
-                .await?
-                .pop()
-                .with_context(|| format!("the saved plan {} was never applied to {name}", plan.id))?
+            match ledger::backfills_of_plan(&target, &plan.id).await?.pop() {
+                Some(id) => id,
+                None => {
+                    return choose(
+                        &stores,
+                        &url,
+                        &format!("the saved plan {} was never applied to {name}", plan.id),
+                    )
+                    .await;
+                }
+            }
         }
+        // No saved plan for this table: its history says which backfills there are to choose from.
+        (None, None) => return choose(&stores, &url, &format!("no saved plan here applies to {name}")).await,
     };
     let mut plan = rollback::prepare(&stores, &url, &backfill).await?;
     plan.catalog = catalog;
@@ -159,6 +167,13 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     Ok(ExitCode::SUCCESS)
 }
 
+/// No backfill named: lists the table's backfills, newest first, to name one with `--backfill`.
+async fn choose(stores: &Stores, url: &url::Url, why: &str) -> anyhow::Result<ExitCode> {
+    let backfills = rollback::backfills(stores, url).await?;
+    say!("{}", render::rollback::choose(&store::display_url(url), why, &backfills));
+    Ok(ExitCode::FAILURE)
+}
+
 /// Rolls back each table of `undo` in order, each a run of its table's `rollback` job for lineage
 /// (none when nothing is left to write: an earlier rollback told it).
 async fn roll_back(
@@ -199,7 +214,13 @@ async fn table_to_roll_back(args: &Args) -> anyhow::Result<(url::Url, Option<cat
             (located.url, located.catalog)
         }
         None => {
-            let plan = Plan::load(&args.state.saved_plan())?;
+            let saved = args.state.saved_plan();
+            let plan = Plan::load(&saved).with_context(|| {
+                format!(
+                    "no saved plan ({}) to name the table: `bf rollback --table TABLE` lists the table's backfills",
+                    saved.display()
+                )
+            })?;
             plan.reach_target().await?;
             (url::Url::parse(&plan.target.uri)?, plan.target.catalog)
         }

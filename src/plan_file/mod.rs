@@ -25,6 +25,8 @@ pub mod scaffold;
 mod schema;
 mod spans;
 pub mod template;
+
+pub(crate) use spans::key_segment;
 mod validate;
 
 use std::collections::BTreeMap;

@@ -118,7 +118,7 @@ impl SpanIndex {
 }
 
 /// Keys are written the way a user would write them in TOML: bare when they can be, quoted otherwise.
-fn key_segment(key: &str) -> String {
+pub(crate) fn key_segment(key: &str) -> String {
     let bare = !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
     if bare { key.to_owned() } else { format!("{key:?}") }
 }

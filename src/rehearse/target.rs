@@ -47,7 +47,15 @@ pub(crate) async fn open_target(
     if let Some(pinned) = &catalog {
         scope.check_resolved(&pinned.name, &target_url).map_err(|e| RehearsalError::Refused(e.0))?;
     }
-    let target = stores.open(&target_url, None).await?;
+    let target = stores.open(&target_url, None).await.map_err(|e| {
+        let help = match &e {
+            crate::delta::store::OpenError::Missing { location } => {
+                crate::delta::store::nearest_existing(location)
+            }
+            _ => None,
+        };
+        RehearsalError::At { key: "target.table".to_owned(), help, source: Box::new(e.into()) }
+    })?;
     let column = spec.target.date_column.as_str();
     crate::delta::compat::check_writable(&target).await?;
     table::check_date_column(&target, column)?;

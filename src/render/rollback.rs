@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use bf::rollback::{RollbackPlan, RollbackReport};
+use bf::rollback::{Applied, RollbackPlan, RollbackReport};
 
 /// The backfill, its commits, other writers' commits, an earlier rollback that stopped, and what
 /// this one will write.
@@ -16,15 +16,29 @@ pub fn intent(plan: &RollbackPlan, window_only: bool) -> String {
     );
     let _ =
         writeln!(out, "It wrote versions {:?} after version {}.", versions(&plan.ours), backfill.pre_version);
-    if !plan.earlier.is_empty() {
+    match (plan.earlier.is_empty(), plan.finished()) {
+        (true, _) => {}
+        (false, true) => {
+            let _ = writeln!(out, "It was rolled back already: versions {:?}.", versions(&plan.earlier));
+        }
+        (false, false) => {
+            let _ = writeln!(
+                out,
+                "An earlier rollback of it committed versions {:?} and stopped; this one writes only what it left.",
+                versions(&plan.earlier)
+            );
+        }
+    }
+    if !plan.cancelled.is_empty() {
         let _ = writeln!(
             out,
-            "An earlier rollback of it committed versions {:?} and stopped; this one writes only what it left.",
-            versions(&plan.earlier)
+            "Later backfills were applied and rolled back since (versions {:?}): nothing of them to keep.",
+            versions(&plan.cancelled)
         );
     }
     if !plan.others.is_empty() {
-        let _ = writeln!(out, "Other writers committed since: versions {:?}.", versions(&plan.others));
+        let _ =
+            writeln!(out, "Other writers committed since:\n{}", bf::delta::ledger::describe(&plan.others));
     }
     let will = match (window_only, plan.restored_at()) {
         (true, _) => format!(
@@ -76,4 +90,47 @@ pub fn report(report: &RollbackReport) -> String {
 
 fn versions(entries: &[bf::delta::ledger::Entry]) -> Vec<u64> {
     entries.iter().map(|e| e.version).collect()
+}
+
+/// The table's backfills to choose from, newest first, each with what became of it.
+pub fn choose(table: &str, why: &str, backfills: &[Applied]) -> String {
+    let mut out = String::new();
+    if backfills.is_empty() {
+        let _ = writeln!(out, "error: {why}, and bf never applied a backfill to it: nothing to roll back.");
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "error: {why}; name the backfill to roll back. The backfills of {table}, newest first:"
+    );
+    for b in backfills {
+        let state = match (b.rolled_back_at, b.finished) {
+            (Some(at), _) => format!("rolled back at version {at}"),
+            (None, true) => "applied".to_owned(),
+            (None, false) => "partly applied (its apply did not finish)".to_owned(),
+        };
+        let versions = match b.versions {
+            (first, last) if first == last => format!("version {first}"),
+            (first, last) => format!("versions {first}–{last}"),
+        };
+        let _ = writeln!(
+            out,
+            "  {} — {}..{}, {}, {versions} (after {}): {state}\n      {}",
+            b.backfill_id,
+            b.window.start,
+            b.window.end,
+            super::count(b.slices, "slice"),
+            b.pre_version,
+            b.reason
+        );
+    }
+    let newest = backfills.iter().find(|b| b.rolled_back_at.is_none());
+    if let Some(b) = newest {
+        let _ = writeln!(
+            out,
+            "To roll back the newest still in place: `bf rollback --table {table} --backfill {}`",
+            b.backfill_id
+        );
+    }
+    out
 }

@@ -20,16 +20,6 @@ pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>, unver
     );
     let _ = writeln!(out, "  {}", summary(plan));
     out.push_str(&super::freeze::periods(&state.frozen));
-    if !state.pending.is_empty() {
-        let _ = match cannot_publish {
-            None => writeln!(out, "  `bf apply` publishes the rehearsed files: exactly what the plan shows"),
-            Some(why) => writeln!(
-                out,
-                "  `bf apply` cannot publish the rehearsed files: {why}; `bf plan` rehearses again, \
-                 `bf apply --recompute` runs the queries again"
-            ),
-        };
-    }
     match &state.backfill_id {
         None => {
             let why = if plan.appliable() {
@@ -41,6 +31,19 @@ pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>, unver
                 out,
                 "  {why}: 0 of {} slices committed; the table is at version {}",
                 plan.slices.len(),
+                state.table_version
+            );
+            if plan.appliable() {
+                let _ = writeln!(out, "  next: {}", apply_step(cannot_publish));
+            }
+            return out;
+        }
+        Some(id) if state.rolled_back.is_some() => {
+            let _ = writeln!(
+                out,
+                "  backfill {id}: rolled back at version {}, to the rows of version {}; the table is at version {}",
+                state.rolled_back.unwrap_or_default(),
+                plan.target.pre_version,
                 state.table_version
             );
             return out;
@@ -74,7 +77,7 @@ pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>, unver
     }
     let _ = if !state.pending.is_empty() {
         let pending: Vec<String> = state.pending.iter().map(|d| d.to_string()).collect();
-        writeln!(out, "  pending: {} — run `bf apply` to resume", pending.join(", "))
+        writeln!(out, "  pending: {}\n  next: {}", pending.join(", "), apply_step(cannot_publish))
     } else if state.commented {
         writeln!(out, "  done: every slice committed and the comment set")
     } else {
@@ -85,4 +88,17 @@ pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>, unver
     };
     let _ = writeln!(out, "  the version to go back to: {}", plan.target.pre_version);
     out
+}
+
+/// The one command that resumes (or starts) the apply: `bf apply`, which publishes the rehearsed
+/// files, or `bf apply --recompute` when they cannot be published, and why.
+fn apply_step(cannot_publish: Option<&str>) -> String {
+    match cannot_publish {
+        None => "`bf apply` publishes the rehearsed files of the slices left: exactly what the plan shows"
+            .to_owned(),
+        Some(why) => format!(
+            "`bf apply --recompute` runs the queries of the slices left again: the rehearsed files cannot be \
+             published ({why})"
+        ),
+    }
 }

@@ -173,6 +173,27 @@ impl Entry {
     }
 }
 
+/// The version at which the backfill `recorded` was undone — its rollback's RESTORE, or the last of
+/// its slices put back one by one — when it was.
+pub fn undone_at(history: &[Entry], recorded: &Recorded) -> Option<u64> {
+    let id = recorded.backfill.backfill_id.as_str();
+    let steps: Vec<&Entry> = history.iter().filter(|e| e.rollback_step_of(id).is_some()).collect();
+    let restore = steps
+        .iter()
+        .find(|e| e.rollback_step_of(id) == Some(RollbackStep::Restore) && e.operation == "RESTORE");
+    if let Some(restore) = restore {
+        return Some(restore.version);
+    }
+    let put_back = |index: usize| {
+        steps
+            .iter()
+            .find(|e| matches!(e.rollback_step_of(id), Some(RollbackStep::Slice(s)) if s.index == index))
+    };
+    let versions: Option<Vec<u64>> =
+        recorded.slices.iter().map(|(s, _)| put_back(s.index).map(|e| e.version)).collect();
+    versions.and_then(|v| v.into_iter().max())
+}
+
 /// The data files a commit added, with their partition values and statistics, read from its log entry.
 pub async fn added_files(table: &DeltaTable, version: u64) -> Result<Vec<Value>, DeltaTableError> {
     let Some(bytes) = table.log_store().read_commit_entry(version as _).await? else { return Ok(Vec::new()) };
@@ -287,7 +308,21 @@ pub fn describe<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> String {
         .into_iter()
         .map(|e| {
             let predicate = e.predicate.as_ref().map(|p| format!(" ({p})")).unwrap_or_default();
-            format!("  - version {}: {}{predicate}{}", e.version, e.operation, at(e.timestamp))
+            // bf's own commits are named as such: a reader must tell them from another writer's.
+            let whose = match (&e.mark, &e.keys.rollback_of) {
+                (Some(Mark::Slice { backfill, slice }), _) => {
+                    format!(
+                        " — bf backfill {}, slice {} ({})",
+                        backfill.backfill_id, slice.index, slice.first
+                    )
+                }
+                (Some(Mark::Comment { backfill }), _) => {
+                    format!(" — bf backfill {}, its comment", backfill.backfill_id)
+                }
+                (_, Some(of)) => format!(" — bf rollback of backfill {of}"),
+                _ => String::new(),
+            };
+            format!("  - version {}: {}{predicate}{}{whose}", e.version, e.operation, at(e.timestamp))
         })
         .collect::<Vec<_>>()
         .join("\n")

@@ -205,3 +205,36 @@ pub fn listing_location(decoded: &str) -> String {
         Err(_) => decoded.to_owned(),
     }
 }
+
+/// For a local path that does not exist: the path with its first missing part replaced by the
+/// nearest name that does exist there (a typo's fix), as "did you mean …?". `None` for a URL, or
+/// when nothing there is near.
+pub fn nearest_existing(location: &str) -> Option<String> {
+    let path = match Url::parse(location) {
+        Ok(url) if url.scheme() == "file" => url.to_file_path().ok()?,
+        Ok(url) if url.scheme().len() > 1 => return None,
+        _ => PathBuf::from(location),
+    };
+    let parts: Vec<_> = path.components().collect();
+    let mut existing = PathBuf::new();
+    for (i, part) in parts.iter().enumerate() {
+        let next = existing.join(part);
+        if next.exists() {
+            existing = next;
+            continue;
+        }
+        let missing = part.as_os_str().to_string_lossy();
+        let nearest =
+            std::fs::read_dir(if existing.as_os_str().is_empty() { Path::new(".") } else { &existing })
+                .ok()?
+                .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                .map(|name| (strsim::jaro(&missing, &name), name))
+                .filter(|(score, _)| *score > 0.8)
+                .max_by(|a, b| a.0.total_cmp(&b.0))?
+                .1;
+        let mut fixed = existing.join(nearest);
+        fixed.extend(&parts[i + 1..]);
+        return Some(format!("did you mean {}?", fixed.display()));
+    }
+    None
+}

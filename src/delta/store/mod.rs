@@ -31,7 +31,7 @@ pub use explain::{explain, redact};
 pub use lent::lend;
 pub use location::{
     Kind, Location, SCHEMES, display_url, folder_url, join, listing_location, local_path, location_problem,
-    nested, table_url, uri,
+    nearest_existing, nested, table_url, uri,
 };
 pub use place::Placed;
 pub use settings::{Commits, ConditionalPut, Storage, UnsafeCommits};
