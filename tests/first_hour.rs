@@ -346,3 +346,42 @@ fn plan_time_errors_point_at_the_plan_file_line_and_key() {
         assert!(said.contains("no plan was saved"), "{said}");
     }
 }
+
+/// A crash half way through the September backfill, then a plan of another plan on the same table:
+/// refused, naming the half-applied backfill and the ways out, the rehearsal the backfill publishes
+/// from left alone; `bf status` gives one next step, and the resume publishes the rehearsed files.
+#[test]
+fn another_plan_never_rebuilds_the_rehearsal_of_a_half_applied_backfill() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join(DAILY);
+    let run = |args: &[&str], env: &[(&str, &str)]| {
+        let out = bf_in(root).args(args).envs(env.iter().copied()).output().unwrap();
+        (
+            out.status.success(),
+            format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        )
+    };
+    assert!(run(&["plan", "plans/september.toml", "--quiet"], &[]).0);
+    let crashed = run(&["apply", "--auto-approve"], &[("BF_FAULT", "before-slice:5")]);
+    assert!(!crashed.0);
+    assert_eq!(slices_committed(&daily).len(), 4, "{}", crashed.1);
+    let rehearsal = root.join("bf-demo/warehouse/orders_daily__rehearsal");
+    let before = crate::common::commit_files(&rehearsal).len();
+
+    let (planned, said) = run(&["plan", "plans/correction-2026-09-15.toml", "--out", "other.json"], &[]);
+    assert!(!planned, "{said}");
+    assert!(said.contains("is half applied") && said.contains("4 of 30 slices committed"), "{said}");
+    assert!(said.contains("[rehearsal] table") && said.contains("bf rollback --table"), "{said}");
+    assert!(!root.join("other.json").exists(), "nothing saved");
+    assert_eq!(crate::common::commit_files(&rehearsal).len(), before, "the rehearsal untouched");
+
+    let (_, status) = run(&["status"], &[]);
+    assert_eq!(status.matches("next:").count(), 1, "one next step:\n{status}");
+    assert!(status.contains("next: `bf apply` publishes the rehearsed files"), "{status}");
+    let (resumed, said) = run(&["apply", "--auto-approve"], &[]);
+    assert!(resumed, "{said}");
+    assert_eq!(slices_committed(&daily).len(), 30);
+    let (planned, said) = run(&["plan", "plans/correction-2026-09-15.toml", "--quiet"], &[]);
+    assert!(planned, "once the backfill is finished, the other plan rehearses: {said}");
+}

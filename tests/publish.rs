@@ -142,7 +142,7 @@ async fn a_rehearsal_gone_made_again_or_missing_a_file_is_not_published_and_reco
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
         assert!(text.contains(first), "{text}");
     };
-    status("`bf apply` publishes the rehearsed files: exactly what the plan shows");
+    status("next: `bf apply` publishes the rehearsed files of the slices left: exactly what the plan shows");
 
     // A file the first slice publishes, gone.
     let first_added = saved["slices"][0]["publication"]["adds"][0]["path"].as_str().unwrap();
@@ -159,7 +159,9 @@ async fn a_rehearsal_gone_made_again_or_missing_a_file_is_not_published_and_reco
     // Deleted.
     ok(root, &["clean", rehearsal.to_str().unwrap()]);
     refused("cannot be opened");
-    status("`bf apply` cannot publish the rehearsed files: the rehearsal");
+    status(
+        "next: `bf apply --recompute` runs the queries of the slices left again: the rehearsed files cannot be published (the rehearsal",
+    );
     let json: Value = serde_json::from_slice(&ok(root, &["status", "first.json", "--json"]).stdout).unwrap();
     assert!(json["cannot_publish"].as_str().is_some_and(|why| why.contains("cannot be opened")), "{json}");
     assert_eq!(json["pending"].as_array().map(Vec::len), Some(6), "{json}");

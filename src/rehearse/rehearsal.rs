@@ -93,6 +93,7 @@ pub async fn rehearse(
 
     timings.open += watch.lap();
     progress.step("cloning the target");
+    in_use(document, &target, &stores).await?;
     let (rehearsal, clone_metrics) = clone_target(spec, &target, &stores).await?;
     timings.clone += watch.lap();
 
@@ -169,6 +170,53 @@ pub async fn rehearse(
         timings,
         downstream: Vec::new(),
     })
+}
+
+/// Before step 2: the rehearsal is replaced by every plan, so one holding the files a half-applied
+/// backfill of another plan still has to publish is left alone: planning over it would leave that
+/// backfill unpublishable. The same plan text planned again may replace it (its apply then runs
+/// the queries again, `--recompute`).
+async fn in_use(
+    document: &PlanDocument,
+    target: &Target,
+    stores: &store::Stores,
+) -> Result<(), RehearsalError> {
+    use crate::delta::ledger::{self, Mark};
+    let url = &target.rehearsal_url;
+    if !crate::rehearse::clone::is_rehearsal(stores, url).await {
+        return Ok(());
+    }
+    let Ok(rehearsal) = stores.open(url, None).await else { return Ok(()) };
+    let Ok(history) = ledger::commits_after(&rehearsal, 0).await else { return Ok(()) };
+    let Some(plan_id) = history.iter().find_map(|e| match e.mark() {
+        Ok(Some(Mark::Rehearsal { plan_id, .. })) => Some(plan_id.clone()),
+        _ => None,
+    }) else {
+        return Ok(());
+    };
+    let applied =
+        ledger::commits_after(&target.table, 0).await.map_err(|e| RehearsalError::Refused(e.to_string()))?;
+    let Some(backfill_id) = ledger::backfill_ids(&applied, &plan_id).pop() else { return Ok(()) };
+    let Ok(Some(recorded)) = ledger::recorded(&applied, &backfill_id) else { return Ok(()) };
+    let unfinished = !recorded.commented && recorded.slices.len() < recorded.backfill.slices;
+    let same_text =
+        recorded.backfill.plan_sha256 == crate::rehearse::plan::sha256_hex(document.text.as_bytes());
+    if !unfinished || same_text || ledger::undone_at(&applied, &recorded).is_some() {
+        return Ok(());
+    }
+    Err(RehearsalError::Refused(format!(
+        "the rehearsal {} holds the files of plan {plan_id}, whose backfill {backfill_id} is half applied to {} \
+         ({} of {} slices committed; \"{}\"): planning another plan there would leave it unpublishable. \
+         Finish it first (`bf apply` with its saved plan), or roll it back \
+         (`bf rollback --table {} --backfill {backfill_id}`), or give this plan a rehearsal of its own \
+         (`[rehearsal] table = \"…\"`). Nothing was written.",
+        store::display_url(url),
+        store::display_url(&target.url),
+        recorded.slices.len(),
+        recorded.backfill.slices,
+        recorded.backfill.reason,
+        store::display_url(&target.url),
+    )))
 }
 
 /// Step 2: the shallow clone the slices are written into. On a table not partitioned by the date
