@@ -385,3 +385,54 @@ fn another_plan_never_rebuilds_the_rehearsal_of_a_half_applied_backfill() {
     let (planned, said) = run(&["plan", "plans/correction-2026-09-15.toml", "--quiet"], &[]);
     assert!(planned, "once the backfill is finished, the other plan rehearses: {said}");
 }
+
+/// Types the query and the table disagree on are never converted in silence: an integer landing in
+/// a DOUBLE column is a warning in every output ("integer division?"); text landing in a number
+/// column is an error at the query's line, unless the query casts it itself.
+#[test]
+fn a_column_whose_type_changes_on_the_way_is_named() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let run = |args: &[&str]| bf_in(root).args(args).output().unwrap();
+    let integer = crate::common::september_plan(root, "cents.toml", 2, |t| {
+        t.replace(
+            "SELECT order_id, customer, amount,",
+            "SELECT order_id, customer, CAST(amount * 100 AS BIGINT) / 100 AS amount,",
+        )
+    });
+    let out = run(&["plan", &integer]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let warning =
+        "`amount` is BIGINT in the query but DOUBLE in the table: computed as an integer — integer division?";
+    assert!(text.contains(warning), "{text}");
+    let markdown = String::from_utf8_lossy(&run(&["show", "--format", "markdown"]).stdout).into_owned();
+    assert!(markdown.contains("integer division?"), "{markdown}");
+    let json: serde_json::Value = serde_json::from_slice(&run(&["show", "--json"]).stdout).unwrap();
+    assert!(
+        json["warnings"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains(warning)),
+        "{json}"
+    );
+
+    let text_typed = crate::common::september_plan(root, "text.toml", 2, |t| {
+        t.replace(
+            "SELECT order_id, customer, amount,",
+            "SELECT order_id, customer, CAST(amount AS VARCHAR) AS amount,",
+        )
+    });
+    let out = run(&["plan", &text_typed]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("`amount` is STRING in the query but DOUBLE in the table: text becomes a number"),
+        "{said}"
+    );
+    assert!(said.contains("source.query") && said.contains("CAST(… AS DOUBLE) AS amount"), "{said}");
+    let cast = crate::common::september_plan(root, "cast.toml", 2, |t| {
+        t.replace(
+            "SELECT order_id, customer, amount,",
+            "SELECT order_id, customer, CAST(CAST(amount AS VARCHAR) AS DOUBLE) AS amount,",
+        )
+    });
+    assert!(run(&["plan", &cast, "--quiet"]).status.success(), "cast in the query: planned");
+}

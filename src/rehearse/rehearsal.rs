@@ -126,7 +126,8 @@ pub async fn rehearse(
     timings.compare += watch.lap();
     let blast_radius = BlastRadius::sum(reports.iter().filter_map(|r| r.blast_radius.as_ref()));
     let guards = checks::run_guards(&spec.guards, &total.before, &total.after, &blast_radius);
-    let warnings = warnings(&stores, &target, spec, merge_notes)?;
+    let mut warnings = warnings(&stores, &target, spec, merge_notes)?;
+    warnings.extend(source.type_warnings());
     let problems = problems(spec, &window, &reports, &outside_window, &check_results, &guards);
 
     Ok(Plan {

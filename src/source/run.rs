@@ -16,7 +16,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use deltalake::arrow::compute::can_cast_types;
-use deltalake::arrow::datatypes::{Date32Type, SchemaRef};
+use deltalake::arrow::datatypes::{DataType, Date32Type, SchemaRef};
+use deltalake::datafusion::common::DFSchema;
 use deltalake::datafusion::common::{Column, ScalarValue};
 use deltalake::datafusion::execution::context::SQLOptions;
 use deltalake::datafusion::functions_aggregate::expr_fn::count;
@@ -142,6 +143,8 @@ pub struct Source<'a> {
     pinned: std::sync::Mutex<Vec<DeltaInput>>,
     /// Upstream tables read from their rehearsals instead (`stands_for` says which).
     redirects: Vec<DeltaInput>,
+    /// The query's columns whose type the table's differs from, as warnings (each once).
+    type_changes: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl<'a> Source<'a> {
@@ -153,7 +156,14 @@ impl<'a> Source<'a> {
             computed: Vec::new(),
             pinned: Default::default(),
             redirects: Vec::new(),
+            type_changes: Default::default(),
         }
+    }
+
+    /// The query's columns whose type differs from the table's, for the slices run so far: each a
+    /// warning every output of the plan shows.
+    pub fn type_warnings(&self) -> Vec<String> {
+        self.type_changes.lock().expect("not poisoned").iter().cloned().collect()
     }
 
     /// Lets the query leave out the columns the table computes itself.
@@ -278,6 +288,10 @@ impl<'a> Source<'a> {
                 ])
             })
             .map_err(|e| query_error(&e))?;
+        self.type_changes
+            .lock()
+            .expect("not poisoned")
+            .extend(type_warnings(query.schema(), &self.target_schema));
         let aligned = align(query, &self.target_schema, &self.computed)?;
         let column = &plan.target.date_column;
         let counts = if counted {
@@ -433,6 +447,15 @@ fn align(query: DataFrame, target: &SchemaRef, computed: &[String]) -> Result<Da
                         sql_type(found.data_type()),
                         sql_type(field.data_type())
                     ));
+                } else if let TypeChange::Lossy(why) = type_change(found.data_type(), field.data_type()) {
+                    problems.push(format!(
+                        "  - `{name}` is {} in the query but {} in the table: {why}; bf does not convert it \
+                         silently. Cast it in the query if that is meant: CAST(… AS {}) AS {name}",
+                        sql_type(found.data_type()),
+                        sql_type(field.data_type()),
+                        sql_type(field.data_type()),
+                        name = field.name(),
+                    ));
                 }
                 let column = Expr::Column(Column::new(qualifier.cloned(), found.name()));
                 let value = match column.get_type(&produced) {
@@ -456,6 +479,59 @@ fn align(query: DataFrame, target: &SchemaRef, computed: &[String]) -> Result<Da
         return Err(SourceError::Schema(problems.join("\n")));
     }
     query.select(columns).map_err(|e| SourceError::Schema(e.to_string()))
+}
+
+/// What writing a query's column into a table column of another type does to its values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TypeChange {
+    Same,
+    /// Converted without loss, but worth a look (the reason).
+    Converted(String),
+    /// Values change or fail on the way (the reason): refused unless the query casts itself.
+    Lossy(&'static str),
+}
+
+/// How a `from` value lands in a `to` column.
+pub fn type_change(from: &DataType, to: &DataType) -> TypeChange {
+    use DataType::*;
+    let integer = |t: &DataType| t.is_integer();
+    let fractional =
+        |t: &DataType| matches!(t, Float16 | Float32 | Float64 | Decimal128(..) | Decimal256(..));
+    let text = |t: &DataType| matches!(t, Utf8 | LargeUtf8 | Utf8View);
+    match (from, to) {
+        (a, b) if a == b => TypeChange::Same,
+        (a, b) if text(a) && (b.is_numeric()) => {
+            TypeChange::Lossy("text becomes a number, or NULL where it is not one")
+        }
+        (a, b) if fractional(a) && integer(b) => TypeChange::Lossy("the fraction is cut off"),
+        (Timestamp(..), Date32 | Date64) => TypeChange::Lossy("the time of day is dropped"),
+        (a, b) if integer(a) && fractional(b) => TypeChange::Converted(
+            "computed as an integer — integer division? (`amount_cents / 100` is whole cents dropped)"
+                .to_owned(),
+        ),
+        _ => TypeChange::Converted("converted on write".to_owned()),
+    }
+}
+
+/// The query's columns whose type differs from the table's, each as a warning naming both types:
+/// what `bf plan` shows in every output. Lossy ones are errors of [`align`] instead.
+pub fn type_warnings(query: &DFSchema, target: &SchemaRef) -> Vec<String> {
+    target
+        .fields()
+        .iter()
+        .filter_map(|field| {
+            let (_, found) = query.qualified_field_with_unqualified_name(field.name()).ok()?;
+            match type_change(found.data_type(), field.data_type()) {
+                TypeChange::Converted(why) => Some(format!(
+                    "`{}` is {} in the query but {} in the table: {why}",
+                    field.name(),
+                    sql_type(found.data_type()),
+                    sql_type(field.data_type())
+                )),
+                _ => None,
+            }
+        })
+        .collect()
 }
 
 /// Counts the query's rows by where their date falls, in one pass.
