@@ -274,6 +274,12 @@ fn stacked_backfills_roll_back_in_turn_and_rollback_lists_what_it_can_undo() {
     assert!(listed.1.contains("applied"), "{}", listed.1);
 
     ok(&["rollback", "--auto-approve"]); // the saved plan's: B
+    let again = ok(&["rollback", "--auto-approve"]);
+    assert!(
+        again.contains("It was rolled back already") && again.contains("was already rolled back"),
+        "{again}"
+    );
+    assert!(!again.contains("stopped"), "a finished rollback is not one that stopped:\n{again}");
     let status = ok(&["status"]);
     assert!(status.contains(&format!("backfill {b}: rolled back at version")), "{status}");
     let listed = run(&["rollback", "--table", table, "--state-dir", "elsewhere"]).1;
@@ -435,4 +441,49 @@ fn a_column_whose_type_changes_on_the_way_is_named() {
         )
     });
     assert!(run(&["plan", &cast, "--quiet"]).status.success(), "cast in the query: planned");
+}
+
+/// An input without its `format` is refused at its line with the formats there are.
+#[test]
+fn a_missing_format_lists_the_formats() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = crate::common::VALID_PLAN.replace(", format = \"csv\"", "");
+    assert_ne!(text, crate::common::VALID_PLAN, "the plan had a format to remove");
+    crate::common::write_plan(dir.path(), "plan.toml", &text);
+    let out = bf_in(dir.path()).args(["validate", "plan.toml"]).output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(said.contains("missing key `format`"), "{said}");
+    assert!(said.contains("write one of \"csv\", \"parquet\", \"json\", \"delta\""), "{said}");
+}
+
+/// The question before an apply names the plan and the table it writes (asked on a terminal: a
+/// pseudo-terminal from util-linux `script`); an answer other than "yes" writes nothing.
+#[test]
+fn the_apply_prompt_names_the_plan_and_the_table() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join(DAILY);
+    let path = crate::common::september_plan(root, "two-days.toml", 2, |t| t);
+    assert!(bf_in(root).args(["plan", &path, "--quiet"]).output().unwrap().status.success());
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let bf = assert_cmd::cargo::cargo_bin("bf");
+    let mut asked = Command::new("script")
+        .args(["-qec", &format!("{} apply", bf.display()), "/dev/null"])
+        .current_dir(root)
+        .env_remove("BF_STATE_DIR")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(asked.stdin.as_mut().unwrap(), b"no\n").unwrap();
+    let out = asked.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stdout);
+    let table = daily.canonicalize().unwrap();
+    let question =
+        format!("Do you want to apply plan {} to {}?", saved["id"].as_str().unwrap(), table.display());
+    assert!(said.contains(&question), "{question}\n{said}");
+    assert!(said.contains("Apply cancelled; nothing was written."), "{said}");
+    assert!(slices_committed(&daily).is_empty());
 }

@@ -339,11 +339,23 @@ fn errors_name_what_is_wrong_and_write_nothing() {
     let plan = variant("parallel.toml", "every = \"month\"", "every = \"day\"\nparallel = 4");
     refused(root, &plan, &silver, "ConcurrentAppend");
 
-    // A value that does not cast to the table's type fails the slice, naming it and the value.
+    // Text where the table holds a number is refused before any slice runs, naming the column.
+    let plan = variant(
+        "text.toml",
+        "SELECT o.order_id,",
+        "SELECT CONCAT('#', CAST(o.order_id AS VARCHAR)) AS order_id,",
+    );
+    refused(
+        root,
+        &plan,
+        &silver,
+        "`order_id` is STRING in the query but BIGINT in the table: text becomes a number",
+    );
+    // Cast by the query itself, a value that does not cast fails the slice, naming it and the value.
     let plan = variant(
         "cast.toml",
         "SELECT o.order_id,",
-        "SELECT CONCAT('#', CAST(o.order_id AS VARCHAR)) AS order_id,",
+        "SELECT CAST(CONCAT('#', CAST(o.order_id AS VARCHAR)) AS BIGINT) AS order_id,",
     );
     refused(root, &plan, &silver, "Cannot cast string '#");
     // Two source rows for one key refuse the merge plan, naming keys; nothing reaches the target.
@@ -409,12 +421,26 @@ fn source_rows_outside_the_window_fail_the_plan_unless_it_says_skip() {
     assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
     let saved: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(saved["slices"][0]["source"]["outside_window"], last_day);
-    let problem =
-        format!("{last_day} source rows of slice 1's run fall outside the window 2026-03-01..2026-03-31");
+    let problem = format!(
+        "{last_day} rows the query returns for slice 1 fall outside the window 2026-03-01..2026-03-31"
+    );
     let problems = saved["problems"].as_array().unwrap();
     assert!(problems.iter().any(|p| p.as_str().unwrap().starts_with(&problem)), "{problems:?}");
     bf_in(root).args(["apply", "--auto-approve"]).assert().code(1).stderr(predicate::str::contains(&problem));
     assert_eq!(snapshot(&silver), untouched);
+
+    // The fix the problem suggests works: the query wrapped, filtered on the column it computes.
+    let problem_text = problems.iter().find_map(|p| p.as_str().filter(|p| p.starts_with(&problem))).unwrap();
+    let wrap = problem_text.split("— ").nth(1).unwrap().split("—").next().unwrap().trim();
+    assert_eq!(wrap, "SELECT * FROM (<the query>) WHERE order_date BETWEEN $start AND $end");
+    let (head, rest) = shifted.split_once("query = \"\"\"\n").unwrap();
+    let (query, tail) = rest.split_once("\"\"\"").unwrap();
+    let wrapped =
+        format!("{head}query = \"\"\"\n{}\n\"\"\"{tail}", wrap.replace("<the query>", query.trim()));
+    let plan = write_plan(&root.join("plans"), "wrapped.toml", &wrapped);
+    let fixed = plan_json(&bf_in(root).arg("plan").arg(&plan).arg("--json").output().unwrap());
+    assert_eq!(fixed["slices"][0]["source"]["outside_window"], 0, "{wrapped}");
+    assert!(!fixed["problems"].as_array().unwrap().iter().any(|p| p.as_str().unwrap().contains("outside")));
 
     // Saying so makes them a count, not a problem.
     let skipping = shifted.replace("\n[write]", "outside_window = \"skip\"\n\n[write]");

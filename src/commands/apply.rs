@@ -238,7 +238,9 @@ fn approved(plan: &Plan, auto_approve: bool) -> anyhow::Result<bool> {
     }
     if !auto_approve {
         say!("{}", summary(plan));
-        if !super::confirm("Do you want to apply this backfill?", "apply")? {
+        let tables: Vec<String> = plan.chain().iter().map(|p| display_table(&p.target.uri)).collect();
+        let question = format!("Do you want to apply plan {} to {}?", plan.id, tables.join(" and then "));
+        if !super::confirm(&question, "apply")? {
             say!("Apply cancelled; nothing was written.");
             return Ok(false);
         }
@@ -380,4 +382,9 @@ struct Applied {
     /// Where the OpenLineage events went.
     #[serde(skip_serializing_if = "Option::is_none")]
     lineage: Option<String>,
+}
+
+/// A table's location as people read it.
+fn display_table(uri: &str) -> String {
+    url::Url::parse(uri).map_or_else(|_| uri.to_owned(), |u| bf::delta::store::display_url(&u))
 }

@@ -231,7 +231,15 @@ fn from_toml_error(error: &toml::de::Error, index: &SpanIndex) -> Diagnostic {
     }
     if let (true, Some(missing)) = (message.starts_with("missing field"), ticked.first()) {
         let within = key.as_deref().map(|k| format!(" in [{k}]")).unwrap_or_default();
-        return Diagnostic { key, message: format!("missing key `{missing}`{within}"), help: None, span };
+        // The keys whose values are a short list say them: nobody should have to look them up.
+        let help = match *missing {
+            "format" => {
+                Some("write one of \"csv\", \"parquet\", \"json\", \"delta\": format = \"csv\"".to_owned())
+            }
+            "every" => Some("write one of \"day\", \"week\", \"month\": every = \"day\"".to_owned()),
+            _ => None,
+        };
+        return Diagnostic { key, message: format!("missing key `{missing}`{within}"), help, span };
     }
     let message = plain_words(&message);
     let message = match &key {

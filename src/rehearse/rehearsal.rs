@@ -327,10 +327,15 @@ fn problems(
         && let Some(worst) = reports.iter().max_by_key(|s| s.source.outside_window)
         && worst.source.outside_window > 0
     {
+        let rows = worst.source.outside_window;
         problems.push(format!(
-            "{} source rows of slice {}'s run fall outside the window {window}: no slice would write them; \
-             filter the query (e.g. WHERE {column} BETWEEN $start AND $end) or set source.outside_window = \"skip\"",
-            worst.source.outside_window, worst.index
+            "{rows} {} the query returns for slice {} {} outside the window {window}: no slice would write \
+             {}. Keep only each slice's days by wrapping the query — SELECT * FROM (<the query>) WHERE {column} \
+             BETWEEN $start AND $end — or set source.outside_window = \"skip\"",
+            if rows == 1 { "row" } else { "rows" },
+            worst.index,
+            if rows == 1 { "falls" } else { "fall" },
+            if rows == 1 { "it" } else { "them" },
         ));
     }
     for check in check_results.iter().filter(|c| !c.passed) {
