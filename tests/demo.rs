@@ -11,7 +11,8 @@ use crate::common::{bf, count, open_table};
 async fn demo_builds_the_example_shop() {
     let dir = tempfile::tempdir().unwrap();
     let shop = dir.path().join("shop");
-    bf().arg("demo")
+    let demo = bf()
+        .arg("demo")
         .arg(&shop)
         .assert()
         .success()
@@ -20,7 +21,7 @@ async fn demo_builds_the_example_shop() {
         .stdout(predicate::str::contains("Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue "))
         // What the verbs themselves print, not a second wording.
         .stdout(predicate::str::contains(
-            "ok 2026-03-01: 409 rows for the source's 409, 0 missing (version 6)",
+            "ok 2026-03-01..2026-03-31: 409 rows for the source's 409, 0 missing (version 6)",
         ))
         .stdout(predicate::str::contains(": version 5 → 7; 1 slice committed (409 rows), 0 already there."))
         .stdout(predicate::str::contains("$ bf history warehouse/orders_silver --limit 3"))
@@ -41,6 +42,12 @@ async fn demo_builds_the_example_shop() {
             out.find("revenue_by_day: now version").unwrap_or(usize::MAX)
                 < out.find("orders_silver: now version").unwrap_or(0)
         }));
+    // The notice file tells what the walkthrough ended with: the rollback.
+    let notice =
+        walk(dir.path()).into_iter().find(|p| p.ends_with("march-reload.md")).expect("the notice file");
+    let notice = std::fs::read_to_string(notice).unwrap();
+    assert!(notice.contains("## Backfill rolled back: orders\\_silver → revenue\\_by\\_day"), "{notice}");
+    assert!(!notice.contains("Backfill applied"), "{notice}");
     // `bf clean` in the shop finds the walkthrough's rehearsal: the demo remembered it like `bf plan`.
     crate::common::bf_in(&shop)
         .args(["clean", "--dry-run"])
@@ -115,6 +122,35 @@ async fn demo_builds_the_example_shop() {
     let columns: Vec<String> =
         table.snapshot().unwrap().schema().fields().map(|f| f.name().clone()).collect();
     assert_eq!(columns, ["order_id", "customer", "amount", "order_date"]);
+    // The next steps it prints, run as printed in the shop: the correction they end with adds the
+    // order the till sent late.
+    let printed = String::from_utf8(demo.get_output().stdout.clone()).unwrap();
+    let steps: Vec<&str> = printed
+        .split("the September daily backfill (one run per day):\n")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .take_while(|l| l.starts_with("  "))
+        .map(|l| l.trim().split("   ").next().unwrap().trim())
+        .collect();
+    assert_eq!(steps.len(), 5, "{steps:?}");
+    let mut last = String::new();
+    for step in steps {
+        let command = step.replacen("bf ", &format!("{} ", assert_cmd::cargo::cargo_bin("bf").display()), 1);
+        let out = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&command)
+            .current_dir(&shop)
+            .env_remove("BF_STATE_DIR")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{step}:\n{}", String::from_utf8_lossy(&out.stderr));
+        last = String::from_utf8_lossy(&out.stdout).into_owned();
+    }
+    assert!(
+        last.contains("Plan: 1 slice to replace; rows 3 → 4"),
+        "the correction changes the 15th:\n{last}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -130,4 +166,18 @@ async fn demo_refuses_to_build_over_an_existing_shop() {
         .stderr(predicate::str::contains("already holds a shop"));
     let after: Vec<_> = std::fs::read_dir(&log).unwrap().map(|e| e.unwrap().file_name()).collect();
     assert_eq!(before.len(), after.len(), "nothing was appended to the existing shop");
+}
+
+/// Every file under `dir`.
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            files.extend(walk(&path));
+        } else {
+            files.push(path);
+        }
+    }
+    files
 }

@@ -487,3 +487,20 @@ fn the_apply_prompt_names_the_plan_and_the_table() {
     assert!(said.contains("Apply cancelled; nothing was written."), "{said}");
     assert!(slices_committed(&daily).is_empty());
 }
+
+/// Large changes read as every other number: thousands grouped, `+9,900.0%`.
+#[test]
+fn a_large_change_groups_its_thousands() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let path = crate::common::september_plan(root, "two-days.toml", 2, |t| t);
+    assert!(bf_in(root).args(["plan", &path, "--quiet"]).output().unwrap().status.success());
+    assert!(bf_in(root).args(["apply", "--auto-approve"]).output().unwrap().status.success());
+    let hundredfold = crate::common::september_plan(root, "hundredfold.toml", 2, |t| {
+        t.replace("SELECT order_id, customer, amount,", "SELECT order_id, customer, amount * 100 AS amount,")
+    });
+    let out = bf_in(root).args(["plan", &hundredfold]).output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("+9,900.0%"), "{shown}");
+    assert!(!shown.contains("9900.0%"), "{shown}");
+}

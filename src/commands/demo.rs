@@ -63,7 +63,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     let reports = apply_step(&mut out, &plan, policy).await?;
     history_step(&mut out, &plan, &stores, args.store.is_some()).await?;
     writeln!(out, "\n$ bf rollback --cascade --auto-approve\n")?;
-    rollback_step(&mut out, &plan, &stores, &reports[0].backfill_id).await?;
+    rollback_step(&mut out, &plan, &stores, &reports[0].backfill_id, policy).await?;
     next_steps(&mut out, &args.dir)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -185,6 +185,7 @@ async fn rollback_step(
     plan: &Plan,
     stores: &Stores,
     backfill_id: &str,
+    policy: &bf::plan_file::confine::Policy,
 ) -> anyhow::Result<()> {
     let url = url::Url::parse(&plan.target.uri)?;
     let upstream = rollback::prepare(stores, &url, backfill_id).await?;
@@ -192,10 +193,20 @@ async fn rollback_step(
     for step in &undo {
         write!(out, "{}", render::rollback::intent(step, false))?;
     }
-    for rolled in
-        bf::apply::cascade::roll_back(&undo, false, false).await.context("rolling back the March reload")?
-    {
-        write!(out, "{}", render::rollback::report(&rolled))?;
+    let mut reports =
+        bf::apply::cascade::roll_back(&undo, false, false).await.context("rolling back the March reload")?;
+    for rolled in &reports {
+        write!(out, "{}", render::rollback::report(rolled))?;
+    }
+    if let Some(spec) = plan.notify() {
+        // The notice file said the backfill was applied; now it says it was rolled back.
+        let spec = bf::plan_file::Notify {
+            webhook_env: spec.webhook_env.filter(|env| std::env::var_os(env).is_some()),
+            ..spec
+        };
+        reports.reverse();
+        let notice = Notice::of_rollback(plan, &spec.owners, &reports);
+        super::tell(&spec, plan, policy, &notice).await;
     }
     writeln!(
         out,
@@ -212,6 +223,13 @@ fn next_steps(out: &mut impl Write, dir: &Path) -> anyhow::Result<()> {
     writeln!(out, "  bf slices plans/september.toml     30 runs, one per day, dated the day after")?;
     writeln!(out, "  bf plan plans/september.toml       rehearse September into the empty orders_daily")?;
     writeln!(out, "  bf apply --auto-approve            apply it; run it again after a crash to resume")?;
-    writeln!(out, "  bf plan plans/correction-2026-09-15.toml   then the 15 September correction")?;
+    writeln!(
+        out,
+        "  echo '2131,C07,42.50,2026-09-15T23:58:00' >> landing/orders/2026-09-15.csv   the order the till sent late"
+    )?;
+    writeln!(
+        out,
+        "  bf plan plans/correction-2026-09-15.toml   then the 15 September correction, which adds it"
+    )?;
     Ok(())
 }

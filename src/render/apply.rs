@@ -6,21 +6,24 @@ use bf::apply::{ApplyReport, SliceOutcome, SliceStatus};
 
 use super::count;
 
-/// `ok 2026-09-15: 4 rows for the source's 4, 0 missing (version 16)`, or the slice an earlier run
-/// committed.
+/// `ok 2026-09-15: 4 rows for the source's 4, 0 missing (version 16)` (`ok 2026-11-02..2026-11-08: …`
+/// for a slice of several days), or the slice an earlier run committed.
 pub fn slice_line(outcome: &SliceOutcome) -> String {
+    // A slice of several days is named by all of them: `2026-11-02..2026-11-08`.
+    let days = match outcome.first == outcome.last {
+        true => outcome.first.clone(),
+        false => format!("{}..{}", outcome.first, outcome.last),
+    };
     match (outcome.status, outcome.rows, outcome.source_rows) {
         (SliceStatus::Committed, Some(rows), Some(source)) => format!(
-            "ok {}: {rows} rows for the source's {source}, {} missing (version {})",
-            outcome.first,
+            "ok {days}: {} for the source's {source}, {} missing (version {})",
+            count(rows as usize, "row"),
             source.saturating_sub(rows),
             outcome.version.unwrap_or(0)
         ),
-        (SliceStatus::Committed, ..) => {
-            format!("ok {} (version {})", outcome.first, outcome.version.unwrap_or(0))
-        }
+        (SliceStatus::Committed, ..) => format!("ok {days} (version {})", outcome.version.unwrap_or(0)),
         (SliceStatus::Skipped, ..) => {
-            format!("skip {}: already committed, by an earlier run or another process", outcome.first)
+            format!("skip {days}: already committed, by an earlier run or another process")
         }
     }
 }

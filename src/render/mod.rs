@@ -86,7 +86,10 @@ pub fn signed(value: f64) -> String {
 pub fn percent(before: f64, after: f64) -> Option<String> {
     (before != 0.0).then(|| {
         let pct = (after - before) / before.abs() * 100.0;
-        let text = format!("{:.1}%", pct.abs());
+        // Thousands grouped as every other number: `+9,900.0%`.
+        let digits = format!("{:.1}", pct.abs());
+        let (whole, tenth) = digits.split_once('.').unwrap_or((&digits, "0"));
+        let text = format!("{}.{tenth}%", number(whole.parse::<f64>().unwrap_or_default()));
         if pct < 0.0 { format!("−{text}") } else { format!("+{text}") }
     })
 }
