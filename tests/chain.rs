@@ -121,7 +121,7 @@ fn the_march_reload_rehearses_revenue_by_day_on_the_reloaded_silver_and_writes_n
 
     let markdown = ok(root, &["show", "--format", "markdown"]);
     assert!(markdown.starts_with("## ✅ Backfill of 2 tables"), "{markdown}");
-    assert!(markdown.contains("#### 2. `revenue_by_day`"), "{markdown}");
+    assert!(markdown.contains("### 2. `revenue_by_day`"), "{markdown}");
     assert_eq!(markdown.matches("<!-- bf plan -->").count(), 1, "one marker for the CI job to find");
 }
 

@@ -504,3 +504,37 @@ fn a_large_change_groups_its_thousands() {
     assert!(shown.contains("+9,900.0%"), "{shown}");
     assert!(!shown.contains("9900.0%"), "{shown}");
 }
+
+/// A pull-request comment names its plan file, plan id and inputs (two plans in one pull request
+/// are told apart), and its headings go down one level at a time, a chain's included.
+#[test]
+fn a_plan_comment_names_its_plan_and_inputs_and_its_headings_are_in_order() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let out = bf_in(root).args(["plan", "plans/march.toml", "--quiet"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let comment =
+        String::from_utf8(bf_in(root).args(["show", "--format", "markdown"]).output().unwrap().stdout)
+            .unwrap();
+    let id = saved["id"].as_str().unwrap();
+    assert!(
+        comment.contains(&format!("**Plan** `plans/march.toml` · **id** `{id}` · **inputs** ")),
+        "{comment}"
+    );
+    assert!(comment.contains("`orders` (1 file)") || comment.contains("`orders` ("), "{comment}");
+    assert!(
+        comment.contains("`silver` (Delta table orders\\_silver, as its backfill leaves it)"),
+        "{comment}"
+    );
+    let levels: Vec<usize> = comment
+        .lines()
+        .filter(|l| l.starts_with('#'))
+        .map(|l| l.chars().take_while(|c| *c == '#').count())
+        .collect();
+    assert!(!levels.is_empty());
+    for pair in levels.windows(2) {
+        assert!(pair[1] <= pair[0] + 1, "a heading skips a level: {levels:?}\n{comment}");
+    }
+}

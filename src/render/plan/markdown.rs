@@ -30,9 +30,15 @@ const CUT_NOTE: usize = 400;
 /// cut where GitHub's comment limit would be reached, saying so.
 /// One plan's comment, at most `limit` characters.
 pub(super) fn markdown(plan: &Plan, detail: Detail, limit: usize) -> String {
+    markdown_at(plan, detail, limit, 3)
+}
+
+/// [`markdown`] with its title at heading `level` (a table of a chain's comment sits one below the
+/// chain's table headings, so that levels go in order).
+fn markdown_at(plan: &Plan, detail: Detail, limit: usize, level: usize) -> String {
     let shown = Shown::of(plan, detail);
     let mut head = String::new();
-    heading(&mut head, plan);
+    heading(&mut head, plan, level);
     apply_or_problems(&mut head, plan);
     checks_and_guards(&mut head, plan);
     outside_window(&mut head, plan);
@@ -68,8 +74,8 @@ pub(super) fn chain_markdown(root: &Plan, detail: Detail) -> String {
     );
     let budget = (COMMENT_LIMIT - out.len() - 1_000) / plans.len();
     for (i, plan) in plans.iter().enumerate() {
-        let _ = writeln!(out, "\n---\n\n#### {}. {}\n", i + 1, md::code(&table_name(&plan.target.uri)));
-        out.push_str(&markdown(plan, detail, budget));
+        let _ = writeln!(out, "\n---\n\n### {}. {}\n", i + 1, md::code(&table_name(&plan.target.uri)));
+        out.push_str(&markdown_at(plan, detail, budget, 4));
     }
     out + MARKER
 }
@@ -81,10 +87,18 @@ fn file_name(path: &str) -> String {
         .map_or_else(|| path.to_owned(), |name| name.to_string_lossy().into_owned())
 }
 
-/// The status and summary as the comment's title, then the table, window and mode, and the reason.
-fn heading(w: &mut String, plan: &Plan) {
+/// The status and summary as the comment's title, then which plan (file, id, inputs), the table,
+/// window and mode, and the reason: two plans in one pull request are told apart.
+fn heading(w: &mut String, plan: &Plan, level: usize) {
     let status = if plan.problems.is_empty() { "✅" } else { "❌" };
-    let _ = writeln!(w, "### {status} {}\n", md::text(&summary(plan)));
+    let _ = writeln!(w, "{} {status} {}\n", "#".repeat(level), md::text(&summary(plan)));
+    let _ = writeln!(
+        w,
+        "**Plan** {} · **id** {} · **inputs** {}\n",
+        md::code(&shown_path(&plan.plan_file.path)),
+        md::code(&plan.id),
+        inputs(plan)
+    );
     let table =
         if plan.target.table.is_empty() { display(&plan.target.uri) } else { plan.target.table.clone() };
     let _ = writeln!(
@@ -333,4 +347,45 @@ fn within_limit(head: String, sections: &[String], limit: usize) -> String {
         out.push_str(section);
     }
     out
+}
+
+/// What the plan read, by input name, as markdown: `orders` (30 files), `silver` (Delta table
+/// orders_silver at version 5).
+fn inputs(plan: &Plan) -> String {
+    let mut named: std::collections::BTreeMap<&str, String> = std::collections::BTreeMap::new();
+    for input in &plan.delta_inputs {
+        let table = input.stands_for.as_deref().unwrap_or(&input.uri);
+        let read = match input.stands_for {
+            Some(_) => format!("Delta table {}, as its backfill leaves it", table_name(table)),
+            None => format!("Delta table {} at version {}", table_name(table), input.version),
+        };
+        named.insert(&input.input, read);
+    }
+    let mut files: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
+    for file in &plan.inputs {
+        *files.entry(&file.input).or_default() += 1;
+    }
+    for folder in &plan.input_folders {
+        *files.entry(&folder.input).or_default() += 0;
+    }
+    for (input, n) in files {
+        named.entry(input).or_insert_with(|| count(n, "file"));
+    }
+    match named.is_empty() {
+        true => "none".to_owned(),
+        false => named
+            .iter()
+            .map(|(name, read)| format!("{} ({})", md::code(name), md::text(read)))
+            .collect::<Vec<_>>()
+            .join(", "),
+    }
+}
+
+/// A plan file's path as the reader of the comment knows it: relative to where bf runs (a CI job
+/// runs at the repository's root), else as saved.
+fn shown_path(path: &str) -> String {
+    std::env::current_dir()
+        .ok()
+        .and_then(|here| std::path::Path::new(path).strip_prefix(here).ok().map(|p| p.display().to_string()))
+        .unwrap_or_else(|| path.to_owned())
 }
