@@ -538,3 +538,26 @@ fn a_plan_comment_names_its_plan_and_inputs_and_its_headings_are_in_order() {
         assert!(pair[1] <= pair[0] + 1, "a heading skips a level: {levels:?}\n{comment}");
     }
 }
+
+/// A long plan's summary lists the slices that change something, and counts the ones that change
+/// nothing instead of listing them: September planned again after its apply, with one order the
+/// till sent late for the 15th, shows the 15th alone.
+#[test]
+fn unchanged_slices_are_counted_not_listed() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    assert!(bf_in(root).args(["plan", "plans/september.toml", "--quiet"]).output().unwrap().status.success());
+    assert!(bf_in(root).args(["apply", "--auto-approve"]).output().unwrap().status.success());
+    let late = root.join("bf-demo/landing/orders/2026-09-15.csv");
+    let mut text = std::fs::read_to_string(&late).unwrap();
+    text.push_str("2131,C07,42.50,2026-09-15T23:58:00\n");
+    std::fs::write(&late, text).unwrap();
+    let out = bf_in(root).args(["plan", "plans/september.toml"]).output().unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        shown.contains("1 of 30 slices shown, those with the most changes and the 1 furthest from the rest (29 slices change nothing)"),
+        "{shown}"
+    );
+    assert!(shown.contains("2026-09-15") && !shown.contains("2026-09-14 "), "{shown}");
+}

@@ -16,6 +16,8 @@ pub(super) struct Shown<'p> {
     pub(super) slices: Vec<&'p SliceReport>,
     /// How many of `slices` were chosen for being far from the rest rather than for their size.
     outliers: usize,
+    /// How many slices a summary leaves out for changing nothing: counted, never listed.
+    unchanged: usize,
     pub(super) samples: Vec<&'p SliceReport>,
 }
 
@@ -37,38 +39,54 @@ impl<'p> Shown<'p> {
         // The largest slices, and the slices whose change is furthest from the others' (a day that
         // moved the other way, or not at all): a sample that hides neither.
         let chosen = || {
-            let outliers = outliers(&plan.slices, OUTLIERS);
-            let rest: Vec<&SliceReport> =
-                all().into_iter().filter(|s| !outliers.iter().any(|o| o.index == s.index)).collect();
+            // An unchanged day among changed ones is an outlier worth showing; it is never one of
+            // "those with the most changes".
+            let outliers = outliers(&all(), OUTLIERS);
+            // A slice that changes nothing is never one of "those with the most changes".
+            let rest: Vec<&SliceReport> = all()
+                .into_iter()
+                .filter(|s| !outliers.iter().any(|o| o.index == s.index) && changes(s))
+                .collect();
             let mut slices = largest(TOP_SLICES - outliers.len(), rest);
             let count = outliers.len();
             slices.extend(outliers);
             slices.sort_by_key(|s| s.index);
             (slices, count)
         };
+        // The slices left out for changing nothing: counted, never listed.
+        let unchanged = |shown: &[&SliceReport]| {
+            plan.slices.iter().filter(|s| !changes(s) && !shown.iter().any(|o| o.index == s.index)).count()
+        };
         match detail {
             _ if everything => Shown {
                 slices: plan.slices.iter().collect(),
                 outliers: 0,
+                unchanged: 0,
                 samples: with_samples(plan.slices.iter().collect()),
             },
-            Detail::Slices => Shown { slices: all(), outliers: 0, samples: largest_samples() },
+            Detail::Slices => Shown { slices: all(), outliers: 0, unchanged: 0, samples: largest_samples() },
             Detail::Summary => {
                 let (slices, outliers) = chosen();
-                Shown { slices, outliers, samples: Vec::new() }
+                Shown { unchanged: unchanged(&slices), slices, outliers, samples: Vec::new() }
             }
             _ => {
                 let (slices, outliers) = chosen();
-                Shown { slices, outliers, samples: largest_samples() }
+                Shown { unchanged: unchanged(&slices), slices, outliers, samples: largest_samples() }
             }
         }
     }
 
-    /// `those with the most changes`, and the outliers when there are any.
+    /// `those with the most changes`, the outliers when there are any, and how many slices changed
+    /// nothing.
     pub(super) fn chosen_by(&self) -> String {
-        match self.outliers {
+        let chosen = match self.outliers {
             0 => "those with the most changes".to_owned(),
             n => format!("those with the most changes and the {n} furthest from the rest"),
+        };
+        match self.unchanged {
+            0 => chosen,
+            1 => format!("{chosen} (1 slice changes nothing)"),
+            n => format!("{chosen} ({n} slices change nothing)"),
         }
     }
 }
@@ -76,10 +94,10 @@ impl<'p> Shown<'p> {
 /// How many slices a summary shows for being far from the others.
 const OUTLIERS: usize = 2;
 
-/// Up to `n` slices whose relative change (of the first metric, else the rows) is furthest from
-/// the median of all slices' — by more than a point and three median deviations, so that a
+/// Up to `n` of the changed `slices` whose relative change (of the first metric, else the rows) is
+/// furthest from their median — by more than a point and three median deviations, so that a
 /// steady backfill has none.
-fn outliers(slices: &[SliceReport], n: usize) -> Vec<&SliceReport> {
+fn outliers<'p>(slices: &[&'p SliceReport], n: usize) -> Vec<&'p SliceReport> {
     let pct = |s: &SliceReport| {
         let (b, a) = match s.before.metrics.iter().next() {
             Some((name, b)) => (*b, s.after.metrics.get(name).copied().flatten()),
@@ -94,7 +112,7 @@ fn outliers(slices: &[SliceReport], n: usize) -> Vec<&SliceReport> {
         values.sort_by(f64::total_cmp);
         values.get(values.len() / 2).copied()
     };
-    let changes: Vec<(&SliceReport, f64)> = slices.iter().filter_map(|s| pct(s).map(|p| (s, p))).collect();
+    let changes: Vec<(&SliceReport, f64)> = slices.iter().filter_map(|s| pct(s).map(|p| (*s, p))).collect();
     let Some(middle) = median(changes.iter().map(|(_, p)| *p).collect()) else { return Vec::new() };
     let spread = median(changes.iter().map(|(_, p)| (p - middle).abs()).collect()).unwrap_or(0.0);
     let mut far: Vec<(&SliceReport, f64)> = changes
@@ -124,6 +142,11 @@ fn change_size(slice: &SliceReport) -> f64 {
         })
         .sum();
     rows as f64 + metrics.min(0.999)
+}
+
+/// Whether a slice changes anything the rehearsal measured: rows by key, its row count, a metric.
+fn changes(slice: &SliceReport) -> bool {
+    change_size(slice) > 0.0 || !slice.before.same_as(&slice.after)
 }
 
 /// Whether a slice kept changed rows to show: a slice without any has no diff to print.
