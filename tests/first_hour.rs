@@ -528,6 +528,10 @@ fn a_plan_comment_names_its_plan_and_inputs_and_its_headings_are_in_order() {
         comment.contains("`silver` (Delta table orders\\_silver, as its backfill leaves it)"),
         "{comment}"
     );
+    assert!(
+        comment.contains("\n  order_id | customer | amount | currency | amount_eur | order_date\n"),
+        "{comment}"
+    );
     let levels: Vec<usize> = comment
         .lines()
         .filter(|l| l.starts_with('#'))
@@ -560,4 +564,9 @@ fn unchanged_slices_are_counted_not_listed() {
         "{shown}"
     );
     assert!(shown.contains("2026-09-15") && !shown.contains("2026-09-14 "), "{shown}");
+    // Changed rows under their columns' names.
+    assert!(
+        shown.contains("    order_id | customer | amount | order_date\n  + 2131 | C07 | 42.5 | 2026-09-15"),
+        "{shown}"
+    );
 }

@@ -20,6 +20,9 @@ pub struct RowChanges {
     pub changed: u64,
     pub unchanged: u64,
     pub samples: Vec<SampleRow>,
+    /// The table's columns, in the order of each sample's fields: what a report heads them with.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub columns: Vec<String>,
 }
 
 /// One row that changed, as text fields in the table's column order.
@@ -43,6 +46,9 @@ impl Comparison {
         for (kind, _) in kinds.into_iter().filter(|(_, n)| samples > 0 && *n > 0) {
             let sampled = self.sample_changes(&joined, kind, samples).await?;
             changes.samples.extend(sampled);
+        }
+        if !changes.samples.is_empty() {
+            changes.columns = self.schema.fields().iter().map(|f| f.name().clone()).collect();
         }
         Ok(changes)
     }

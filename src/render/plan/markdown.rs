@@ -292,8 +292,11 @@ fn changed_rows(slice: &SliceReport) -> Option<String> {
     let changes = slice.changes.as_ref()?;
     let total = changes.added + changes.removed + changes.changed;
     let shown = comment_samples(changes);
-    let diff =
-        sample_diff(&shown).lines().map(|l| l.strip_prefix("  ").unwrap_or(l)).collect::<Vec<_>>().join("\n");
+    let diff = sample_diff(&changes.columns.iter().map(|c| md::code_line(c)).collect::<Vec<_>>(), &shown)
+        .lines()
+        .map(|l| l.strip_prefix("  ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n");
     let fence = md::fence(&diff);
     Some(format!(
         "\n<details><summary>Changed rows in slice {} ({}..{}): {} of {total}</summary>\n\n{fence}diff\n{diff}\n{fence}\n</details>\n",

@@ -270,10 +270,14 @@ fn measured_cells(
 
 /// Sample rows as a unified diff of their fields, row by row: `-  2131 | C02 | 19.99 | USD` then
 /// `+  2131 | C02 | 19.99 | EUR`.
-fn sample_diff(samples: &[SampleRow]) -> String {
+fn sample_diff(columns: &[String], samples: &[SampleRow]) -> String {
     let line =
         |fields: &Option<Vec<String>>| fields.as_ref().map(|f| f.join(" | ") + "\n").unwrap_or_default();
     let mut out = String::new();
+    // The columns' names over the rows, in the rows' order (plans saved before carry none).
+    if !columns.is_empty() && !samples.is_empty() {
+        let _ = writeln!(out, "    {}", columns.join(" | "));
+    }
     for sample in samples {
         let (before, after) = (line(&sample.before), line(&sample.after));
         for change in TextDiff::from_lines(&before, &after).iter_all_changes() {

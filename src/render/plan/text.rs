@@ -262,7 +262,7 @@ fn changed_rows(w: &mut String, plan: &Plan, shown: &Shown) {
         let total = changes.added + changes.removed + changes.changed;
         let _ =
             writeln!(w, "\nChanged rows in slice {} ({} of {total}):", slice.index, changes.samples.len());
-        let _ = writeln!(w, "{}", sample_diff(&changes.samples));
+        let _ = writeln!(w, "{}", sample_diff(&changes.columns, &changes.samples));
     }
     let with_samples = plan.slices.iter().filter(|s| has_samples(s)).count();
     if shown.samples.len() < with_samples {
