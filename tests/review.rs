@@ -53,7 +53,7 @@ fn the_markdown_comment_holds_what_a_reviewer_decides_on() {
             "<details><summary>Changed rows in slice 1 (2026-03-01..2026-03-31): 8 of 290</summary>"
         )
     );
-    assert!(march.contains("```diff\n- 780 | C21 | 23.2 | USD | 21.34 | 2026-03-01\n+ 780 | C21 | 23.2 | EUR | 23.2 | 2026-03-01"), "{march}");
+    assert!(march.contains("```diff\n  order_id | customer | amount | currency | amount_eur | order_date\n- 780 | C21 | 23.2 | USD | 21.34 | 2026-03-01\n+ 780 | C21 | 23.2 | EUR | 23.2 | 2026-03-01"), "{march}");
     assert!(
         march.contains("- ✅ guard `max_change_pct.revenue`")
             && march.contains("**Outside the window** unchanged ✅")
