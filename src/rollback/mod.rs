@@ -37,6 +37,11 @@ use crate::rehearse::slice_writer::SliceWriter;
 use crate::source::run::SliceSource;
 use crate::window::{Slice, Window};
 
+mod history;
+
+pub use history::{Applied, backfills};
+use history::{bf_backfill_of, undone_since};
+
 #[derive(Debug, thiserror::Error)]
 pub enum RollbackError {
     #[error("no commit of {table} belongs to backfill {backfill}")]
@@ -136,56 +141,6 @@ pub struct RollbackReport {
     pub rows_after: u64,
 }
 
-/// One backfill of a table as its history tells it: what `bf rollback --table T` lists to choose
-/// from.
-#[derive(Debug, Clone, Serialize)]
-pub struct Applied {
-    pub backfill_id: String,
-    pub reason: String,
-    pub window: Window,
-    pub pre_version: u64,
-    /// Its first and last slice commits.
-    pub versions: (u64, u64),
-    pub slices: usize,
-    /// Whether its apply finished (its comment is in the table).
-    pub finished: bool,
-    /// The version at which a rollback undid it.
-    pub rolled_back_at: Option<u64>,
-}
-
-/// The backfills of the table at `url`, newest first.
-pub async fn backfills(stores: &Stores, url: &Url) -> Result<Vec<Applied>, RollbackError> {
-    let table = stores.open(url, None).await?;
-    let history = ledger::commits_after(&table, 0).await?;
-    let mut ids: Vec<&str> = Vec::new();
-    for entry in history.iter().rev() {
-        if let Some(id) = entry.backfill().map(|b| b.backfill_id.as_str()).filter(|id| !ids.contains(id)) {
-            ids.push(id);
-        }
-    }
-    let mut applied = Vec::new();
-    for id in ids {
-        let Some(recorded) = ledger::recorded(&history, id).map_err(ledger::LedgerError::from)? else {
-            continue;
-        };
-        let versions: Vec<u64> = recorded.slices.iter().map(|(_, v)| *v).collect();
-        applied.push(Applied {
-            backfill_id: id.to_owned(),
-            reason: recorded.backfill.reason.clone(),
-            window: recorded.backfill.window,
-            pre_version: recorded.backfill.pre_version,
-            versions: (
-                versions.iter().copied().min().unwrap_or_default(),
-                versions.iter().copied().max().unwrap_or_default(),
-            ),
-            slices: recorded.slices.len(),
-            finished: recorded.commented,
-            rolled_back_at: ledger::undone_at(&history, &recorded),
-        });
-    }
-    Ok(applied)
-}
-
 /// Reads what undoing `backfill_id` on the table at `url` involves.
 pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<RollbackPlan, RollbackError> {
     stores.require_safe_commits(url)?;
@@ -236,31 +191,6 @@ pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<Ro
         }
     }
     Ok(plan)
-}
-
-/// The bf backfill a commit is part of: one of its slices or its comment, or a step of its rollback.
-fn bf_backfill_of(entry: &Entry) -> Option<&str> {
-    entry.backfill().map(|b| b.backfill_id.as_str()).or(entry.keys.rollback_of.as_deref())
-}
-
-/// The bf backfills applied after version `after` (other than `own`) that were rolled back since:
-/// by a RESTORE of their pre-version, or slice by slice. Their commits and their rollbacks' cancel
-/// out: the table is as if neither had happened.
-fn undone_since(history: &[Entry], after: u64, own: &str) -> BTreeSet<String> {
-    let since: Vec<&Entry> = history.iter().filter(|e| e.version > after).collect();
-    let ids: BTreeSet<&str> =
-        since.iter().filter_map(|e| bf_backfill_of(e)).filter(|id| *id != own).collect();
-    ids.into_iter()
-        .filter(|id| {
-            let Ok(Some(recorded)) = ledger::recorded(history, id) else { return false };
-            // One applied before `after` reaches back past it: undoing it is not cancelling out.
-            if recorded.backfill.pre_version < after {
-                return false;
-            }
-            ledger::undone_at(history, &recorded).is_some()
-        })
-        .map(str::to_owned)
-        .collect()
 }
 
 impl RollbackPlan {
