@@ -31,7 +31,8 @@
 //! that fails half way rolls back what it applied.
 //!
 //! [`fault`] holds the test hooks (faults, pauses) and [`shop`] builds the example shop the demo and
-//! the tests run on, apart from the engine.
+//! the tests run on, apart from the engine; [`words`] is how every message words a count or a span of
+//! days.
 
 pub mod apply;
 pub mod delta;
@@ -44,6 +45,7 @@ pub mod rollback;
 pub mod shop;
 pub mod source;
 pub mod window;
+pub mod words;
 
 /// deltalake, as bf builds against it, for tests and tools that inspect bf's tables.
 pub use deltalake;

@@ -92,6 +92,13 @@ impl Window {
     }
 }
 
+/// `slice 3 (2026-03-15..2026-03-21)`: how messages name a slice, by its index and all its days.
+impl fmt::Display for Slice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "slice {} ({})", self.index, crate::words::days(self.first, self.last))
+    }
+}
+
 impl fmt::Display for Window {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}..{}", self.start, self.end)

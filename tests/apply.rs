@@ -355,7 +355,7 @@ async fn a_stale_plan_is_refused_and_nothing_is_written() {
     let rows: [&[OrderRow]; 1] = [&[(9001, "C01", 1.0, "EUR", "2026-03-05")]];
     append_silver(&silver, rows[0]).await;
     refused(&[
-        "slice 1 (2026-03-01 to 2026-03-31) was not written: since the plan, other commits touch its rows",
+        "slice 1 (2026-03-01..2026-03-31) was not written: since the plan, other commits touch its rows",
         "version 6: WRITE",
         "(rows dated 2026-03-05)",
         "No slice of this backfill is committed. Run `bf plan",
@@ -488,13 +488,11 @@ async fn another_writer_inside_the_window_stops_the_apply_cleanly() {
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(
-        stderr.contains(
-            "slice 5 (2026-09-05 to 2026-09-05) was not written: since the plan, other commits touch"
-        ),
+        stderr.contains("slice 5 (2026-09-05) was not written: since the plan, other commits touch"),
         "{stderr}"
     );
     assert!(stderr.contains("version 5: WRITE") && stderr.contains("(rows dated 2026-09-05)"), "{stderr}");
-    assert!(stderr.contains("The 4 slice(s) of this backfill already committed stay recorded"), "{stderr}");
+    assert!(stderr.contains("The 4 slices of this backfill already committed stay recorded"), "{stderr}");
     assert!(!stderr.contains("run `bf apply` again to resume"), "no resume can write it: {stderr}");
     // Slices 1-4 stay, the other writer's row stays, nothing of slice 5 was written.
     assert_eq!(slices_committed(&daily), [1, 2, 3, 4]);

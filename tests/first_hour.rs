@@ -505,6 +505,95 @@ fn a_large_change_groups_its_thousands() {
     assert!(!shown.contains("9900.0%"), "{shown}");
 }
 
+/// Where the change is: each measure's net change, then its parts. When every part moves the same
+/// way each carries its share (they add up to 100%); the parts past the fifth are summed on one line.
+#[test]
+fn a_breakdown_whose_parts_all_rise_gives_shares_that_add_up() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let path = crate::common::september_plan(root, "two-days.toml", 2, |t| t);
+    assert!(bf_in(root).args(["plan", &path, "--quiet"]).output().unwrap().status.success());
+    assert!(bf_in(root).args(["apply", "--auto-approve"]).output().unwrap().status.success());
+    let doubled = crate::common::september_plan(root, "doubled.toml", 2, |t| {
+        t.replace("SELECT order_id, customer, amount,", "SELECT order_id, customer, amount * 2 AS amount,")
+            + "\n[diff]\nby = [\"customer\"]\n"
+    });
+    let out = bf_in(root).args(["plan", &doubled]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let parts: Vec<f64> = saved["breakdown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["metric"] == "revenue")
+        .map(|row| row["after"].as_f64().unwrap() - row["before"].as_f64().unwrap())
+        .collect();
+    assert!(parts.len() > 6 && parts.iter().all(|d| *d > 0.0), "{parts:?}");
+    let section = shown.split("Where the change is:\n").nth(1).expect(&shown);
+    let lines: Vec<&str> = section.lines().take_while(|l| l.starts_with("  ")).collect();
+    assert!(lines[0].starts_with("  revenue +") && lines[0].ends_with(" in all:"), "{section}");
+    let shares: Vec<f64> = lines[1..6]
+        .iter()
+        .map(|l| {
+            assert!(l.starts_with("    +"), "{l}");
+            l.split_once(" (").unwrap().1.split_once("%)").unwrap().0.parse().unwrap()
+        })
+        .collect();
+    let named: f64 = parts[..5].iter().sum();
+    let total: f64 = parts.iter().sum();
+    let expected_share = (named / total * 100.0).round();
+    assert!((shares.iter().sum::<f64>() - expected_share).abs() <= 3.0, "{shares:?} {expected_share}");
+    assert!(
+        lines[6].starts_with("    +")
+            && lines[6].ends_with(&format!(" in the other {} groups", parts.len() - 5)),
+        "{section}"
+    );
+    assert!(!section.contains("cancel"), "{section}");
+}
+
+/// The March reload's revenue rises (the EUR orders sent as USD) and falls (the duplicates
+/// removed): no share is shown — "112%" and "−7%" explain nothing — but how much went each way.
+#[test]
+fn a_breakdown_whose_parts_rise_and_fall_says_so() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let out = bf_in(root).args(["plan", "plans/march.toml"]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let revenue: Vec<f64> = saved["breakdown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["metric"] == "revenue")
+        .map(|row| row["after"].as_f64().unwrap() - row["before"].as_f64().unwrap())
+        .collect();
+    let rises: f64 = revenue.iter().filter(|d| **d > 0.0).sum();
+    let falls: f64 = revenue.iter().filter(|d| **d < 0.0).sum();
+    assert!((rises - 1210.20).abs() < 0.005 && (falls + 126.17).abs() < 0.005, "{revenue:?}");
+    let expected = "Where the change is:
+  rows −3 in all:
+    −2 (67%) in currency = USD, rows removed
+    −1 (33%) in currency = GBP, rows removed
+  revenue +1,084.03 in all (rises of +1,210.20 and falls of −126.17 partly cancel out):
+    +1,210.20 in currency = USD → EUR
+    −80.53 in currency = USD, rows removed
+    −45.64 in currency = GBP, rows removed
+";
+    assert!(shown.contains(expected), "{shown}");
+    assert!(!shown.contains("112%"), "{shown}");
+    let comment =
+        String::from_utf8(bf_in(root).args(["show", "--format", "markdown"]).output().unwrap().stdout)
+            .unwrap();
+    assert!(
+        comment.contains("- revenue +1,084.03 in all (rises of +1,210.20 and falls of −126.17 partly cancel out):\n  - \\+1,210.20 in currency = USD → EUR\n"),
+        "{comment}"
+    );
+}
+
 /// A pull-request comment names its plan file, plan id and inputs (two plans in one pull request
 /// are told apart), and its headings go down one level at a time, a chain's included.
 #[test]

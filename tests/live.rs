@@ -130,10 +130,10 @@ async fn a_foreign_row_in_a_later_slice_stops_bf_before_that_slice_and_survives(
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(1), "{case}:\n{stderr}");
             for said in [
-                "slice 5 (2026-05-29 to 2026-05-31) was not written: since the plan, other commits touch its rows",
+                "slice 5 (2026-05-29..2026-05-31) was not written: since the plan, other commits touch its rows",
                 &format!("version {at}: WRITE"),
                 "(rows dated 2026-05-30)",
-                "The 4 slice(s) of this backfill already committed stay recorded. Run `bf plan",
+                "The 4 slices of this backfill already committed stay recorded. Run `bf plan",
             ] {
                 assert!(stderr.contains(said), "{case}: missing {said:?} in:\n{stderr}");
             }
@@ -149,7 +149,7 @@ async fn a_foreign_row_in_a_later_slice_stops_bf_before_that_slice_and_survives(
             // A resume is refused the same way: the slice still would write over the order.
             let untouched = snapshot(&table);
             let again = refused(root, &[&["apply", "--auto-approve"][..], mode(recompute)].concat());
-            assert!(again.contains("slice 5 (2026-05-29 to 2026-05-31) was not written"), "{case}:\n{again}");
+            assert!(again.contains("slice 5 (2026-05-29..2026-05-31) was not written"), "{case}:\n{again}");
             assert_eq!(snapshot(&table), untouched, "{case}: the refused resume wrote nothing");
             assert_eq!(commits_with(&table, "comment"), 0, "{case}: never finished");
         }
@@ -199,7 +199,7 @@ async fn a_slice_published_before_the_slices_whose_files_it_rewrites_is_refused_
     let stderr = refused(root, &["apply", "--slice", "3", "--auto-approve"]);
     assert!(
         stderr.contains(
-            "slice 3 (2026-05-15) rewrites files that slices 1, 2 write: it can only be published after them"
+            "slice 3 (2026-05-15..2026-05-21) rewrites files that slices 1, 2 write: it can only be published after them"
         ),
         "{stderr}"
     );
@@ -249,7 +249,7 @@ async fn a_slice_that_failed_its_verification_is_never_finished_over() {
     let stderr = String::from_utf8_lossy(&dropped.stderr);
     assert_eq!(dropped.status.code(), Some(1), "{stderr}");
     assert!(
-        stderr.contains("slice 2 (2026-05-08): the table holds 6 rows of it after the commit"),
+        stderr.contains("slice 2 (2026-05-08..2026-05-14): the table holds 6 rows of it after the commit"),
         "{stderr}"
     );
     assert_eq!(slices_committed(&table), [1, 2]);
@@ -266,7 +266,7 @@ async fn a_slice_that_failed_its_verification_is_never_finished_over() {
         let stderr = refused(root, args);
         assert!(
             stderr.contains(&format!(
-                "slice 2 (2026-05-08), committed at version {slice_2}, holds 6 rows of its days, but the rehearsal held 7"
+                "slice 2 (2026-05-08..2026-05-14), committed at version {slice_2}, holds 6 rows of its days, but the rehearsal held 7"
             )),
             "{args:?}:\n{stderr}"
         );
@@ -275,7 +275,7 @@ async fn a_slice_that_failed_its_verification_is_never_finished_over() {
     }
     assert_eq!(commits_with(&table, "comment"), 0, "never commented");
     let status = ok(root, &["status"]);
-    assert!(status.contains("slice 2 (2026-05-08), committed at version"), "{status}");
+    assert!(status.contains("slice 2 (2026-05-08..2026-05-14), committed at version"), "{status}");
     // The way out named works.
     ok(root, &["rollback", "--auto-approve"]);
     assert_eq!(rows_at(&table, None, "order_date <= DATE '2026-05-31'").await.len(), 31);
@@ -389,10 +389,7 @@ async fn a_foreign_deletion_vector_delete_mid_apply_never_brings_the_rows_back()
             .await;
             let stderr = String::from_utf8_lossy(&out.stderr);
             assert_eq!(out.status.code(), Some(1), "{case}:\n{stderr}");
-            assert!(
-                stderr.contains("slice 3 (2026-05-15 to 2026-05-21) was not written"),
-                "{case}:\n{stderr}"
-            );
+            assert!(stderr.contains("slice 3 (2026-05-15..2026-05-21) was not written"), "{case}:\n{stderr}");
             assert!(stderr.contains(": DELETE"), "{case}:\n{stderr}");
             assert_eq!(slices_committed(&table), [1, 2], "{case}");
             assert!(

@@ -247,7 +247,7 @@ fn a_merge_source_with_a_null_key_is_refused() {
     let output = bf_in(dir.path()).args(["plan", "merge.toml", "-q"]).output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("1 source rows have a NULL in the key (order_id)"), "{stderr}");
+    assert!(stderr.contains("1 source row has a NULL in the key (order_id)"), "{stderr}");
     assert_eq!(snapshot(&dir.path().join("orders")), untouched);
 }
 

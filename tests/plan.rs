@@ -366,7 +366,7 @@ fn errors_name_what_is_wrong_and_write_nothing() {
         root,
         &plan,
         &silver,
-        "the source has several rows for 409 key(s), and a merge needs one row per key",
+        "the source has several rows for 409 keys, and a merge needs one row per key",
     );
 
     let daily = root.join("bf-demo/warehouse/orders_daily");
@@ -516,18 +516,20 @@ fn a_failed_check_or_guard_makes_the_plan_fail_and_unappliable() {
             "sql = \"SELECT * FROM slice WHERE amount <= 0\"",
             "sql = \"SELECT * FROM slice WHERE currency = 'GBP'\"",
         )
-        .replace("revenue = 10", "revenue = 1");
+        .replace("rows = 5, revenue = 10", "rows = 0.5, revenue = 1");
     let plan = write_plan(&root.join("plans"), "strict.toml", &strict);
     let output = bf_in(root).arg("plan").arg(&plan).output().unwrap();
     assert_eq!(output.status.code(), Some(1));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("✗ amounts are positive"), "{stdout}");
     assert!(stdout.contains("✗ max_change_pct.revenue"), "{stdout}");
+    assert!(stdout.contains("revenue changes +5.4% (limit ±1%)"), "{stdout}");
+    assert!(stdout.contains("the row count changes −0.7% (limit ±0.5%)"), "{stdout}");
     assert!(stdout.contains("This plan cannot be applied"), "{stdout}");
     let saved: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
     let problems = saved["problems"].as_array().unwrap();
-    assert_eq!(problems.len(), 2, "{problems:?}");
+    assert_eq!(problems.len(), 3, "{problems:?}");
     let gbp = corrected_march(&root.join("bf-demo")).iter().filter(|r| r.1 == "GBP").count();
     let check =
         saved["checks"].as_array().unwrap().iter().find(|c| c["name"] == "amounts are positive").unwrap();
@@ -583,7 +585,7 @@ async fn a_merge_keeps_the_rows_the_source_lacks_unless_delete_missing_and_never
     );
     let warned = plan["warnings"].as_array().unwrap().iter().any(|w| {
         w.as_str().unwrap().contains(
-            "the table holds several rows for 3 key(s); a source row for such a key replaces all of them",
+            "the table holds several rows for 3 keys; a source row for such a key replaces all of them",
         )
     });
     assert!(warned, "the duplicated keys are reported: {}", plan["warnings"]);

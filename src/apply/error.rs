@@ -29,14 +29,14 @@ pub enum ApplyError {
     #[error(transparent)]
     Write(#[from] crate::rehearse::slice_writer::WriteError),
     #[error(
-        "slice {slice} ({first}): the table holds {found} rows of it after the commit, but the rehearsal held {expected}"
+        "{slice}: the table holds {found} rows of it after the commit, but the rehearsal held {expected}"
     )]
-    Verify { slice: usize, first: String, expected: u64, found: u64 },
+    Verify { slice: Slice, expected: u64, found: u64 },
     #[error(
-        "slice {slice} ({first}) conflicts with another writer's commit ({kind}), so it was not written:\n{commits}\n\
+        "{slice} conflicts with another writer's commit ({kind}), so it was not written:\n{commits}\n\
          The slices committed before it stay recorded. Run `bf plan` again to plan against the new version."
     )]
-    Conflict { slice: usize, first: String, kind: String, commits: String },
+    Conflict { slice: Slice, kind: String, commits: String },
     #[error(
         "bf cannot publish the rehearsed slices: {0}.\nRun `bf plan` to rehearse again, or `bf apply --recompute` \
          to run each slice's query again and write its rows (what lands may then differ from what was reviewed)."
@@ -57,8 +57,8 @@ pub enum ApplyError {
         "{}\nNothing was written. Apply them first, or run these slices with `--recompute` (a recomputed slice \
          rewrites whatever the table holds on its days).",
         .0.iter().map(|(s, before)| format!(
-            "slice {} ({}) rewrites files that slices {} write: it can only be published after them",
-            s.index, s.first, before.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
+            "{s} rewrites files that slices {} write: it can only be published after them",
+            before.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
         )).collect::<Vec<_>>().join("\n")
     )]
     OutOfOrder(Vec<(Slice, Vec<usize>)>),
@@ -96,8 +96,11 @@ impl std::fmt::Display for Unverified {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "slice {} ({}), committed at version {}, holds {} rows of its days, but the rehearsal held {}",
-            self.slice.index, self.slice.first, self.version, self.found, self.expected
+            "{}, committed at version {}, holds {} of its days, but the rehearsal held {}",
+            self.slice,
+            self.version,
+            crate::words::count(self.found, "row"),
+            self.expected
         )
     }
 }
@@ -106,15 +109,13 @@ fn overtaken_message(slices: &[(Slice, Overtaken)], committed: usize, plan_file:
     let each: Vec<String> = slices
         .iter()
         .map(|(slice, by)| {
-            format!(
-                "slice {} ({} to {}) was not written: since the plan, other commits touch its rows:\n{by}",
-                slice.index, slice.first, slice.last
-            )
+            format!("{slice} was not written: since the plan, other commits touch its rows:\n{by}")
         })
         .collect();
     let kept = match committed {
         0 => "No slice of this backfill is committed.".to_owned(),
-        n => format!("The {n} slice(s) of this backfill already committed stay recorded."),
+        1 => "The slice of this backfill already committed stays recorded.".to_owned(),
+        n => format!("The {n} slices of this backfill already committed stay recorded."),
     };
     format!(
         "{}\n{kept} Run `bf plan {plan_file}` again: it rehearses against the table as it is now, the other \

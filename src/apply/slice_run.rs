@@ -285,11 +285,7 @@ async fn verify(
     expected: u64,
 ) -> Result<u64, ApplyError> {
     let found = table::rows_in_slice(table, date_column, slice).await?;
-    if found == expected {
-        Ok(found)
-    } else {
-        Err(ApplyError::Verify { slice: slice.index, first: slice.first.to_string(), expected, found })
-    }
+    if found == expected { Ok(found) } else { Err(ApplyError::Verify { slice: *slice, expected, found }) }
 }
 
 /// Turns a write that lost a commit race into an error naming the commits it lost to.
@@ -314,5 +310,5 @@ async fn conflict_or(
         }
         Err(e) => format!("  (the table's new commits cannot be listed: {e})"),
     };
-    ApplyError::Conflict { slice: slice.index, first: slice.first.to_string(), kind, commits }
+    ApplyError::Conflict { slice: *slice, kind, commits }
 }

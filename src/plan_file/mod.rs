@@ -305,8 +305,8 @@ pub struct Check {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DiffSpec {
-    /// Columns to break each metric's change down by, largest first, e.g. `["currency"]` shows
-    /// "97% of the revenue change is in currency = USD → EUR".
+    /// Columns to break each metric's change down by, largest part first, e.g. `["currency"]`
+    /// shows "+1,210.20 in currency = USD → EUR" under the revenue's change.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub by: Vec<String>,
     /// How many changed rows to show per slice (default 5, at most 1000).

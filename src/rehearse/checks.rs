@@ -163,17 +163,20 @@ fn change_guards(guards: &Guards, before: &Measures, after: &Measures) -> Vec<Gu
             } else {
                 before.metrics.get(name).copied().flatten().zip(after.metrics.get(name).copied().flatten())
             };
+            let subject = if name == "rows" { "the row count" } else { name.as_str() };
             let (passed, detail) = match values {
-                None => (false, format!("{name} is NULL before or after; a change cannot be measured")),
-                Some((b, a)) if b == 0.0 && a == 0.0 => (true, format!("{name} is 0 before and after")),
+                None => (false, format!("{subject} is NULL before or after; a change cannot be measured")),
+                Some((b, a)) if b == 0.0 && a == 0.0 => (true, format!("{subject} is 0 before and after")),
                 Some((0.0, _)) => (
                     false,
-                    format!("{name} is 0 before, so its change cannot be a percentage (limit {limit}%)"),
+                    format!("{subject} is 0 before, so its change cannot be a percentage (limit {limit}%)"),
                 ),
                 Some((b, a)) => {
                     let pct = (a - b) / b.abs() * 100.0;
                     let passed = pct.abs() <= *limit;
-                    (passed, format!("{name} changes {pct:+.1}% (limit ±{limit}%)"))
+                    // The minus sign every other change in a report uses.
+                    let sign = if pct < 0.0 { "−" } else { "+" };
+                    (passed, format!("{subject} changes {sign}{:.1}% (limit ±{limit}%)", pct.abs()))
                 }
             };
             GuardResult { name: format!("max_change_pct.{name}"), passed, detail }

@@ -111,7 +111,7 @@ impl SliceComparison {
         })?;
         let column = spec.target.date_column.as_str();
         let metrics = &spec.metrics;
-        let what = format!("slice {} ({})", slice.index, slice.first);
+        let what = slice.to_string();
         let predicate = slice_predicate(column, &slice);
         comparison.focus(predicate.clone(), in_memory).await.map_err(query_error(&what))?;
         let before = comparison.measure_slice(Side::Before, metrics).await.map_err(query_error(&what))?;
@@ -142,10 +142,8 @@ impl SliceComparison {
             let keys = comparison.slice_key_report(Side::Before, key, 5).await.map_err(query_error(&what))?;
             if keys.repeated > 0 {
                 merge_note = Some(format!(
-                    "slice {} ({}): the table holds several rows for {} key(s); a source row for such a key replaces all of them: {}",
-                    slice.index,
-                    slice.first,
-                    keys.repeated,
+                    "{slice}: the table holds several rows for {}; a source row for such a key replaces all of them: {}",
+                    crate::words::count(keys.repeated, "key"),
                     keys.samples.join("; ")
                 ));
             }

@@ -320,7 +320,11 @@ fn problems(
     let null_dates = reports.iter().map(|s| s.source.null_date).max().unwrap_or(0);
     if null_dates > 0 {
         problems.push(format!(
-            "{null_dates} source rows have a NULL {column}: no slice would write them; fix the query or the input"
+            "{} a NULL {column}: no slice would write them; fix the query or the input",
+            match null_dates {
+                1 => "1 source row has".to_owned(),
+                n => format!("{n} source rows have"),
+            }
         ));
     }
     if spec.source.outside_window == OutsideRows::Refuse

@@ -76,7 +76,7 @@ impl SliceRun<'_, '_> {
             )
             .await
             .map_err(|e| RehearsalError::Query {
-                what: format!("slice {} ({})", slice.index, slice.first),
+                what: slice.to_string(),
                 message: format!("recording what publishing it takes: {e}"),
             })?;
             timings.record += watch.lap();
@@ -120,25 +120,26 @@ async fn check_merge_keys(
     rows: &SliceSource,
 ) -> Result<(), RehearsalError> {
     let (WriteMode::Merge, Some(key)) = (spec.write.mode, &spec.target.key) else { return Ok(()) };
-    let what = format!("slice {} ({})", slice.index, slice.first);
+    let what = slice.to_string();
     let keys =
         crate::rehearse::diff::key_report(rows.rows.clone(), key, 5).await.map_err(query_error(&what))?;
-    let refused = |why: String| {
-        RehearsalError::Refused(format!("slice {} ({}..{}): {why}", slice.index, slice.first, slice.last))
-    };
+    let refused = |why: String| RehearsalError::Refused(format!("{slice}: {why}"));
     // A NULL key matches nothing: each rerun of the merge would add the row again.
     if keys.null_rows > 0 {
         return Err(refused(format!(
-            "{} source rows have a NULL in the key ({}), and a merge matches rows by key",
-            keys.null_rows,
+            "{} a NULL in the key ({}), and a merge matches rows by key",
+            match keys.null_rows {
+                1 => "1 source row has".to_owned(),
+                n => format!("{n} source rows have"),
+            },
             key.join(", ")
         )));
     }
     // A merge takes one source row per key; two would leave the slice's result to chance.
     if keys.repeated > 0 {
         return Err(refused(format!(
-            "the source has several rows for {} key(s), and a merge needs one row per key: {}",
-            keys.repeated,
+            "the source has several rows for {}, and a merge needs one row per key: {}",
+            crate::words::count(keys.repeated, "key"),
             keys.samples.join("; ")
         )));
     }

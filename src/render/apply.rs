@@ -10,10 +10,7 @@ use super::count;
 /// for a slice of several days), or the slice an earlier run committed.
 pub fn slice_line(outcome: &SliceOutcome) -> String {
     // A slice of several days is named by all of them: `2026-11-02..2026-11-08`.
-    let days = match outcome.first == outcome.last {
-        true => outcome.first.clone(),
-        false => format!("{}..{}", outcome.first, outcome.last),
-    };
+    let days = bf::words::days(&outcome.first, &outcome.last);
     match (outcome.status, outcome.rows, outcome.source_rows) {
         (SliceStatus::Committed, Some(rows), Some(source)) => format!(
             "ok {days}: {} for the source's {source}, {} missing (version {})",

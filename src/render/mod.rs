@@ -29,32 +29,7 @@ pub fn table<T: ToString>(header: impl IntoIterator<Item = T>) -> Table {
     table
 }
 
-/// `1 slice`, `30 slices`.
-pub fn count(n: usize, noun: &str) -> String {
-    format!("{n} {noun}{}", if n == 1 { "" } else { "s" })
-}
-
-/// A number as people read it in a report: thousands separated, two decimals unless whole.
-pub fn number(value: f64) -> String {
-    if !value.is_finite() {
-        return value.to_string();
-    }
-    let whole = value.fract() == 0.0 && value.abs() < 1e15;
-    let text = if whole { format!("{:.0}", value.abs()) } else { format!("{:.2}", value.abs()) };
-    let (integer, decimals) = text.split_once('.').map_or((text.as_str(), None), |(i, d)| (i, Some(d)));
-    let mut grouped = String::new();
-    for (i, digit) in integer.chars().enumerate() {
-        if i > 0 && (integer.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(digit);
-    }
-    let sign = if value < 0.0 { "−" } else { "" };
-    match decimals {
-        Some(d) => format!("{sign}{grouped}.{d}"),
-        None => format!("{sign}{grouped}"),
-    }
-}
+pub use bf::words::{count, number};
 
 /// A value a report shows, or `—` where there is none (the SUM of no rows).
 pub fn value(value: Option<f64>) -> String {

@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use super::{count, number};
 use bf::rollback::{Applied, RollbackPlan, RollbackReport};
 
 /// The backfill, its commits, other writers' commits, an earlier rollback that stopped, and what
@@ -70,17 +71,21 @@ pub fn report(report: &RollbackReport) -> String {
     let scope = if report.window_only { "inside the window " } else { "" };
     if report.wrote.is_empty() {
         return format!(
-            "Backfill {} of {} was already rolled back: nothing written; version {} equals version {} {scope}({} rows).\n",
-            report.backfill_id, report.table, report.new_version, report.restored_version, report.rows_after,
+            "Backfill {} of {} was already rolled back: nothing written; version {} equals version {} {scope}({}).\n",
+            report.backfill_id,
+            report.table,
+            report.new_version,
+            report.restored_version,
+            count(report.rows_after, "row"),
         );
     }
     format!(
-        "Rolled back{what} {}: now version {}, equal to version {} {scope}({} rows, {} before the rollback); wrote {}.\n",
+        "Rolled back{what} {}: now version {}, equal to version {} {scope}({}, {} before the rollback); wrote {}.\n",
         report.table,
         report.new_version,
         report.restored_version,
-        report.rows_after,
-        report.rows_before,
+        count(report.rows_after, "row"),
+        number(report.rows_before as f64),
         match report.wrote.as_slice() {
             [one] => format!("version {one}"),
             many => format!("versions {many:?}"),

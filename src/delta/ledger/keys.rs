@@ -127,6 +127,13 @@ pub struct RecordedSlice {
     pub last: NaiveDate,
 }
 
+/// `slice 3 (2026-03-15..2026-03-21)`, as a [`crate::window::Slice`] reads.
+impl std::fmt::Display for RecordedSlice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "slice {} ({})", self.index, crate::words::days(self.first, self.last))
+    }
+}
+
 /// What identifies a backfill in the table's history.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Backfill {

@@ -311,10 +311,7 @@ pub fn describe<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> String {
             // bf's own commits are named as such: a reader must tell them from another writer's.
             let whose = match (&e.mark, &e.keys.rollback_of) {
                 (Some(Mark::Slice { backfill, slice }), _) => {
-                    format!(
-                        " — bf backfill {}, slice {} ({})",
-                        backfill.backfill_id, slice.index, slice.first
-                    )
+                    format!(" — bf backfill {}, {slice}", backfill.backfill_id)
                 }
                 (Some(Mark::Comment { backfill }), _) => {
                     format!(" — bf backfill {}, its comment", backfill.backfill_id)

@@ -9,7 +9,7 @@ use bf::rehearse::plan::{Plan, SliceReport};
 
 use super::shown::Shown;
 use super::{
-    Columns, Detail, breakdown_lines, checks_by_name, display, mode_verb, rewrites, sample_diff, summary,
+    Columns, Detail, breakdown_metrics, checks_by_name, display, mode_verb, rewrites, sample_diff, summary,
     table_name, unfreeze,
 };
 use crate::render::{count, number};
@@ -281,8 +281,11 @@ fn breakdown(plan: &Plan) -> Option<String> {
         return None;
     }
     let mut breakdown = String::from("\n**Where the change is**\n\n");
-    for line in breakdown_lines(&plan.breakdown, plan) {
-        let _ = writeln!(breakdown, "- {}", md::text(&line));
+    for metric in breakdown_metrics(plan) {
+        let _ = writeln!(breakdown, "- {}", md::text(&metric.heading));
+        for part in metric.parts {
+            let _ = writeln!(breakdown, "  - {}", md::text(&part));
+        }
     }
     Some(breakdown)
 }
@@ -341,9 +344,9 @@ fn within_limit(head: String, sections: &[String], limit: usize) -> String {
         if out.len() + section.len() + CUT_NOTE > limit {
             let _ = writeln!(
                 out,
-                "\n> Cut here to stay under GitHub's {} characters: {} more section(s) of detail. `bf show --format markdown --detail all` prints everything.",
+                "\n> Cut here to stay under GitHub's {} characters: {} more of detail. `bf show --format markdown --detail all` prints everything.",
                 number(COMMENT_LIMIT as f64),
-                sections.len() - i
+                count(sections.len() - i, "section")
             );
             break;
         }

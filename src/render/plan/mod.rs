@@ -205,7 +205,7 @@ fn rewrites_cell(radius: &BlastRadius) -> String {
         Size(radius.bytes_added)
     );
     if radius.rows_carried > 0 {
-        cell.push_str(&format!(", {} rows carried", number(radius.rows_carried as f64)));
+        cell.push_str(&format!(", {} carried", count(radius.rows_carried, "row")));
     }
     cell
 }
@@ -219,12 +219,12 @@ fn rewrites(plan: &Plan) -> Option<String> {
             n => format!(" in {}", count(n, "partition")),
         };
         format!(
-            "removes {} ({}) and writes {} ({}){partitions}; {} rows outside the slices' days carried along",
+            "removes {} ({}) and writes {} ({}){partitions}; {} outside the slices' days carried along",
             count(radius.files_removed as usize, "file"),
             Size(radius.bytes_removed),
             count(radius.files_added as usize, "file"),
             Size(radius.bytes_added),
-            number(radius.rows_carried as f64)
+            count(radius.rows_carried, "row")
         )
     })
 }
@@ -292,39 +292,75 @@ fn sample_diff(columns: &[String], samples: &[SampleRow]) -> String {
     out.trim_end().to_owned()
 }
 
-/// "97% of the revenue change is in currency = USD → EUR (+1,234.00)", largest first.
-fn breakdown_lines(rows: &[BreakdownRow], plan: &Plan) -> Vec<String> {
-    let by = &plan.breakdown_by;
-    let mut lines = Vec::new();
-    for row in rows.iter().take(10) {
-        let total_before = if row.metric == "rows" {
-            Some(plan.total.before.rows as f64)
-        } else {
-            plan.total.before.metrics.get(&row.metric).copied().flatten()
+/// One measure's change split by the plan's `breakdown_by` values: a heading with the net change,
+/// then its parts, largest first.
+struct BreakdownMetric {
+    heading: String,
+    parts: Vec<String>,
+}
+
+/// How many parts of one measure are named; the rest are summed on one line.
+const BREAKDOWN_PARTS: usize = 5;
+
+/// Where each measure's change is, rows first. A part's share of the net change is shown only
+/// when every part moves the same way: with rises and falls mixed, "112%" and "−7%" say nothing
+/// a reader can check, so the heading says how much went up and down instead.
+fn breakdown_metrics(plan: &Plan) -> Vec<BreakdownMetric> {
+    let names = std::iter::once("rows").chain(plan.total.before.metrics.keys().map(String::as_str));
+    let mut metrics = Vec::new();
+    for name in names {
+        let rows: Vec<&BreakdownRow> = plan.breakdown.iter().filter(|row| row.metric == name).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        let deltas: Vec<f64> = rows.iter().map(|row| row.after - row.before).collect();
+        let rises: f64 = deltas.iter().filter(|d| **d > 0.0).sum();
+        let falls: f64 = deltas.iter().filter(|d| **d < 0.0).sum();
+        let net = rises + falls;
+        let mixed = rises != 0.0 && falls != 0.0;
+        let heading = match (mixed, net == 0.0) {
+            (false, _) => format!("{name} {} in all:", signed(net)),
+            (true, true) => format!(
+                "{name} unchanged in all (rises of {} and falls of {} cancel out):",
+                signed(rises),
+                signed(falls)
+            ),
+            (true, false) => format!(
+                "{name} {} in all (rises of {} and falls of {} partly cancel out):",
+                signed(net),
+                signed(rises),
+                signed(falls)
+            ),
         };
-        let total_after = if row.metric == "rows" {
-            Some(plan.total.after.rows as f64)
-        } else {
-            plan.total.after.metrics.get(&row.metric).copied().flatten()
-        };
-        let total = total_after.unwrap_or(0.0) - total_before.unwrap_or(0.0);
-        let delta = row.after - row.before;
-        let one = by.len() == 1;
-        let columns = if one { by.join(", ") } else { format!("({})", by.join(", ")) };
-        let values = |v: &Vec<String>| if one { v.join(", ") } else { format!("({})", v.join(", ")) };
-        let place = match (&row.from, &row.to) {
-            (Some(from), Some(to)) if from == to => format!("{columns} = {}", values(from)),
-            (Some(from), Some(to)) => format!("{columns} = {} → {}", values(from), values(to)),
-            (Some(from), None) => format!("{columns} = {}, rows removed", values(from)),
-            (None, Some(to)) => format!("{columns} = {}, rows added", values(to)),
-            (None, None) => "rows without values".to_owned(),
-        };
-        let share = if total != 0.0 {
-            format!("{:.0}% of the {} change", delta / total * 100.0, row.metric)
-        } else {
-            format!("{} change", row.metric)
-        };
-        lines.push(format!("{share} is in {place} ({})", signed(delta)));
+        let mut parts: Vec<String> = rows
+            .iter()
+            .zip(&deltas)
+            .take(BREAKDOWN_PARTS)
+            .map(|(row, delta)| {
+                let share = if mixed { String::new() } else { format!(" ({:.0}%)", delta / net * 100.0) };
+                format!("{}{share} in {}", signed(*delta), breakdown_place(row, &plan.breakdown_by))
+            })
+            .collect();
+        if rows.len() > BREAKDOWN_PARTS {
+            let rest: f64 = deltas[BREAKDOWN_PARTS..].iter().sum();
+            let more = rows.len() - BREAKDOWN_PARTS;
+            parts.push(format!("{} in the other {}", signed(rest), count(more, "group")));
+        }
+        metrics.push(BreakdownMetric { heading, parts });
     }
-    lines
+    metrics
+}
+
+/// `currency = USD → EUR`, `(currency, country) = (USD, FR), rows removed`.
+fn breakdown_place(row: &BreakdownRow, by: &[String]) -> String {
+    let one = by.len() == 1;
+    let columns = if one { by.join(", ") } else { format!("({})", by.join(", ")) };
+    let values = |v: &Vec<String>| if one { v.join(", ") } else { format!("({})", v.join(", ")) };
+    match (&row.from, &row.to) {
+        (Some(from), Some(to)) if from == to => format!("{columns} = {}", values(from)),
+        (Some(from), Some(to)) => format!("{columns} = {} → {}", values(from), values(to)),
+        (Some(from), None) => format!("{columns} = {}, rows removed", values(from)),
+        (None, Some(to)) => format!("{columns} = {}, rows added", values(to)),
+        (None, None) => "rows without values".to_owned(),
+    }
 }

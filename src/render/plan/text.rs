@@ -7,7 +7,7 @@ use bf::rehearse::plan::Plan;
 
 use super::shown::{Shown, has_samples};
 use super::{
-    Columns, Detail, breakdown_lines, checks_by_name, display, measured_cells, rewrites, sample_diff,
+    Columns, Detail, breakdown_metrics, checks_by_name, display, measured_cells, rewrites, sample_diff,
     summary, table_name, unfreeze,
 };
 use crate::render::{change, count, number, table};
@@ -249,8 +249,11 @@ fn source_rows_not_written(w: &mut String, plan: &Plan) {
 fn breakdown(w: &mut String, plan: &Plan) {
     if !plan.breakdown.is_empty() {
         let _ = writeln!(w, "\nWhere the change is:");
-        for line in breakdown_lines(&plan.breakdown, plan) {
-            let _ = writeln!(w, "  {line}");
+        for metric in breakdown_metrics(plan) {
+            let _ = writeln!(w, "  {}", metric.heading);
+            for part in metric.parts {
+                let _ = writeln!(w, "    {part}");
+            }
         }
     }
 }
