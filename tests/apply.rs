@@ -257,6 +257,53 @@ async fn a_crash_at_any_point_resumes_to_the_same_table() {
     }
 }
 
+/// A resume takes a slice as committed only when the commit that names it carries the slice's own
+/// Delta transaction: a commit whose commitInfo merely claims slice 4 (copied by a tool that copies
+/// commit properties, or by hand) does not make bf skip slice 4.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resume_skips_only_the_slices_whose_commits_carry_their_transactions() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    plan(root, "plans/september.toml");
+    let crashed = bf_in(root)
+        .args(["apply", "--auto-approve"])
+        .env(bf::fault::FAULT_ENV, "after-commit:3")
+        .output()
+        .unwrap();
+    assert!(!crashed.status.success());
+    let infos = commit_infos(&daily);
+    let (third, info) = infos.iter().find(|(_, i)| i["bf.slice"] == 3).unwrap().clone();
+    let raw = std::fs::read_to_string(daily.join(format!("_delta_log/{third:020}.json"))).unwrap();
+    assert!(raw.contains("\"txn\""), "bf's slice commit carries its transaction:\n{raw}");
+    let mut claim = info.clone();
+    claim["bf.slice"] = 4.into();
+    claim["bf.slice_first"] = "2026-09-04".into();
+    claim["bf.slice_last"] = "2026-09-04".into();
+    let next = infos.last().unwrap().0 + 1;
+    std::fs::write(
+        daily.join(format!("_delta_log/{next:020}.json")),
+        serde_json::json!({ "commitInfo": claim }).to_string() + "\n",
+    )
+    .unwrap();
+    let resumed = apply(root);
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(resumed.status.success(), "{stderr}");
+    let skipped: Vec<&str> = stderr.lines().filter(|l| l.starts_with("skip ")).collect();
+    assert_eq!(skipped.len(), 3, "slices 1 to 3 are skipped, the claimed 4th is written:\n{stderr}");
+    let written: Vec<u64> = commit_infos(&daily)
+        .iter()
+        .filter(|(v, i)| *v > next && i.get("bf.slice").is_some())
+        .filter_map(|(_, i)| i["bf.slice"].as_u64())
+        .collect();
+    assert_eq!(written, (4..=30).collect::<Vec<u64>>());
+    let reference = demo_workspace();
+    plan(reference.path(), "plans/september.toml");
+    assert!(apply(reference.path()).status.success());
+    let expected = contents(&reference.path().join("bf-demo/warehouse/orders_daily")).await;
+    assert_eq!(duckdb_rows(&daily, "SELECT * FROM t"), expected, "read by DuckDB");
+}
+
 /// Starts `bf apply` of the saved plan in `root` as a child process (its output piped).
 fn spawn_apply(root: &Path, envs: &[(&str, &std::ffi::OsStr)]) -> std::process::Child {
     spawn_apply_saying(root, &["-q"], envs)

@@ -52,7 +52,7 @@ pub use stale::{Now, check_stale};
 pub use state::{ApplyState, cannot_publish, state, unverified};
 
 use crate::apply::staleness::{Overtaken, Watch};
-use crate::delta::ledger::{self, Backfill, Entry};
+use crate::delta::ledger::{self, Backfill, Entry, Logged};
 use crate::delta::publish::Publisher;
 use crate::delta::store::{Stores, display_url};
 use crate::delta::table;
@@ -260,10 +260,7 @@ impl<'a> Apply<'a> {
         }
         // The commits since the plan, read once: the ledger's entries here, their files for the watch.
         let latest = target.version().unwrap_or(0);
-        let logged = match latest > plan.target.pre_version {
-            true => ledger::read_log(&target, plan.target.pre_version + 1..=latest).await?,
-            false => Vec::new(),
-        };
+        let logged = ledger::logged_after(&target, plan.target.pre_version).await?;
         let since: Vec<Entry> = logged.iter().map(|l| l.entry.clone()).collect();
         let inputs_now =
             hashing.await.map_err(|e| ApplyError::Delta(format!("fingerprinting the inputs: {e}")))?;
@@ -275,7 +272,7 @@ impl<'a> Apply<'a> {
         backfill.cascade = self.cascade.clone();
         let slices = document.plan.slices();
         self.refuse_unknown_slices(&slices)?;
-        let done = committed(&target, &since, &backfill, &slices).await?;
+        let done = committed(&logged, &backfill, &slices);
         // An earlier backfill of this plan published the rehearsed files already: they are the
         // table's now, and what a rerun rewrites is whatever the table holds on those days.
         let republishing = since
@@ -467,25 +464,18 @@ impl<'a> Apply<'a> {
 }
 
 /// The backfill's slices the table holds, each with the version that committed it: named by the
-/// backfill's commits since the plan, confirmed by their transactions (each lookup replays the log,
-/// so a first apply makes none).
-async fn committed(
-    target: &DeltaTable,
-    since: &[Entry],
-    backfill: &Backfill,
-    slices: &[Slice],
-) -> Result<BTreeMap<usize, u64>, ApplyError> {
-    let named: BTreeMap<usize, u64> = since
+/// backfill's commits since the plan, each confirmed by the slice's transaction in that same commit.
+/// The commits since the plan are read once anyway; looking each transaction up in the table's
+/// state instead replayed the whole log once per committed slice, which was most of a resume.
+fn committed(since: &[Logged], backfill: &Backfill, slices: &[Slice]) -> BTreeMap<usize, u64> {
+    since
         .iter()
-        .filter(|e| e.is_slice_of(&backfill.backfill_id))
-        .filter_map(|e| Some((e.slice()?.index, e.version)))
-        .collect();
-    if named.is_empty() {
-        return Ok(BTreeMap::new());
-    }
-    let named_slices: Vec<Slice> = slices.iter().filter(|s| named.contains_key(&s.index)).cloned().collect();
-    let confirmed = backfill.committed_slices(target, &named_slices).await?;
-    Ok(named.into_iter().filter(|(index, _)| confirmed.contains(index)).collect())
+        .filter(|l| l.entry.is_slice_of(&backfill.backfill_id))
+        .filter_map(|l| Some((l.entry.slice()?.index, l)))
+        .filter(|(index, _)| slices.iter().any(|s| s.index == *index))
+        .filter(|(index, l)| l.has_transaction(&backfill.app_id(*index)))
+        .map(|(index, l)| (index, l.entry.version))
+        .collect()
 }
 
 /// Counts the rows of each committed slice `which` picks and returns those that differ from the

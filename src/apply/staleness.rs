@@ -255,11 +255,14 @@ impl Watch {
             seen.added.extend(footprint.added().map(|(p, d)| (p.to_owned(), d)));
             let own = commit.entry.backfill().filter(|b| b.plan_id == self.plan_id);
             match (own, commit.entry.slice()) {
-                (Some(backfill), Some(slice)) => {
+                // A slice of this plan's, with the slice's own transaction: bf wrote it, once.
+                (Some(backfill), Some(slice)) if commit.has_transaction(&backfill.app_id(slice.index)) => {
                     seen.own_slices.insert((backfill.backfill_id.clone(), slice.index), commit.entry.version);
                 }
                 (Some(_), None) => {}
-                (None, _) => seen.foreign.push(footprint),
+                // Another writer's, a commit that only copies bf's properties among them: a resume
+                // that took one for its slice would skip a slice the table never got.
+                _ => seen.foreign.push(footprint),
             }
         }
         seen.through = seen.through.max(through);

@@ -84,14 +84,15 @@ pub async fn unverified(plan: &Plan) -> Result<Vec<Unverified>, ApplyError> {
     let url = url_of(plan)?;
     plan.reach_target().await?;
     let target = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?.open(&url, None).await?;
-    let since = ledger::commits_after(&target, plan.target.pre_version).await?;
+    let logged = ledger::logged_after(&target, plan.target.pre_version).await?;
+    let since: Vec<_> = logged.iter().map(|l| l.entry.clone()).collect();
     let backfill = backfill_for(plan, &since, false);
     let slices: Vec<Slice> = plan
         .slices
         .iter()
         .map(|r| Slice { index: r.index, first: r.first, last: r.last, run_date: r.run_date })
         .collect();
-    let done = committed(&target, &since, &backfill, &slices).await?;
+    let done = committed(&logged, &backfill, &slices);
     let watch = Watch::new(&plan.id, plan.target.pre_version, &target, &plan.target.date_column);
     verify_committed(&target, &watch, &done, plan, &slices, |_| true).await
 }

@@ -212,6 +212,14 @@ pub struct Logged {
 }
 
 impl Logged {
+    /// Whether this commit carries the Delta transaction `app_id` (a `txn` action): the mark of a
+    /// commit made exactly once, read from the commit itself rather than by replaying the log.
+    pub fn has_transaction(&self, app_id: &str) -> bool {
+        self.actions
+            .iter()
+            .any(|a| a.get("txn").and_then(|t| t.get("appId")).and_then(Value::as_str) == Some(app_id))
+    }
+
     fn parse(version: u64, bytes: &[u8]) -> Result<Logged, DeltaTableError> {
         let unreadable = |problem: String| {
             DeltaTableError::Generic(format!(
@@ -277,11 +285,16 @@ pub async fn read_log(
 
 /// The table's commits after `after_version` up to the version `table` was loaded at, oldest first.
 pub async fn commits_after(table: &DeltaTable, after_version: u64) -> Result<Vec<Entry>, DeltaTableError> {
+    Ok(logged_after(table, after_version).await?.into_iter().map(|l| l.entry).collect())
+}
+
+/// [`commits_after`] with each commit's actions.
+pub async fn logged_after(table: &DeltaTable, after_version: u64) -> Result<Vec<Logged>, DeltaTableError> {
     let latest = table.version().unwrap_or(0);
     if latest <= after_version {
         return Ok(Vec::new());
     }
-    Ok(read_log(table, after_version + 1..=latest).await?.into_iter().map(|l| l.entry).collect())
+    read_log(table, after_version + 1..=latest).await
 }
 
 /// The table's last `limit` commits (all without a limit), newest first.

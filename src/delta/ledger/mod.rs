@@ -32,7 +32,7 @@ pub use commit::{
 pub use keys::{Backfill, Cascade, Keys, Mark, RecordedSlice, RollbackStep};
 pub use log::{
     Entry, LedgerError, Logged, Malformed, Recorded, added_files, at, backfill_ids, backfills_of_plan,
-    commits_after, describe, history, read_log, recorded, undone_at,
+    commits_after, describe, history, logged_after, read_log, recorded, undone_at,
 };
 pub use periods::{Frozen, Unfreeze};
 
