@@ -5,6 +5,7 @@ mod common;
 
 mod apply;
 mod bench;
+mod build;
 mod catalogs;
 mod chain;
 mod corpus;
