@@ -302,10 +302,9 @@ fn changed_rows(slice: &SliceReport) -> Option<String> {
         .join("\n");
     let fence = md::fence(&diff);
     Some(format!(
-        "\n<details><summary>Changed rows in slice {} ({}..{}): {} of {total}</summary>\n\n{fence}diff\n{diff}\n{fence}\n</details>\n",
+        "\n<details><summary>Changed rows in slice {} ({}): {} of {total}</summary>\n\n{fence}diff\n{diff}\n{fence}\n</details>\n",
         slice.index,
-        slice.first,
-        slice.last,
+        bf::words::days(slice.first, slice.last),
         shown.len(),
     ))
 }

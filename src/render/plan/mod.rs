@@ -180,7 +180,7 @@ impl<'p> Columns<'p> {
     fn slice_row(&self, slice: &SliceReport) -> Vec<String> {
         let mut cells = measured_cells(
             slice.index.to_string(),
-            format!("{}..{}", slice.first, slice.last),
+            bf::words::days(slice.first, slice.last),
             &slice.before,
             &slice.after,
             &self.metrics,
