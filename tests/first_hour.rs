@@ -553,6 +553,36 @@ fn a_breakdown_whose_parts_all_rise_gives_shares_that_add_up() {
     assert!(!section.contains("cancel"), "{section}");
 }
 
+/// 0.90 moved from one order to two others: revenue is unchanged in all, and says its rises and
+/// falls cancel out — not "−0.00 in all … partly cancel out", which the floating-point sums of
+/// these parts (+0.3 and +0.6 against −0.9) would read as.
+#[test]
+fn a_breakdown_whose_parts_cancel_out_says_unchanged() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let path = crate::common::september_plan(root, "two-days.toml", 2, |t| t);
+    assert!(bf_in(root).args(["plan", &path, "--quiet"]).output().unwrap().status.success());
+    assert!(bf_in(root).args(["apply", "--auto-approve"]).output().unwrap().status.success());
+    let moved = crate::common::september_plan(root, "moved.toml", 2, |t| {
+        t.replace(
+            "SELECT order_id, customer, amount,",
+            "SELECT order_id, customer, CASE WHEN order_id = 2001 THEN amount + 0.3 \
+             WHEN order_id = 2002 THEN amount + 0.6 WHEN order_id = 2003 THEN amount - 0.9 \
+             ELSE amount END AS amount,",
+        ) + "\n[diff]\nby = [\"customer\"]\n"
+    });
+    let out = bf_in(root).args(["plan", &moved]).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains(
+            "Where the change is:\n  revenue unchanged in all (rises of +0.90 and falls of −0.90 cancel out):\n    \
+             −0.90 in customer = C22\n    +0.60 in customer = C15\n    +0.30 in customer = C08\n"
+        ),
+        "{shown}"
+    );
+}
+
 /// The March reload's revenue rises (the EUR orders sent as USD) and falls (the duplicates
 /// removed): no share is shown — "112%" and "−7%" explain nothing — but how much went each way.
 #[test]

@@ -318,7 +318,9 @@ fn breakdown_metrics(plan: &Plan) -> Vec<BreakdownMetric> {
         let falls: f64 = deltas.iter().filter(|d| **d < 0.0).sum();
         let net = rises + falls;
         let mixed = rises != 0.0 && falls != 0.0;
-        let heading = match (mixed, net == 0.0) {
+        // Rises and falls that cancel but for the last bits of their floating-point sums cancel.
+        let cancel = net.abs() <= rises.max(-falls) * 1e-9;
+        let heading = match (mixed, cancel) {
             (false, _) => format!("{name} {} in all:", signed(net)),
             (true, true) => format!(
                 "{name} unchanged in all (rises of {} and falls of {} cancel out):",
