@@ -294,15 +294,19 @@ def measure(argv: list[str], cwd: Path, env: dict | None = None, expect_failure:
     return Measured(seconds, int(peak_kib) / 1024, child.stdout, float(user) + float(system))
 
 
-def plan_and_apply(args, scratch: Path, results: Results, name: str):
-    """`bf plan` then `bf apply` of scratch/plan.toml, recorded alone and together."""
+def plan_and_apply(args, scratch: Path, results: Results, name: str, mark=lambda label: None):
+    """`bf plan` then `bf apply` of scratch/plan.toml, recorded alone and together. `mark` is called
+    before each command and after the last (the S3 workload marks its server's request log)."""
+    mark("plan")
     planned = measure([args.bf, "plan", "plan.toml", "-q"], scratch)
     # Where the plan's time went, as bf timed its steps (the saved plan's `timings`).
     saved = json.loads((scratch / ".bf" / "plan.json").read_text())
     for step, millis in saved.get("timings", {}).items():
         if step != "total":
             results.add(name, f"  bf plan: {step}", Measured(millis / 1000, 0, ""))
+    mark("apply")
     applied = measure([args.bf, "apply", "--auto-approve", "-q"], scratch)
+    mark("end")
     results.add(name, "bf apply", applied)
     results.add(name, "bf plan", planned)
     both = Measured(
@@ -560,11 +564,14 @@ class S3Server:
             self.port = probe.getsockname()[1]
         self.endpoint = f"http://127.0.0.1:{self.port}"
         moto = Path(sys.executable).parent / "moto_server"
+        # moto's request log (werkzeug's, one line a request), for --s3-requests.
+        self.log = work / "moto-requests.log"
+        log = self.log.open("w")
         self.process = subprocess.Popen(
             [str(moto), "-H", "127.0.0.1", "-p", str(self.port)],
             cwd=work,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
         )
         deadline = time.monotonic() + 60
         while True:
@@ -588,6 +595,54 @@ class S3Server:
 
         self.s3 = boto3.client("s3")
         self.s3.create_bucket(Bucket="bench")
+
+    def mark(self, label: str):
+        """A request whose key names `label`: where a phase starts in the request log."""
+        self.s3.list_objects_v2(Bucket="bench", Prefix=f"__mark__/{label}", MaxKeys=1)
+
+    def requests(self, table: str) -> dict:
+        """bf's requests between the marks of its last plan and apply (of `table`), counted by
+        command, operation and what they reach: the table's log or data files, the rehearsal's, the
+        inputs."""
+        import re
+        import urllib.parse
+
+        counts, phase = {}, None
+        for line in self.log.read_text().splitlines():
+            # werkzeug colours some lines (a 206, a ranged read): its escapes go first.
+            line = re.sub(r"\x1b\[[0-9;]*m", "", line)
+            m = re.search(r'"([A-Z]+) (\S+) HTTP/[\d.]+" (\d+)', line)
+            if not m:
+                continue
+            method, target, status = m.groups()
+            path, _, query = target.partition("?")
+            params = urllib.parse.parse_qs(query)
+            key = urllib.parse.unquote(path.removeprefix("/bench").lstrip("/"))
+            prefix = params.get("prefix", [""])[0]
+            if prefix.startswith("__mark__/"):
+                phase = {"plan": "bf plan", "apply": "bf apply", "end": None}[prefix.removeprefix("__mark__/")]
+                if phase == "bf plan":
+                    counts = {}  # the log holds earlier runs' marks too: the last run is this one
+                continue
+            if phase is None:
+                continue
+            what = key or prefix
+            area = (
+                "rehearsal" if what.startswith(f"{table}-rehearsal")
+                else "table" if what.startswith(table)
+                else "inputs" if what.startswith("inputs")
+                else "other"
+            )
+            part = "log" if "_delta_log" in what else "data"
+            op = (
+                "LIST" if "list-type" in params
+                else "GET range" if status == "206"
+                else f"{method} multipart" if "uploadId" in params or "uploads" in query
+                else method
+            )
+            row = f"{phase:9} {op:14} {area:9} {part:4}"
+            counts[row] = counts.get(row, 0) + 1
+        return dict(sorted(counts.items()))
 
     def stop(self):
         self.process.terminate()
@@ -619,6 +674,7 @@ def s3_workloads(args, work: Path, results: Results, ratios: dict):
     inputs = work / "inputs"
     make_inputs(inputs, args.seed, window, args.rows_per_month)
     server = S3Server(work)
+    requests = {}
     try:
         server.upload(inputs, "inputs")
         for variant in ["unpartitioned", "partitioned"]:
@@ -636,7 +692,10 @@ def s3_workloads(args, work: Path, results: Results, ratios: dict):
                     if contender == "bf":
                         plan = plan_text(uri, "s3://bench/inputs", first, last, "month", f"s3://bench/{table}-rehearsal")
                         (scratch / "plan.toml").write_text(plan)
-                        plan_and_apply(args, scratch, results, name)
+                        mark = server.mark if run == 0 else (lambda label: None)
+                        plan_and_apply(args, scratch, results, name, mark)
+                        if run == 0:
+                            requests[name] = server.requests(table)
                     else:
                         results.add(name, "loop", measure(this_script("_loop", uri, "s3://bench/inputs", *window), scratch))
                     if run == 0:
@@ -673,6 +732,13 @@ def s3_workloads(args, work: Path, results: Results, ratios: dict):
         ratios[name] = {"bf clone / bf plan (one day)": results.median(name, "bf clone") / results.median(name, "bf plan (one day)")}
     finally:
         server.stop()
+    # Where bf's requests go, from the first run of each layout: the S3 profile.
+    for name, counts in requests.items():
+        print(f"\n{name}: bf's requests to the server (first run)", file=sys.stderr)
+        for row, n in counts.items():
+            print(f"  {row} {n:>6}", file=sys.stderr)
+    if args.s3_requests:
+        args.s3_requests.write_text(json.dumps(requests, indent=2))
 
 
 def w5_daily(args, work: Path, results: Results, ratios: dict):
@@ -744,6 +810,7 @@ def main():
     parser.add_argument("--workloads", default="w1,w2,w3,w4,w5,s3")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", type=Path, help="write the medians and ratios here")
+    parser.add_argument("--s3-requests", type=Path, help="write bf's requests to the S3 server, counted by phase, here")
     parser.add_argument("--smoke", action="store_true", help="tiny sizes and one run, to prove the script works")
     args = parser.parse_args()
     if args.smoke:
@@ -778,7 +845,7 @@ def main():
             )
         for ratio, value in ratios.get(workload, {}).items():
             print(f"  {ratio:<40} {value:>9.2f}")
-    config = {k: v for k, v in vars(args).items() if k not in ("json", "work")}
+    config = {k: v for k, v in vars(args).items() if k not in ("json", "work", "s3_requests")}
     config["work"] = str(args.work) if args.work else None
     if args.json:
         args.json.write_text(json.dumps({"config": config, "medians": summary, "ratios": ratios}, indent=2))
