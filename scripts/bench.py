@@ -566,12 +566,12 @@ class S3Server:
         moto = Path(sys.executable).parent / "moto_server"
         # moto's request log (werkzeug's, one line a request), for --s3-requests.
         self.log = work / "moto-requests.log"
-        log = self.log.open("w")
+        self.log_file = self.log.open("w")
         self.process = subprocess.Popen(
             [str(moto), "-H", "127.0.0.1", "-p", str(self.port)],
             cwd=work,
-            stdout=log,
-            stderr=log,
+            stdout=self.log_file,
+            stderr=self.log_file,
         )
         deadline = time.monotonic() + 60
         while True:
@@ -647,6 +647,7 @@ class S3Server:
     def stop(self):
         self.process.terminate()
         self.process.wait()
+        self.log_file.close()
 
     def upload(self, folder: Path, prefix: str):
         from concurrent.futures import ThreadPoolExecutor
