@@ -15,7 +15,8 @@ use std::path::Path;
 /// names a point in the table called NAME only (`revenue_by_day/before-comment`).
 pub const FAULT_ENV: &str = "BF_FAULT";
 
-/// Names a file: before writing slice N (`BF_PAUSE_SLICE=N`), bf creates it and waits while it exists.
+/// Names a file: before writing slice N (`BF_PAUSE_SLICE=N`), bf creates it and waits while it exists
+/// (at most two minutes), the first time the process reaches that point only.
 pub const PAUSE_FILE_ENV: &str = "BF_PAUSE_FILE";
 pub const PAUSE_SLICE_ENV: &str = "BF_PAUSE_SLICE";
 /// Where the pause is: `before` (the default: before slice N's staleness check), `after-check`
