@@ -32,6 +32,32 @@ pub fn number(value: f64) -> String {
     }
 }
 
+/// `+5.4%`, `−0.7%`, `+9,900.0%`: a relative change, signed and grouped as every other number.
+pub fn signed_percent(pct: f64) -> String {
+    let tenths = (pct.abs() * 10.0).round();
+    let text = format!("{}.{}%", number((tenths / 10.0).trunc()), (tenths % 10.0) as u8);
+    if pct < 0.0 { format!("−{text}") } else { format!("+{text}") }
+}
+
+/// `after`'s change from `before` in percent of `before` (`−0.7%`); nothing when `before` is 0.
+pub fn percent(before: f64, after: f64) -> Option<String> {
+    (before != 0.0).then(|| signed_percent((after - before) / before.abs() * 100.0))
+}
+
+/// `412 → 409 (−0.7%)`, `31 (unchanged)`, `— → 6,487.85`: a measure before and after, as a summary
+/// line or a notice says it.
+pub fn before_after(before: Option<f64>, after: Option<f64>) -> String {
+    let show = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), number);
+    match (before, after) {
+        (Some(b), Some(a)) if a == b => format!("{} (unchanged)", number(b)),
+        (Some(b), Some(a)) => match percent(b, a) {
+            Some(p) => format!("{} → {} ({p})", number(b), number(a)),
+            None => format!("{} → {}", number(b), number(a)),
+        },
+        (b, a) => format!("{} → {}", show(b), show(a)),
+    }
+}
+
 /// `2026-03-15` for one day, `2026-03-01..2026-03-31` for several: a slice is named by all its days.
 pub fn days<D: Display + PartialEq>(first: D, last: D) -> String {
     if first == last { first.to_string() } else { format!("{first}..{last}") }
@@ -49,6 +75,14 @@ mod tests {
         assert_eq!(count(1204usize, "row"), "1,204 rows");
         assert_eq!(number(-80.53), "−80.53");
         assert_eq!(number(1_210.2), "1,210.20");
+        assert_eq!(percent(412.0, 409.0).as_deref(), Some("−0.7%"));
+        assert_eq!(percent(2.0, 200.0).as_deref(), Some("+9,900.0%"));
+        assert_eq!(percent(0.0, 3.0), None);
+        assert_eq!(signed_percent(5.449), "+5.4%");
+        assert_eq!(before_after(Some(412.0), Some(409.0)), "412 → 409 (−0.7%)");
+        assert_eq!(before_after(Some(31.0), Some(31.0)), "31 (unchanged)");
+        assert_eq!(before_after(None, Some(6_487.85)), "— → 6,487.85");
+        assert_eq!(before_after(Some(0.0), Some(3.0)), "0 → 3");
         assert_eq!(days("2026-03-15", "2026-03-15"), "2026-03-15");
         assert_eq!(days("2026-03-01", "2026-03-31"), "2026-03-01..2026-03-31");
     }

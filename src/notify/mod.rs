@@ -24,6 +24,7 @@ use crate::apply::ApplyReport;
 use crate::plan_file::Notify;
 use crate::rehearse::plan::Plan;
 use crate::rollback::RollbackReport;
+use crate::words::before_after;
 
 /// How long a webhook may take to answer before the notice counts as not delivered.
 const WEBHOOK_TIMEOUT: Duration = Duration::from_secs(10);
@@ -179,11 +180,11 @@ impl Notice {
                 markdown::one_line(&table.backfill_id),
                 table.from_version,
                 table.to_version,
-                change(Some(table.rows_before as f64), Some(table.rows_after as f64)),
+                before_after(Some(table.rows_before as f64), Some(table.rows_after as f64)),
                 table
                     .metrics
                     .iter()
-                    .map(|m| format!("; {} {}", markdown::one_line(&m.name), change(m.before, m.after)))
+                    .map(|m| format!("; {} {}", markdown::one_line(&m.name), before_after(m.before, m.after)))
                     .collect::<String>()
             );
         }
@@ -205,8 +206,11 @@ impl Notice {
         }
         let _ = writeln!(out, "| table | backfill | versions | rows | metrics |\n|---|---|---|---|---|");
         for table in &self.tables {
-            let metrics: Vec<String> =
-                table.metrics.iter().map(|m| format!("{} {}", m.name, change(m.before, m.after))).collect();
+            let metrics: Vec<String> = table
+                .metrics
+                .iter()
+                .map(|m| format!("{} {}", m.name, before_after(m.before, m.after)))
+                .collect();
             let _ = writeln!(
                 out,
                 "| {} | {} | {} → {} | {} | {} |",
@@ -214,7 +218,7 @@ impl Notice {
                 markdown::code(&table.backfill_id),
                 table.from_version,
                 table.to_version,
-                change(Some(table.rows_before as f64), Some(table.rows_after as f64)),
+                before_after(Some(table.rows_before as f64), Some(table.rows_after as f64)),
                 markdown::text(&metrics.join("; "))
             );
         }
@@ -306,33 +310,6 @@ async fn post(url: &str, body: &serde_json::Value) -> Result<(), String> {
         .map_err(|e| e.without_url().to_string())?;
     let status = response.status();
     if status.is_success() { Ok(()) } else { Err(format!("it answered {status}")) }
-}
-
-/// `412 → 409 (−0.7%)`, `31 (unchanged)`, `– → 3`.
-fn change(before: Option<f64>, after: Option<f64>) -> String {
-    let show = |v: Option<f64>| v.map_or("–".to_owned(), number);
-    match (before, after) {
-        (Some(b), Some(a)) if a == b => format!("{} (unchanged)", show(Some(b))),
-        (Some(b), Some(a)) if b != 0.0 => {
-            format!("{} → {} ({:+.1}%)", show(Some(b)), show(Some(a)), (a - b) / b.abs() * 100.0)
-        }
-        (b, a) => format!("{} → {}", show(b), show(a)),
-    }
-}
-
-/// `20,023.10`, `409`: whole numbers as such, others to the cent, thousands grouped.
-fn number(value: f64) -> String {
-    let text = if value.fract() == 0.0 { format!("{value:.0}") } else { format!("{value:.2}") };
-    let (sign, digits) = text.strip_prefix('-').map_or(("", text.as_str()), |d| ("-", d));
-    let (whole, cents) = digits.split_once('.').map_or((digits, None), |(w, c)| (w, Some(c)));
-    let mut grouped = String::new();
-    for (i, digit) in whole.chars().enumerate() {
-        if i > 0 && (whole.len() - i) % 3 == 0 {
-            grouped.push(',');
-        }
-        grouped.push(digit);
-    }
-    format!("{sign}{grouped}{}", cents.map(|c| format!(".{c}")).unwrap_or_default())
 }
 
 fn table_name(uri: &str) -> String {

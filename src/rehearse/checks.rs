@@ -174,9 +174,8 @@ fn change_guards(guards: &Guards, before: &Measures, after: &Measures) -> Vec<Gu
                 Some((b, a)) => {
                     let pct = (a - b) / b.abs() * 100.0;
                     let passed = pct.abs() <= *limit;
-                    // The minus sign every other change in a report uses.
-                    let sign = if pct < 0.0 { "−" } else { "+" };
-                    (passed, format!("{subject} changes {sign}{:.1}% (limit ±{limit}%)", pct.abs()))
+                    let change = crate::words::signed_percent(pct);
+                    (passed, format!("{subject} changes {change} (limit ±{limit}%)"))
                 }
             };
             GuardResult { name: format!("max_change_pct.{name}"), passed, detail }

@@ -29,6 +29,7 @@ pub fn table<T: ToString>(header: impl IntoIterator<Item = T>) -> Table {
     table
 }
 
+use bf::words::percent;
 pub use bf::words::{count, number};
 
 /// A value a report shows, or `—` where there is none (the SUM of no rows).
@@ -55,16 +56,4 @@ pub fn change(before: Option<f64>, after: Option<f64>) -> String {
 /// `+3` / `−3`.
 pub fn signed(value: f64) -> String {
     if value > 0.0 { format!("+{}", number(value)) } else { number(value) }
-}
-
-/// `−0.7%`, or nothing when the before is 0.
-pub fn percent(before: f64, after: f64) -> Option<String> {
-    (before != 0.0).then(|| {
-        let pct = (after - before) / before.abs() * 100.0;
-        // Thousands grouped as every other number: `+9,900.0%`.
-        let digits = format!("{:.1}", pct.abs());
-        let (whole, tenth) = digits.split_once('.').unwrap_or((&digits, "0"));
-        let text = format!("{}.{tenth}%", number(whole.parse::<f64>().unwrap_or_default()));
-        if pct < 0.0 { format!("−{text}") } else { format!("+{text}") }
-    })
 }

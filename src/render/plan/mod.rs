@@ -13,7 +13,8 @@ use bf::rehearse::diff::{BreakdownRow, Measures, SampleRow};
 use bf::rehearse::plan::{BlastRadius, Plan, SliceReport};
 use similar::{ChangeTag, TextDiff};
 
-use super::{change, count, number, percent, signed};
+use super::{change, count, signed};
+use bf::words::before_after;
 use markdown::{COMMENT_LIMIT, MARKER, chain_markdown};
 use text::{chain_text, text};
 
@@ -74,24 +75,12 @@ pub fn summary(plan: &Plan) -> String {
     let verb = mode_verb(plan);
     let mut parts = vec![format!("Plan: {} to {verb}", count(plan.slices.len(), "slice"))];
     let (before, after) = (&plan.total.before, &plan.total.after);
-    parts.push(format!("rows {}", short_change(Some(before.rows as f64), Some(after.rows as f64))));
+    parts.push(format!("rows {}", before_after(Some(before.rows as f64), Some(after.rows as f64))));
     for (name, b) in &before.metrics {
         let a = after.metrics.get(name).copied().flatten();
-        parts.push(format!("{name} {}", short_change(*b, a)));
+        parts.push(format!("{name} {}", before_after(*b, a)));
     }
     parts.join("; ")
-}
-
-fn short_change(before: Option<f64>, after: Option<f64>) -> String {
-    let show = super::value;
-    match (before, after) {
-        (Some(b), Some(a)) => match percent(b, a) {
-            Some(p) if a != b => format!("{} → {} ({p})", number(b), number(a)),
-            _ if a == b => format!("{} (unchanged)", number(b)),
-            _ => format!("{} → {}", number(b), number(a)),
-        },
-        (b, a) => format!("{} → {}", show(b), show(a)),
-    }
 }
 
 /// `replace` or `merge`: what each slice does to the table's rows in its window.
