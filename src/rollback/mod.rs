@@ -271,12 +271,7 @@ impl RollbackPlan {
 
     /// Whether the backfill is undone: restored, or every slice put back by a window-only rollback.
     pub fn undone(&self) -> bool {
-        let put_back = |index: usize| {
-            self.earlier.iter().any(|e| {
-                matches!(e.rollback_step_of(self.backfill_id()), Some(RollbackStep::Slice(s)) if s.index == index)
-            })
-        };
-        self.restored_at().is_some() || self.backfill.slices.iter().all(|(s, _)| put_back(s.index))
+        ledger::undone_at(&self.earlier, &self.backfill).is_some()
     }
 
     /// Whether a full rollback has nothing left to write.
