@@ -29,6 +29,15 @@ async fn contents(table: &Path) -> Vec<String> {
     rows_where(table, "true").await
 }
 
+/// orders_daily's rows once September is applied without interruption, in a shop of its own: what
+/// every crashed, killed or tampered-with run must end as.
+async fn september_uninterrupted() -> Vec<String> {
+    let reference = demo_workspace();
+    plan(reference.path(), "plans/september.toml");
+    assert!(apply(reference.path()).status.success());
+    contents(&reference.path().join("bf-demo/warehouse/orders_daily")).await
+}
+
 /// The data files the table's current version reads for each day (from the log).
 async fn files_by_day(table: &Path) -> BTreeMap<String, BTreeSet<String>> {
     let table = open_table(table).await;
@@ -216,11 +225,7 @@ fn a_retention_shorter_than_the_undo_is_warned_about() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_crash_at_any_point_resumes_to_the_same_table() {
-    // The reference: September applied without interruption.
-    let reference = demo_workspace();
-    plan(reference.path(), "plans/september.toml");
-    assert!(apply(reference.path()).status.success());
-    let expected = contents(&reference.path().join("bf-demo/warehouse/orders_daily")).await;
+    let expected = september_uninterrupted().await;
 
     // Each point, with the slices the table holds when the process dies there.
     for (point, at_crash) in [
@@ -297,10 +302,7 @@ async fn a_resume_skips_only_the_slices_whose_commits_carry_their_transactions()
         .filter_map(|(_, i)| i["bf.slice"].as_u64())
         .collect();
     assert_eq!(written, (4..=30).collect::<Vec<u64>>());
-    let reference = demo_workspace();
-    plan(reference.path(), "plans/september.toml");
-    assert!(apply(reference.path()).status.success());
-    let expected = contents(&reference.path().join("bf-demo/warehouse/orders_daily")).await;
+    let expected = september_uninterrupted().await;
     assert_eq!(duckdb_rows(&daily, "SELECT * FROM t"), expected, "read by DuckDB");
 }
 
@@ -324,10 +326,7 @@ fn spawn_apply_saying(root: &Path, args: &[&str], envs: &[(&str, &std::ffi::OsSt
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_kill_9_mid_run_resumes_to_the_same_table() {
-    let reference = demo_workspace();
-    plan(reference.path(), "plans/september.toml");
-    assert!(apply(reference.path()).status.success());
-    let expected = contents(&reference.path().join("bf-demo/warehouse/orders_daily")).await;
+    let expected = september_uninterrupted().await;
     // Killed once the log shows this many slices: early, middle, late in the slice loop. The kill
     // follows the table, not a clock, so it lands mid-apply on a fast machine and a slow one.
     for after in [1usize, 12, 24] {

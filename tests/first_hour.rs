@@ -488,18 +488,42 @@ fn the_apply_prompt_names_the_plan_and_the_table() {
     assert!(slices_committed(&daily).is_empty());
 }
 
+/// The first two days of September applied, then planned again with each order's amount computed
+/// as `amount` (SQL over the till's `amount`), the change broken down `by` a column when given:
+/// what `bf plan` printed.
+fn two_days_replanned(root: &std::path::Path, amount: &str, by: Option<&str>) -> std::process::Output {
+    let path = crate::common::september_plan(root, "two-days.toml", 2, |t| t);
+    assert!(bf_in(root).args(["plan", &path, "--quiet"]).output().unwrap().status.success());
+    assert!(bf_in(root).args(["apply", "--auto-approve"]).output().unwrap().status.success());
+    let again = crate::common::september_plan(root, "again.toml", 2, |t| {
+        let breakdown = by.map(|column| format!("\n[diff]\nby = [\"{column}\"]\n")).unwrap_or_default();
+        t.replace(
+            "SELECT order_id, customer, amount,",
+            &format!("SELECT order_id, customer, {amount} AS amount,"),
+        ) + &breakdown
+    });
+    bf_in(root).args(["plan", &again]).output().unwrap()
+}
+
+/// Each part of the revenue's change in the saved plan's breakdown (after − before), in its order.
+fn revenue_parts(root: &std::path::Path) -> Vec<f64> {
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    saved["breakdown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["metric"] == "revenue")
+        .map(|row| row["after"].as_f64().unwrap() - row["before"].as_f64().unwrap())
+        .collect()
+}
+
 /// Large changes read as every other number: thousands grouped, `+9,900.0%`.
 #[test]
 fn a_large_change_groups_its_thousands() {
     let workspace = demo_workspace();
     let root = workspace.path();
-    let path = crate::common::september_plan(root, "two-days.toml", 2, |t| t);
-    assert!(bf_in(root).args(["plan", &path, "--quiet"]).output().unwrap().status.success());
-    assert!(bf_in(root).args(["apply", "--auto-approve"]).output().unwrap().status.success());
-    let hundredfold = crate::common::september_plan(root, "hundredfold.toml", 2, |t| {
-        t.replace("SELECT order_id, customer, amount,", "SELECT order_id, customer, amount * 100 AS amount,")
-    });
-    let out = bf_in(root).args(["plan", &hundredfold]).output().unwrap();
+    let out = two_days_replanned(root, "amount * 100", None);
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(shown.contains("+9,900.0%"), "{shown}");
     assert!(!shown.contains("9900.0%"), "{shown}");
@@ -511,25 +535,10 @@ fn a_large_change_groups_its_thousands() {
 fn a_breakdown_whose_parts_all_rise_gives_shares_that_add_up() {
     let workspace = demo_workspace();
     let root = workspace.path();
-    let path = crate::common::september_plan(root, "two-days.toml", 2, |t| t);
-    assert!(bf_in(root).args(["plan", &path, "--quiet"]).output().unwrap().status.success());
-    assert!(bf_in(root).args(["apply", "--auto-approve"]).output().unwrap().status.success());
-    let doubled = crate::common::september_plan(root, "doubled.toml", 2, |t| {
-        t.replace("SELECT order_id, customer, amount,", "SELECT order_id, customer, amount * 2 AS amount,")
-            + "\n[diff]\nby = [\"customer\"]\n"
-    });
-    let out = bf_in(root).args(["plan", &doubled]).output().unwrap();
+    let out = two_days_replanned(root, "amount * 2", Some("customer"));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let shown = String::from_utf8_lossy(&out.stdout);
-    let saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
-    let parts: Vec<f64> = saved["breakdown"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|row| row["metric"] == "revenue")
-        .map(|row| row["after"].as_f64().unwrap() - row["before"].as_f64().unwrap())
-        .collect();
+    let parts = revenue_parts(root);
     assert!(parts.len() > 6 && parts.iter().all(|d| *d > 0.0), "{parts:?}");
     let section = shown.split("Where the change is:\n").nth(1).expect(&shown);
     let lines: Vec<&str> = section.lines().take_while(|l| l.starts_with("  ")).collect();
@@ -560,18 +569,9 @@ fn a_breakdown_whose_parts_all_rise_gives_shares_that_add_up() {
 fn a_breakdown_whose_parts_cancel_out_says_unchanged() {
     let workspace = demo_workspace();
     let root = workspace.path();
-    let path = crate::common::september_plan(root, "two-days.toml", 2, |t| t);
-    assert!(bf_in(root).args(["plan", &path, "--quiet"]).output().unwrap().status.success());
-    assert!(bf_in(root).args(["apply", "--auto-approve"]).output().unwrap().status.success());
-    let moved = crate::common::september_plan(root, "moved.toml", 2, |t| {
-        t.replace(
-            "SELECT order_id, customer, amount,",
-            "SELECT order_id, customer, CASE WHEN order_id = 2001 THEN amount + 0.3 \
-             WHEN order_id = 2002 THEN amount + 0.6 WHEN order_id = 2003 THEN amount - 0.9 \
-             ELSE amount END AS amount,",
-        ) + "\n[diff]\nby = [\"customer\"]\n"
-    });
-    let out = bf_in(root).args(["plan", &moved]).output().unwrap();
+    let moved = "CASE WHEN order_id = 2001 THEN amount + 0.3 WHEN order_id = 2002 THEN amount + 0.6 \
+                 WHEN order_id = 2003 THEN amount - 0.9 ELSE amount END";
+    let out = two_days_replanned(root, moved, Some("customer"));
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let shown = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -592,15 +592,7 @@ fn a_breakdown_whose_parts_rise_and_fall_says_so() {
     let out = bf_in(root).args(["plan", "plans/march.toml"]).output().unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let shown = String::from_utf8_lossy(&out.stdout);
-    let saved: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
-    let revenue: Vec<f64> = saved["breakdown"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|row| row["metric"] == "revenue")
-        .map(|row| row["after"].as_f64().unwrap() - row["before"].as_f64().unwrap())
-        .collect();
+    let revenue = revenue_parts(root);
     let rises: f64 = revenue.iter().filter(|d| **d > 0.0).sum();
     let falls: f64 = revenue.iter().filter(|d| **d < 0.0).sum();
     assert!((rises - 1210.20).abs() < 0.005 && (falls + 126.17).abs() < 0.005, "{revenue:?}");
