@@ -22,10 +22,8 @@ impl RollbackRun {
     /// The rollback of `plan`'s backfill.
     pub fn of(plan: &RollbackPlan, window_only: bool) -> RollbackRun {
         let backfill = &plan.backfill.backfill;
-        let table = match &plan.catalog {
-            Some(name) => name.to_string().split_once("://").map_or(name.to_string(), |(_, n)| n.to_owned()),
-            None => runs::url_table_name(plan.url.as_str()),
-        };
+        let table =
+            runs::job_table(plan.catalog.as_ref().map(ToString::to_string).as_deref(), plan.url.as_str());
         RollbackRun {
             run_id: runs::run_id(&["bf", "rollback", &backfill.backfill_id]),
             table,

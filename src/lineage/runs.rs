@@ -152,9 +152,15 @@ pub fn slice_run_id(backfill_id: &str, slice: usize) -> uuid::Uuid {
 /// The name people and jobs call a plan's table by: its catalog name when the plan names one
 /// (`main.sales.orders`), else the last segment of its location (`orders_silver`).
 pub fn table_name(plan: &Plan) -> String {
-    match &plan.target.catalog {
-        Some(catalog) => catalog.name.split_once("://").map_or(catalog.name.clone(), |(_, n)| n.to_owned()),
-        None => url_table_name(&plan.target.uri),
+    job_table(plan.target.catalog.as_ref().map(|c| c.name.as_str()), &plan.target.uri)
+}
+
+/// A job's table: its catalog name without the scheme (`glue://sales.orders` → `sales.orders`),
+/// else the last folder of its location.
+pub(super) fn job_table(catalog: Option<&str>, uri: &str) -> String {
+    match catalog {
+        Some(name) => name.split_once("://").map_or(name, |(_, n)| n).to_owned(),
+        None => url_table_name(uri),
     }
 }
 
@@ -198,6 +204,13 @@ pub(super) fn location_url(location: &str) -> Option<Url> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_job_names_its_table_by_catalog_name_else_by_folder() {
+        assert_eq!(job_table(Some("glue://sales.orders"), "s3://lake/orders/"), "sales.orders");
+        assert_eq!(job_table(Some("main.sales.orders"), "s3://lake/orders/"), "main.sales.orders");
+        assert_eq!(job_table(None, "s3://lake/warehouse/orders_silver/"), "orders_silver");
+    }
 
     #[test]
     fn datasets_are_named_as_openlineage_names_them() {
