@@ -113,7 +113,7 @@ impl SliceComparison {
         let metrics = &spec.metrics;
         let what = slice.to_string();
         let predicate = slice_predicate(column, &slice);
-        comparison.focus(predicate.clone(), in_memory).await.map_err(query_error(&what))?;
+        comparison.focus(predicate, in_memory).await.map_err(query_error(&what))?;
         let before = comparison.measure_slice(Side::Before, metrics).await.map_err(query_error(&what))?;
         let after = comparison.measure_slice(Side::After, metrics).await.map_err(query_error(&what))?;
         let changes = match &spec.target.key {
@@ -125,7 +125,7 @@ impl SliceComparison {
             ),
             None => None,
         };
-        comparison.register_slice(&rows.ctx, Side::After, predicate).await.map_err(query_error(&what))?;
+        comparison.register_slice(&rows.ctx, Side::After).await.map_err(query_error(&what))?;
         let mut compare_ms = started.elapsed().as_millis() as u64;
         let checking = std::time::Instant::now();
         let mut checks = Vec::with_capacity(spec.checks.len() + 1);

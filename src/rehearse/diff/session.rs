@@ -86,13 +86,10 @@ impl Comparison {
         Ok(())
     }
 
-    /// A session where `slice` is `side` filtered by `predicate`, for checks that need it.
-    pub async fn register_slice(&self, ctx: &SessionContext, side: Side, predicate: Expr) -> DfResult<()> {
-        let table = match side {
-            Side::Before => BEFORE,
-            Side::After => AFTER,
-        };
-        let rows = self.ctx.table(table).await?.filter(predicate)?;
+    /// Registers `side` of the focused slice ([`Comparison::focus`]) in `ctx` as `slice`, for the
+    /// checks: rows already held in memory are not read again.
+    pub async fn register_slice(&self, ctx: &SessionContext, side: Side) -> DfResult<()> {
+        let rows = self.ctx.table(side.slice_view()).await?;
         ctx.deregister_table("slice")?;
         ctx.register_table("slice", rows.into_view())?;
         Ok(())
