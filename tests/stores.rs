@@ -441,10 +441,38 @@ write_deltalake("s3://acme-lake/shop/warehouse/orders_by_day", schema.empty_tabl
         t.replace("warehouse/orders_daily", "warehouse/orders_by_day").replace("parallel = 1", "parallel = 4")
     });
     shop.ok(&["plan", &plan]);
+    let recorder = Recorder::start(&shop);
     shop.ok(&["apply", "--auto-approve"]);
+    // Publishing a file is its conditional copy (three requests of a multipart copy) and one read
+    // of its bytes for their sha256: no HEAD of the table's key first, and the rehearsal's files
+    // are found by one listing, not a HEAD each.
+    let published = recorder.data_requests("orders_by_day/");
+    let files: std::collections::BTreeSet<&str> = published.iter().map(|r| r.key.as_str()).collect();
+    assert_eq!(files.len(), 12, "one file a day: {published:?}");
+    assert!(published.iter().all(|r| r.method != "HEAD"), "{published:?}");
+    for file in &files {
+        let reads = published.iter().filter(|r| r.key == *file && r.method == "GET").count();
+        assert_eq!(reads, 1, "{file} read back once for its checksum: {published:?}");
+    }
+    let looked_up = recorder.data_requests("orders_by_day__rehearsal/");
+    assert!(looked_up.iter().all(|r| r.method != "HEAD"), "{looked_up:?}");
     // Version 0 is the Python package's create, a WRITE too.
     let writes = shop.history("orders_by_day").iter().filter(|(v, op)| *v > 0 && op == "WRITE").count();
     assert_eq!(writes, 12);
+    // Planned again, each day file is read once by the comparison on each side (its metadata and
+    // rows in one request), and each rehearsed file once more whole for its checksum — deltalake's
+    // scan alone reads a file in three requests.
+    let recorder = Recorder::start(&shop);
+    shop.ok(&["plan", &plan]);
+    for (side, reads_a_file) in [("orders_by_day/", 1), ("orders_by_day__rehearsal/", 2)] {
+        let reads: Vec<Recorded> =
+            recorder.data_requests(side).into_iter().filter(|r| r.method == "GET").collect();
+        let files: std::collections::BTreeSet<&str> = reads.iter().map(|r| r.key.as_str()).collect();
+        assert_eq!(files.len(), 12, "{side}: {reads:?}");
+        for file in files {
+            assert_eq!(reads.iter().filter(|r| r.key == file).count(), reads_a_file, "{file}: {reads:?}");
+        }
+    }
     assert_eq!(shop.rows("orders_by_day", None, "2026-09-01", "2026-09-12").len(), root_orders(&shop, 12));
     let listed = servers::python(
         r#"
@@ -456,6 +484,54 @@ print(sorted({k.split("/")[3] for k in keys if k.endswith(".parquet")}))
         &servers::s3_env(&shop.server),
     );
     assert!(listed.contains("order_date=2026-09-12"), "each day in its own partition: {listed}");
+}
+
+/// moto's request recorder, started when made: what bf asked of the server since.
+struct Recorder<'s> {
+    shop: &'s S3Shop,
+}
+
+/// One request to a data file of the shop's warehouse, as moto recorded it.
+#[derive(Debug)]
+struct Recorded {
+    method: String,
+    /// The file's key below `shop/warehouse/`.
+    key: String,
+}
+
+impl<'s> Recorder<'s> {
+    fn start(shop: &'s S3Shop) -> Recorder<'s> {
+        servers::python(
+            r#"
+import os, urllib.request
+for step in ("reset-recording", "start-recording"):
+    urllib.request.urlopen(urllib.request.Request(os.environ["AWS_ENDPOINT_URL"] + "/moto-api/recorder/" + step, method="POST"))
+"#,
+            &servers::s3_env(&shop.server),
+        );
+        Recorder { shop }
+    }
+
+    /// The requests to Parquet files under `shop/warehouse/{table}` (ending in `/`), in order.
+    fn data_requests(&self, table: &str) -> Vec<Recorded> {
+        let text = servers::python(
+            r#"
+import json, os, urllib.parse, urllib.request
+text = urllib.request.urlopen(os.environ["AWS_ENDPOINT_URL"] + "/moto-api/recorder/download-recording").read().decode()
+for line in text.splitlines():
+    r = json.loads(line)
+    path = urllib.parse.unquote(urllib.parse.urlsplit(r["url"]).path)
+    if path.startswith("/acme-lake/shop/warehouse/") and path.endswith(".parquet"):
+        print(r["method"], path[len("/acme-lake/shop/warehouse/"):])
+"#,
+            &servers::s3_env(&self.shop.server),
+        );
+        text.lines()
+            .filter_map(|l| l.split_once(' '))
+            .filter(|(_, key)| key.starts_with(table))
+            .map(|(method, key)| Recorded { method: method.to_owned(), key: key.to_owned() })
+            .collect()
+    }
 }
 
 #[test]

@@ -32,6 +32,10 @@ use url::Url;
 use crate::delta::store::{self, StoreError, Stores, display_url};
 use crate::window::Slice;
 
+/// How many files are placed, or checksummed, at once: requests to a bucket overlap their round
+/// trips.
+const AT_ONCE: usize = 8;
+
 /// What publishing one rehearsed slice takes, recorded by `bf plan`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Publication {
@@ -145,14 +149,6 @@ pub async fn record(
     let mut adds = Vec::new();
     let mut removes = Vec::new();
     let mut cdc = Vec::new();
-    let recorded = |path: &str| {
-        let path = decoded(path);
-        let url = store::join(rehearsal.table_url(), &path);
-        async move {
-            let (size, sha256) = stores.checksum(&url).await?;
-            Ok::<_, PublishError>(PublishedFile { path, size, sha256 })
-        }
-    };
     let mut removed_bytes = 0;
     let mut partitions = BTreeSet::new();
     for action in &actions {
@@ -167,10 +163,10 @@ pub async fn record(
         }
         removed_bytes += action.pointer("/remove/size").and_then(Value::as_u64).unwrap_or(0);
         if let Some(path) = action.pointer("/add/path").and_then(Value::as_str) {
-            adds.push(recorded(path).await?);
+            adds.push(decoded(path));
         }
         if let Some(path) = action.pointer("/cdc/path").and_then(Value::as_str) {
-            cdc.push(recorded(path).await?);
+            cdc.push(decoded(path));
         }
         if let Some(path) = action.pointer("/remove/path").and_then(Value::as_str) {
             let path = decoded(path);
@@ -197,11 +193,21 @@ pub async fn record(
     };
     let added = actions.iter().filter(|a| a.get("add").is_some());
     let rows_written = added.clone().map(records).sum::<Option<u64>>();
+    // Each file's size and sha256, read back side by side (in a bucket, a round trip each).
+    let recorded = |paths: Vec<String>| {
+        futures::stream::iter(paths)
+            .map(|path| async move {
+                let (size, sha256) = stores.checksum(&store::join(rehearsal.table_url(), &path)).await?;
+                Ok::<_, PublishError>(PublishedFile { path, size, sha256 })
+            })
+            .buffered(AT_ONCE)
+            .try_collect::<Vec<_>>()
+    };
     Ok(Publication {
         rehearsal_version: version,
-        adds,
+        adds: recorded(adds).await?,
         removes,
-        cdc,
+        cdc: recorded(cdc).await?,
         removed_bytes,
         partitions: partitions.into_iter().collect(),
         rows_written,
@@ -246,26 +252,40 @@ impl<'a> Publisher<'a> {
     }
 
     /// Why the publications cannot be published, if a file they add is gone from the rehearsal.
+    /// In a bucket one listing of the rehearsal's folder answers for every file (a HEAD each was a
+    /// request per file), its keys compared as the store names them, so the encoding of a
+    /// partition value cannot make a file look missing; on a disk each file is looked at.
     pub async fn check<'p>(
         &self,
         publications: impl IntoIterator<Item = &'p Publication>,
     ) -> Result<(), String> {
-        let files: Vec<Url> = publications
-            .into_iter()
-            .flat_map(|p| p.adds.iter().map(|f| store::join(self.rehearsal.table_url(), &f.path)))
-            .collect();
-        let found: Vec<Result<bool, StoreError>> =
-            futures::stream::iter(files.iter().map(|f| self.stores.exists(f))).buffered(16).collect().await;
-        for (file, found) in files.iter().zip(found) {
-            match found {
-                Ok(true) => {}
-                Ok(false) => {
-                    return Err(format!(
-                        "the rehearsal no longer holds {} (VACUUM, or removed by hand)",
-                        display_url(file)
-                    ));
+        let root = self.rehearsal.table_url();
+        let listed: Option<HashSet<object_store::path::Path>> = match store::local_path(root) {
+            Some(_) => None,
+            None => Some(
+                self.stores
+                    .list(root)
+                    .await
+                    .map_err(|e| e.to_string())?
+                    .into_iter()
+                    .map(|(_, meta)| meta.location)
+                    .collect(),
+            ),
+        };
+        for file in publications.into_iter().flat_map(|p| &p.adds) {
+            let url = store::join(root, &file.path);
+            let held = match (&listed, store::local_path(&url)) {
+                (None, Some(path)) => path.is_file(),
+                _ => {
+                    let (_, key) = self.stores.object_store(&url).map_err(|e| e.to_string())?;
+                    listed.as_ref().is_some_and(|l| l.contains(&key))
                 }
-                Err(e) => return Err(e.to_string()),
+            };
+            if !held {
+                return Err(format!(
+                    "the rehearsal no longer holds {} (VACUUM, or removed by hand)",
+                    display_url(&url)
+                ));
             }
         }
         Ok(())
@@ -320,6 +340,7 @@ impl<'a> Publisher<'a> {
     ) -> Result<Vec<Action>, PublishError> {
         let version = publication.rehearsal_version;
         let mut published: Vec<Action> = Vec::new();
+        let mut to_place: Vec<&PublishedFile> = Vec::new();
         let recorded: HashMap<&str, &PublishedFile> =
             publication.adds.iter().map(|f| (f.path.as_str(), f)).collect();
         let recorded_cdc: HashMap<&str, &PublishedFile> =
@@ -337,7 +358,7 @@ impl<'a> Publisher<'a> {
                         format!("adds {} which the plan did not record", add.path),
                     ));
                 };
-                self.place(target_root, expected, referenced, slice, version).await?;
+                to_place.push(expected);
                 published.push(Action::Add(Add { data_change: true, ..add }));
             }
             if let Some(cdc) = action.get("cdc") {
@@ -349,10 +370,16 @@ impl<'a> Publisher<'a> {
                         format!("writes the change-data file {} which the plan did not record", cdc.path),
                     ));
                 };
-                self.place(target_root, expected, referenced, slice, version).await?;
+                to_place.push(expected);
                 published.push(Action::Cdc(cdc));
             }
         }
+        // Files are placed and checked side by side: in a bucket each is a few round trips.
+        futures::stream::iter(to_place)
+            .map(|file| self.place(target_root, file, referenced, slice, version))
+            .buffer_unordered(AT_ONCE)
+            .try_collect::<Vec<()>>()
+            .await?;
         if published.iter().filter(|a| matches!(a, Action::Add(_))).count() != publication.adds.len() {
             return Err(commit_problem(version, "does not add every file the plan recorded"));
         }

@@ -6,7 +6,7 @@
 
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Once;
+use std::sync::{Arc, Mutex, Once};
 
 use deltalake::logstore::{ObjectStoreRef, StorageConfig};
 use deltalake::{DeltaTable, DeltaTableBuilder, DeltaTableError};
@@ -18,6 +18,7 @@ use url::Url;
 use super::error::{OpenError, StoreError};
 use super::explain::{chain, explain};
 use super::location::{Kind, display_url, local_path};
+use super::prefetch::Prefetched;
 use super::settings::{Commits, Storage, UnsafeCommits};
 
 /// Files up to this size are copied across stores in one request; bigger ones in parts.
@@ -45,12 +46,30 @@ pub fn sha256_file(path: &Path) -> std::io::Result<(u64, String)> {
 #[derive(Debug, Clone, Default)]
 pub struct Stores {
     settings: Storage,
+    /// The stores made so far, by bucket and options: making one builds an HTTP client (its
+    /// certificates parsed) and may resolve credentials, which once per file was most of a
+    /// publish's CPU in a bucket (docs/BENCHMARKS.md).
+    made: Made,
+}
+
+/// The stores made, by bucket and the options they were made with (which may hold a vended
+/// credential: never printed).
+#[derive(Clone, Default)]
+struct Made(Arc<Mutex<HashMap<MadeFor, ObjectStoreRef>>>);
+
+/// A bucket (`s3://acme-lake`) and the options, sorted, its store was made with.
+type MadeFor = (String, Vec<(String, String)>);
+
+impl std::fmt::Debug for Made {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} stores", self.0.lock().map(|m| m.len()).unwrap_or(0))
+    }
 }
 
 impl Stores {
     pub fn new(settings: &Storage) -> Stores {
         register_handlers();
-        Stores { settings: settings.clone() }
+        Stores { settings: settings.clone(), made: Made::default() }
     }
 
     /// The environment alone, for commands that have no plan (`bf history s3://…`).
@@ -90,7 +109,31 @@ impl Stores {
     }
 
     /// The store holding `url`, rooted at its bucket (or the filesystem root), and `url`'s key in it.
+    /// A bucket's store is made once and shared, where the key the factory gives is the URL's path
+    /// (checked when the store is made).
     pub fn object_store(&self, url: &Url) -> Result<(ObjectStoreRef, Key), StoreError> {
+        let options = self.options(url);
+        let mut named: Vec<(String, String)> = options.clone().into_iter().collect();
+        named.sort();
+        let made_for = (format!("{}://{}", url.scheme(), url.authority()), named);
+        let key = Key::from_url_path(url.path()).ok();
+        if let Some(key) = &key
+            && let Some(store) = self.made.0.lock().expect("no panic holds the lock").get(&made_for)
+        {
+            return Ok((store.clone(), key.clone()));
+        }
+        let (store, factory_key) = self.make_store(url, options)?;
+        if key.as_ref() == Some(&factory_key) {
+            self.made.0.lock().expect("no panic holds the lock").insert(made_for, store.clone());
+        }
+        Ok((store, factory_key))
+    }
+
+    fn make_store(
+        &self,
+        url: &Url,
+        options: HashMap<String, String>,
+    ) -> Result<(ObjectStoreRef, Key), StoreError> {
         // deltalake's own factory for the scheme, undecorated: `store_for` would root the store at
         // the URL's path, and bf moves files between paths of one bucket.
         let scheme = Url::parse(&format!("{}://", url.scheme())).map_err(|e| self.error(url, &e))?;
@@ -105,11 +148,12 @@ impl Stores {
                 ),
             });
         };
-        let config = StorageConfig::parse_options(self.options(url)).map_err(|e| self.error(url, &e))?;
+        let config = StorageConfig::parse_options(options).map_err(|e| self.error(url, &e))?;
         factory.parse_url_opts(url, &config).map_err(|e| self.error(url, &e))
     }
 
-    /// Lets a DataFusion session read files at `url` (local files it reads already).
+    /// Lets a DataFusion session read files at `url` (local files it reads already), a small file
+    /// with one request however many ranges the session reads of it ([`Prefetched`]).
     pub fn register(
         &self,
         ctx: &deltalake::datafusion::prelude::SessionContext,
@@ -120,7 +164,7 @@ impl Stores {
         }
         let (store, _) = self.object_store(url)?;
         let root = Url::parse(&format!("{}://{}", url.scheme(), url.authority())).expect("a store URL");
-        ctx.register_object_store(&root, store);
+        ctx.register_object_store(&root, Arc::new(Prefetched::new(store)));
         Ok(())
     }
 

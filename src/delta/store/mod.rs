@@ -13,9 +13,10 @@
 //!
 //! The files, each using only those above it: `error` (the error types), `location` (schemes,
 //! locations, URLs), `lent` (credentials a catalog vended for a table), `settings` (`[storage]`
-//! over the environment, safe commits), `explain` (store errors in one line), `access` (the
-//! [`Stores`] handle and its object-store operations), `place` (files put into a live table
-//! without clobbering one). Callers name everything through this module, never through those files.
+//! over the environment, safe commits), `explain` (store errors in one line), `prefetch` (a query
+//! session's reads of a bucket, a small file in one request), `access` (the [`Stores`] handle and its
+//! object-store operations), `place` (files put into a live table without clobbering one). Callers
+//! name everything through this module, never through those files.
 
 mod access;
 mod error;
@@ -23,6 +24,7 @@ mod explain;
 mod lent;
 mod location;
 mod place;
+mod prefetch;
 mod settings;
 
 pub use access::{Found, Stores, sha256_file};

@@ -70,29 +70,33 @@ impl Stores {
     /// Locally: a hard link (no byte written), after setting the file's modification time to now (a
     /// link shares it); across filesystems, a copy under a temporary name beside `to`, then linked
     /// to `to` — a link, unlike a rename, fails when `to` exists. In a bucket: a copy made only when
-    /// `to` is absent (where the store cannot promise that, after a look).
+    /// `to` is absent (where the store cannot promise that, or across buckets, after a look).
     pub async fn place(&self, from: &Url, to: &Url) -> Result<Placed, StoreError> {
         if let (Some(source), Some(destination)) = (local_path(from), local_path(to)) {
             return place_local(&source, &destination)
                 .map_err(|e| StoreError { location: display_url(to), problem: e.to_string() });
         }
-        if self.exists(to).await? {
-            return Ok(Placed::Existing);
-        }
         let (source, from_key) = self.object_store(from)?;
         let (_, to_key) = self.object_store(to)?;
         if from.scheme() != to.scheme() || from.authority() != to.authority() {
+            if self.exists(to).await? {
+                return Ok(Placed::Existing);
+            }
             // One PUT (or a completed multipart upload) makes the object visible whole.
             self.copy(from, to).await?;
             return Ok(Placed::New);
         }
+        // The conditional copy is the look: no HEAD first, a request saved per published file.
         match source.copy_if_not_exists(&from_key, &to_key).await {
             Ok(()) => Ok(Placed::New),
             Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
                 Ok(Placed::Existing)
             }
-            // S3 without a configured conditional copy: the look above found nothing there.
+            // S3 without a configured conditional copy: look, then copy.
             Err(object_store::Error::NotSupported { .. } | object_store::Error::NotImplemented { .. }) => {
+                if self.exists(to).await? {
+                    return Ok(Placed::Existing);
+                }
                 source.copy(&from_key, &to_key).await.map_err(|e| self.error(to, &e))?;
                 Ok(Placed::New)
             }
