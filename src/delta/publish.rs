@@ -136,13 +136,15 @@ fn decoded(path: &str) -> String {
 }
 
 /// What publishing the rehearsal's commit `version` takes. `localized` maps the files the clone
-/// copied into the rehearsal to the target's paths for them.
+/// copied into the rehearsal to the target's paths for them; `written` holds the checksums of the
+/// files the rehearsal's writer wrote, which are not read again.
 pub async fn record(
     stores: &Stores,
     rehearsal: &DeltaTable,
     version: u64,
     target_root: &Url,
     localized: &BTreeMap<String, String>,
+    written: &store::Written,
 ) -> Result<Publication, PublishError> {
     let actions = commit_actions(rehearsal, version).await?;
     let root = decoded(target_root.as_str());
@@ -193,11 +195,17 @@ pub async fn record(
     };
     let added = actions.iter().filter(|a| a.get("add").is_some());
     let rows_written = added.clone().map(records).sum::<Option<u64>>();
-    // Each file's size and sha256, read back side by side (in a bucket, a round trip each).
+    // Each file's size and sha256 as the writer wrote it, else read back, side by side (in a
+    // bucket, a round trip each).
     let recorded = |paths: Vec<String>| {
         futures::stream::iter(paths)
             .map(|path| async move {
-                let (size, sha256) = stores.checksum(&store::join(rehearsal.table_url(), &path)).await?;
+                let url = store::join(rehearsal.table_url(), &path);
+                let (_, key) = stores.object_store(&url)?;
+                let (size, sha256) = match written.get(&key) {
+                    Some(noted) => noted,
+                    None => stores.checksum(&url).await?,
+                };
                 Ok::<_, PublishError>(PublishedFile { path, size, sha256 })
             })
             .buffered(AT_ONCE)

@@ -43,7 +43,7 @@ impl SliceRun<'_, '_> {
     pub(crate) async fn write_slices(
         &self,
         slices: &[crate::window::Slice],
-        mut rehearsal: DeltaTable,
+        rehearsal: DeltaTable,
         timings: &mut PlanTimings,
         watch: &mut Stopwatch,
     ) -> Result<(DeltaTable, Vec<Compared>), RehearsalError> {
@@ -52,6 +52,8 @@ impl SliceRun<'_, '_> {
         self.progress.slices(slices.len());
         // Unreadable bounds only mean every slice is read by each query, as big ones are.
         let bounds = table::RowBounds::read(&self.target.table, column).await.ok();
+        // The rehearsal reopened so that its writer's files are checksummed as they are written.
+        let (mut rehearsal, written) = self.stores.open_checksummed(rehearsal.table_url()).await?;
         let shared_spec = Arc::new(spec.clone());
         let mut comparing: Option<tokio::task::JoinHandle<Result<Compared, RehearsalError>>> = None;
         let mut compared: Vec<Compared> = Vec::with_capacity(slices.len());
@@ -73,6 +75,7 @@ impl SliceRun<'_, '_> {
                 version,
                 &self.target.url,
                 self.localized,
+                &written,
             )
             .await
             .map_err(|e| RehearsalError::Query {

@@ -15,6 +15,7 @@ use object_store::ObjectStoreExt;
 use object_store::path::Path as Key;
 use url::Url;
 
+use super::checksummed::{Checksummed, Written};
 use super::error::{OpenError, StoreError};
 use super::explain::{chain, explain};
 use super::location::{Kind, display_url, local_path};
@@ -90,6 +91,24 @@ impl Stores {
 
     /// Opens an existing Delta table at its latest version, or at `version`.
     pub async fn open(&self, url: &Url, version: Option<u64>) -> Result<DeltaTable, OpenError> {
+        self.open_through(url, version, None).await
+    }
+
+    /// Opens an existing Delta table, at its latest version, whose writes note each file's size
+    /// and sha256 as they are written: the rehearsal, whose files the saved plan records.
+    pub async fn open_checksummed(&self, url: &Url) -> Result<(DeltaTable, Written), OpenError> {
+        let (store, _) = self.object_store(url).map_err(OpenError::Store)?;
+        let written = Written::default();
+        let store: ObjectStoreRef = Arc::new(Checksummed::new(store, written.clone()));
+        Ok((self.open_through(url, None, Some(store)).await?, written))
+    }
+
+    async fn open_through(
+        &self,
+        url: &Url,
+        version: Option<u64>,
+        store: Option<ObjectStoreRef>,
+    ) -> Result<DeltaTable, OpenError> {
         let location = display_url(url);
         if url.scheme() == "file" && !url.to_file_path().is_ok_and(|p| p.is_dir()) {
             return Err(OpenError::Missing { location });
@@ -102,6 +121,9 @@ impl Stores {
             },
         };
         let mut builder = self.builder(url).map_err(open_error)?;
+        if let Some(store) = store {
+            builder = builder.with_storage_backend(store, url.clone());
+        }
         if let Some(version) = version {
             builder = builder.with_version(version as _);
         }

@@ -14,11 +14,13 @@
 //! The files, each using only those above it: `error` (the error types), `location` (schemes,
 //! locations, URLs), `lent` (credentials a catalog vended for a table), `settings` (`[storage]`
 //! over the environment, safe commits), `explain` (store errors in one line), `prefetch` (a query
-//! session's reads of a bucket, a small file in one request), `access` (the [`Stores`] handle and its
+//! session's reads of a bucket, a small file in one request), `checksummed` (a table's writes
+//! checksummed as they are written), `access` (the [`Stores`] handle and its
 //! object-store operations), `place` (files put into a live table without clobbering one). Callers
 //! name everything through this module, never through those files.
 
 mod access;
+mod checksummed;
 mod error;
 mod explain;
 mod lent;
@@ -28,6 +30,7 @@ mod prefetch;
 mod settings;
 
 pub use access::{Found, Stores, sha256_file};
+pub use checksummed::Written;
 pub use error::{OpenError, StoreError};
 pub use explain::{explain, redact};
 pub use lent::lend;
