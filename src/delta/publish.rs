@@ -282,11 +282,10 @@ impl<'a> Publisher<'a> {
         };
         for file in publications.into_iter().flat_map(|p| &p.adds) {
             let url = store::join(root, &file.path);
-            let held = match (&listed, store::local_path(&url)) {
-                (None, Some(path)) => path.is_file(),
-                _ => {
-                    let (_, key) = self.stores.object_store(&url).map_err(|e| e.to_string())?;
-                    listed.as_ref().is_some_and(|l| l.contains(&key))
+            let held = match &listed {
+                None => store::local_path(&url).is_some_and(|path| path.is_file()),
+                Some(listed) => {
+                    listed.contains(&self.stores.object_store(&url).map_err(|e| e.to_string())?.1)
                 }
             };
             if !held {
