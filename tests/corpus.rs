@@ -385,7 +385,7 @@ async fn a_shallow_clone_of_a_table_with_deletion_vectors_reads_the_rows_the_tab
             if let Some((column, window)) = localize {
                 clone = clone.with_localized_window(column, window);
             }
-            let (_, metrics) = clone.execute().await.unwrap();
+            let metrics = clone.execute().await.unwrap();
             if localize.is_some() {
                 assert!(metrics.files_localized > 0, "{name}: the window's files were copied in");
             }

@@ -94,7 +94,10 @@ pub async fn rehearse(
     timings.open += watch.lap();
     progress.step("cloning the target");
     in_use(document, &target, &stores).await?;
-    let (rehearsal, clone_metrics) = clone_target(spec, &target, &stores).await?;
+    let clone_metrics = clone_target(spec, &target, &stores).await?;
+    // The rehearsal opened once, through a store that checksums what its writer writes: the files
+    // the saved plan records are not read back.
+    let (rehearsal, written) = stores.open_checksummed(&target.rehearsal_url).await?;
     timings.clone += watch.lap();
 
     let schema = table::arrow_schema(&target.table)?;
@@ -115,7 +118,8 @@ pub async fn rehearse(
         progress,
     };
     let slices = spec.slices();
-    let (rehearsal, compared) = run.write_slices(&slices, rehearsal, &mut timings, &mut watch).await?;
+    let (rehearsal, compared) =
+        run.write_slices(&slices, rehearsal, &written, &mut timings, &mut watch).await?;
     watch.lap();
     progress.step("comparing before and after");
     let Gathered { reports, check_results, merge_notes, sources } = gather(compared, &mut timings);
@@ -226,7 +230,7 @@ async fn clone_target(
     spec: &crate::plan_file::PlanFile,
     target: &Target,
     stores: &store::Stores,
-) -> Result<(deltalake::DeltaTable, crate::rehearse::clone::CloneMetrics), RehearsalError> {
+) -> Result<crate::rehearse::clone::CloneMetrics, RehearsalError> {
     let column = spec.target.date_column.as_str();
     let mut clone = ShallowClone::new(&target.table, target.rehearsal_url.clone(), stores);
     if !target.partitioned_by_date(column) {

@@ -39,11 +39,13 @@ impl SliceRun<'_, '_> {
     /// Step 3: each slice's source run, written into the rehearsal in one commit, recorded for
     /// publishing, and compared with the target on a task of its own while the next one is written:
     /// deltalake's write of an unpartitioned slice keeps one core busy, the comparison the other.
-    /// One slice's comparison at a time, so at most two slices are held in memory.
+    /// One slice's comparison at a time, so at most two slices are held in memory. `written` holds
+    /// the checksums of the files the rehearsal's writer writes ([`store::Stores::open_checksummed`]).
     pub(crate) async fn write_slices(
         &self,
         slices: &[crate::window::Slice],
-        rehearsal: DeltaTable,
+        mut rehearsal: DeltaTable,
+        written: &store::Written,
         timings: &mut PlanTimings,
         watch: &mut Stopwatch,
     ) -> Result<(DeltaTable, Vec<Compared>), RehearsalError> {
@@ -52,8 +54,6 @@ impl SliceRun<'_, '_> {
         self.progress.slices(slices.len());
         // Unreadable bounds only mean every slice is read by each query, as big ones are.
         let bounds = table::RowBounds::read(&self.target.table, column).await.ok();
-        // The rehearsal reopened so that its writer's files are checksummed as they are written.
-        let (mut rehearsal, written) = self.stores.open_checksummed(rehearsal.table_url()).await?;
         let shared_spec = Arc::new(spec.clone());
         let mut comparing: Option<tokio::task::JoinHandle<Result<Compared, RehearsalError>>> = None;
         let mut compared: Vec<Compared> = Vec::with_capacity(slices.len());
@@ -75,7 +75,7 @@ impl SliceRun<'_, '_> {
                 version,
                 &self.target.url,
                 self.localized,
-                &written,
+                written,
             )
             .await
             .map_err(|e| RehearsalError::Query {
