@@ -8,13 +8,14 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
-use futures::stream::BoxStream;
 use object_store::path::Path;
 use object_store::{
-    CopyOptions, GetOptions, GetResult, ListResult, MultipartUpload, ObjectMeta, ObjectStore,
-    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result, UploadPart,
+    GetOptions, GetResult, MultipartUpload, ObjectStore, PutMultipartOptions, PutOptions, PutPayload,
+    PutResult, Result, UploadPart,
 };
 use sha2::{Digest, Sha256};
+
+use super::layer::layer;
 
 /// The files written through a [`Checksummed`] store, by key: their size and sha256 (hex).
 #[derive(Clone, Default)]
@@ -89,8 +90,7 @@ impl MultipartUpload for Upload {
     }
 }
 
-#[async_trait::async_trait]
-impl ObjectStore for Checksummed {
+layer!(Checksummed {
     async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
         let mut hasher = Sha256::new();
         let size = hash(&mut hasher, &payload);
@@ -117,35 +117,7 @@ impl ObjectStore for Checksummed {
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
         self.inner.get_opts(location, options).await
     }
-
-    fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
-}
-
-impl fmt::Display for Checksummed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Checksummed({})", self.inner)
-    }
-}
-
-impl fmt::Debug for Checksummed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Checksummed({})", self.inner)
-    }
-}
+});
 
 #[cfg(test)]
 mod tests {

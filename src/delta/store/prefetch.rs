@@ -14,17 +14,17 @@
 //! Delta data file never changes under its name, so what was read stays true for the session.
 
 use std::collections::VecDeque;
-use std::fmt;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use futures::stream::BoxStream;
 use object_store::path::Path;
 use object_store::{
-    Attributes, CopyOptions, GetOptions, GetRange, GetResult, GetResultPayload, ListResult, MultipartUpload,
-    ObjectMeta, ObjectStore, PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
+    Attributes, GetOptions, GetRange, GetResult, GetResultPayload, MultipartUpload, ObjectMeta, ObjectStore,
+    PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
 };
+
+use super::layer::layer;
 
 /// How far back from a ranged read's end the first read of a file reaches: DataFusion's default
 /// metadata size hint.
@@ -100,8 +100,7 @@ fn plain_range(options: &GetOptions) -> Option<&GetRange> {
     options.range.as_ref().filter(|_| plain)
 }
 
-#[async_trait::async_trait]
-impl ObjectStore for Prefetched {
+layer!(Prefetched {
     async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
         self.inner.put_opts(location, payload, opts).await
     }
@@ -121,13 +120,12 @@ impl ObjectStore for Prefetched {
         if let Some(answer) = self.answer(location, &asked) {
             return Ok(answer);
         }
-        // Only a bounded read is widened: suffix reads are not every store's (Azure refuses them).
-        let GetRange::Bounded(wanted) = &asked else {
-            return self.inner.get_opts(location, options).await;
+        // Only a bounded read, and one no longer than a read ahead, is widened: suffix reads are
+        // not every store's (Azure refuses them).
+        let wanted = match &asked {
+            GetRange::Bounded(wanted) if wanted.end.saturating_sub(wanted.start) <= AHEAD => wanted,
+            _ => return self.inner.get_opts(location, options).await,
         };
-        if wanted.end.saturating_sub(wanted.start) > AHEAD {
-            return self.inner.get_opts(location, options).await;
-        }
         let ahead = wanted.end.saturating_sub(AHEAD).min(wanted.start)..wanted.end;
         let read = self.inner.get_opts(location, GetOptions { range: Some(ahead.into()), ..options }).await?;
         let (range, meta, attributes) = (read.range.clone(), read.meta.clone(), read.attributes.clone());
@@ -142,35 +140,7 @@ impl ObjectStore for Prefetched {
             }
         }
     }
-
-    fn delete_stream(&self, locations: BoxStream<'static, Result<Path>>) -> BoxStream<'static, Result<Path>> {
-        self.inner.delete_stream(locations)
-    }
-
-    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        self.inner.list(prefix)
-    }
-
-    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        self.inner.list_with_delimiter(prefix).await
-    }
-
-    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
-        self.inner.copy_opts(from, to, options).await
-    }
-}
-
-impl fmt::Display for Prefetched {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Prefetched({})", self.inner)
-    }
-}
-
-impl fmt::Debug for Prefetched {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Prefetched({})", self.inner)
-    }
-}
+});
 
 #[cfg(test)]
 mod tests {
