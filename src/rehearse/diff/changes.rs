@@ -38,6 +38,11 @@ impl Comparison {
     /// Added, removed and changed rows between the two sides of the slice [`Comparison::focus`]
     /// registered, paired by `key`.
     pub async fn slice_changes(&self, key: &[String], samples: usize) -> DfResult<RowChanges> {
+        if let Some((before, after)) = &self.held
+            && let Some(changes) = super::pairing::pair(&self.schema, before, after, key, samples)?
+        {
+            return Ok(changes);
+        }
         let joined = self.pairs(key).await?;
         let mut changes = self.count_changes(&joined).await?;
         // Up to `samples` rows of each kind, a query per kind: a few removed duplicates must not hide

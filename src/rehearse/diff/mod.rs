@@ -8,13 +8,15 @@
 //! - [`Comparison::measure`]: row count and each declared metric (an aggregate) over a predicate.
 //! - [`Comparison::slice_changes`]: with a key, rows added, removed and changed, and samples. Rows are
 //!   paired by key and by their rank among rows sharing the key, so a duplicated row that goes away
-//!   counts as removed rather than hiding behind its twin.
+//!   counts as removed rather than hiding behind its twin. A slice held in memory whose keys do not
+//!   repeat is paired in one pass over its rows instead of by queries (`pairing`).
 //! - [`Comparison::breakdown`]: each metric's change split by columns (`[diff] by`): with a key, by
 //!   the values a row had before and after ("currency = USD → EUR").
 
 mod breakdown;
 mod changes;
 mod measures;
+mod pairing;
 mod session;
 
 pub use breakdown::BreakdownRow;

@@ -7,7 +7,9 @@ use std::sync::Arc;
 use deltalake::DeltaTable;
 use deltalake::arrow::array::RecordBatch;
 use deltalake::arrow::datatypes::{DataType, SchemaRef};
+use deltalake::datafusion::catalog::TableProvider;
 use deltalake::datafusion::common::ScalarValue;
+use deltalake::datafusion::datasource::MemTable;
 use deltalake::datafusion::error::Result as DfResult;
 use deltalake::datafusion::logical_expr::Expr;
 use deltalake::datafusion::prelude::SessionContext;
@@ -46,6 +48,9 @@ pub struct Comparison {
     pub(super) schema: SchemaRef,
     /// Whether the focused slice's two sides are held in memory ([`Comparison::focus`]).
     pub(super) in_memory: bool,
+    /// The focused slice's rows, before and after, when held in memory: what the slice's queries
+    /// read, and what [`super::pairing`] pairs without a query.
+    pub(super) held: Option<(Vec<RecordBatch>, Vec<RecordBatch>)>,
 }
 
 impl Comparison {
@@ -71,7 +76,7 @@ impl Comparison {
         }
         ctx.register_table(BEFORE, before.table_provider().await?)?;
         ctx.register_table(AFTER, after.table_provider().await?)?;
-        Ok(Comparison { ctx, schema, in_memory: false })
+        Ok(Comparison { ctx, schema, in_memory: false, held: None })
     }
 
     /// Registers `side` filtered by `predicate` as the view `name`.
@@ -98,20 +103,30 @@ impl Comparison {
     /// Registers both sides' rows matching `predicate` (a slice's) as the views the slice's
     /// queries read: [`Comparison::measure_slice`], [`Comparison::slice_changes`],
     /// [`Comparison::slice_key_report`]. With `in_memory`, each side is read once and held for all
-    /// of them; else each query reads it again (the measures, the duplicate-key check, the pairing
-    /// and each kind's samples: up to seven reads of a side).
+    /// of them, and paired by key without a query ([`super::pairing`]); else each query reads it
+    /// again (the measures, the duplicate-key check, the pairing and each kind's samples: up to
+    /// seven reads of a side).
     pub async fn focus(&mut self, predicate: Expr, in_memory: bool) -> DfResult<()> {
-        // Sides held in memory are paired by a hash join, which holds a side too, and faster.
+        // Sides held in memory that SQL must pair (a key repeats) are paired by a hash join, which
+        // holds a side too, and faster.
         self.in_memory = in_memory;
         self.ctx.state_ref().write().config_mut().options_mut().optimizer.prefer_hash_join = in_memory;
+        let mut held = Vec::new();
         for (name, table) in [(SLICE_BEFORE, BEFORE), (SLICE_AFTER, AFTER)] {
-            let mut rows = self.ctx.table(table).await?.filter(predicate.clone())?;
-            if in_memory {
-                rows = rows.cache().await?;
-            }
+            let rows = self.ctx.table(table).await?.filter(predicate.clone())?;
+            let view: Arc<dyn TableProvider> = if in_memory {
+                let schema = Arc::new(rows.schema().as_arrow().clone());
+                let partitions = rows.collect_partitioned().await?;
+                held.push(partitions.iter().flatten().cloned().collect());
+                Arc::new(MemTable::try_new(schema, partitions)?)
+            } else {
+                rows.into_view()
+            };
             self.ctx.deregister_table(name)?;
-            self.ctx.register_table(name, rows.into_view())?;
+            self.ctx.register_table(name, view)?;
         }
+        let mut held = held.into_iter();
+        self.held = held.next().zip(held.next());
         Ok(())
     }
 

@@ -1,0 +1,425 @@
+//! A slice held in memory, paired by key in one pass over its rows.
+//!
+//! Pairing through SQL took five queries a slice — a duplicate-key aggregation per side, the full
+//! outer join (held as pairs), their counts, and a top-k per kind of change — each planned and run
+//! by DataFusion: most of a small slice's comparison, and on a table partitioned by day, CPU taken
+//! from the rehearsal's write that runs beside it. Here each side's rows are put in key order (the
+//! key encoded once in Arrow's row format, which orders as SQL does; rows already in key order,
+//! as a table's files often are, cost little to sort), the two orders are walked together, and
+//! whether a pair changed is asked column by column of all pairs at once (Arrow's `IS DISTINCT
+//! FROM` kernel, the one DataFusion's runs). The walk meets the rows in key order, so each kind's
+//! samples are its first rows met, and a key that repeats is next to its twin.
+//!
+//! It answers what the SQL pairing answers, to the row: a row whose key has a NULL pairs with
+//! nothing (SQL's `=`), two rows are the same when no column is distinct (NULLs equal, −0.0 equal
+//! to 0.0, NaN to NaN), and the samples are the first of each kind by key, NULLs last. Where it
+//! cannot — a key that repeats on one side (rows then pair by their rank, which the SQL ranks), a
+//! nested column, or two sides read as different types — [`pair`] says so and the slice is paired
+//! by SQL. A property test checks the two agree.
+
+use std::cmp::Ordering;
+
+use deltalake::arrow::array::{Array, ArrayRef, RecordBatch, UInt32Array};
+use deltalake::arrow::compute::kernels::cmp::distinct;
+use deltalake::arrow::compute::{SortOptions, cast_with_options, concat, take};
+use deltalake::arrow::datatypes::{DataType, SchemaRef};
+use deltalake::arrow::error::ArrowError;
+use deltalake::arrow::row::{RowConverter, Rows, SortField};
+use deltalake::arrow::util::display::array_value_to_string;
+use deltalake::datafusion::common::format::DEFAULT_CAST_OPTIONS;
+use deltalake::datafusion::common::utils::normalize_float_zero;
+
+use super::changes::{RowChanges, SampleRow};
+
+/// One side of the slice, its batches made one: its columns in the schema's order, its keys in
+/// the row format, and its rows with a whole key in key order.
+struct Keyed {
+    columns: Vec<ArrayRef>,
+    keys: Rows,
+    ordered: Vec<u32>,
+    /// Rows with a NULL in the key, which pair with nothing.
+    unkeyed: Vec<u32>,
+}
+
+/// Pairs the rows of `before` and `after` by `key` and counts and samples the changes, or `None`
+/// where the slice must be paired by SQL (see the module's doc).
+pub(super) fn pair(
+    schema: &SchemaRef,
+    before: &[RecordBatch],
+    after: &[RecordBatch],
+    key: &[String],
+    samples: usize,
+) -> Result<Option<RowChanges>, ArrowError> {
+    let key_at: Option<Vec<usize>> = key.iter().map(|k| schema.index_of(k).ok()).collect();
+    let Some(key_at) = key_at else { return Ok(None) };
+    // The columns as the scan reads them (strings as views, say), the same on both sides.
+    let Some(first) = before.iter().chain(after).next() else { return Ok(Some(RowChanges::default())) };
+    let types: Option<Vec<DataType>> = schema
+        .fields()
+        .iter()
+        .map(|f| first.column_by_name(f.name()).map(|c| c.data_type().clone()))
+        .collect();
+    let Some(types) = types.filter(|types| !types.iter().any(DataType::is_nested)) else { return Ok(None) };
+    // Samples are ordered by key, NULLs last: SQL's `ORDER BY` ascending.
+    let ascending = SortOptions { descending: false, nulls_first: false };
+    let fields: Vec<SortField> =
+        key_at.iter().map(|&i| SortField::new_with_options(types[i].clone(), ascending)).collect();
+    if !RowConverter::supports_fields(&fields) {
+        return Ok(None);
+    }
+    let keys = RowConverter::new(fields)?;
+    let (Some(before), Some(after)) = (
+        Keyed::read(schema, &types, before, &key_at, &keys)?,
+        Keyed::read(schema, &types, after, &key_at, &keys)?,
+    ) else {
+        return Ok(None);
+    };
+    if [&before, &after].iter().any(|side| side.repeats_a_key()) {
+        return Ok(None);
+    }
+
+    let Walk { pairs_before, pairs_after, added, removed } = walk(&before, &after);
+    let Some(differs) = differs(&before, &after, &pairs_before, &pairs_after)? else { return Ok(None) };
+    let changed: Vec<usize> = (0..differs.len()).filter(|&i| differs[i]).collect();
+    let mut changes = RowChanges {
+        added: (added.len() + after.unkeyed.len()) as u64,
+        removed: (removed.len() + before.unkeyed.len()) as u64,
+        changed: changed.len() as u64,
+        unchanged: (pairs_before.len() - changed.len()) as u64,
+        ..RowChanges::default()
+    };
+    for &i in changed.iter().take(samples) {
+        changes.samples.push(SampleRow {
+            change: "changed".into(),
+            before: Some(texts(&before.columns, pairs_before[i])?),
+            after: Some(texts(&after.columns, pairs_after[i])?),
+        });
+    }
+    for (side, keyed, is_after) in [(&after, &added, true), (&before, &removed, false)] {
+        for row in side.first(keyed, samples) {
+            let text = Some(texts(&side.columns, row)?);
+            changes.samples.push(match is_after {
+                true => SampleRow { change: "added".into(), before: None, after: text },
+                false => SampleRow { change: "removed".into(), before: text, after: None },
+            });
+        }
+    }
+    if !changes.samples.is_empty() {
+        changes.columns = schema.fields().iter().map(|f| f.name().clone()).collect();
+    }
+    Ok(Some(changes))
+}
+
+/// Where each row went: rows of both sides paired by key (in key order), and the rows of one
+/// side only.
+struct Walk {
+    pairs_before: Vec<u32>,
+    pairs_after: Vec<u32>,
+    added: Vec<u32>,
+    removed: Vec<u32>,
+}
+
+/// Both sides in key order, walked together: a key on one side only was added or removed.
+fn walk(before: &Keyed, after: &Keyed) -> Walk {
+    let mut walk =
+        Walk { pairs_before: Vec::new(), pairs_after: Vec::new(), added: Vec::new(), removed: Vec::new() };
+    let (mut b, mut a) = (before.ordered.iter().peekable(), after.ordered.iter().peekable());
+    loop {
+        let order = match (b.peek(), a.peek()) {
+            (Some(&&x), Some(&&y)) => before.key(x).cmp(&after.key(y)),
+            (Some(_), None) => Ordering::Less,
+            (None, Some(_)) => Ordering::Greater,
+            (None, None) => return walk,
+        };
+        match order {
+            Ordering::Less => walk.removed.extend(b.next()),
+            Ordering::Greater => walk.added.extend(a.next()),
+            Ordering::Equal => {
+                walk.pairs_before.extend(b.next());
+                walk.pairs_after.extend(a.next());
+            }
+        }
+    }
+}
+
+impl Keyed {
+    /// A side's batches made one, its keys encoded and its rows put in key order; `None` when a
+    /// batch lacks one of the schema's columns or holds it as another type than `types` (the SQL
+    /// pairing casts where it can).
+    fn read(
+        schema: &SchemaRef,
+        types: &[DataType],
+        batches: &[RecordBatch],
+        key_at: &[usize],
+        keys: &RowConverter,
+    ) -> Result<Option<Keyed>, ArrowError> {
+        let mut columns = Vec::with_capacity(types.len());
+        for (field, data_type) in schema.fields().iter().zip(types) {
+            let mut parts: Vec<&dyn Array> = Vec::with_capacity(batches.len());
+            for batch in batches {
+                match batch.column_by_name(field.name()) {
+                    Some(column) if column.data_type() == data_type => parts.push(column.as_ref()),
+                    _ => return Ok(None),
+                }
+            }
+            columns.push(match parts.as_slice() {
+                [] => deltalake::arrow::array::new_empty_array(data_type),
+                [one] => one.slice(0, one.len()),
+                _ => concat(&parts)?,
+            });
+        }
+        let key: Vec<ArrayRef> = key_at.iter().map(|&i| columns[i].clone()).collect();
+        let rows = columns.first().map_or(0, |c| c.len()) as u32;
+        let (mut ordered, unkeyed): (Vec<u32>, Vec<u32>) =
+            (0..rows).partition(|&r| !key.iter().any(|c| c.is_null(r as usize)));
+        let keys = keys.convert_columns(&key)?;
+        // Sorted by the key's first 16 bytes (all of an integer's), held beside each row, and by
+        // the whole key where those tie; a stable sort, which merges the runs a side's files are
+        // already sorted in (a table partitioned by day: one run a day) instead of sorting anew.
+        let mut prefixed: Vec<(u128, u32)> =
+            ordered.iter().map(|&r| (prefix(keys.row(r as usize).data()), r)).collect();
+        prefixed
+            .sort_by(|x, y| x.0.cmp(&y.0).then_with(|| keys.row(x.1 as usize).cmp(&keys.row(y.1 as usize))));
+        ordered.clear();
+        ordered.extend(prefixed.into_iter().map(|(_, r)| r));
+        Ok(Some(Keyed { columns, keys, ordered, unkeyed }))
+    }
+
+    fn key(&self, row: u32) -> deltalake::arrow::row::Row<'_> {
+        self.keys.row(row as usize)
+    }
+
+    /// Whether two rows share a key: in key order, they are neighbours.
+    fn repeats_a_key(&self) -> bool {
+        self.ordered.windows(2).any(|w| self.key(w[0]) == self.key(w[1]))
+    }
+
+    /// The first `n` rows by key of `keyed` (rows in key order) and the rows without a key, which
+    /// SQL orders after every key they share a first column with, or last.
+    fn first(&self, keyed: &[u32], n: usize) -> Vec<u32> {
+        let mut first: Vec<u32> = keyed.iter().take(n).chain(&self.unkeyed).copied().collect();
+        let by_key = |x: &u32, y: &u32| self.key(*x).cmp(&self.key(*y));
+        if first.len() > n && n > 0 {
+            first.select_nth_unstable_by(n - 1, by_key);
+        }
+        first.truncate(n);
+        first.sort_unstable_by(by_key);
+        first
+    }
+}
+
+/// A key's first 16 bytes as a number that orders as the bytes do (shorter keys padded with
+/// zeros, which order before any byte that follows where they tie).
+fn prefix(key: &[u8]) -> u128 {
+    let mut bytes = [0u8; 16];
+    let n = key.len().min(16);
+    bytes[..n].copy_from_slice(&key[..n]);
+    u128::from_be_bytes(bytes)
+}
+
+/// Whether each pair differs in any column, one column of every pair at a time; `None` when a
+/// column's type has no `IS DISTINCT FROM` kernel.
+fn differs(before: &Keyed, after: &Keyed, b: &[u32], a: &[u32]) -> Result<Option<Vec<bool>>, ArrowError> {
+    let mut any = vec![false; b.len()];
+    if b.is_empty() {
+        return Ok(Some(any));
+    }
+    let (b, a) = (UInt32Array::from(b.to_vec()), UInt32Array::from(a.to_vec()));
+    for (before, after) in before.columns.iter().zip(&after.columns) {
+        // SQL's `IS DISTINCT FROM`: DataFusion takes −0.0 for 0.0 before Arrow's kernel compares.
+        let read =
+            |column: &ArrayRef, at: &UInt32Array| take(column, at, None).map(|c| normalize_float_zero(&c));
+        let Ok(distinct) = distinct(&read(before, &b)?, &read(after, &a)?) else { return Ok(None) };
+        for (slot, differs) in any.iter_mut().zip(distinct.values()) {
+            *slot |= differs;
+        }
+    }
+    Ok(Some(any))
+}
+
+/// One row's values as a reviewer reads them, as SQL's `CAST(… AS VARCHAR)` writes each; `NULL`
+/// for a null.
+fn texts(columns: &[ArrayRef], row: u32) -> Result<Vec<String>, ArrowError> {
+    let row = row as usize;
+    columns
+        .iter()
+        .map(|column| {
+            if column.is_null(row) {
+                return Ok("NULL".to_owned());
+            }
+            let value = column.slice(row, 1);
+            match cast_with_options(&value, &DataType::Utf8, &DEFAULT_CAST_OPTIONS) {
+                Ok(text) => array_value_to_string(&text, 0),
+                // Bytes that are not UTF-8 have no text: show them as Arrow does.
+                Err(_) => array_value_to_string(&value, 0),
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    use deltalake::arrow::array::{Date32Array, Float64Array, Int64Array, StringArray};
+    use deltalake::arrow::compute::cast;
+    use deltalake::arrow::datatypes::{Field, Schema};
+    use deltalake::datafusion::datasource::MemTable;
+    use deltalake::datafusion::prelude::SessionContext;
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::rehearse::diff::{Comparison, Side};
+
+    /// A row's columns after its key: a name, an amount and a day, each may be NULL. The amounts
+    /// include the floats SQL and the row format could tell apart differently: −0.0, 0.0 and NaN.
+    type Values = (Option<&'static str>, Option<f64>, Option<i32>);
+
+    fn values() -> impl Strategy<Value = Values> {
+        let name = prop::option::of(prop::sample::select(vec!["a", "b", "C", ""]));
+        let amount = prop::option::of(prop::sample::select(vec![-0.0, 0.0, f64::NAN, 1.5, -2.25]));
+        let day = prop::option::of(prop::sample::select(vec![19_000, 19_001]));
+        (name, amount, day)
+    }
+
+    fn schema() -> SchemaRef {
+        Arc::new(Schema::new(vec![
+            Field::new("id", DataType::Int64, true),
+            Field::new("name", DataType::Utf8, true),
+            Field::new("amount", DataType::Float64, true),
+            Field::new("day", DataType::Date32, true),
+        ]))
+    }
+
+    /// The rows in batches of at most `per_batch`, so a side spans batches; with `views`, the
+    /// names as string views, as a Delta scan reads a table's strings.
+    fn batches(rows: &[(Option<i64>, Values)], per_batch: usize, views: bool) -> Vec<RecordBatch> {
+        rows.chunks(per_batch.max(1))
+            .map(|chunk| {
+                let names: ArrayRef = Arc::new(chunk.iter().map(|r| r.1.0).collect::<StringArray>());
+                let columns: Vec<ArrayRef> = vec![
+                    Arc::new(chunk.iter().map(|r| r.0).collect::<Int64Array>()),
+                    if views { cast(&names, &DataType::Utf8View).unwrap() } else { names },
+                    Arc::new(chunk.iter().map(|r| r.1.1).collect::<Float64Array>()),
+                    Arc::new(chunk.iter().map(|r| r.1.2).collect::<Date32Array>()),
+                ];
+                RecordBatch::try_new(read_as(views), columns).unwrap()
+            })
+            .collect()
+    }
+
+    /// The schema a side's batches have: the table's, or its strings as views.
+    fn read_as(views: bool) -> SchemaRef {
+        let table = schema();
+        let fields = table.fields().iter().map(|f| match f.data_type() {
+            DataType::Utf8 if views => Arc::new(f.as_ref().clone().with_data_type(DataType::Utf8View)),
+            _ => f.clone(),
+        });
+        Arc::new(Schema::new(fields.collect::<Vec<_>>()))
+    }
+
+    /// What the SQL pairing says of the same two sides.
+    fn by_sql(before: &[RecordBatch], after: &[RecordBatch], samples: usize, views: bool) -> RowChanges {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(async {
+            let ctx = SessionContext::new();
+            for (side, rows) in [(Side::Before, before), (Side::After, after)] {
+                let table = MemTable::try_new(read_as(views), vec![rows.to_vec()]).unwrap();
+                ctx.register_table(side.slice_view(), Arc::new(table)).unwrap();
+            }
+            let comparison = Comparison { ctx, schema: schema(), in_memory: true, held: None };
+            comparison.slice_changes(&["id".to_owned()], samples).await.unwrap()
+        })
+    }
+
+    fn side(keyed: BTreeMap<i64, Values>, unkeyed: Vec<Values>) -> Vec<(Option<i64>, Values)> {
+        keyed.into_iter().map(|(k, v)| (Some(k), v)).chain(unkeyed.into_iter().map(|v| (None, v))).collect()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        #[test]
+        fn pairs_as_the_sql_pairing_does(
+            before in prop::collection::btree_map(0i64..24, values(), 0..16),
+            after in prop::collection::btree_map(0i64..24, values(), 0..16),
+            null_before in prop::collection::vec(values(), 0..3),
+            null_after in prop::collection::vec(values(), 0..3),
+            per_batch in 1usize..6,
+            samples in 0usize..4,
+            views: bool,
+        ) {
+            let nulls = !null_before.is_empty() || !null_after.is_empty();
+            let before = batches(&side(before, null_before), per_batch, views);
+            let after = batches(&side(after, null_after), per_batch + 1, views);
+            let paired = pair(&schema(), &before, &after, &["id".to_owned()], samples).unwrap().unwrap();
+            let expected = by_sql(&before, &after, samples, views);
+            let counts = |c: &RowChanges| (c.added, c.removed, c.changed, c.unchanged);
+            prop_assert_eq!(counts(&paired), counts(&expected));
+            // Rows without a key tie in the samples' order, which neither way fixes: where all of
+            // them are sampled, the same rows are.
+            if !nulls {
+                prop_assert_eq!(paired, expected);
+            } else if paired.added.max(paired.removed) as usize <= samples {
+                let sorted = |c: &RowChanges| {
+                    let mut rows: Vec<String> = c.samples.iter().map(|s| format!("{s:?}")).collect();
+                    rows.sort();
+                    rows
+                };
+                prop_assert_eq!(sorted(&paired), sorted(&expected));
+            }
+        }
+    }
+
+    #[test]
+    fn a_null_is_distinct_from_a_default_and_floats_compare_as_in_sql() {
+        let row =
+            |k: i64, name: Option<&'static str>, amount: Option<f64>| (Some(k), (name, amount, Some(19_000)));
+        let before = [row(1, Some(""), Some(1.0)), row(2, Some("a"), Some(0.0)), row(3, None, Some(-0.0))];
+        let after = [row(1, None, Some(1.0)), row(2, Some("a"), None), row(3, None, Some(0.0))];
+        let unchanged = [row(4, None, Some(f64::NAN)), row(5, Some("b"), None)];
+        for views in [false, true] {
+            let before = batches(&[&before[..], &unchanged].concat(), 2, views);
+            let after = batches(&[&after[..], &unchanged].concat(), 3, views);
+            let paired = pair(&schema(), &before, &after, &["id".to_owned()], 5).unwrap().unwrap();
+            assert_eq!((paired.changed, paired.unchanged, paired.added, paired.removed), (2, 3, 0, 0));
+            assert_eq!(paired, by_sql(&before, &after, 5, views));
+            let sampled: Vec<_> =
+                paired.samples.iter().map(|s| s.after.clone().unwrap()[1..3].join(" ")).collect();
+            assert_eq!(sampled, ["NULL 1.0", "a NULL"]);
+        }
+    }
+
+    #[test]
+    fn keys_longer_than_their_prefix_are_ordered_by_every_byte() {
+        let long = "a sixteen-byte prefix, then ";
+        let names = [format!("{long}2"), "b".into(), format!("{long}1"), "".into(), long.into()];
+        let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Utf8, true)]));
+        let column: ArrayRef =
+            Arc::new(StringArray::from(names.iter().map(String::as_str).collect::<Vec<_>>()));
+        let batch = RecordBatch::try_new(schema.clone(), vec![column]).unwrap();
+        let ascending = SortOptions { descending: false, nulls_first: false };
+        let keys = RowConverter::new(vec![SortField::new_with_options(DataType::Utf8, ascending)]).unwrap();
+        let side = Keyed::read(&schema, &[DataType::Utf8], &[batch], &[0], &keys).unwrap().unwrap();
+        let ordered: Vec<&str> = side.ordered.iter().map(|&r| names[r as usize].as_str()).collect();
+        let mut sorted: Vec<&str> = names.iter().map(String::as_str).collect();
+        sorted.sort();
+        assert_eq!(ordered, sorted);
+    }
+
+    #[test]
+    fn a_repeated_key_or_sides_read_as_other_types_are_left_to_sql() {
+        let row = |k: i64| (Some(k), (Some("a"), Some(1.0), Some(19_000)));
+        let once = batches(&[row(1), row(2)], 8, false);
+        let twice = batches(&[row(1), row(1)], 8, false);
+        let key = ["id".to_owned()];
+        assert!(pair(&schema(), &once, &once, &key, 3).unwrap().is_some());
+        assert!(pair(&schema(), &twice, &once, &key, 3).unwrap().is_none(), "a key repeated before");
+        assert!(pair(&schema(), &once, &twice, &key, 3).unwrap().is_none(), "a key repeated after");
+        let views = batches(&[row(1), row(2)], 8, true);
+        assert!(pair(&schema(), &once, &views, &key, 3).unwrap().is_none(), "strings before, views after");
+        assert!(pair(&schema(), &once, &once, &["sku".to_owned()], 3).unwrap().is_none());
+        assert_eq!(pair(&schema(), &[], &[], &key, 3).unwrap(), Some(RowChanges::default()));
+    }
+}
