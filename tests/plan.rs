@@ -715,7 +715,7 @@ async fn planning_again_replaces_the_rehearsal() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_slice_compared_from_memory_reads_as_one_read_by_each_query() {
     use crate::common::{OrderRow, open_table, orders_table};
-    use bf::rehearse::diff::{Comparison, Side};
+    use bf::rehearse::diff::Comparison;
     let dir = tempfile::tempdir().unwrap();
     let day = |d| chrono::NaiveDate::parse_from_str(d, "%Y-%m-%d").unwrap();
     let before: [OrderRow; 5] = [
@@ -750,8 +750,7 @@ async fn a_slice_compared_from_memory_reads_as_one_read_by_each_query() {
     let mut compared = Vec::new();
     for in_memory in [false, true] {
         comparison.focus(predicate.clone(), in_memory).await.unwrap();
-        let before = comparison.measure_slice(Side::Before, &metrics).await.unwrap();
-        let after = comparison.measure_slice(Side::After, &metrics).await.unwrap();
+        let (before, after) = comparison.measure_slice(&metrics).await.unwrap();
         let changes = comparison.slice_changes(&key, 5).await.unwrap();
         compared.push((before, after, changes));
     }

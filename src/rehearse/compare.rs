@@ -114,8 +114,7 @@ impl SliceComparison {
         let what = slice.to_string();
         let predicate = slice_predicate(column, &slice);
         comparison.focus(predicate, in_memory).await.map_err(query_error(&what))?;
-        let before = comparison.measure_slice(Side::Before, metrics).await.map_err(query_error(&what))?;
-        let after = comparison.measure_slice(Side::After, metrics).await.map_err(query_error(&what))?;
+        let (before, after) = comparison.measure_slice(metrics).await.map_err(query_error(&what))?;
         let changes = match &spec.target.key {
             Some(key) => Some(
                 comparison

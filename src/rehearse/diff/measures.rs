@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use deltalake::arrow::array::RecordBatch;
 use deltalake::arrow::datatypes::DataType;
 use deltalake::datafusion::catalog::TableProvider;
 use deltalake::datafusion::datasource::empty::EmptyTable;
@@ -11,7 +12,7 @@ use deltalake::datafusion::datasource::file_format::parquet::ParquetFormat;
 use deltalake::datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
-use deltalake::datafusion::error::Result as DfResult;
+use deltalake::datafusion::error::{DataFusionError, Result as DfResult};
 use deltalake::datafusion::logical_expr::Expr;
 use serde::{Deserialize, Serialize};
 
@@ -109,12 +110,24 @@ pub(super) fn gamma(n: u64, epsilon: f64) -> f64 {
 }
 
 impl Comparison {
-    /// Row count and metrics of one side of the slice [`Comparison::focus`] registered.
-    pub async fn measure_slice(&self, side: Side, metrics: &[Metric]) -> DfResult<Measures> {
-        let rows = self.ctx.table(side.slice_view()).await?;
-        self.ctx.deregister_table("__bf_measured")?;
-        self.ctx.register_table("__bf_measured", rows.into_view())?;
-        self.measure_view(metrics).await
+    /// Row count and metrics of both sides of the slice [`Comparison::focus`] registered, before
+    /// and after, in one query: a small slice's comparison is mostly the fixed cost of its queries.
+    pub async fn measure_slice(&self, metrics: &[Metric]) -> DfResult<(Measures, Measures)> {
+        let (before, after) = (Side::Before.slice_view(), Side::After.slice_view());
+        let measuring = self.measuring(before, metrics).await?;
+        let select = measuring.select.join(", ");
+        let sql = format!(
+            "SELECT 0 AS __bf_after, {select} FROM {before} UNION ALL SELECT 1, {select} FROM {after}"
+        );
+        let batch = self.one_batch(&sql).await?;
+        let row = |after: f64| {
+            (0..batch.num_rows()).find(|&row| scalar(&batch, 0, row).and_then(|v| as_f64(&v)) == Some(after))
+        };
+        let measured = |row: Option<usize>| match row {
+            Some(row) => Ok(measuring.read(&batch, row, 1, metrics)),
+            None => Err(DataFusionError::Internal("a side of the slice was not measured".into())),
+        };
+        Ok((measured(row(0.0))?, measured(row(1.0))?))
     }
 
     /// Row count and metrics of `side`'s rows matching `predicate`.
@@ -150,9 +163,17 @@ impl Comparison {
         self.measure_view(metrics).await
     }
 
-    /// Row count and metrics of the view `__bf_measured`, with the rounding error of each metric
-    /// that sums floating-point values: its magnitude Σ|x| is computed in the same pass.
+    /// Row count and metrics of the view `__bf_measured`.
     async fn measure_view(&self, metrics: &[Metric]) -> DfResult<Measures> {
+        let measuring = self.measuring("__bf_measured", metrics).await?;
+        let batch =
+            self.one_batch(&format!("SELECT {} FROM __bf_measured", measuring.select.join(", "))).await?;
+        Ok(measuring.read(&batch, 0, 0, metrics))
+    }
+
+    /// The select list measuring `metrics` over `view`, with the rounding error of each metric
+    /// that sums floating-point values: its magnitude Σ|x| is computed in the same pass.
+    async fn measuring(&self, view: &str, metrics: &[Metric]) -> DfResult<Measuring> {
         // Metric SQL was checked to be one expression without subqueries (`bf validate`).
         let values = metrics.iter().map(|m| format!("({})", m.sql)).collect::<Vec<_>>();
         let types: Vec<DataType> = if values.is_empty() {
@@ -160,19 +181,14 @@ impl Comparison {
         } else {
             let planned = self
                 .ctx
-                .sql_with_options(
-                    &format!("SELECT {} FROM __bf_measured", values.join(", ")),
-                    read_only_options(),
-                )
+                .sql_with_options(&format!("SELECT {} FROM {view}", values.join(", ")), read_only_options())
                 .await?;
             planned.schema().fields().iter().map(|f| f.data_type().clone()).collect()
         };
         // Column 0 counts the rows, columns 1..=n are the metrics, then the magnitudes averages need.
         let mut select = vec!["COUNT(*)".to_owned()];
         select.extend(values.iter().map(|v| format!("CAST({v} AS DOUBLE)")));
-        // (metric, ε, its magnitude's column) for averages; (metric, column) for exact sums.
-        let mut bounded = Vec::new();
-        let mut exact = Vec::new();
+        let (mut bounded, mut exact) = (Vec::new(), Vec::new());
         for (i, (metric, data_type)) in metrics.iter().zip(&types).enumerate() {
             let epsilon = match data_type {
                 DataType::Float64 => f64::EPSILON / 2.0,
@@ -192,21 +208,36 @@ impl Comparison {
                 None => {}
             }
         }
-        let sql = format!("SELECT {} FROM __bf_measured", select.join(", "));
-        let batch = self.one_batch(&sql).await?;
-        let value = |column: usize| scalar(&batch, column, 0).and_then(|v| as_f64(&v));
+        Ok(Measuring { select, bounded, exact })
+    }
+}
+
+/// A query's select list that measures rows, and where in it each metric's error is bounded.
+struct Measuring {
+    select: Vec<String>,
+    /// (metric, ε, the column of its magnitude) for averages.
+    bounded: Vec<(String, f64, usize)>,
+    /// (metric, its column) for exact sums.
+    exact: Vec<(String, usize)>,
+}
+
+impl Measuring {
+    /// The measures in `row` of `batch`, whose select list starts at column `from`.
+    fn read(&self, batch: &RecordBatch, row: usize, from: usize, metrics: &[Metric]) -> Measures {
+        let value = |column: usize| scalar(batch, from + column, row).and_then(|v| as_f64(&v));
         let rows = value(0).map_or(0, |n| n as u64);
-        let metrics = metrics.iter().enumerate().map(|(i, m)| (m.name.clone(), value(i + 1))).collect();
-        let mut error: BTreeMap<String, f64> = bounded
-            .into_iter()
+        let values = metrics.iter().enumerate().map(|(i, m)| (m.name.clone(), value(i + 1))).collect();
+        let mut error: BTreeMap<String, f64> = self
+            .bounded
+            .iter()
             .map(|(name, epsilon, column)| {
                 // An average of n terms: n − 1 additions and the division.
-                (name, gamma(rows, epsilon) * value(column).unwrap_or(0.0))
+                (name.clone(), gamma(rows, *epsilon) * value(*column).unwrap_or(0.0))
             })
             .collect();
-        error.extend(exact.into_iter().map(|(name, column)| {
-            (name, crate::rehearse::exact_sum::ExactSum::error(value(column).unwrap_or(0.0)))
+        error.extend(self.exact.iter().map(|(name, column)| {
+            (name.clone(), crate::rehearse::exact_sum::ExactSum::error(value(*column).unwrap_or(0.0)))
         }));
-        Ok(Measures { rows, metrics, error })
+        Measures { rows, metrics: values, error }
     }
 }
