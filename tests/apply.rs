@@ -78,6 +78,14 @@ async fn september_one_run_per_day_then_the_15th_corrected() {
     assert_eq!(slices_committed(&daily), (1..=30).collect::<Vec<u64>>(), "one commit per slice, in order");
     let infos = commit_infos(&daily);
     assert!(infos.iter().filter(|(_, i)| i.get("bf.slice").is_some()).all(|(_, i)| i["bf.pre_version"] == 0));
+    // A long run of slices keeps the log short: a checkpoint after version 19, which a reader that
+    // is not bf's reads the table through.
+    let log = daily.join("_delta_log");
+    let last: Value =
+        serde_json::from_str(&std::fs::read_to_string(log.join("_last_checkpoint")).unwrap()).unwrap();
+    assert_eq!(last["version"], 19, "{last}");
+    assert!(log.join("00000000000000000019.checkpoint.parquet").is_file());
+    assert_eq!(duckdb_count(&daily, "SELECT count(*) FROM t"), 130);
 
     // The correction: the file of the 15th gets the late order; one run replaces that day only.
     let files_before = files_by_day(&daily).await;

@@ -8,6 +8,7 @@ use chrono::NaiveDate;
 use deltalake::arrow::datatypes::{DataType, SchemaRef};
 use deltalake::datafusion::prelude::SessionContext;
 use deltalake::kernel::LogicalFileView;
+use deltalake::table::config::TablePropertiesExt as _;
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
 use serde_json::Value;
@@ -100,6 +101,27 @@ pub fn sql_type(data_type: &DataType) -> String {
         DataType::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
         other => other.to_string(),
     }
+}
+
+/// How many of bf's commits the log may grow by past a checkpoint (deltalake writes its own every
+/// `delta.checkpointInterval`, 100 by default). Each deltalake commit reads back every commit since
+/// the last checkpoint (to find the table's protocol and metadata), so a run of slices paid more
+/// for each slice the longer it ran: 12 ms a slice of a 365-day apply after a checkpoint, 22 ms
+/// before the next (docs/BENCHMARKS.md, W5).
+pub const CHECKPOINT_EVERY: u64 = 20;
+
+/// Writes a checkpoint of `table` (at its version) when the version is one in [`CHECKPOINT_EVERY`]
+/// and deltalake's own commit did not write one there. A checkpoint holds the state the log
+/// already has, changes no row, and any writer may write one at any version. One that cannot be
+/// written leaves the log as deltalake would have, longer to read: the slice is committed either
+/// way, so its error is not the apply's.
+pub async fn checkpoint_when_due(table: &DeltaTable) {
+    let (Some(version), Ok(snapshot)) = (table.version(), table.snapshot()) else { return };
+    let interval = snapshot.table_config().checkpoint_interval().get();
+    if !(version + 1).is_multiple_of(CHECKPOINT_EVERY) || (version + 1).is_multiple_of(interval) {
+        return;
+    }
+    let _ = deltalake::checkpoints::create_checkpoint(table, None).await;
 }
 
 /// How many rows of `table` fall on the slice's days.

@@ -66,6 +66,7 @@ impl SliceRun<'_, '_> {
                 .writer
                 .write(rehearsal, slice, &rows, crate::delta::ledger::rehearsal_commit(self.id, slice.index))
                 .await?;
+            table::checkpoint_when_due(&rehearsal).await;
             timings.write += watch.lap();
             // What `bf apply` will publish: this commit's files, and the target's files it replaces.
             let version = rehearsal.version().unwrap_or(0);
