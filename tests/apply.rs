@@ -895,3 +895,23 @@ async fn an_append_only_table_is_refused_for_rewrites_and_appended_to_as_a_log()
     assert!(stderr.contains("`delta.appendOnly = true`"), "{stderr}");
     assert_eq!(snapshot(&silver), untouched);
 }
+
+/// A checkpoint is written at every 20th version of a run of slices and at no other, read from
+/// the log's own files, not through bf; and a second reader reads the table through it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_checkpoint_is_written_at_every_twentieth_version_and_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let rows: [OrderRow; 1] = [(1, "C1", 10.0, "EUR", "2026-03-01")];
+    let at = |version: u64| dir.path().join(format!("v{version}"));
+    for version in [18, 19] {
+        let commits = vec![&rows[..]; version as usize];
+        let table = open_table(&crate::common::orders_table(&at(version), false, &commits).await).await;
+        assert_eq!(table.version(), Some(version as _));
+        bf::delta::table::checkpoint_when_due(&table).await;
+        let log = at(version).join("_delta_log");
+        let written = log.join(format!("{version:020}.checkpoint.parquet")).is_file();
+        assert_eq!(written, version == 19, "version {version}");
+        assert_eq!(log.join("_last_checkpoint").exists(), written);
+    }
+    assert_eq!(duckdb_count(&at(19), "SELECT count(*) FROM t"), 19);
+}

@@ -104,10 +104,9 @@ pub fn sql_type(data_type: &DataType) -> String {
 }
 
 /// How many of bf's commits the log may grow by past a checkpoint (deltalake writes its own every
-/// `delta.checkpointInterval`, 100 by default). Each deltalake commit reads back every commit since
-/// the last checkpoint (to find the table's protocol and metadata), so a run of slices paid more
-/// for each slice the longer it ran: 12 ms a slice of a 365-day apply after a checkpoint, 22 ms
-/// before the next (docs/BENCHMARKS.md, W5).
+/// `delta.checkpointInterval`, 100 by default). A deltalake commit reads the log since the last
+/// checkpoint, so a run of slices paid more for each slice the longer it ran: 12 ms a slice of a
+/// 365-day apply after a checkpoint, 22 ms before the next (docs/BENCHMARKS.md, W5).
 pub const CHECKPOINT_EVERY: u64 = 20;
 
 /// Writes a checkpoint of `table` (at its version) when the version is one in [`CHECKPOINT_EVERY`]
