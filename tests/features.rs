@@ -716,6 +716,40 @@ async fn bf_never_removes_log_entries_so_protected_checkpoints_stay() {
     }
 }
 
+/// The checkpoints bf asks deltalake for (at every 20th version of a run of slices) follow a
+/// v2-checkpoint table's policy as deltalake's own do: the one at version 19 is a v2 checkpoint,
+/// and two other readers read the table through it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_checkpoints_bf_asks_for_follow_a_v2_checkpoint_policy() {
+    use bf::deltalake::parquet::file::reader::{FileReader, SerializedFileReader};
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders");
+    orders_table_with(&table, false, orders_columns(), &[], &[&ORDERS]).await;
+    let protocol = serde_json::json!({"minReaderVersion": 3, "minWriterVersion": 7,
+        "readerFeatures": ["v2Checkpoint"], "writerFeatures": ["v2Checkpoint"]});
+    crate::common::alter_table(&table, Some(protocol), &[("delta.checkpointPolicy", "v2")]);
+    let mut version = 0;
+    for id in 100.. {
+        version = crate::common::append_orders(&table, &[(id, "C9", 1.0, "EUR", "2026-03-03")]).await;
+        if version == 19 {
+            break;
+        }
+    }
+    let rows = python_sql_rows(&table, "order_id,amount");
+    bf::delta::table::checkpoint_when_due(&crate::common::open_table(&table).await).await;
+    let written: Vec<String> = log_files(&table)
+        .into_iter()
+        .filter(|n| n.starts_with(&format!("{version:020}.checkpoint")))
+        .collect();
+    assert_eq!(written.len(), 1, "{written:?}");
+    let file = std::fs::File::open(table.join("_delta_log").join(&written[0])).unwrap();
+    let schema = SerializedFileReader::new(file).unwrap().metadata().file_metadata().schema_descr_ptr();
+    let columns: Vec<&str> = schema.root_schema().get_fields().iter().map(|f| f.name()).collect();
+    assert!(columns.contains(&"checkpointMetadata"), "{} is a v2 checkpoint: {columns:?}", written[0]);
+    assert_eq!(python_sql_rows(&table, "order_id,amount"), rows, "read through the checkpoint");
+    assert_eq!(duckdb_rows(&table, "SELECT order_id, amount FROM t"), rows, "read by DuckDB");
+}
+
 /// A variant value as Parquet stores it unshredded: the metadata (version 1, an empty dictionary)
 /// and the value (a basic short string, `"hello"` style).
 fn variant_string(text: &str) -> (Vec<u8>, Vec<u8>) {

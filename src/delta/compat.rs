@@ -85,8 +85,9 @@ pub const HONOURED: &[Honoured] = &[
     },
     Honoured {
         feature: "v2Checkpoint",
-        how: "deltalake's post-commit checkpoints follow the table's checkpoint policy",
-        proof: "features::bf_never_removes_log_entries_so_protected_checkpoints_stay",
+        how: "deltalake's checkpoints follow the table's checkpoint policy: its post-commit ones and \
+              those bf asks it for every 20 commits of a run of slices",
+        proof: "features::the_checkpoints_bf_asks_for_follow_a_v2_checkpoint_policy",
     },
 ];
 
