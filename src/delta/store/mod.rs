@@ -13,12 +13,12 @@
 //!
 //! The files, each using only those above it: `error` (the error types), `location` (schemes,
 //! locations, URLs), `lent` (credentials a catalog vended for a table), `settings` (`[storage]`
-//! over the environment, safe commits), `explain` (store errors in one line), `layer` (what a store wrapping another forwards to
-//! it), `prefetch` (a query
-//! session's reads of a bucket, a small file in one request), `checksummed` (a table's writes
-//! checksummed as they are written), `access` (the [`Stores`] handle and its
-//! object-store operations), `place` (files put into a live table without clobbering one). Callers
-//! name everything through this module, never through those files.
+//! over the environment, safe commits), `explain` (store errors in one line), `layer` (what a
+//! store wrapping another forwards to it), `prefetch` (a query session's reads of a bucket, a
+//! small file in one request), `checksummed` (a table's writes checksummed as they are written),
+//! `access` (the [`Stores`] handle and its object-store operations), `place` (files put into a
+//! live table without clobbering one). Callers name everything through this module, never
+//! through those files.
 
 mod access;
 mod checksummed;

@@ -88,7 +88,7 @@ impl Comparison {
         );
         // Sides in memory are paired once, and the counts and each kind's samples read the pairs;
         // otherwise each query pairs them again rather than hold every pair of a big slice.
-        if !self.in_memory {
+        if self.held.is_none() {
             return Ok(joined);
         }
         let pairs = self.ctx.sql(&joined).await?.cache().await?;

@@ -328,7 +328,7 @@ mod tests {
                 let table = MemTable::try_new(read_as(views), vec![rows.to_vec()]).unwrap();
                 ctx.register_table(side.slice_view(), Arc::new(table)).unwrap();
             }
-            let comparison = Comparison { ctx, schema: schema(), in_memory: true, held: None };
+            let comparison = Comparison { ctx, schema: schema(), held: None };
             comparison.slice_changes(&["id".to_owned()], samples).await.unwrap()
         })
     }

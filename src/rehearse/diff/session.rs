@@ -46,10 +46,8 @@ const SLICE_AFTER: &str = "__bf_as";
 pub struct Comparison {
     pub(super) ctx: SessionContext,
     pub(super) schema: SchemaRef,
-    /// Whether the focused slice's two sides are held in memory ([`Comparison::focus`]).
-    pub(super) in_memory: bool,
-    /// The focused slice's rows, before and after, when held in memory: what the slice's queries
-    /// read, and what [`super::pairing`] pairs without a query.
+    /// The focused slice's rows, before and after, when [`Comparison::focus`] holds them in
+    /// memory: what the slice's queries read, and what [`super::pairing`] pairs without a query.
     pub(super) held: Option<(Vec<RecordBatch>, Vec<RecordBatch>)>,
 }
 
@@ -76,7 +74,7 @@ impl Comparison {
         }
         ctx.register_table(BEFORE, before.table_provider().await?)?;
         ctx.register_table(AFTER, after.table_provider().await?)?;
-        Ok(Comparison { ctx, schema, in_memory: false, held: None })
+        Ok(Comparison { ctx, schema, held: None })
     }
 
     /// Registers `side` filtered by `predicate` as the view `name`.
@@ -109,7 +107,6 @@ impl Comparison {
     pub async fn focus(&mut self, predicate: Expr, in_memory: bool) -> DfResult<()> {
         // Sides held in memory that SQL must pair (a key repeats) are paired by a hash join, which
         // holds a side too, and faster.
-        self.in_memory = in_memory;
         self.ctx.state_ref().write().config_mut().options_mut().optimizer.prefer_hash_join = in_memory;
         let mut held = Vec::new();
         for (name, table) in [(SLICE_BEFORE, BEFORE), (SLICE_AFTER, AFTER)] {
