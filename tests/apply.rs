@@ -914,4 +914,22 @@ async fn a_checkpoint_is_written_at_every_twentieth_version_and_no_other() {
         assert_eq!(log.join("_last_checkpoint").exists(), written);
     }
     assert_eq!(duckdb_count(&at(19), "SELECT count(*) FROM t"), 19);
+
+    // Where the table's own interval put deltalake's checkpoint at that version, it is not written
+    // a second time (the kernel finds it).
+    let own = dir.path().join("own");
+    let commits = vec![&rows[..]; 19];
+    crate::common::orders_table_with(
+        &own,
+        false,
+        crate::common::orders_columns(),
+        &[("delta.checkpointInterval", "20")],
+        &commits,
+    )
+    .await;
+    let checkpoint = own.join(format!("_delta_log/{:020}.checkpoint.parquet", 19));
+    let modified = || std::fs::metadata(&checkpoint).unwrap().modified().unwrap();
+    let deltalakes = modified();
+    bf::delta::table::checkpoint_when_due(&open_table(&own).await).await;
+    assert_eq!(modified(), deltalakes, "deltalake's checkpoint at 19 was written again");
 }

@@ -8,7 +8,6 @@ use chrono::NaiveDate;
 use deltalake::arrow::datatypes::{DataType, SchemaRef};
 use deltalake::datafusion::prelude::SessionContext;
 use deltalake::kernel::LogicalFileView;
-use deltalake::table::config::TablePropertiesExt as _;
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
 use serde_json::Value;
@@ -109,18 +108,15 @@ pub fn sql_type(data_type: &DataType) -> String {
 /// 365-day apply after a checkpoint, 22 ms before the next (docs/BENCHMARKS.md, W5).
 pub const CHECKPOINT_EVERY: u64 = 20;
 
-/// Writes a checkpoint of `table` (at its version) when the version is one in [`CHECKPOINT_EVERY`]
-/// and deltalake's own commit did not write one there. A checkpoint holds the state the log
-/// already has, changes no row, and any writer may write one at any version. One that cannot be
-/// written leaves the log as deltalake would have, longer to read: the slice is committed either
-/// way, so its error is not the apply's.
+/// Writes a checkpoint of `table` (at its version) when the version is one in [`CHECKPOINT_EVERY`].
+/// Where deltalake's own commit wrote one there (the table's interval), the kernel finds it and
+/// writes nothing. A checkpoint holds the state the log already has, changes no row, and any
+/// writer may write one at any version. One that cannot be written leaves the log as deltalake
+/// would have, longer to read: the slice is committed either way, so its error is not the apply's.
 pub async fn checkpoint_when_due(table: &DeltaTable) {
-    let (Some(version), Ok(snapshot)) = (table.version(), table.snapshot()) else { return };
-    let interval = snapshot.table_config().checkpoint_interval().get();
-    if !(version + 1).is_multiple_of(CHECKPOINT_EVERY) || (version + 1).is_multiple_of(interval) {
-        return;
+    if table.version().is_some_and(|version| (version + 1).is_multiple_of(CHECKPOINT_EVERY)) {
+        let _ = deltalake::checkpoints::create_checkpoint(table, None).await;
     }
-    let _ = deltalake::checkpoints::create_checkpoint(table, None).await;
 }
 
 /// How many rows of `table` fall on the slice's days.
