@@ -2,13 +2,14 @@
 //! log's per-file statistics when they settle it (`bf::delta::table::rows_in_slice`). A wrong count there
 //! would stop a good apply or pass a bad one, so: the log's answer, when it gives one, must equal the
 //! rows read back with the slice's predicate, for tables of every layout, null days included; and for
-//! the layouts bf writes, the log must actually answer (or the shortcut is dead code).
+//! the layouts bf writes, the log must actually answer (or the shortcut is dead code). A file the log
+//! cannot settle has its date column read alone, never the table through deltalake's scan.
 
 use std::path::Path;
 use std::sync::Arc;
 
 use bf::delta::predicate::slice_predicate;
-use bf::delta::table::{rows_in_slice, rows_in_slice_from_log};
+use bf::delta::table::{rows_in_slice, rows_in_slice_from_files, rows_in_slice_from_log};
 use bf::deltalake::DeltaTable;
 use bf::deltalake::arrow::array::{ArrayRef, Date32Array, Int64Array, RecordBatch};
 use bf::deltalake::arrow::datatypes::{DataType as ArrowType, Date32Type, Field, Schema};
@@ -88,17 +89,19 @@ async fn the_log_counts_a_slice_of_a_table_partitioned_by_day_null_partition_inc
 }
 
 #[tokio::test]
-async fn a_file_straddling_the_slice_or_without_statistics_is_read_back() {
+async fn a_file_straddling_the_slice_or_without_statistics_has_its_date_column_read() {
     let dir = tempfile::tempdir().unwrap();
     // One file holds days 0 to 3: its statistics cannot say how many of its rows are on days 1..=2.
     let straddling =
         table(&dir.path().join("straddling"), false, true, &[vec![Some(0), Some(1), Some(2), Some(3)]]).await;
     assert_eq!(rows_in_slice_from_log(&straddling, "order_date", &slice(1, 2)).await.unwrap(), None);
+    assert_eq!(rows_in_slice_from_files(&straddling, "order_date", &slice(1, 2)).await.unwrap(), Some(2));
     assert_eq!(rows_in_slice(&straddling, "order_date", &slice(1, 2)).await.unwrap(), 2);
 
     // `delta.dataSkippingNumIndexedCols = 0`: no column statistics at all.
     let bare = table(&dir.path().join("bare"), false, false, &[vec![Some(1); 3], vec![Some(5); 2]]).await;
     assert_eq!(rows_in_slice_from_log(&bare, "order_date", &slice(1, 2)).await.unwrap(), None);
+    assert_eq!(rows_in_slice_from_files(&bare, "order_date", &slice(1, 2)).await.unwrap(), Some(3));
     assert_eq!(rows_in_slice(&bare, "order_date", &slice(1, 2)).await.unwrap(), 3);
 }
 
@@ -115,7 +118,8 @@ fn commit() -> impl Strategy<Value = Vec<Day>> {
 proptest! {
     #![proptest_config(ProptestConfig { cases: 24, ..ProptestConfig::default() })]
 
-    /// Whatever the layout, the count apply verifies with is the count of the rows read back.
+    /// Whatever the layout, the count apply verifies with is the count of the rows read back, and
+    /// none of these layouts needs deltalake's scan to count it.
     #[test]
     fn the_count_equals_the_rows_read_back(
         commits in prop::collection::vec(commit(), 1..4),
@@ -125,17 +129,19 @@ proptest! {
         length in 0u8..4,
     ) {
         let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-        let (logged, counted, read) = runtime.block_on(async {
+        let (logged, from_files, counted, read) = runtime.block_on(async {
             let dir = tempfile::tempdir().unwrap();
             let table = table(dir.path(), partitioned, stats, &commits).await;
             let slice = slice(first, first + length);
             (
                 rows_in_slice_from_log(&table, "order_date", &slice).await.unwrap(),
+                rows_in_slice_from_files(&table, "order_date", &slice).await.unwrap(),
                 rows_in_slice(&table, "order_date", &slice).await.unwrap(),
                 read_back(&table, &slice).await,
             )
         });
         prop_assert_eq!(counted, read);
+        prop_assert_eq!(from_files, Some(read));
         if let Some(logged) = logged {
             prop_assert_eq!(logged, read);
         }
