@@ -15,7 +15,7 @@ use crate::rehearse::plan::PlanTimings;
 use crate::rehearse::progress::{Progress, Stopwatch};
 use crate::rehearse::slice_writer::SliceWriter;
 use crate::rehearse::target::Target;
-use crate::source::run::{SliceSource, Source};
+use crate::source::run::{SliceSource, Source, SourceCounts, SourceError};
 
 /// Slices of at most this many rows (the log's bound on the table's, plus the source's) are compared
 /// from memory: each side read once instead of once per query. Bigger ones are read as often as
@@ -57,17 +57,34 @@ impl SliceRun<'_, '_> {
         let shared_spec = Arc::new(spec.clone());
         let mut comparing: Option<tokio::task::JoinHandle<Result<Compared, RehearsalError>>> = None;
         let mut compared: Vec<Compared> = Vec::with_capacity(slices.len());
-        for slice in slices {
+        // The next slice's source runs beside each slice's write: deltalake encodes on tasks of its
+        // own, and the query (which reads the slice's inputs once to count them) would wait for it.
+        let mut ahead: Option<(Result<(SliceSource, SourceCounts), SourceError>, u64)> = None;
+        for (at, slice) in slices.iter().enumerate() {
             watch.lap();
-            let (rows, counts) = self.source.for_slice_counted(slice).await?;
+            let (rows, counts) = match ahead.take() {
+                Some((sourced, _)) => sourced?,
+                None => self.source.for_slice_counted(slice).await?,
+            };
             check_merge_keys(spec, slice, &rows).await?;
             timings.source += watch.lap();
-            rehearsal = self
-                .writer
-                .write(rehearsal, slice, &rows, crate::delta::ledger::rehearsal_commit(self.id, slice.index))
-                .await?;
-            table::checkpoint_when_due(&rehearsal).await;
+            let commit = crate::delta::ledger::rehearsal_commit(self.id, slice.index);
+            let write = async {
+                let after = self.writer.write(rehearsal, slice, &rows, commit).await?;
+                table::checkpoint_when_due(&after).await;
+                Ok::<_, RehearsalError>(after)
+            };
+            let next = async {
+                let next = slices.get(at + 1)?;
+                let started = std::time::Instant::now();
+                let sourced = self.source.for_slice_counted(next).await;
+                Some((sourced, started.elapsed().as_millis() as u64))
+            };
+            let (after, sourced) = tokio::join!(write, next);
+            rehearsal = after?;
             timings.write += watch.lap();
+            timings.source += sourced.as_ref().map_or(0, |(_, ms)| *ms);
+            ahead = sourced;
             // What `bf apply` will publish: this commit's files, and the target's files it replaces.
             let version = rehearsal.version().unwrap_or(0);
             let publication = crate::delta::publish::record(
