@@ -22,6 +22,9 @@ use crate::source::run::{SliceSource, Source, SourceCounts, SourceError};
 /// the queries need, so `bf plan`'s memory does not grow with a slice (docs/BENCHMARKS.md, W3).
 const IN_MEMORY_ROWS: u64 = 1_000_000;
 
+/// The next slice's source run, ahead of its turn, and its milliseconds.
+type Ahead = (Result<(SliceSource, SourceCounts), SourceError>, u64);
+
 /// What writing the slices into the rehearsal needs.
 pub(crate) struct SliceRun<'a, 's> {
     pub(crate) document: &'a PlanDocument,
@@ -59,7 +62,7 @@ impl SliceRun<'_, '_> {
         let mut compared: Vec<Compared> = Vec::with_capacity(slices.len());
         // The next slice's source runs beside each slice's write: deltalake encodes on tasks of its
         // own, and the query (which reads the slice's inputs once to count them) would wait for it.
-        let mut ahead: Option<(Result<(SliceSource, SourceCounts), SourceError>, u64)> = None;
+        let mut ahead: Option<Ahead> = None;
         for (at, slice) in slices.iter().enumerate() {
             watch.lap();
             let (rows, counts) = match ahead.take() {
