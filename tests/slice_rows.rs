@@ -89,7 +89,7 @@ async fn the_log_counts_a_slice_of_a_table_partitioned_by_day_null_partition_inc
 }
 
 #[tokio::test]
-async fn a_file_straddling_the_slice_or_without_statistics_has_its_date_column_read() {
+async fn a_file_straddling_the_slice_or_without_statistics_has_its_date_column_read_in_the_table_folder() {
     let dir = tempfile::tempdir().unwrap();
     // One file holds days 0 to 3: its statistics cannot say how many of its rows are on days 1..=2.
     let straddling =
@@ -97,6 +97,15 @@ async fn a_file_straddling_the_slice_or_without_statistics_has_its_date_column_r
     assert_eq!(rows_in_slice_from_log(&straddling, "order_date", &slice(1, 2)).await.unwrap(), None);
     assert_eq!(rows_in_slice_from_files(&straddling, "order_date", &slice(1, 2)).await.unwrap(), Some(2));
     assert_eq!(rows_in_slice(&straddling, "order_date", &slice(1, 2)).await.unwrap(), 2);
+
+    // A shallow clone references that file in the table's folder: deltalake's scan counts it.
+    let clone_dir = dir.path().join("clone");
+    let stores = bf::delta::store::Stores::from_environment();
+    let url = bf::delta::store::folder_url(&clone_dir).unwrap();
+    bf::rehearse::clone::ShallowClone::new(&straddling, url, &stores).execute().await.unwrap();
+    let clone = crate::common::open_table(&clone_dir).await;
+    assert_eq!(rows_in_slice_from_files(&clone, "order_date", &slice(1, 2)).await.unwrap(), None);
+    assert_eq!(rows_in_slice(&clone, "order_date", &slice(1, 2)).await.unwrap(), 2);
 
     // `delta.dataSkippingNumIndexedCols = 0`: no column statistics at all.
     let bare = table(&dir.path().join("bare"), false, false, &[vec![Some(1); 3], vec![Some(5); 2]]).await;

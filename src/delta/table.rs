@@ -147,10 +147,7 @@ pub async fn rows_in_slice_from_files(
     date_column: &str,
     slice: &Slice,
 ) -> Result<Option<u64>, DeltaTableError> {
-    let logged = LogCount::read(table, date_column, slice).await?;
-    if !logged.readable {
-        return Ok(None);
-    }
+    let Some(logged) = LogCount::read(table, date_column, slice).await? else { return Ok(None) };
     let store = table.log_store().object_store(None);
     let column = physical_name(table, date_column);
     let mut rows = logged.rows;
@@ -170,44 +167,47 @@ pub async fn rows_in_slice_from_log(
     slice: &Slice,
 ) -> Result<Option<u64>, DeltaTableError> {
     let logged = LogCount::read(table, date_column, slice).await?;
-    Ok((logged.readable && logged.unsettled.is_empty()).then_some(logged.rows))
+    Ok(logged.filter(|logged| logged.unsettled.is_empty()).map(|logged| logged.rows))
 }
 
 /// What one pass over the log settles of a slice's rows.
 struct LogCount {
     /// The rows of the files the log settles.
     rows: u64,
-    /// The files it does not, by path and size: each holds some rows of the slice, or may.
+    /// The files it does not, by path and size, each of which has the slice's days in its date
+    /// column: each holds some rows of the slice, or may.
     unsettled: Vec<(deltalake::Path, u64)>,
-    /// Whether reading the unsettled files' date column gives the table's answer.
-    readable: bool,
 }
 
 impl LogCount {
-    async fn read(table: &DeltaTable, date_column: &str, slice: &Slice) -> Result<LogCount, DeltaTableError> {
+    /// `None` at the first file whose rows in the slice only deltalake's scan can count: a deletion
+    /// vector hides some of them (`numRecords` counts those too), its days are a partition's value
+    /// (not in the file) that is not a day, or it lies outside the table's folder (a clone's).
+    async fn read(
+        table: &DeltaTable,
+        date_column: &str,
+        slice: &Slice,
+    ) -> Result<Option<LogCount>, DeltaTableError> {
         let by_partition = partition_columns(table).iter().any(|c| c == date_column);
         let date_column = &physical_name(table, date_column);
         let mut files = table.get_active_add_actions_by_predicate(None);
-        let mut logged = LogCount { rows: 0, unsettled: Vec::new(), readable: true };
+        let mut logged = LogCount { rows: 0, unsettled: Vec::new() };
         while let Some(file) = files.try_next().await? {
-            let share = match file.deletion_vector_descriptor() {
-                // numRecords counts the rows a deletion vector hides.
-                Some(_) => None,
-                None if by_partition => partition_share(&file, date_column, slice),
-                None => statistics_share(&file, date_column, slice),
+            if file.deletion_vector_descriptor().is_some() {
+                return Ok(None);
+            }
+            let share = if by_partition {
+                partition_share(&file, date_column, slice)
+            } else {
+                statistics_share(&file, date_column, slice)
             };
             match share {
                 Some(share) => logged.rows += share,
-                None => {
-                    // A partition's days are not in its files, and a clone's files are elsewhere.
-                    let outside = file.path().contains("://");
-                    logged.readable &=
-                        !by_partition && !outside && file.deletion_vector_descriptor().is_none();
-                    logged.unsettled.push((file.object_store_path(), file.size() as u64));
-                }
+                None if by_partition || file.path().contains("://") => return Ok(None),
+                None => logged.unsettled.push((file.object_store_path(), file.size() as u64)),
             }
         }
-        Ok(logged)
+        Ok(Some(logged))
     }
 }
 

@@ -78,9 +78,9 @@ impl SliceRun<'_, '_> {
                 Ok::<_, RehearsalError>(after)
             };
             let next = async {
-                let next = slices.get(at + 1)?;
+                let following = slices.get(at + 1)?;
                 let started = std::time::Instant::now();
-                let sourced = self.source.for_slice_counted(next).await;
+                let sourced = self.source.for_slice_counted(following).await;
                 Some((sourced, started.elapsed().as_millis() as u64))
             };
             let (after, sourced) = tokio::join!(write, next);
