@@ -456,6 +456,7 @@ write_deltalake("s3://acme-lake/shop/warehouse/orders_by_day", schema.empty_tabl
     }
     let looked_up = recorder.data_requests("orders_by_day__rehearsal/");
     assert!(looked_up.iter().all(|r| r.method != "HEAD"), "{looked_up:?}");
+    recorder.assert_logs_listed_from_a_version(&["orders_by_day"]);
     // Version 0 is the Python package's create, a WRITE too.
     let writes = shop.history("orders_by_day").iter().filter(|(v, op)| *v > 0 && op == "WRITE").count();
     assert_eq!(writes, 12);
@@ -464,6 +465,7 @@ write_deltalake("s3://acme-lake/shop/warehouse/orders_by_day", schema.empty_tabl
     // taken as it was written, not read back.
     let recorder = Recorder::start(&shop);
     shop.ok(&["plan", &plan]);
+    recorder.assert_logs_listed_from_a_version(&["orders_by_day", "orders_by_day__rehearsal"]);
     for side in ["orders_by_day/", "orders_by_day__rehearsal/"] {
         let reads: Vec<Recorded> =
             recorder.data_requests(side).into_iter().filter(|r| r.method == "GET").collect();
@@ -531,6 +533,32 @@ for line in text.splitlines():
             .filter(|(_, key)| key.starts_with(table))
             .map(|(method, key)| Recorded { method: method.to_owned(), key: key.to_owned() })
             .collect()
+    }
+
+    /// Every listing of each table's log names the version it lists after (S3's `start-after`):
+    /// the log is read from where bf's copy of it ends, so a commit costs as much at the
+    /// three-hundredth slice as at the first. Listed from its start, each commit would list every
+    /// commit before it.
+    fn assert_logs_listed_from_a_version(&self, tables: &[&str]) {
+        let text = servers::python(
+            r#"
+import json, os, urllib.parse, urllib.request
+text = urllib.request.urlopen(os.environ["AWS_ENDPOINT_URL"] + "/moto-api/recorder/download-recording").read().decode()
+for line in text.splitlines():
+    r = json.loads(line)
+    query = urllib.parse.parse_qs(urllib.parse.urlsplit(r["url"]).query)
+    if r["method"] == "GET" and "list-type" in query:
+        print(query.get("prefix", [""])[0], query.get("start-after", ["-"])[0])
+"#,
+            &servers::s3_env(&self.shop.server),
+        );
+        for table in tables {
+            let log = format!("shop/warehouse/{table}/_delta_log/");
+            let listings: Vec<&str> = text.lines().filter(|l| l.starts_with(&log)).collect();
+            assert!(!listings.is_empty(), "{table}'s log was never listed: {text}");
+            let from_the_start: Vec<&&str> = listings.iter().filter(|l| l.ends_with(" -")).collect();
+            assert!(from_the_start.is_empty(), "{table}'s log listed from its start: {from_the_start:?}");
+        }
     }
 }
 
