@@ -5,12 +5,12 @@
 //!
 //! Forwarded means the wrapped store's own method, not `ObjectStore`'s default built from the
 //! others. The defaults are correct but not the same work: a listing from an offset is the whole
-//! listing filtered, a rename a copy then a delete. Delta's log is read by listing from a version,
-//! once a commit or more; through the default, every commit of a rehearsal listed (and, on a
-//! disk, examined) every file of its log, so a year of daily slices paid for each slice in
-//! proportion to the slices before it (docs/BENCHMARKS.md, W5). Reads of several ranges alone
-//! keep the default, which asks the layer's own `get_opts` for each: that is where a layer
-//! changes reads.
+//! listing filtered, a rename a copy then a delete. Delta reads its log by listing it from the
+//! version it holds, at least once a commit; through the default, every commit of a rehearsal
+//! listed (on a disk, examined) every file of its log, so a year of daily slices paid for each
+//! slice in proportion to the slices before it (docs/BENCHMARKS.md, W5). Reads of several ranges
+//! alone keep the default, which asks the layer's own `get_opts` for each range: that is where a
+//! layer changes reads.
 
 /// `impl ObjectStore for $layer` with the methods given, the listing, deleting, copying and
 /// renaming forwarded to `self.inner`, and `Display`/`Debug` naming the layer around it.
