@@ -514,19 +514,27 @@ for step in ("reset-recording", "start-recording"):
         Recorder { shop }
     }
 
-    /// The requests to Parquet files under `shop/warehouse/{table}` (ending in `/`), in order.
-    fn data_requests(&self, table: &str) -> Vec<Recorded> {
-        let text = servers::python(
+    /// One line per recorded request, in order: what `each` prints of it, a Python statement
+    /// given the request as `r` (moto's JSON: `method`, `url`…) and `urllib.parse`.
+    fn recorded(&self, each: &str) -> String {
+        let script = format!(
             r#"
 import json, os, urllib.parse, urllib.request
 text = urllib.request.urlopen(os.environ["AWS_ENDPOINT_URL"] + "/moto-api/recorder/download-recording").read().decode()
 for line in text.splitlines():
     r = json.loads(line)
-    path = urllib.parse.unquote(urllib.parse.urlsplit(r["url"]).path)
+    {each}
+"#
+        );
+        servers::python(&script, &servers::s3_env(&self.shop.server))
+    }
+
+    /// The requests to Parquet files under `shop/warehouse/{table}` (ending in `/`), in order.
+    fn data_requests(&self, table: &str) -> Vec<Recorded> {
+        let text = self.recorded(
+            r#"path = urllib.parse.unquote(urllib.parse.urlsplit(r["url"]).path)
     if path.startswith("/acme-lake/shop/warehouse/") and path.endswith(".parquet"):
-        print(r["method"], path[len("/acme-lake/shop/warehouse/"):])
-"#,
-            &servers::s3_env(&self.shop.server),
+        print(r["method"], path[len("/acme-lake/shop/warehouse/"):])"#,
         );
         text.lines()
             .filter_map(|l| l.split_once(' '))
@@ -540,17 +548,10 @@ for line in text.splitlines():
     /// three-hundredth slice as at the first. Listed from its start, each commit would list every
     /// commit before it.
     fn assert_logs_listed_from_a_version(&self, tables: &[&str]) {
-        let text = servers::python(
-            r#"
-import json, os, urllib.parse, urllib.request
-text = urllib.request.urlopen(os.environ["AWS_ENDPOINT_URL"] + "/moto-api/recorder/download-recording").read().decode()
-for line in text.splitlines():
-    r = json.loads(line)
-    query = urllib.parse.parse_qs(urllib.parse.urlsplit(r["url"]).query)
+        let text = self.recorded(
+            r#"query = urllib.parse.parse_qs(urllib.parse.urlsplit(r["url"]).query)
     if r["method"] == "GET" and "list-type" in query:
-        print(query.get("prefix", [""])[0], query.get("start-after", ["-"])[0])
-"#,
-            &servers::s3_env(&self.shop.server),
+        print(query.get("prefix", [""])[0], query.get("start-after", ["-"])[0])"#,
         );
         for table in tables {
             let log = format!("shop/warehouse/{table}/_delta_log/");
