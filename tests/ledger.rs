@@ -206,3 +206,57 @@ fn a_commit_without_commit_info_shifts_no_version() {
     let commented = history.iter().find(|e| e["bf"]["comment"] == true).unwrap();
     assert_eq!(commented["version"], comment, "the comment keeps its own version");
 }
+
+/// A table's log holds years of commits, a request each in a bucket; what a plan's backfill needs
+/// follows the version it was planned at. Here the silver table has a long history (the demo's six
+/// commits and 40 of the daily job's), opened from a checkpoint as a long-lived table is, and its
+/// oldest commits are made unreadable: a tripwire for any read from the table's first commit.
+/// Status, apply, rollback (by the saved plan, and by the backfill's id alone, read back from the
+/// newest commit) and planning again over the rehearsal never touch them; `bf history`, which
+/// shows everything, trips.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_backfill_reads_the_log_from_its_plan_on_not_the_tables_whole_history() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    crate::common::append_outside_march(&silver, 40).await;
+    let table = crate::common::open_table(&silver).await;
+    bf::deltalake::checkpoints::create_checkpoint(&table, None).await.unwrap();
+    bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    assert_eq!(saved["target"]["pre_version"], 45, "the demo's six commits, then the daily job's 40");
+    for version in 0..=5 {
+        std::fs::write(silver.join(format!("_delta_log/{version:020}.json")), "a tripwire, not a commit\n")
+            .unwrap();
+    }
+
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    bf_in(root)
+        .arg("status")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("done: every slice committed and the comment set"));
+    bf_in(root)
+        .args(["rollback", "--cascade", "--auto-approve"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("equal to version 45"));
+    let backfill = commit_infos(&silver)
+        .into_iter()
+        .find_map(|(_, info)| info.get("bf.backfill_id")?.as_str().map(str::to_owned))
+        .unwrap();
+    bf_in(root)
+        .args(["rollback", "--table", "bf-demo/warehouse/orders_silver", "--backfill", &backfill])
+        .arg("--auto-approve")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("already rolled back"));
+    bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
+
+    bf_in(root)
+        .args(["history", "bf-demo/warehouse/orders_silver"])
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("of the table's log cannot be read"));
+}

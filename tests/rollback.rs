@@ -6,7 +6,9 @@ use std::path::Path;
 use predicates::prelude::*;
 use serde_json::Value;
 
-use crate::common::{bf_in, demo_workspace, duckdb_count, duckdb_rows, open_table, snapshot};
+use crate::common::{
+    append_outside_march, bf_in, demo_workspace, duckdb_count, duckdb_rows, open_table, snapshot,
+};
 
 use crate::common::rows_at as rows;
 
@@ -59,37 +61,6 @@ async fn rollback_restores_the_pre_version_and_records_it() {
     assert_eq!(history[1]["bf"]["pre_version"], 5);
 }
 
-async fn append_outside_march(silver: &Path) {
-    use std::sync::Arc;
-
-    use bf::deltalake::arrow::array::{
-        ArrayRef, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray,
-    };
-    use bf::deltalake::arrow::datatypes::{DataType, Date32Type, Field, Schema};
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(Int64Array::from(vec![9001])),
-        Arc::new(StringArray::from(vec!["C01"])),
-        Arc::new(Float64Array::from(vec![5.0])),
-        Arc::new(StringArray::from(vec!["EUR"])),
-        Arc::new(Float64Array::from(vec![5.0])),
-        Arc::new(Date32Array::from(vec![Date32Type::from_naive_date("2026-05-02".parse().unwrap())])),
-    ];
-    let schema = Schema::new(
-        [
-            ("order_id", DataType::Int64),
-            ("customer", DataType::Utf8),
-            ("amount", DataType::Float64),
-            ("currency", DataType::Utf8),
-            ("amount_eur", DataType::Float64),
-            ("order_date", DataType::Date32),
-        ]
-        .map(|(n, t)| Field::new(n, t, true))
-        .to_vec(),
-    );
-    let batch = RecordBatch::try_new(Arc::new(schema), columns).unwrap();
-    open_table(silver).await.write(vec![batch]).await.unwrap();
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn after_another_writer_only_the_window_can_be_rolled_back() {
     let workspace = demo_workspace();
@@ -97,7 +68,7 @@ async fn after_another_writer_only_the_window_can_be_rolled_back() {
     let silver = root.join("bf-demo/warehouse/orders_silver");
     let march_read_by_duckdb = duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}"));
     plan_and_apply(root);
-    append_outside_march(&silver).await;
+    append_outside_march(&silver, 1).await;
     let untouched = snapshot(&silver);
     bf_in(root)
         .args(["rollback", "--cascade", "--auto-approve"])

@@ -177,13 +177,14 @@ async fn live_downstream(
             Url::parse(&uri).map_err(|e| RollbackError::Delta(format!("a downstream table's URI: {e}")))?;
         let stores = stores_for(&url);
         let table = stores.open(&url, None).await?;
-        let history = ledger::commits_after(&table, 0).await?;
-        let Some(backfill_id) = history
-            .iter()
-            .filter_map(|e| e.backfill())
-            .filter(|b| b.cascade.as_ref().is_some_and(|c| c.id == cascade.id))
-            .map(|b| b.backfill_id.clone())
-            .next_back()
+        // The chain's latest backfill of this table: the log read back until one is found.
+        let of_chain = |e: &ledger::Entry| {
+            e.backfill().is_some_and(|b| b.cascade.as_ref().is_some_and(|c| c.id == cascade.id))
+        };
+        let history =
+            ledger::commits_back(&table, |read| read.iter().find(|e| of_chain(e)).map(|e| e.version)).await?;
+        let Some(backfill_id) =
+            history.iter().rfind(|e| of_chain(e)).and_then(|e| e.backfill()).map(|b| b.backfill_id.clone())
         else {
             continue;
         };

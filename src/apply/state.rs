@@ -48,8 +48,9 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
     let url = url_of(plan)?;
     plan.reach_target().await?;
     let target = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?.open(&url, None).await?;
-    // One read of the history answers both: which backfill, and what it committed.
-    let history = ledger::commits_after(&target, 0).await?;
+    // One read of the history answers both: which backfill, and what it committed. The plan's
+    // backfills, and their rollbacks, all follow the version it was made at.
+    let history = ledger::commits_after(&target, plan.target.pre_version).await?;
     let backfill_id = ledger::backfill_ids(&history, &plan.id).pop();
     let recorded = match &backfill_id {
         Some(id) => ledger::recorded(&history, id).map_err(ledger::LedgerError::from)?,

@@ -85,7 +85,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
         (Some(id), _) => id.clone(),
         (None, Some(plan)) => {
             let target = stores.open(&url, None).await?;
-            match ledger::backfills_of_plan(&target, &plan.id).await?.pop() {
+            match ledger::backfills_of_plan(&target, &plan.id, plan.target.pre_version).await?.pop() {
                 Some(id) => id,
                 None => {
                     return choose(

@@ -192,15 +192,28 @@ async fn in_use(
         return Ok(());
     }
     let Ok(rehearsal) = stores.open(url, None).await else { return Ok(()) };
-    let Ok(history) = ledger::commits_after(&rehearsal, 0).await else { return Ok(()) };
-    let Some(plan_id) = history.iter().find_map(|e| match e.mark() {
-        Ok(Some(Mark::Rehearsal { plan_id, .. })) => Some(plan_id.clone()),
+    // A rehearsal's commits are its clone (version 0, naming the target's version it was made from)
+    // and then its plan's slices, each naming the plan: the first two say whose it is.
+    let first_slice = rehearsal.version().unwrap_or(0).min(1);
+    let Ok(first) = ledger::read_log(&rehearsal, 0..=first_slice).await else { return Ok(()) };
+    let marks: Vec<&Mark> = first.iter().filter_map(|l| l.entry.mark().ok().flatten()).collect();
+    let Some(plan_id) = marks.iter().find_map(|m| match m {
+        Mark::Rehearsal { plan_id, .. } => Some(plan_id.clone()),
         _ => None,
     }) else {
         return Ok(());
     };
-    let applied =
-        ledger::commits_after(&target.table, 0).await.map_err(|e| RehearsalError::Refused(e.to_string()))?;
+    // Its plan's backfills follow the version the rehearsal was cloned from.
+    let cloned_from = marks
+        .iter()
+        .find_map(|m| match m {
+            Mark::Clone { source_version, .. } => Some(*source_version),
+            _ => None,
+        })
+        .unwrap_or(0);
+    let applied = ledger::commits_after(&target.table, cloned_from)
+        .await
+        .map_err(|e| RehearsalError::Refused(e.to_string()))?;
     let Some(backfill_id) = ledger::backfill_ids(&applied, &plan_id).pop() else { return Ok(()) };
     let Ok(Some(recorded)) = ledger::recorded(&applied, &backfill_id) else { return Ok(()) };
     let unfinished = !recorded.commented && recorded.slices.len() < recorded.backfill.slices;

@@ -147,7 +147,14 @@ pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<Ro
     let table = stores.open(url, None).await?;
     crate::delta::compat::check_writable(&table).await?;
     let name = display_url(url);
-    let history = ledger::commits_after(&table, 0).await?;
+    // What undoing it weighs all follows its pre-version, which any of its commits names: the log
+    // is read back from the newest commit until one is found, then down to the pre-version.
+    let history = ledger::commits_back(&table, |read| {
+        read.iter()
+            .find_map(|e| e.backfill().filter(|b| b.backfill_id == backfill_id))
+            .map(|b| b.pre_version + 1)
+    })
+    .await?;
     let backfill = ledger::recorded(&history, backfill_id)
         .map_err(ledger::LedgerError::from)?
         .filter(|b| !b.slices.is_empty())

@@ -227,6 +227,42 @@ pub async fn append_orders(dir: &Path, rows: &[OrderRow]) -> u64 {
     table.unwrap().version().unwrap() as u64
 }
 
+/// Appends one order of 2 May 2026 to the demo's silver table, outside the March reload's window,
+/// `commits` times, a commit each: the daily job writing beside a backfill, or a long history.
+pub async fn append_outside_march(silver: &Path, commits: usize) {
+    use std::sync::Arc;
+
+    use bf::deltalake::arrow::array::{
+        ArrayRef, Date32Array, Float64Array, Int64Array, RecordBatch, StringArray,
+    };
+    use bf::deltalake::arrow::datatypes::{DataType, Date32Type, Field, Schema};
+    let schema = Arc::new(Schema::new(
+        [
+            ("order_id", DataType::Int64),
+            ("customer", DataType::Utf8),
+            ("amount", DataType::Float64),
+            ("currency", DataType::Utf8),
+            ("amount_eur", DataType::Float64),
+            ("order_date", DataType::Date32),
+        ]
+        .map(|(n, t)| Field::new(n, t, true))
+        .to_vec(),
+    ));
+    let mut table = open_table(silver).await;
+    for order in 0..commits {
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from(vec![9001 + order as i64])),
+            Arc::new(StringArray::from(vec!["C01"])),
+            Arc::new(Float64Array::from(vec![5.0])),
+            Arc::new(StringArray::from(vec!["EUR"])),
+            Arc::new(Float64Array::from(vec![5.0])),
+            Arc::new(Date32Array::from(vec![Date32Type::from_naive_date("2026-05-02".parse().unwrap())])),
+        ];
+        let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
+        table = table.write(vec![batch]).await.unwrap();
+    }
+}
+
 /// The orders tables' five columns, as Arrow fields.
 pub fn orders_schema() -> bf::deltalake::arrow::datatypes::SchemaRef {
     use bf::deltalake::arrow::datatypes::{DataType as ArrowType, Field, Schema};

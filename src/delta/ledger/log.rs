@@ -58,9 +58,14 @@ pub fn recorded(entries: &[Entry], backfill_id: &str) -> Result<Option<Recorded>
 }
 
 /// The backfill ids a plan's applies recorded, in the order of their first commits (a rerun's
-/// `-r10` after `-r9`, whatever their names sort as).
-pub async fn backfills_of_plan(table: &DeltaTable, plan_id: &str) -> Result<Vec<String>, LedgerError> {
-    Ok(backfill_ids(&commits_after(table, 0).await?, plan_id))
+/// `-r10` after `-r9`, whatever their names sort as). A plan's backfills follow the version it was
+/// made at, `planned_at`: the log before it is not read.
+pub async fn backfills_of_plan(
+    table: &DeltaTable,
+    plan_id: &str,
+    planned_at: u64,
+) -> Result<Vec<String>, LedgerError> {
+    Ok(backfill_ids(&commits_after(table, planned_at).await?, plan_id))
 }
 
 /// The backfill ids of `plan_id` among `entries`, in the order their first commits appear.
@@ -295,6 +300,41 @@ pub async fn logged_after(table: &DeltaTable, after_version: u64) -> Result<Vec<
         return Ok(Vec::new());
     }
     read_log(table, after_version + 1..=latest).await
+}
+
+/// How many commits the first step of [`commits_back`] reads; each further step reads twice as
+/// many, so a long way back takes few rounds.
+const FIRST_STEP: u64 = 32;
+
+/// The table's commits from the newest back to the oldest `needs` asks for, oldest first, as
+/// [`commits_after`] returns them. `needs` sees the commits read so far and answers with the
+/// oldest version its reader needs once it can tell (a backfill's pre-version, found on any of
+/// its commits), `None` while it cannot, and reading goes on back to version 0.
+///
+/// For a reader that knows only what it looks for, not where: a table's log holds years of
+/// commits, one request each in a bucket, and what a backfill's rollback needs follows its
+/// pre-version.
+pub async fn commits_back(
+    table: &DeltaTable,
+    needs: impl Fn(&[Entry]) -> Option<u64>,
+) -> Result<Vec<Entry>, DeltaTableError> {
+    let Some(latest) = table.version() else { return Ok(Vec::new()) };
+    let mut entries: Vec<Entry> = Vec::new();
+    // Every version from `from` to `latest` has been read.
+    let mut from = latest + 1;
+    let mut step = FIRST_STEP;
+    while from > 0 {
+        let oldest = match needs(&entries) {
+            Some(oldest) if oldest >= from => break,
+            Some(oldest) => oldest,
+            None => from.saturating_sub(step),
+        };
+        let older = read_log(table, oldest..=from - 1).await?;
+        entries.splice(0..0, older.into_iter().map(|l| l.entry));
+        from = oldest;
+        step = step.saturating_mul(2);
+    }
+    Ok(entries)
 }
 
 /// The table's last `limit` commits (all without a limit), newest first.

@@ -32,7 +32,7 @@ pub use commit::{
 pub use keys::{Backfill, Cascade, Keys, Mark, RecordedSlice, RollbackStep};
 pub use log::{
     Entry, LedgerError, Logged, Malformed, Recorded, added_files, at, backfill_ids, backfills_of_plan,
-    commits_after, describe, history, logged_after, read_log, recorded, undone_at,
+    commits_after, commits_back, describe, history, logged_after, read_log, recorded, undone_at,
 };
 pub use periods::{Frozen, Unfreeze};
 
@@ -139,5 +139,49 @@ mod tests {
         }
         assert_eq!(backfill_ids(&entries, "p"), ["p", "p-r2", "p-r9", "p-r10"]);
         assert_eq!(backfill_ids(&entries, "other"), Vec::<String>::new());
+    }
+
+    /// A table of versions 0..=`latest` written raw: its creation, then a commitInfo per commit.
+    async fn table_of(dir: &std::path::Path, latest: u64) -> deltalake::DeltaTable {
+        let log = dir.join("_delta_log");
+        std::fs::create_dir_all(&log).unwrap();
+        let schema =
+            r#"{"type":"struct","fields":[{"name":"a","type":"long","nullable":true,"metadata":{}}]}"#;
+        let metadata = serde_json::json!({"metaData": {"id": "t", "format": {"provider": "parquet", "options": {}},
+            "schemaString": schema, "partitionColumns": [], "configuration": {}, "createdTime": 0}});
+        let protocol = serde_json::json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}});
+        for version in 0..=latest {
+            let info = serde_json::json!({"commitInfo": {"timestamp": version, "operation": "WRITE"}});
+            let actions = match version {
+                0 => format!("{protocol}\n{metadata}\n{info}\n"),
+                _ => format!("{info}\n"),
+            };
+            std::fs::write(log.join(format!("{version:020}.json")), actions).unwrap();
+        }
+        deltalake::open_table(url::Url::from_directory_path(dir).unwrap()).await.unwrap()
+    }
+
+    /// Reading back stops at the oldest version asked for, reads every version after it once, in
+    /// order, and reads the whole log when nothing is ever asked for.
+    #[tokio::test]
+    async fn the_log_read_back_holds_every_commit_from_the_oldest_needed() {
+        let dir = tempfile::tempdir().unwrap();
+        let table = table_of(dir.path(), 99).await;
+        let versions = |entries: Vec<Entry>| entries.iter().map(|e| e.version).collect::<Vec<_>>();
+        assert_eq!(
+            versions(commits_back(&table, |_| Some(90)).await.unwrap()),
+            (90..=99).collect::<Vec<_>>()
+        );
+        assert_eq!(versions(commits_back(&table, |_| None).await.unwrap()), (0..=99).collect::<Vec<_>>());
+        // Known only once a commit at or before 40 is read: read back by growing steps, then
+        // down to 20 if a step stopped short of it.
+        let read = versions(
+            commits_back(&table, |read| read.first().is_some_and(|e| e.version <= 40).then_some(20))
+                .await
+                .unwrap(),
+        );
+        assert!(read.first().is_some_and(|first| *first <= 20), "{read:?}");
+        assert_eq!(read, (read[0]..=99).collect::<Vec<_>>(), "each version once, in order");
+        assert!(read[0] > 0, "the first steps stop short of version 0: {read:?}");
     }
 }
