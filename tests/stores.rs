@@ -824,11 +824,17 @@ print(removed[0])
         &servers::s3_env(&shop.server),
     );
     let versions = shop.history("orders_silver");
+    let recorder = Recorder::start(&shop);
     let refused = shop.run(&["rollback", "--cascade", "--auto-approve"]);
     assert_eq!(refused.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&refused.stderr);
     assert!(stderr.contains("VACUUM removed 1 of its data files"), "{stderr}");
     assert!(stderr.contains(deleted.trim()), "names the file: {stderr}");
+    // The pre-version's files are found missing or there by a listing of the table's folder, not
+    // by a HEAD each: a request per file on a table of thousands.
+    let heads: Vec<Recorded> =
+        recorder.data_requests("orders_silver/").into_iter().filter(|r| r.method == "HEAD").collect();
+    assert!(heads.is_empty(), "{heads:?}");
     assert_eq!(shop.history("orders_silver"), versions, "nothing was written");
 }
 

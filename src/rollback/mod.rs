@@ -15,7 +15,7 @@
 //! slices by their transactions) and writes only what an interrupted run left out. Finishing a full
 //! rollback whose RESTORE committed first checks that the window is still the pre-version's.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
 use deltalake::datafusion::logical_expr::Expr;
 use deltalake::datafusion::prelude::SessionContext;
@@ -503,8 +503,10 @@ async fn same_rows(now: &DeltaTable, then: &DeltaTable, filter: Option<Expr>) ->
 }
 
 /// Refuses a restore whose data files VACUUM has removed.
-/// One HEAD per data file and per deletion-vector file, sixteen at a time: a store answers each
-/// in tens of milliseconds.
+/// In a bucket one listing of the table's folder answers for every file under it (a page per
+/// thousand keys, where a HEAD each was a request per file), its keys compared as the store names
+/// them. A file elsewhere (a shallow clone's), every file on a disk, and every file when the store
+/// will not list (a caller without ListBucket) get a HEAD each, sixteen at a time.
 async fn check_files_exist(stores: &Stores, url: &Url, version: u64) -> Result<(), RollbackError> {
     let old = stores.open(url, Some(version)).await?;
     let root = old.table_url().clone();
@@ -525,10 +527,26 @@ async fn check_files_exist(stores: &Stores, url: &Url, version: u64) -> Result<(
         }
         needed.push((path, file_url));
     }
+    // A listing answers for every file under the table's folder; a store that will not list is
+    // asked about each file instead.
+    let listed: Option<HashSet<object_store::path::Path>> = match crate::delta::store::local_path(&root) {
+        Some(_) => None,
+        None => stores
+            .list(&root)
+            .await
+            .ok()
+            .map(|files| files.into_iter().map(|(_, meta)| meta.location).collect()),
+    };
+    let folder = format!("{}/", root.as_str().trim_end_matches('/'));
+    let (listed, folder) = (&listed, &folder);
     // Only an answer proves a file is there: a store that denies the HEAD (S3 answers 403 for a
     // missing key to a caller without ListBucket) proves nothing, and restoring then could commit a
     // version that points at deleted files.
     let heads = needed.iter().map(|(name, file)| async move {
+        if let Some(listed) = listed.as_ref().filter(|_| file.as_str().starts_with(folder.as_str())) {
+            let (_, key) = stores.object_store(file)?;
+            return Ok((!listed.contains(&key)).then(|| name.clone()));
+        }
         match stores.exists(file).await {
             Ok(true) => Ok(None),
             Ok(false) => Ok(Some(name.clone())),
