@@ -620,7 +620,8 @@ class S3Server:
             key = urllib.parse.unquote(path.removeprefix("/bench").lstrip("/"))
             prefix = params.get("prefix", [""])[0]
             if prefix.startswith("__mark__/"):
-                phase = {"plan": "bf plan", "apply": "bf apply", "end": None}[prefix.removeprefix("__mark__/")]
+                label = prefix.removeprefix("__mark__/")
+                phase = None if label == "end" else f"bf {label}"
                 if phase == "bf plan":
                     counts = {}  # the log holds earlier runs' marks too: the last run is this one
                 continue
@@ -742,6 +743,69 @@ def s3_workloads(args, work: Path, results: Results, ratios: dict):
         args.s3_requests.write_text(json.dumps(requests, indent=2))
 
 
+def grow_log(base: Path, to: Path, commits: int, seed: int):
+    """A copy of `base` with `commits` more commits of another writer, one order each in the first
+    month (outside every window), as a table's daily job leaves years of history; deltalake writes
+    its checkpoint every 100 commits. Made once per work folder."""
+    from deltalake import DeltaTable, write_deltalake
+
+    if to.exists():
+        return
+    growing = to.with_name(to.name + ".partial")
+    fresh_copy(base, growing)
+    table = DeltaTable(str(growing))
+    for commit in range(commits):
+        write_deltalake(table, orders(seed, 0, 1, first_id=10**9 + commit, corrected=False), mode="append")
+    growing.rename(to)
+
+
+def ledger_long_log(args, work: Path, results: Results, ratios: dict):
+    """`bf status` and `bf rollback` of a one-month backfill on the unpartitioned table in a bucket
+    whose log is --log-commits commits longer: what each reads of the log, by requests."""
+    month = args.window_first
+    base = work / f"orders-{args.months}m-unpartitioned"
+    make_table(base, args.seed, range(args.months), args.rows_per_month, False)
+    long_log = work / f"orders-{args.months}m-log-{args.log_commits}"
+    grow_log(base, long_log, args.log_commits, args.seed)
+    inputs = work / "inputs"
+    make_inputs(inputs, args.seed, range(month, month + 1), args.rows_per_month)
+    one_month = work / "inputs-one-month"
+    one_month.mkdir(exist_ok=True)
+    input_file = f"orders_{month_start(month)}.parquet"
+    if not (one_month / input_file).exists():
+        os.link(inputs / input_file, one_month / input_file)
+    server = S3Server(work)
+    name = f"S3 long log: {args.log_commits} more commits"
+    try:
+        server.upload(one_month, "inputs")
+        server.upload(long_log, "long-log")
+        for run in range(args.runs):
+            scratch = fresh_scratch(work)
+            table = f"runs/long-log-{run}"
+            server.copy("long-log", table)
+            uri = f"s3://bench/{table}"
+            plan = plan_text(uri, "s3://bench/inputs", month_start(month), month_end(month), "month", f"{uri}-rehearsal")
+            (scratch / "plan.toml").write_text(plan)
+            mark = server.mark if run == 0 else (lambda label: None)
+            plan_and_apply(args, scratch, results, name, mark)
+            mark("status")
+            results.add(name, "bf status", measure([args.bf, "status"], scratch))
+            mark("rollback")
+            results.add(name, "bf rollback", measure([args.bf, "rollback", "--auto-approve"], scratch))
+            mark("end")
+            if run == 0:
+                check_rows(uri, args.months * args.rows_per_month + args.log_commits, "bf rollback")
+                requests = server.requests(table)
+    finally:
+        server.stop()
+    print(f"\n{name}: bf's requests to the server (first run)", file=sys.stderr)
+    for row, n in requests.items():
+        print(f"  {row} {n:>6}", file=sys.stderr)
+    # Each GET of the table's log is a commit (or checkpoint) file read: what a long log costs.
+    log_gets = lambda verb: sum(n for row, n in requests.items() if row.split() == [*verb.split(), "GET", "table", "log"])
+    ratios[name] = {f"{verb}: GETs of the table's log": log_gets(verb) for verb in ["bf status", "bf rollback"]}
+
+
 def w5_daily(args, work: Path, results: Results, ratios: dict):
     months = range(24, 36)  # 2025
     base = work / f"w5-2025-{args.w5_rows_per_day}"
@@ -808,7 +872,8 @@ def main():
     parser.add_argument("--clone-files", type=int, default=10_000)
     parser.add_argument("--w5-rows-per-day", type=int, default=200)
     parser.add_argument("--w5-slices", default="30,90,365", help="W5's slice counts, comma-separated")
-    parser.add_argument("--workloads", default="w1,w2,w3,w4,w5,s3")
+    parser.add_argument("--log-commits", type=int, default=1000, help="the long-log workload's commits after the table's own")
+    parser.add_argument("--workloads", default="w1,w2,w3,w4,w5,s3,ledger")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", type=Path, help="write the medians and ratios here")
     parser.add_argument("--s3-requests", type=Path, help="write bf's requests to the S3 server, counted by phase, here")
@@ -818,6 +883,7 @@ def main():
         args.months, args.rows_per_month, args.slices, args.runs = 4, 500, 2, 1
         args.w3_rows, args.clone_files = 2_000, 40
         args.w5_rows_per_day, args.w5_slices = 5, "2,3"
+        args.log_commits = 40
     if args.slices > args.months:
         parser.error("--slices cannot exceed --months")
     args.window_first = min(12, args.months - args.slices)
@@ -827,7 +893,7 @@ def main():
     work = args.work or Path(tempfile.mkdtemp(prefix="bf-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     results, ratios = Results(), {}
-    workloads = {"w1": w1_apply, "w2": w2_plan, "w3": w3_memory, "w4": w4_resume, "w5": w5_daily, "s3": s3_workloads}
+    workloads = {"w1": w1_apply, "w2": w2_plan, "w3": w3_memory, "w4": w4_resume, "w5": w5_daily, "s3": s3_workloads, "ledger": ledger_long_log}
     started = time.perf_counter()
     for key in args.workloads.split(","):
         print(f"== {key} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)

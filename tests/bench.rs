@@ -42,6 +42,7 @@ fn the_benchmark_script_runs_every_workload_at_a_small_size() {
         ("S3 apply, unpartitioned", vec!["bf apply", "bf plan", "bf plan + apply", "loop"]),
         ("S3 apply, partitioned", vec!["bf apply", "loop"]),
         ("S3 clone of 40 files", vec!["bf clone", "bf plan (one day)"]),
+        ("S3 long log: 40 more commits", vec!["bf status", "bf rollback"]),
     ];
     // Each child's peak memory is its own: a child forked straight from the script would carry the
     // script's high-water mark (numpy and pyarrow loaded, the data generated: ~180 MiB in the first
