@@ -15,14 +15,12 @@
 //! slices by their transactions) and writes only what an interrupted run left out. Finishing a full
 //! rollback whose RESTORE committed first checks that the window is still the pre-version's.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
 
 use deltalake::datafusion::logical_expr::Expr;
 use deltalake::datafusion::prelude::SessionContext;
 use deltalake::operations::update_table_metadata::TableMetadataUpdate;
-use deltalake::table::config::TablePropertiesExt;
 use deltalake::{DeltaTable, DeltaTableError};
-use futures::{StreamExt, TryStreamExt};
 use serde::Serialize;
 use url::Url;
 
@@ -37,8 +35,10 @@ use crate::rehearse::slice_writer::SliceWriter;
 use crate::source::run::SliceSource;
 use crate::window::{Slice, Window};
 
+mod files;
 mod history;
 
+use files::check_files_exist;
 pub use history::{Applied, backfills};
 use history::{bf_backfill_of, undone_since};
 
@@ -500,84 +500,6 @@ async fn same_rows(now: &DeltaTable, then: &DeltaTable, filter: Option<Expr>) ->
         ));
     }
     Ok(rows_now)
-}
-
-/// Refuses a restore whose data files VACUUM has removed.
-/// In a bucket one listing of the table's folder answers for every file under it (a page per
-/// thousand keys, where a HEAD each was a request per file), its keys compared as the store names
-/// them. A file elsewhere (a shallow clone's), every file on a disk, and every file when the store
-/// will not list (a caller without ListBucket) get a HEAD each, sixteen at a time.
-async fn check_files_exist(stores: &Stores, url: &Url, version: u64) -> Result<(), RollbackError> {
-    let old = stores.open(url, Some(version)).await?;
-    let root = old.table_url().clone();
-    let files: Vec<_> = old.get_active_add_actions_by_predicate(None).try_collect().await?;
-    let mut needed: Vec<(String, Url)> = Vec::with_capacity(files.len());
-    for file in &files {
-        let path = file.path().into_owned();
-        let file_url =
-            crate::delta::store::uri(&path).unwrap_or_else(|| crate::delta::store::join(&root, &path));
-        if let Some(dv) = file.deletion_vector_descriptor()
-            && dv.storage_type != deltalake::kernel::StorageType::Inline
-        {
-            let dv = crate::rehearse::clone::absolute_deletion_vector(dv, &root)
-                .map_err(|problem| StoreError { location: display_url(url), problem })?;
-            if let Ok(dv_url) = Url::parse(&dv.path_or_inline_dv) {
-                needed.push((format!("{} (the deletion vector of {path})", display_url(&dv_url)), dv_url));
-            }
-        }
-        needed.push((path, file_url));
-    }
-    // A listing answers for every file under the table's folder; a store that will not list is
-    // asked about each file instead.
-    let listed: Option<HashSet<object_store::path::Path>> = match crate::delta::store::local_path(&root) {
-        Some(_) => None,
-        None => stores
-            .list(&root)
-            .await
-            .ok()
-            .map(|files| files.into_iter().map(|(_, meta)| meta.location).collect()),
-    };
-    let folder = format!("{}/", root.as_str().trim_end_matches('/'));
-    let (listed, folder) = (&listed, &folder);
-    // Only an answer proves a file is there: a store that denies the HEAD (S3 answers 403 for a
-    // missing key to a caller without ListBucket) proves nothing, and restoring then could commit a
-    // version that points at deleted files.
-    let heads = needed.iter().map(|(name, file)| async move {
-        if let Some(listed) = listed.as_ref().filter(|_| file.as_str().starts_with(folder.as_str())) {
-            let (_, key) = stores.object_store(file)?;
-            return Ok((!listed.contains(&key)).then(|| name.clone()));
-        }
-        match stores.exists(file).await {
-            Ok(true) => Ok(None),
-            Ok(false) => Ok(Some(name.clone())),
-            Err(e) => Err(StoreError {
-                location: display_url(url),
-                problem: format!(
-                    "cannot check that version {version}'s file {name} is still there, so nothing was restored: {}",
-                    e.problem
-                ),
-            }),
-        }
-    });
-    let answers: Vec<Result<Option<String>, StoreError>> =
-        futures::stream::iter(heads).buffered(16).collect().await;
-    let mut missing = Vec::new();
-    for answer in answers {
-        missing.extend(answer?);
-    }
-    missing.sort();
-    if missing.is_empty() {
-        return Ok(());
-    }
-    let latest = stores.open(url, None).await?;
-    let retention = latest.snapshot()?.table_config().deleted_file_retention_duration();
-    Err(RollbackError::MissingFiles {
-        table: display_url(url),
-        version,
-        count: missing.len(),
-        files: missing.iter().take(20).map(|f| format!("  - {f}")).collect::<Vec<_>>().join("\n"),
-        retention: format!("{:.1} days", retention.as_secs_f64() / 86_400.0),
-    })
 }
 
 /// RESTORE an explicit version (`--to-version`): the same file check, one commit, and the whole
