@@ -260,26 +260,14 @@ impl<'a> Publisher<'a> {
     }
 
     /// Why the publications cannot be published, if a file they add is gone from the rehearsal.
-    /// In a bucket one listing of the rehearsal's folder answers for every file (a HEAD each was a
-    /// request per file), its keys compared as the store names them, so the encoding of a
-    /// partition value cannot make a file look missing; on a disk each file is looked at.
+    /// In a bucket one listing of the rehearsal's folder answers for every file
+    /// ([`Stores::keys_under`]); on a disk each file is looked at.
     pub async fn check<'p>(
         &self,
         publications: impl IntoIterator<Item = &'p Publication>,
     ) -> Result<(), String> {
         let root = self.rehearsal.table_url();
-        let listed: Option<HashSet<object_store::path::Path>> = match store::local_path(root) {
-            Some(_) => None,
-            None => Some(
-                self.stores
-                    .list(root)
-                    .await
-                    .map_err(|e| e.to_string())?
-                    .into_iter()
-                    .map(|(_, meta)| meta.location)
-                    .collect(),
-            ),
-        };
+        let listed = self.stores.keys_under(root).await.map_err(|e| e.to_string())?;
         for file in publications.into_iter().flat_map(|p| &p.adds) {
             let url = store::join(root, &file.path);
             let held = match &listed {

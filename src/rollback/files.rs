@@ -2,8 +2,6 @@
 //! no version within its retention references, and a RESTORE of an older version would commit a
 //! table pointing at deleted files; a rollback refuses instead, naming them.
 
-use std::collections::HashSet;
-
 use deltalake::table::config::TablePropertiesExt;
 use futures::{StreamExt, TryStreamExt};
 use url::Url;
@@ -12,10 +10,10 @@ use super::RollbackError;
 use crate::delta::store::{StoreError, Stores, display_url};
 
 /// Refuses a restore whose data files VACUUM has removed.
-/// In a bucket one listing of the table's folder answers for every file under it (a page per
-/// thousand keys, where a HEAD each was a request per file), its keys compared as the store names
-/// them. A file elsewhere (a shallow clone's), every file on a disk, and every file when the store
-/// will not list (a caller without ListBucket) get a HEAD each, sixteen at a time.
+/// In a bucket one listing of the table's folder answers for every file under it
+/// ([`Stores::keys_under`]). A file elsewhere (a shallow clone's), every file on a disk, and every
+/// file when the store will not list (a caller without ListBucket) get a HEAD each, sixteen at a
+/// time.
 pub(super) async fn check_files_exist(stores: &Stores, url: &Url, version: u64) -> Result<(), RollbackError> {
     let old = stores.open(url, Some(version)).await?;
     let root = old.table_url().clone();
@@ -38,14 +36,7 @@ pub(super) async fn check_files_exist(stores: &Stores, url: &Url, version: u64) 
     }
     // A listing answers for every file under the table's folder; a store that will not list is
     // asked about each file instead.
-    let listed: Option<HashSet<object_store::path::Path>> = match crate::delta::store::local_path(&root) {
-        Some(_) => None,
-        None => stores
-            .list(&root)
-            .await
-            .ok()
-            .map(|files| files.into_iter().map(|(_, meta)| meta.location).collect()),
-    };
+    let listed = stores.keys_under(&root).await.ok().flatten();
     let folder = format!("{}/", root.as_str().trim_end_matches('/'));
     let (listed, folder) = (&listed, &folder);
     // Only an answer proves a file is there: a store that denies the HEAD (S3 answers 403 for a

@@ -4,7 +4,7 @@
 //! table are safe. Placing a file into a live table is not here: that is `place`, which must never
 //! clobber a file the table holds.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::Path;
 use std::sync::{Arc, Mutex, Once};
 
@@ -239,6 +239,17 @@ impl Stores {
             .collect();
         files.sort_by(|a, b| a.0.cmp(&b.0));
         Ok(files)
+    }
+
+    /// The keys of every file under the folder `url` in a bucket, by one listing: a page per
+    /// thousand keys answers "is this file there?" for them all, where a HEAD each is a request per
+    /// file. Looked up by [`Stores::object_store`]'s key for a file, so a partition value's encoding
+    /// cannot make a file look missing. `None` on a disk, where looking at a file is a stat.
+    pub async fn keys_under(&self, folder: &Url) -> Result<Option<HashSet<Key>>, StoreError> {
+        if local_path(folder).is_some() {
+            return Ok(None);
+        }
+        Ok(Some(self.list(folder).await?.into_iter().map(|(_, meta)| meta.location).collect()))
     }
 
     /// Copies a file: by the store's own copy when both are in one bucket (no byte passes through
