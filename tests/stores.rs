@@ -443,19 +443,25 @@ write_deltalake("s3://acme-lake/shop/warehouse/orders_by_day", schema.empty_tabl
     shop.ok(&["plan", &plan]);
     let recorder = Recorder::start(&shop);
     shop.ok(&["apply", "--auto-approve"]);
-    // Publishing a file is its conditional copy (three requests of a multipart copy) and one read
-    // of its bytes for their sha256: no HEAD of the table's key first, and the rehearsal's files
-    // are found by one listing, not a HEAD each.
+    // Publishing a file is two requests: one GET of the rehearsal's file, whose bytes are checked
+    // against the plan's sha256, and one conditional PUT of them into the table — no HEAD first,
+    // no multipart copy (three requests), no read-back; the rehearsal's files are found by one
+    // listing, not a HEAD each.
     let published = recorder.data_requests("orders_by_day/");
     let files: std::collections::BTreeSet<&str> = published.iter().map(|r| r.key.as_str()).collect();
     assert_eq!(files.len(), 12, "one file a day: {published:?}");
-    assert!(published.iter().all(|r| r.method != "HEAD"), "{published:?}");
     for file in &files {
-        let reads = published.iter().filter(|r| r.key == *file && r.method == "GET").count();
-        assert_eq!(reads, 1, "{file} read back once for its checksum: {published:?}");
+        let asked: Vec<&str> =
+            published.iter().filter(|r| r.key == *file).map(|r| r.method.as_str()).collect();
+        assert_eq!(asked, ["PUT"], "{file} placed by one PUT: {published:?}");
     }
     let looked_up = recorder.data_requests("orders_by_day__rehearsal/");
-    assert!(looked_up.iter().all(|r| r.method != "HEAD"), "{looked_up:?}");
+    for file in &files {
+        let rehearsed = file.replacen("orders_by_day/", "orders_by_day__rehearsal/", 1);
+        let asked: Vec<&str> =
+            looked_up.iter().filter(|r| r.key == rehearsed).map(|r| r.method.as_str()).collect();
+        assert_eq!(asked, ["GET"], "{rehearsed} read once: {looked_up:?}");
+    }
     recorder.assert_logs_listed_from_a_version(&["orders_by_day"]);
     // Version 0 is the Python package's create, a WRITE too.
     let writes = shop.history("orders_by_day").iter().filter(|(v, op)| *v > 0 && op == "WRITE").count();
@@ -773,7 +779,8 @@ fn denied_requests_and_unreachable_endpoints_are_one_line_naming_the_fix_on_ever
 }
 
 #[test]
-fn an_input_rewritten_in_the_bucket_after_the_plan_makes_it_stale_by_its_etag() {
+fn what_the_plan_read_changed_in_the_bucket_stops_the_apply_an_input_by_its_etag_a_rehearsed_file_by_its_bytes()
+ {
     let shop = S3Shop::new();
     shop.ok(&["plan", "plans/march.toml"]);
     let saved: serde_json::Value =
@@ -802,6 +809,52 @@ s3.put_object(Bucket="acme-lake", Key=key, Body=body.replace("EUR", "GBP", 1).en
         "{stderr}"
     );
     assert_eq!(shop.history("orders_silver"), versions, "nothing was written");
+
+    // Planned again, a file the rehearsal wrote is changed instead: publishing checks the bytes it
+    // reads from the rehearsal before it puts them, so nothing lands.
+    shop.ok(&["plan", "plans/march.toml"]);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(shop.root().join(".bf/plan.json")).unwrap()).unwrap();
+    let rehearsal = saved["rehearsal"]["uri"]
+        .as_str()
+        .unwrap()
+        .strip_prefix("s3://acme-lake/")
+        .unwrap()
+        .trim_end_matches('/');
+    let file = saved["slices"][0]["publication"]["adds"][0]["path"].as_str().unwrap();
+    let in_the_table = || {
+        let script = format!(
+            r#"
+import boto3
+s3 = boto3.client("s3")
+try:
+    s3.head_object(Bucket="acme-lake", Key="shop/warehouse/orders_silver/{file}")
+    print("placed")
+except s3.exceptions.ClientError:
+    print("absent")
+"#
+        );
+        servers::python(&script, &servers::s3_env(&shop.server)).trim() == "placed"
+    };
+    assert!(!in_the_table(), "{file} is the rehearsal's until the apply");
+    let script = format!(
+        r#"
+import boto3
+s3 = boto3.client("s3")
+key = "{rehearsal}/{file}"
+body = bytearray(s3.get_object(Bucket="acme-lake", Key=key)["Body"].read())
+body[-1] ^= 0xFF
+s3.put_object(Bucket="acme-lake", Key=key, Body=bytes(body))
+"#
+    );
+    servers::python(&script, &servers::s3_env(&shop.server));
+    let refused = shop.run(&["apply", "--auto-approve"]);
+    assert_eq!(refused.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    let named = format!("adds {file}, and the rehearsal's file is not the rehearsed file");
+    assert!(stderr.contains(&named), "{stderr}");
+    assert_eq!(shop.history("orders_silver"), versions, "nothing was written");
+    assert!(!in_the_table(), "the changed file was not placed in the table");
 }
 
 #[test]

@@ -11,8 +11,9 @@
 //!    (same table, same version) and still holds every file to publish.
 //! 3. [`Publisher::publish`] places each added file and change-data file under the target's root at
 //!    the same relative path ([`Stores::place`]: a fresh hard link locally, the store's copy in a
-//!    bucket; never over a file that is there), checks its bytes against the recorded checksum, then
-//!    commits the rehearsal's add actions (statistics included) with removes of the target's own files
+//!    bucket, or in S3 the file's bytes put; never over a file that is there), checks its bytes
+//!    against the recorded checksum (as they are put, or read back once placed), then commits the
+//!    rehearsal's add actions (statistics included) with removes of the target's own files
 //!    (their deletion vectors included) and the change-data files, as one commit carrying the slice's
 //!    ledger keys and transaction. A crash before the commit leaves only unreferenced files, which
 //!    the resumed apply finds in place and checks again. A rehearsal commit that would change the
@@ -455,7 +456,15 @@ impl Publisher<'_> {
     ) -> Result<(), PublishError> {
         let from = store::join(self.rehearsal.table_url(), &file.path);
         let to = store::join(target_root, &file.path);
-        let placed = self.stores.place(&from, &to).await?;
+        let placed = self.stores.place(&from, &to, (file.size, &file.sha256)).await?;
+        match placed {
+            // In a bucket: the bytes put were checked as they were read from the rehearsal.
+            store::Placed::Checked => return Ok(()),
+            store::Placed::Differs(size, sha256) => {
+                return Err(not_rehearsed(version, file, "the rehearsal's file is not", size, &sha256));
+            }
+            store::Placed::New | store::Placed::Existing => {}
+        }
         if crate::fault::corrupt(&format!("corrupt-published:{}", slice.index)) {
             // A test hook: the copy in the target is not the rehearsed file.
             if let Some(path) = store::local_path(&to) {
@@ -473,20 +482,26 @@ impl Publisher<'_> {
         }
         let (size, sha256) = found;
         if (size, sha256.as_str()) != (file.size, file.sha256.as_str()) {
-            return Err(commit_problem(
-                version,
-                format!(
-                    "adds {}, and its copy in the target is not the rehearsed file ({size} bytes, sha256 {}…; \
-                     the plan recorded {} bytes, sha256 {}…); nothing was committed",
-                    file.path,
-                    &sha256[..12],
-                    file.size,
-                    &file.sha256[..12.min(file.sha256.len())]
-                ),
-            ));
+            return Err(not_rehearsed(version, file, "its copy in the target is not", size, &sha256));
         }
         Ok(())
     }
+}
+
+/// A file to publish whose bytes, found where `which` says, are not those the plan recorded.
+fn not_rehearsed(version: u64, file: &PublishedFile, which: &str, size: u64, sha256: &str) -> PublishError {
+    let short = |sha: &str| sha.chars().take(12).collect::<String>();
+    commit_problem(
+        version,
+        format!(
+            "adds {}, and {which} the rehearsed file ({size} bytes, sha256 {}…; the plan recorded {} bytes, \
+             sha256 {}…); nothing was committed",
+            file.path,
+            short(sha256),
+            file.size,
+            short(&file.sha256)
+        ),
+    )
 }
 
 fn commit_problem(version: u64, problem: impl ToString) -> PublishError {

@@ -1,8 +1,9 @@
 //! A table's writes checksummed as they are written: the rehearsal's data files get the sha256 the
 //! saved plan records from the bytes deltalake's writer hands the store, instead of a read of
 //! every file it wrote (in a bucket a whole GET a file: 366 of a partitioned W1 plan's requests,
-//! docs/BENCHMARKS.md). The bytes are the ones sent; `bf apply` reads what landed in the table
-//! and checks it against them, so a store that kept other bytes is still caught.
+//! docs/BENCHMARKS.md). The bytes are the ones sent; `bf apply` checks what it publishes against
+//! them (the bytes read from the rehearsal before it puts them, or what landed in the table), so
+//! a store that kept other bytes is still caught.
 
 use std::collections::HashMap;
 use std::fmt;

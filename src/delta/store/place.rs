@@ -1,24 +1,37 @@
 //! Placing a file into a table's folder: [`Stores::place`] puts a rehearsed file where the
 //! target will reference it and [`Stores::replace`] swaps out a file no reader uses. It must never
 //! clobber a live file, and a placed file is never seen half-written under its final name: a hard
-//! link or a partial copy linked into place on a filesystem, `copy_if_not_exists` in a bucket.
+//! link or a partial copy linked into place on a filesystem, a conditional PUT or
+//! `copy_if_not_exists` in a bucket.
 
 use std::path::{Path, PathBuf};
 
-use object_store::ObjectStoreExt;
+use deltalake::logstore::ObjectStoreRef;
+use object_store::path::Path as Key;
+use object_store::{ObjectStoreExt, PutMode, PutOptions};
 use url::Url;
 
 use super::access::Stores;
 use super::error::StoreError;
 use super::location::{display_url, local_path};
+use super::settings::Commits;
+
+/// The biggest file [`Stores::place`] puts from its bytes in a bucket rather than copying: it is
+/// held in memory whole, and eight are placed at once.
+const PUT_FROM_BYTES: u64 = 8 << 20;
 
 /// What [`Stores::place`] found at the destination.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Placed {
-    /// Nothing: the file is there now.
+    /// Nothing: the file is there now. Its bytes are the caller's to check.
     New,
     /// A file was there already and was left as it was.
     Existing,
+    /// Nothing: the file is there now, put from bytes read and found to be the expected ones, so
+    /// what landed needs no reading back.
+    Checked,
+    /// The source is not the expected file (its size and sha256 as found): nothing was placed.
+    Differs(u64, String),
 }
 
 /// A name beside `destination` for a file being written: hidden, unique, never a table's file.
@@ -70,8 +83,10 @@ impl Stores {
     /// Locally: a hard link (no byte written), after setting the file's modification time to now (a
     /// link shares it); across filesystems, a copy under a temporary name beside `to`, then linked
     /// to `to` — a link, unlike a rename, fails when `to` exists. In a bucket: a copy made only when
-    /// `to` is absent (where the store cannot promise that, or across buckets, after a look).
-    pub async fn place(&self, from: &Url, to: &Url) -> Result<Placed, StoreError> {
+    /// `to` is absent (where the store cannot promise that, or across buckets, after a look) — or,
+    /// for a small file in S3 with conditional puts, its bytes read, checked against `expected`
+    /// (size, sha256) and put only when `to` is absent ([`Placed::Checked`]).
+    pub async fn place(&self, from: &Url, to: &Url, expected: (u64, &str)) -> Result<Placed, StoreError> {
         if let (Some(source), Some(destination)) = (local_path(from), local_path(to)) {
             return place_local(&source, &destination)
                 .map_err(|e| StoreError { location: display_url(to), problem: e.to_string() });
@@ -86,6 +101,13 @@ impl Stores {
             self.copy(from, to).await?;
             return Ok(Placed::New);
         }
+        if expected.0 <= PUT_FROM_BYTES && matches!(self.commits(to), Commits::ConditionalPut) {
+            if let Some(placed) =
+                self.put_checked(&source, (from, &from_key), (to, &to_key), expected).await?
+            {
+                return Ok(placed);
+            }
+        }
         // The conditional copy is the look: no HEAD first, a request saved per published file.
         match source.copy_if_not_exists(&from_key, &to_key).await {
             Ok(()) => Ok(Placed::New),
@@ -99,6 +121,37 @@ impl Stores {
                 }
                 source.copy(&from_key, &to_key).await.map_err(|e| self.error(to, &e))?;
                 Ok(Placed::New)
+            }
+            Err(e) => Err(self.error(to, &e)),
+        }
+    }
+
+    /// Reads the file at `from`, checks it is `expected` and puts its bytes at `to` unless a file is
+    /// there: two requests, where S3's conditional copy is three (a one-part multipart copy) and its
+    /// result a fourth to read back. `None` when the store turns the conditional PUT down: the
+    /// caller copies.
+    async fn put_checked(
+        &self,
+        store: &ObjectStoreRef,
+        (from, from_key): (&Url, &Key),
+        (to, to_key): (&Url, &Key),
+        expected: (u64, &str),
+    ) -> Result<Option<Placed>, StoreError> {
+        use sha2::{Digest, Sha256};
+        let read = store.get(from_key).await.map_err(|e| self.error(from, &e))?;
+        let bytes = read.bytes().await.map_err(|e| self.error(from, &e))?;
+        let found = (bytes.len() as u64, hex::encode(Sha256::digest(&bytes)));
+        if (found.0, found.1.as_str()) != expected {
+            return Ok(Some(Placed::Differs(found.0, found.1)));
+        }
+        let create = PutOptions { mode: PutMode::Create, ..PutOptions::default() };
+        match store.put_opts(to_key, bytes.into(), create).await {
+            Ok(_) => Ok(Some(Placed::Checked)),
+            Err(object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. }) => {
+                Ok(Some(Placed::Existing))
+            }
+            Err(object_store::Error::NotSupported { .. } | object_store::Error::NotImplemented { .. }) => {
+                Ok(None)
             }
             Err(e) => Err(self.error(to, &e)),
         }
