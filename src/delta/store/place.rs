@@ -101,12 +101,12 @@ impl Stores {
             self.copy(from, to).await?;
             return Ok(Placed::New);
         }
-        if expected.0 <= PUT_FROM_BYTES && matches!(self.commits(to), Commits::ConditionalPut) {
-            if let Some(placed) =
+        if expected.0 <= PUT_FROM_BYTES
+            && matches!(self.commits(to), Commits::ConditionalPut)
+            && let Some(placed) =
                 self.put_checked(&source, (from, &from_key), (to, &to_key), expected).await?
-            {
-                return Ok(placed);
-            }
+        {
+            return Ok(placed);
         }
         // The conditional copy is the look: no HEAD first, a request saved per published file.
         match source.copy_if_not_exists(&from_key, &to_key).await {
