@@ -25,6 +25,12 @@ use super::settings::{Commits, Storage, UnsafeCommits};
 /// Files up to this size are copied across stores in one request; bigger ones in parts.
 const ONE_REQUEST: u64 = 64 << 20;
 
+/// The bucket `url` is in, as a URL (`s3://acme-lake`): what a query session registers a store
+/// for, and what [`Stores::object_store`] roots its keys at.
+fn bucket_root(url: &Url) -> Url {
+    Url::parse(&format!("{}://{}", url.scheme(), url.authority())).expect("a store URL")
+}
+
 /// A local file's size and the sha256 of its bytes, read 64 KiB at a time.
 pub fn sha256_file(path: &Path) -> std::io::Result<(u64, String)> {
     use sha2::{Digest, Sha256};
@@ -51,6 +57,27 @@ pub struct Stores {
     /// certificates parsed) and may resolve credentials, which once per file was most of a
     /// publish's CPU in a bucket (docs/BENCHMARKS.md).
     made: Made,
+    /// The files this process wrote through a checksummed table ([`Stores::open_checksummed`]), by
+    /// bucket (`s3://acme-lake`): their checksums, and the small ones' bytes, which a query
+    /// session's reads of that bucket take instead of a request ([`Stores::register`]).
+    written: WrittenIn,
+}
+
+/// [`Written`] by bucket, shared by every clone of a [`Stores`]: the process's writes.
+#[derive(Clone, Default)]
+struct WrittenIn(Arc<Mutex<HashMap<String, Written>>>);
+
+impl WrittenIn {
+    fn bucket(&self, root: &Url) -> Written {
+        let mut all = self.0.lock().expect("no panic holds the lock");
+        all.entry(root.as_str().to_owned()).or_default().clone()
+    }
+}
+
+impl std::fmt::Debug for WrittenIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} buckets written", self.0.lock().map(|m| m.len()).unwrap_or(0))
+    }
 }
 
 /// The stores made, by bucket and the options they were made with (which may hold a vended
@@ -70,7 +97,7 @@ impl std::fmt::Debug for Made {
 impl Stores {
     pub fn new(settings: &Storage) -> Stores {
         register_handlers();
-        Stores { settings: settings.clone(), made: Made::default() }
+        Stores { settings: settings.clone(), made: Made::default(), written: WrittenIn::default() }
     }
 
     /// The environment alone, for commands that have no plan (`bf history s3://…`).
@@ -95,11 +122,13 @@ impl Stores {
     }
 
     /// Opens an existing Delta table, at its latest version, whose writes note each file's size
-    /// and sha256 as they are written: the rehearsal, whose files the saved plan records.
+    /// and sha256 as they are written: the rehearsal, whose files the saved plan records. In a
+    /// bucket the small files' bytes are kept too, for the comparison that reads them next.
     pub async fn open_checksummed(&self, url: &Url) -> Result<(DeltaTable, Written), OpenError> {
         let (store, _) = self.object_store(url).map_err(OpenError::Store)?;
-        let written = Written::default();
-        let store: ObjectStoreRef = Arc::new(Checksummed::new(store, written.clone()));
+        let written = self.written.bucket(&bucket_root(url));
+        let keep = url.scheme() != "file";
+        let store: ObjectStoreRef = Arc::new(Checksummed::new(store, written.clone(), keep));
         Ok((self.open_through(url, None, Some(store)).await?, written))
     }
 
@@ -175,7 +204,8 @@ impl Stores {
     }
 
     /// Lets a DataFusion session read files at `url` (local files it reads already), a small file
-    /// with one request however many ranges the session reads of it ([`Prefetched`]).
+    /// with one request however many ranges the session reads of it, and one this process has just
+    /// written with none ([`Prefetched`]).
     pub fn register(
         &self,
         ctx: &deltalake::datafusion::prelude::SessionContext,
@@ -185,8 +215,9 @@ impl Stores {
             return Ok(());
         }
         let (store, _) = self.object_store(url)?;
-        let root = Url::parse(&format!("{}://{}", url.scheme(), url.authority())).expect("a store URL");
-        ctx.register_object_store(&root, Arc::new(Prefetched::new(store)));
+        let root = bucket_root(url);
+        let written = self.written.bucket(&root);
+        ctx.register_object_store(&root, Arc::new(Prefetched::new(store, written)));
         Ok(())
     }
 

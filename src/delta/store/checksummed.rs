@@ -5,50 +5,91 @@
 //! them (the bytes read from the rehearsal before it puts them, or what landed in the table), so
 //! a store that kept other bytes is still caught.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::{Arc, Mutex};
 
+use bytes::Bytes;
 use object_store::path::Path;
 use object_store::{
-    GetOptions, GetResult, MultipartUpload, ObjectStore, PutMultipartOptions, PutOptions, PutPayload,
-    PutResult, Result, UploadPart,
+    GetOptions, GetRange, GetResult, MultipartUpload, ObjectMeta, ObjectStore, PutMultipartOptions,
+    PutOptions, PutPayload, PutResult, Result, UploadPart,
 };
 use sha2::{Digest, Sha256};
 
 use super::layer::layer;
+use super::prefetch::Kept;
 
-/// The files written through a [`Checksummed`] store, by key: their size and sha256 (hex).
+/// The biggest file whose bytes [`Written`] keeps.
+const KEEP_FILE: u64 = 8 << 20;
+/// What the kept files may hold together: a slice's files are compared while the next slice's
+/// are written, so two slices' worth is what is read again.
+const KEPT: u64 = 64 << 20;
+
+/// The files written through a [`Checksummed`] store: each one's size and sha256 (hex) by key, and
+/// the bytes of the last ones written whole in a bucket, which the reads that follow a write
+/// ([`Written::answer`]) take from memory.
 #[derive(Clone, Default)]
-pub struct Written(Arc<Mutex<HashMap<Path, (u64, String)>>>);
+pub struct Written(Arc<Mutex<Noted>>);
+
+#[derive(Default)]
+struct Noted {
+    sums: HashMap<Path, (u64, String)>,
+    /// Files put whole (one PUT of at most [`KEEP_FILE`] bytes), newest last, at most [`KEPT`]
+    /// bytes in all. The comparison reads each slice's files right after they are written; in a
+    /// bucket each read is a request (a partitioned W1 plan read its 366 day files back,
+    /// docs/BENCHMARKS.md). A Delta data file never changes under its name, so the bytes sent are
+    /// the file for as long as the process lives.
+    kept: VecDeque<Arc<Kept>>,
+}
 
 impl Written {
     /// The size and sha256 of the file last written at `key`, if one was.
     pub fn get(&self, key: &Path) -> Option<(u64, String)> {
-        self.0.lock().expect("no panic holds the lock").get(key).cloned()
+        self.lock().sums.get(key).cloned()
+    }
+
+    /// Bytes `asked` of the file at `key`, when it is one of the files kept.
+    pub(super) fn answer(&self, key: &Path, asked: &GetRange) -> Option<GetResult> {
+        self.lock().kept.iter().filter(|k| k.holds(key)).find_map(|k| k.answer(asked))
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Noted> {
+        self.0.lock().expect("no panic holds the lock")
     }
 
     fn put(&self, key: &Path, size: u64, hasher: Sha256) {
         let sha256 = hex::encode(hasher.finalize());
-        self.0.lock().expect("no panic holds the lock").insert(key.clone(), (size, sha256));
+        self.lock().sums.insert(key.clone(), (size, sha256));
+    }
+
+    fn keep(&self, meta: ObjectMeta, bytes: Bytes) {
+        let mut noted = self.lock();
+        noted.kept.retain(|k| !k.holds(&meta.location));
+        noted.kept.push_back(Arc::new(Kept::whole(meta, bytes)));
+        while noted.kept.iter().map(|k| k.len()).sum::<u64>() > KEPT {
+            noted.kept.pop_front();
+        }
     }
 }
 
 impl fmt::Debug for Written {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} files written", self.0.lock().map(|m| m.len()).unwrap_or(0))
+        write!(f, "{} files written", self.0.lock().map(|m| m.sums.len()).unwrap_or(0))
     }
 }
 
-/// `inner`, noting the size and sha256 of every file written through it.
+/// `inner`, noting the size and sha256 of every file written through it (and, with `keep`, the
+/// bytes of the small ones).
 pub(super) struct Checksummed {
     inner: Arc<dyn ObjectStore>,
     written: Written,
+    keep: bool,
 }
 
 impl Checksummed {
-    pub(super) fn new(inner: Arc<dyn ObjectStore>, written: Written) -> Checksummed {
-        Checksummed { inner, written }
+    pub(super) fn new(inner: Arc<dyn ObjectStore>, written: Written, keep: bool) -> Checksummed {
+        Checksummed { inner, written, keep }
     }
 }
 
@@ -95,8 +136,20 @@ layer!(Checksummed {
     async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
         let mut hasher = Sha256::new();
         let size = hash(&mut hasher, &payload);
+        let kept = (self.keep && size <= KEEP_FILE).then(|| payload.clone());
         let done = self.inner.put_opts(location, payload, opts).await?;
         self.written.put(location, size, hasher);
+        if let Some(payload) = kept {
+            // When it landed as far as this process can tell: the store's own time is not returned.
+            let meta = ObjectMeta {
+                location: location.clone(),
+                last_modified: chrono::Utc::now(),
+                size,
+                e_tag: done.e_tag.clone(),
+                version: done.version.clone(),
+            };
+            self.written.keep(meta, payload.into());
+        }
         Ok(done)
     }
 
@@ -132,7 +185,7 @@ mod tests {
     async fn the_noted_checksum_is_the_landed_file_s() {
         let inner = Arc::new(InMemory::new());
         let written = Written::default();
-        let store = Checksummed::new(inner.clone(), written.clone());
+        let store = Checksummed::new(inner.clone(), written.clone(), false);
         let bytes: Vec<u8> = (0..3_000_000u32).map(|i| (i % 253) as u8).collect();
         store.put(&Path::from("one"), bytes[..1000].to_vec().into()).await.unwrap();
         let mut upload = WriteMultipart::new_with_chunk_size(
@@ -147,5 +200,52 @@ mod tests {
             assert_eq!(written.get(&Path::from(name)), Some(expected), "{name}");
         }
         assert_eq!(written.get(&Path::from("never")), None);
+    }
+
+    /// A session's reads of a small file this process wrote are answered from the bytes it sent —
+    /// the store is not asked (the file is gone from it here) — for every range, as the store
+    /// would; a file put in parts, or one pushed out by newer ones, is read from the store.
+    #[tokio::test]
+    async fn reads_of_a_file_just_written_take_the_bytes_sent() {
+        let inner = Arc::new(InMemory::new());
+        let written = Written::default();
+        let store = Checksummed::new(inner.clone(), written.clone(), true);
+        let reader = super::super::prefetch::Prefetched::new(inner.clone(), written.clone());
+        let bytes: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
+        store.put(&Path::from("day"), bytes.clone().into()).await.unwrap();
+        let mut upload = WriteMultipart::new_with_chunk_size(
+            store.put_multipart(&Path::from("parts")).await.unwrap(),
+            1 << 20,
+        );
+        upload.write(&bytes);
+        upload.finish().await.unwrap();
+        for name in ["day", "parts"] {
+            assert!(written.get(&Path::from(name)).is_some(), "{name}'s checksum noted");
+        }
+        inner.delete(&Path::from("day")).await.unwrap();
+        let n = bytes.len() as u64;
+        for range in [n - 8..n, 0..4, 1000..200_000, 0..n] {
+            let read = reader.get_range(&Path::from("day"), range.clone()).await.unwrap();
+            assert_eq!(&read[..], &bytes[range.start as usize..range.end as usize], "{range:?}");
+        }
+        assert!(
+            reader.get_range(&Path::from("day"), n..n + 4).await.is_err(),
+            "past the end: the store's error"
+        );
+        inner.delete(&Path::from("parts")).await.unwrap();
+        assert!(
+            reader.get_range(&Path::from("parts"), 10..20).await.is_err(),
+            "an upload in parts is not kept"
+        );
+
+        // Newer files push the oldest out once the kept bytes pass their bound.
+        let big = vec![7u8; KEEP_FILE as usize];
+        for i in 0..=KEPT / KEEP_FILE {
+            store.put(&Path::from(format!("big-{i}")), big.clone().into()).await.unwrap();
+        }
+        inner.delete(&Path::from("big-1")).await.unwrap();
+        assert!(reader.get_range(&Path::from("big-1"), 0..4).await.is_ok(), "still kept");
+        assert!(reader.get_range(&Path::from("day"), 0..4).await.is_err(), "pushed out: read from the store");
+        assert!(written.lock().kept.iter().map(|k| k.len()).sum::<u64>() <= KEPT);
     }
 }

@@ -24,6 +24,7 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
 };
 
+use super::checksummed::Written;
 use super::layer::layer;
 
 /// How far back from a ranged read's end the first read of a file reaches: DataFusion's default
@@ -33,7 +34,7 @@ const AHEAD: u64 = 512 * 1024;
 const HELD: usize = 64 << 20;
 
 /// Bytes `range` of a file, with what the read that fetched them said about the file.
-struct Kept {
+pub(super) struct Kept {
     location: Path,
     range: Range<u64>,
     meta: ObjectMeta,
@@ -42,8 +43,22 @@ struct Kept {
 }
 
 impl Kept {
+    /// A whole file, as it was written.
+    pub(super) fn whole(meta: ObjectMeta, bytes: Bytes) -> Kept {
+        let range = 0..bytes.len() as u64;
+        Kept { location: meta.location.clone(), range, meta, attributes: Attributes::default(), bytes }
+    }
+
+    pub(super) fn holds(&self, location: &Path) -> bool {
+        &self.location == location
+    }
+
+    pub(super) fn len(&self) -> u64 {
+        self.bytes.len() as u64
+    }
+
     /// The bytes `asked` of the file, if this holds them all.
-    fn answer(&self, asked: &GetRange) -> Option<GetResult> {
+    pub(super) fn answer(&self, asked: &GetRange) -> Option<GetResult> {
         let size = self.meta.size;
         let range = match asked {
             GetRange::Bounded(r) => r.start..r.end.min(size),
@@ -64,20 +79,25 @@ impl Kept {
     }
 }
 
-/// `inner`, reading ahead of a file's first ranged read and keeping what it read for the session.
+/// `inner`, reading ahead of a file's first ranged read and keeping what it read for the session;
+/// a file this process wrote and still holds ([`Written`]) is not read at all.
 pub(super) struct Prefetched {
     inner: Arc<dyn ObjectStore>,
     kept: Mutex<VecDeque<Arc<Kept>>>,
+    written: Written,
 }
 
 impl Prefetched {
-    pub(super) fn new(inner: Arc<dyn ObjectStore>) -> Prefetched {
-        Prefetched { inner, kept: Mutex::new(VecDeque::new()) }
+    pub(super) fn new(inner: Arc<dyn ObjectStore>, written: Written) -> Prefetched {
+        Prefetched { inner, kept: Mutex::new(VecDeque::new()), written }
     }
 
     fn answer(&self, location: &Path, asked: &GetRange) -> Option<GetResult> {
+        if let Some(answer) = self.written.answer(location, asked) {
+            return Some(answer);
+        }
         let kept = self.kept.lock().expect("no panic holds the lock");
-        kept.iter().filter(|k| &k.location == location).find_map(|k| k.answer(asked))
+        kept.iter().filter(|k| k.holds(location)).find_map(|k| k.answer(asked))
     }
 
     fn keep(&self, kept: Kept) {
@@ -159,7 +179,7 @@ mod tests {
         for (name, data) in [("big", &big), ("small", &small)] {
             inner.put(&Path::from(name), data.clone().into()).await.unwrap();
         }
-        let store = Prefetched::new(inner);
+        let store = Prefetched::new(inner, Written::default());
         for (name, data) in [("big", &big), ("small", &small)] {
             let n = data.len() as u64;
             for range in [n - 8..n, n - 100..n - 8, 0..4, 4..n.min(5000), 0..n, n / 2..n / 2 + 10] {
