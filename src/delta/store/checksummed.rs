@@ -23,8 +23,8 @@ use super::prefetch::Kept;
 /// The biggest file whose bytes [`Written`] keeps.
 const KEEP_FILE: u64 = 8 << 20;
 /// What the kept files may hold together: a slice's files are compared while the next slice's
-/// are written, so two slices' worth is what is read again.
-const KEPT: u64 = 64 << 20;
+/// are written, so two slices' worth is what is read again (a month of W1 is 2.7 MB).
+const KEPT: u64 = 32 << 20;
 
 /// The files written through a [`Checksummed`] store: each one's size and sha256 (hex) by key, and
 /// the bytes of the last ones written whole in a bucket, which the reads that follow a write
@@ -148,7 +148,11 @@ layer!(Checksummed {
                 e_tag: done.e_tag.clone(),
                 version: done.version.clone(),
             };
-            self.written.keep(meta, payload.into());
+            // Copied whole into a buffer of its own size: the writer's chunks may be slices of
+            // bigger buffers, which keeping them would keep.
+            let mut whole = Vec::with_capacity(size as usize);
+            payload.iter().for_each(|chunk| whole.extend_from_slice(chunk));
+            self.written.keep(meta, whole.into());
         }
         Ok(done)
     }
