@@ -136,7 +136,10 @@ layer!(Checksummed {
     async fn put_opts(&self, location: &Path, payload: PutPayload, opts: PutOptions) -> Result<PutResult> {
         let mut hasher = Sha256::new();
         let size = hash(&mut hasher, &payload);
-        let kept = (self.keep && size <= KEEP_FILE).then(|| payload.clone());
+        // Data files only: a file of the log may be written again under its name
+        // (`_last_checkpoint`).
+        let data = !location.parts().any(|part| part.as_ref() == "_delta_log");
+        let kept = (self.keep && data && size <= KEEP_FILE).then(|| payload.clone());
         let done = self.inner.put_opts(location, payload, opts).await?;
         self.written.put(location, size, hasher);
         if let Some(payload) = kept {
@@ -206,9 +209,10 @@ mod tests {
         assert_eq!(written.get(&Path::from("never")), None);
     }
 
-    /// A session's reads of a small file this process wrote are answered from the bytes it sent —
-    /// the store is not asked (the file is gone from it here) — for every range, as the store
-    /// would; a file put in parts, or one pushed out by newer ones, is read from the store.
+    /// A session's reads of a small data file this process wrote are answered from the bytes it
+    /// sent — the store is not asked (the file is gone from it here) — for every range, as the
+    /// store would; a file put in parts, a file of the log, or one pushed out by newer ones, is
+    /// read from the store.
     #[tokio::test]
     async fn reads_of_a_file_just_written_take_the_bytes_sent() {
         let inner = Arc::new(InMemory::new());
@@ -217,6 +221,7 @@ mod tests {
         let reader = super::super::prefetch::Prefetched::new(inner.clone(), written.clone());
         let bytes: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
         store.put(&Path::from("day"), bytes.clone().into()).await.unwrap();
+        store.put(&Path::from("t/_delta_log/_last_checkpoint"), b"{}".to_vec().into()).await.unwrap();
         let mut upload = WriteMultipart::new_with_chunk_size(
             store.put_multipart(&Path::from("parts")).await.unwrap(),
             1 << 20,
@@ -237,6 +242,11 @@ mod tests {
             "past the end: the store's error"
         );
         inner.delete(&Path::from("parts")).await.unwrap();
+        inner.delete(&Path::from("t/_delta_log/_last_checkpoint")).await.unwrap();
+        assert!(
+            reader.get_range(&Path::from("t/_delta_log/_last_checkpoint"), 0..2).await.is_err(),
+            "a file of the log is not kept"
+        );
         assert!(
             reader.get_range(&Path::from("parts"), 10..20).await.is_err(),
             "an upload in parts is not kept"
