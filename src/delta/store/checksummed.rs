@@ -187,6 +187,16 @@ mod tests {
 
     use super::*;
 
+    /// `bytes` written at `name` through `store` as an upload of 1 MiB parts.
+    async fn put_in_parts(store: &Checksummed, name: &str, bytes: &[u8]) {
+        let mut upload = WriteMultipart::new_with_chunk_size(
+            store.put_multipart(&Path::from(name)).await.unwrap(),
+            1 << 20,
+        );
+        upload.write(bytes);
+        upload.finish().await.unwrap();
+    }
+
     /// What is noted is the sha256 of the bytes that landed, for a PUT and for an upload in parts.
     #[tokio::test]
     async fn the_noted_checksum_is_the_landed_file_s() {
@@ -195,12 +205,7 @@ mod tests {
         let store = Checksummed::new(inner.clone(), written.clone(), false);
         let bytes: Vec<u8> = (0..3_000_000u32).map(|i| (i % 253) as u8).collect();
         store.put(&Path::from("one"), bytes[..1000].to_vec().into()).await.unwrap();
-        let mut upload = WriteMultipart::new_with_chunk_size(
-            store.put_multipart(&Path::from("parts")).await.unwrap(),
-            1 << 20,
-        );
-        upload.write(&bytes);
-        upload.finish().await.unwrap();
+        put_in_parts(&store, "parts", &bytes).await;
         for name in ["one", "parts"] {
             let landed = inner.get(&Path::from(name)).await.unwrap().bytes().await.unwrap();
             let expected = (landed.len() as u64, hex::encode(Sha256::digest(&landed)));
@@ -222,12 +227,7 @@ mod tests {
         let bytes: Vec<u8> = (0..3_000_000u32).map(|i| (i % 251) as u8).collect();
         store.put(&Path::from("day"), bytes.clone().into()).await.unwrap();
         store.put(&Path::from("t/_delta_log/_last_checkpoint"), b"{}".to_vec().into()).await.unwrap();
-        let mut upload = WriteMultipart::new_with_chunk_size(
-            store.put_multipart(&Path::from("parts")).await.unwrap(),
-            1 << 20,
-        );
-        upload.write(&bytes);
-        upload.finish().await.unwrap();
+        put_in_parts(&store, "parts", &bytes).await;
         for name in ["day", "parts"] {
             assert!(written.get(&Path::from(name)).is_some(), "{name}'s checksum noted");
         }
@@ -239,7 +239,7 @@ mod tests {
         }
         assert!(
             reader.get_range(&Path::from("day"), n..n + 4).await.is_err(),
-            "past the end: the store's error"
+            "past the end: not answered from the kept bytes"
         );
         inner.delete(&Path::from("parts")).await.unwrap();
         inner.delete(&Path::from("t/_delta_log/_last_checkpoint")).await.unwrap();
