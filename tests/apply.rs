@@ -933,3 +933,43 @@ async fn a_checkpoint_is_written_at_every_twentieth_version_and_no_other() {
     bf::delta::table::checkpoint_when_due(&open_table(&own).await).await;
     assert_eq!(modified(), deltalakes, "deltalake's checkpoint at 19 was written again");
 }
+
+/// The checkpoint due after a slice is written while the next slices commit, and an apply that
+/// stops after it started still leaves it whole: here slice 20 of September is refused (its copy in
+/// the table is not the rehearsed file) just after the checkpoint at version 19 began.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_apply_that_stops_after_a_checkpoint_began_leaves_it_whole() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    plan(root, "plans/september.toml");
+    let stopped = bf_in(root)
+        .args(["apply", "--auto-approve"])
+        .env(bf::fault::FAULT_ENV, "corrupt-published:20")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&stopped.stderr);
+    assert_eq!(stopped.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("is not the rehearsed file"), "{stderr}");
+    assert_eq!(slices_committed(&daily), (1..=19).collect::<Vec<u64>>());
+    let log = daily.join("_delta_log");
+    let last: Value =
+        serde_json::from_str(&std::fs::read_to_string(log.join("_last_checkpoint")).unwrap()).unwrap();
+    assert_eq!(last["version"], 19, "{last}");
+    let leftovers: Vec<String> = std::fs::read_dir(&log)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| {
+            name.contains("checkpoint")
+                && !name.ends_with(".checkpoint.parquet")
+                && name != "_last_checkpoint"
+        })
+        .collect();
+    assert!(leftovers.is_empty(), "a checkpoint half-written: {leftovers:?}");
+    // Read through the checkpoint by a reader that is not bf's: September's 19 first days.
+    use bf::deltalake::parquet::file::reader::{FileReader, SerializedFileReader};
+    let file = std::fs::File::open(log.join("00000000000000000019.checkpoint.parquet")).unwrap();
+    let rows = SerializedFileReader::new(file).unwrap().metadata().file_metadata().num_rows();
+    assert!(rows > 19, "the checkpoint holds the table's actions: {rows} rows");
+    assert_eq!(duckdb_count(&daily, "SELECT count(DISTINCT order_date) FROM t"), 19);
+}
