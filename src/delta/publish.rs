@@ -242,15 +242,15 @@ impl<'a> Publisher<'a> {
         partition_columns: &[String],
     ) -> Result<Publisher<'a>, String> {
         let at = display_url(rehearsal);
-        let opened = stores
-            .open(rehearsal, None)
+        // Publishing reads the rehearsal's commits one by one, never its list of files.
+        let (opened, snapshot) = stores
+            .open_log(rehearsal)
             .await
             .map_err(|e| format!("the rehearsal {at} cannot be opened ({e})"))?;
-        let found_id = opened.snapshot().map(|s| s.metadata().id().to_owned()).unwrap_or_default();
-        if found_id != table_id {
+        if snapshot.metadata().id() != table_id {
             return Err(format!("the rehearsal {at} was made again since this plan (another `bf plan`)"));
         }
-        let found = opened.version().unwrap_or(0);
+        let found = snapshot.version();
         if found != version {
             return Err(format!(
                 "the rehearsal {at} is at version {found}, not the version {version} this plan reviewed"
