@@ -440,23 +440,8 @@ impl<'a> Apply<'a> {
             publisher: publisher.as_ref(),
             progress,
             committed: Default::default(),
-            checkpoints: Default::default(),
         };
-        let written = Self::commit_slices(&run, preflight.target.clone(), pending, parallel).await;
-        // On every way out, a checkpoint started is written before the process may end.
-        run.checkpoints.finish().await;
-        let (target, committed) = written?;
-        outcomes.extend(committed);
-        Ok((target, outcomes))
-    }
-
-    async fn commit_slices(
-        run: &SliceRun<'_>,
-        mut target: DeltaTable,
-        pending: Vec<&Slice>,
-        parallel: usize,
-    ) -> Result<(DeltaTable, Vec<SliceOutcome>), ApplyError> {
-        let mut outcomes = Vec::with_capacity(pending.len());
+        let mut target = preflight.target.clone();
         if parallel == 1 {
             // Each slice writes on the table the previous one returned: commits follow one another.
             for slice in pending {

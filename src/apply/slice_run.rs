@@ -25,8 +25,6 @@ pub(super) struct SliceRun<'r> {
     pub(super) progress: &'r dyn ApplyProgress,
     /// How many slices this run committed so far.
     pub(super) committed: std::sync::atomic::AtomicUsize,
-    /// The checkpoints due after its commits, written while the next slices go on.
-    pub(super) checkpoints: table::Checkpoints,
 }
 
 impl Preflight {
@@ -145,7 +143,7 @@ impl SliceRun<'_> {
         self.committed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         fault(&format!("after-commit:{}", slice.index));
         let found = verify(&table, &self.plan.target.date_column, slice, rehearsed.after.rows).await?;
-        self.checkpoints.start_when_due(&table);
+        table::checkpoint_when_due(&table).await;
         let version = table.version();
         let written = match (&self.publisher, &rehearsed.publication, version) {
             (Some(_), Some(publication), _) => Some(Written::of(publication)),

@@ -114,39 +114,8 @@ pub const CHECKPOINT_EVERY: u64 = 20;
 /// writer may write one at any version. One that cannot be written leaves the log as deltalake
 /// would have, longer to read: the slice is committed either way, so its error is not the apply's.
 pub async fn checkpoint_when_due(table: &DeltaTable) {
-    if checkpoint_due(table) {
+    if table.version().is_some_and(|version| (version + 1).is_multiple_of(CHECKPOINT_EVERY)) {
         let _ = deltalake::checkpoints::create_checkpoint(table, None).await;
-    }
-}
-
-fn checkpoint_due(table: &DeltaTable) -> bool {
-    table.version().is_some_and(|version| (version + 1).is_multiple_of(CHECKPOINT_EVERY))
-}
-
-/// The checkpoints due along a run of slice commits ([`checkpoint_when_due`]), each written on a
-/// task of its own while the next slices commit: deltalake builds a checkpoint from the log, read
-/// again from the start (50 ms of a 12-slice apply's 320 at 36 commits, docs/BENCHMARKS.md), and a
-/// checkpoint of a version is the same whatever lands after it. Whoever starts them waits for them
-/// with [`Checkpoints::finish`] before it returns, so no process ends with one half-written.
-#[derive(Default)]
-pub struct Checkpoints(std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>);
-
-impl Checkpoints {
-    /// Starts writing the checkpoint of `table`'s version, if one is due there.
-    pub fn start_when_due(&self, table: &DeltaTable) {
-        if checkpoint_due(table) {
-            let table = table.clone();
-            let writing = tokio::spawn(async move { checkpoint_when_due(&table).await });
-            self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(writing);
-        }
-    }
-
-    /// Waits for every checkpoint started; one that failed leaves the log as it was, longer to read.
-    pub async fn finish(&self) {
-        let writing = std::mem::take(&mut *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        for task in writing {
-            let _ = task.await;
-        }
     }
 }
 

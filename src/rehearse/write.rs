@@ -47,26 +47,10 @@ impl SliceRun<'_, '_> {
     pub(crate) async fn write_slices(
         &self,
         slices: &[crate::window::Slice],
-        rehearsal: DeltaTable,
-        written: &store::Written,
-        timings: &mut PlanTimings,
-        watch: &mut Stopwatch,
-    ) -> Result<(DeltaTable, Vec<Compared>), RehearsalError> {
-        let checkpoints = table::Checkpoints::default();
-        let done = self.write_each(slices, rehearsal, written, timings, watch, &checkpoints).await;
-        // On every way out, a checkpoint started is written before the process may end.
-        checkpoints.finish().await;
-        done
-    }
-
-    async fn write_each(
-        &self,
-        slices: &[crate::window::Slice],
         mut rehearsal: DeltaTable,
         written: &store::Written,
         timings: &mut PlanTimings,
         watch: &mut Stopwatch,
-        checkpoints: &table::Checkpoints,
     ) -> Result<(DeltaTable, Vec<Compared>), RehearsalError> {
         let spec = &self.document.plan;
         let column = spec.target.date_column.as_str();
@@ -90,7 +74,7 @@ impl SliceRun<'_, '_> {
             let commit = crate::delta::ledger::rehearsal_commit(self.id, slice.index);
             let write = async {
                 let after = self.writer.write(rehearsal, slice, &rows, commit).await?;
-                checkpoints.start_when_due(&after);
+                table::checkpoint_when_due(&after).await;
                 Ok::<_, RehearsalError>(after)
             };
             let next = async {
