@@ -152,6 +152,14 @@ async fn a_rehearsal_gone_made_again_or_missing_a_file_is_not_published_and_reco
     refused("the rehearsal no longer holds");
     std::fs::write(&file, kept).unwrap();
 
+    // Moved on since the plan: one more commit in its log, written raw.
+    let log = rehearsal.join("_delta_log");
+    let reviewed = saved["rehearsal"]["version"].as_u64().unwrap();
+    let extra = log.join(format!("{:020}.json", reviewed + 1));
+    std::fs::write(&extra, "{\"commitInfo\":{\"timestamp\":1,\"operation\":\"WRITE\"}}\n").unwrap();
+    refused(&format!("is at version {}, not the version {reviewed} this plan reviewed", reviewed + 1));
+    std::fs::remove_file(&extra).unwrap();
+
     // Made again by another plan.
     ok(root, &["plan", "plans/week.toml", "-q"]);
     refused("was made again since this plan");
