@@ -1,0 +1,86 @@
+"""`bf apply` of two or more bf builds side by side: W1's 12 monthly slices and W4's resume.
+
+Each build plans W1 into its own scratch folder once; every run then applies a fresh hard-linked
+copy of that planned folder (table, rehearsal and saved plan: Delta writers only add files), the
+builds alternating, so a noisy machine slows them alike. W4 is planned and crashed
+(`BF_FAULT=after-commit:6`) afresh before each timed resume. Prints medians.
+
+    python3 scripts/ab-apply.py --work /work/bench-work OLD_BF NEW_BF [--runs 9]
+
+`--work` is a `scripts/bench` work folder (its tables and inputs are made by a run of it).
+"""
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+import bench  # noqa: E402
+
+
+def planned(bf: str, work: Path, variant: str, folder: Path) -> Path:
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    subprocess.run(["cp", "-al", str(work / f"orders-36m-{variant}"), str(folder / "table")], check=True)
+    first, last = bench.month_start(12), bench.month_end(23)
+    plan = bench.plan_text(folder / "table", work / "inputs", first, last, "month", folder / "rehearsal")
+    (folder / "plan.toml").write_text(plan)
+    subprocess.run([bf, "plan", "plan.toml", "-q"], cwd=folder, capture_output=True, check=True, env=rooted(work))
+    return folder
+
+
+def rooted(work: Path, **extra: str) -> dict:
+    """The environment with the work folder as bf's root: the inputs are in it, beside the scratch."""
+    return dict(os.environ, BF_ROOT=str(work), **extra)
+
+
+def timed_apply(bf: str, folder: Path, env: dict, expect_failure: bool = False) -> float:
+    started = time.monotonic()
+    done = subprocess.run([bf, "apply", "--auto-approve", "-q"], cwd=folder, capture_output=True, env=env)
+    seconds = time.monotonic() - started
+    if (done.returncode == 0) == expect_failure:
+        sys.exit(f"{bf} apply in {folder}: exit {done.returncode}\n{done.stderr.decode()}")
+    return seconds
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--work", type=Path, required=True)
+    parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("builds", nargs="+")
+    args = parser.parse_args()
+    scratch = args.work / "scratch"
+    times: dict[tuple[str, str], list[float]] = {}
+    for variant in ["unpartitioned", "partitioned"]:
+        for at, bf in enumerate(args.builds):
+            planned(bf, args.work, variant, scratch / f"ab-{variant}-{at}-planned")
+        for _ in range(args.runs):
+            for at, bf in enumerate(args.builds):
+                run = scratch / f"ab-run-{at}"
+                if run.exists():
+                    shutil.rmtree(run)
+                # The saved plan names its folder's paths: the copy takes the planned folder's name.
+                original = scratch / f"ab-{variant}-{at}-planned"
+                kept = scratch / f"ab-{variant}-{at}-kept"
+                subprocess.run(["cp", "-al", str(original), str(kept)], check=True)
+                times.setdefault((f"W1 {variant}", bf), []).append(timed_apply(bf, original, rooted(args.work)))
+                shutil.rmtree(original)
+                kept.rename(original)
+    for _ in range(max(args.runs // 2, 1)):
+        for bf in args.builds:
+            folder = planned(bf, args.work, "unpartitioned", scratch / "ab-w4")
+            timed_apply(bf, folder, rooted(args.work, BF_FAULT="after-commit:6"), expect_failure=True)
+            times.setdefault(("W4 resumed", bf), []).append(timed_apply(bf, folder, rooted(args.work)))
+    for (workload, bf), seconds in times.items():
+        print(f"{workload:18s} {bf:40s} median {statistics.median(seconds):.3f} s  min {min(seconds):.3f} s")
+    shutil.rmtree(scratch, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
