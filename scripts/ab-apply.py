@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+sys.dont_write_bytecode = True  # importing bench.py leaves no __pycache__ in the repository
 sys.path.insert(0, str(Path(__file__).parent))
 import bench  # noqa: E402
 
