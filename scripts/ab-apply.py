@@ -28,7 +28,7 @@ def planned(bf: str, work: Path, variant: str, folder: Path) -> Path:
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    subprocess.run(["cp", "-al", str(work / f"orders-36m-{variant}"), str(folder / "table")], check=True)
+    bench.fresh_copy(work / f"orders-36m-{variant}", folder / "table")
     first, last = bench.month_start(12), bench.month_end(23)
     plan = bench.plan_text(folder / "table", work / "inputs", first, last, "month", folder / "rehearsal")
     (folder / "plan.toml").write_text(plan)
@@ -63,9 +63,6 @@ def main():
             planned(bf, args.work, variant, scratch / f"ab-{variant}-{at}-planned")
         for _ in range(args.runs):
             for at, bf in enumerate(args.builds):
-                run = scratch / f"ab-run-{at}"
-                if run.exists():
-                    shutil.rmtree(run)
                 # The saved plan names its folder's paths: the copy takes the planned folder's name.
                 original = scratch / f"ab-{variant}-{at}-planned"
                 kept = scratch / f"ab-{variant}-{at}-kept"

@@ -15,8 +15,9 @@ pub(super) async fn delta_input_versions(stores: &Stores, inputs: &[DeltaInput])
             crate::delta::catalog::check_pinned(pinned).await.map_err(|e| e.to_string())?;
         }
         let url = url::Url::parse(&input.uri).map_err(|e| e.to_string())?;
-        let table = stores.open(&url, None).await.map_err(|e| e.to_string())?;
-        Ok(table.version().unwrap_or(0))
+        // The version is the log's answer; the input's files are the source's to list, at its read.
+        let (_, snapshot) = stores.open_log(&url).await.map_err(|e| e.to_string())?;
+        Ok(snapshot.version())
     });
     futures::future::join_all(versions).await
 }
