@@ -134,7 +134,7 @@ impl Stores {
     }
 
     /// The table at `url` unloaded, and its latest snapshot without the list of its files: what
-    /// reading its commits one by one and checking which table it is need. deltalake's load reads
+    /// reading its commits one by one, or its id and version, need. deltalake's load reads
     /// the log a second time to list every file, nearly a third of `bf apply`'s time before its first
     /// slice for the rehearsal of a table partitioned by day (docs/BENCHMARKS.md).
     pub async fn open_log(&self, url: &Url) -> Result<(DeltaTable, Snapshot), OpenError> {
