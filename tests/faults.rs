@@ -280,6 +280,51 @@ async fn a_published_copy_that_is_not_the_rehearsed_file_is_not_committed() {
     assert_eq!(slices_of(&daily), [1, 2, 3, 4, 5, 6]);
 }
 
+/// On a disk, the next slice's files are read while a slice commits, and that reading stands for the
+/// published file only while nothing wrote to it. A rehearsed file written over in place (same size,
+/// same inode, so the table's hard link would carry the new bytes) after it was read ahead is checked
+/// again once placed, and its slice is not committed.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rehearsed_file_written_over_after_it_was_read_ahead_is_not_published() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    let week = crate::common::september_plan(root, "week.toml", 6, |text| text);
+    bf_in(root).args(["plan", &week, "--out", "week.json", "-q"]).assert().success();
+    let saved: Value = serde_json::from_slice(&std::fs::read(root.join("week.json")).unwrap()).unwrap();
+    let rehearsal =
+        url::Url::parse(saved["rehearsal"]["uri"].as_str().unwrap()).unwrap().to_file_path().unwrap();
+    let third = saved["slices"].as_array().unwrap().iter().find(|s| s["index"] == 3).unwrap();
+    let file = rehearsal.join(third["publication"]["adds"][0]["path"].as_str().unwrap());
+    // Files changed within the last tick of the filesystem's clock (two seconds, for one that keeps
+    // whole seconds) are never read ahead: past it, slice 3's file is read while slice 2 commits.
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let output = crate::common::apply_paused(root, &["week.json"], 3, "before", async {
+        let mut bytes = std::fs::read(&file).unwrap();
+        let middle = bytes.len() / 2;
+        bytes[middle] ^= 0xff;
+        use std::io::{Seek, Write};
+        let mut over = std::fs::File::options().write(true).open(&file).unwrap();
+        over.seek(std::io::SeekFrom::Start(middle as u64)).unwrap();
+        over.write_all(&bytes[middle..=middle]).unwrap();
+    })
+    .await;
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("slice 3 (2026-09-03) was not published")
+            && stderr.contains("its copy in the target is not the rehearsed file"),
+        "{stderr}"
+    );
+    assert_eq!(slices_of(&daily), [1, 2], "slices 1 and 2 only; the written-over file is in no commit");
+    let committed = std::fs::read_dir(daily.join("_delta_log")).unwrap().filter_map(|e| {
+        let name = e.unwrap().file_name().into_string().unwrap();
+        name.ends_with(".json").then(|| std::fs::read_to_string(daily.join("_delta_log").join(name)).unwrap())
+    });
+    let name = file.file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(committed.into_iter().all(|log| !log.contains(&name)), "{name} is in no commit of the table");
+}
+
 fn slices_of(table: &Path) -> Vec<u64> {
     crate::common::slices_committed(table)
 }

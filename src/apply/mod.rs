@@ -537,7 +537,8 @@ async fn publisher<'s>(
     let publisher =
         Publisher::open(stores, &rehearsal, table_id, plan.rehearsal.version, &plan.target.partition_columns)
             .await?;
-    publisher.check(publications).await?;
+    publisher.check(publications.iter().copied()).await?;
+    publisher.read_ahead(publications);
     Ok(publisher)
 }
 

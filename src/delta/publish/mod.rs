@@ -18,8 +18,12 @@
 //!    ledger keys and transaction. A crash before the commit leaves only unreferenced files, which
 //!    the resumed apply finds in place and checks again. A rehearsal commit that would change the
 //!    table itself (metadata, protocol, domain metadata) is refused: publishing carries data only.
+//!    On a disk, the next slice's files are read while a slice commits ([`ahead`]).
+
+mod ahead;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::path::PathBuf;
 
 use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
 use deltalake::kernel::{Action, Add, AddCDCFile, LogicalFileView};
@@ -230,6 +234,7 @@ pub struct Publisher<'a> {
     /// The operation each commit is recorded as, which is also what deltalake's conflict check
     /// reads: an overwrite of the slice's days, as a replaceWhere of them is.
     partition_by: Option<Vec<String>>,
+    ahead: ahead::ReadAhead,
 }
 
 impl<'a> Publisher<'a> {
@@ -257,7 +262,7 @@ impl<'a> Publisher<'a> {
             ));
         }
         let partition_by = (!partition_columns.is_empty()).then(|| partition_columns.to_vec());
-        Ok(Publisher { stores, rehearsal: opened, partition_by })
+        Ok(Publisher { stores, rehearsal: opened, partition_by, ahead: Default::default() })
     }
 
     /// Why the publications cannot be published, if a file they add is gone from the rehearsal.
@@ -285,6 +290,17 @@ impl<'a> Publisher<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Starts reading the files of the slices to publish on a disk, one slice ahead of the slice
+    /// being published, in the order given ([`ahead`]).
+    pub fn read_ahead<'p>(&self, publications: impl IntoIterator<Item = &'p Publication>) {
+        let root = self.rehearsal.table_url();
+        self.ahead.queue(publications.into_iter().map(|publication| {
+            let files = publication.adds.iter().chain(&publication.cdc);
+            let local = files.filter_map(|file| store::local_path(&store::join(root, &file.path)));
+            (publication.rehearsal_version, local.collect())
+        }));
     }
 
     /// Publishes one slice: its files placed and checked, then one commit. Returns the table after
@@ -372,9 +388,10 @@ impl<'a> Publisher<'a> {
                 published.push(Action::Cdc(cdc));
             }
         }
+        let read = self.ahead.take(version).await;
         // Files are placed and checked side by side: in a bucket each is a few round trips.
         futures::stream::iter(to_place)
-            .map(|file| self.place(target_root, file, referenced, slice, version))
+            .map(|file| self.place(target_root, file, &read, referenced, slice, version))
             .buffer_unordered(AT_ONCE)
             .try_collect::<Vec<()>>()
             .await?;
@@ -450,12 +467,15 @@ impl Publisher<'_> {
         &self,
         target_root: &Url,
         file: &PublishedFile,
+        read: &HashMap<PathBuf, ahead::Read>,
         referenced: &HashSet<String>,
         slice: &Slice,
         version: u64,
     ) -> Result<(), PublishError> {
         let from = store::join(self.rehearsal.table_url(), &file.path);
         let to = store::join(target_root, &file.path);
+        // A reading taken ahead holds only for the file as it is now, just before it is linked.
+        let read = store::local_path(&from).and_then(|path| read.get(&path).filter(|r| r.unchanged(&path)));
         let placed = self.stores.place(&from, &to, (file.size, &file.sha256)).await?;
         match placed {
             // In a bucket: the bytes put were checked as they were read from the rehearsal.
@@ -472,7 +492,11 @@ impl Publisher<'_> {
                 let _ = std::fs::write(&path, b"not the rehearsed file");
             }
         }
-        let mut found = self.stores.checksum(&to).await?;
+        let linked = |read: &ahead::Read| store::local_path(&to).is_some_and(|path| read.linked_at(&path));
+        let mut found = match read {
+            Some(read) if placed == store::Placed::New && linked(read) => (read.size(), read.sha256.clone()),
+            _ => self.stores.checksum(&to).await?,
+        };
         if found != (file.size, file.sha256.clone())
             && placed == store::Placed::Existing
             && !referenced.contains(&file.path)
