@@ -538,7 +538,8 @@ async fn publisher<'s>(
         Publisher::open(stores, &rehearsal, table_id, plan.rehearsal.version, &plan.target.partition_columns)
             .await?;
     publisher.check(publications.iter().copied()).await?;
-    publisher.read_ahead(publications);
+    let target = url::Url::parse(&plan.target.uri).map_err(|e| format!("the saved target URI: {e}"))?;
+    publisher.read_ahead(&target, publications);
     Ok(publisher)
 }
 

@@ -293,8 +293,12 @@ impl<'a> Publisher<'a> {
     }
 
     /// Starts reading the files of the slices to publish on a disk, one slice ahead of the slice
-    /// being published, in the order given ([`ahead`]).
-    pub fn read_ahead<'p>(&self, publications: impl IntoIterator<Item = &'p Publication>) {
+    /// being published, in the order given ([`ahead`]). Into a bucket, a file is checked as it is
+    /// put there or read back, never from a reading taken beforehand: nothing is read ahead.
+    pub fn read_ahead<'p>(&self, target_root: &Url, publications: impl IntoIterator<Item = &'p Publication>) {
+        if store::local_path(target_root).is_none() {
+            return;
+        }
         let root = self.rehearsal.table_url();
         self.ahead.queue(publications.into_iter().map(|publication| {
             let files = publication.adds.iter().chain(&publication.cdc);
