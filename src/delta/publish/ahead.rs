@@ -1,7 +1,7 @@
 //! The sha256 of the next slice's files, read while a slice commits.
 //!
 //! Publishing checks every file it places against the sha256 the plan recorded. On a disk that held
-//! one core for 4 ms a 4 MiB file, slice after slice, while the other core idled (docs/BENCHMARKS.md).
+//! one core ~2.5 ms for a 4 MiB file, slice after slice, while the other idled (docs/BENCHMARKS.md).
 //! So while one slice is placed and committed, the files of the next are read on a thread of their
 //! own, and the check of a placed file takes that reading only when it provably holds for the bytes
 //! that land:
