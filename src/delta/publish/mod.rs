@@ -18,7 +18,7 @@
 //!    ledger keys and transaction. A crash before the commit leaves only unreferenced files, which
 //!    the resumed apply finds in place and checks again. A rehearsal commit that would change the
 //!    table itself (metadata, protocol, domain metadata) is refused: publishing carries data only.
-//!    On a disk, the next slice's files are read while a slice commits ([`ahead`]).
+//!    On a disk, the next slice's files are read while a slice commits (`publish/ahead.rs`).
 
 mod ahead;
 
@@ -293,7 +293,7 @@ impl<'a> Publisher<'a> {
     }
 
     /// Starts reading the files of the slices to publish on a disk, one slice ahead of the slice
-    /// being published, in the order given ([`ahead`]). Into a bucket, a file is checked as it is
+    /// being published, in the order given (`publish/ahead.rs`). Into a bucket, a file is checked as it is
     /// put there or read back, never from a reading taken beforehand: nothing is read ahead.
     pub fn read_ahead<'p>(&self, target_root: &Url, publications: impl IntoIterator<Item = &'p Publication>) {
         if store::local_path(target_root).is_none() {
