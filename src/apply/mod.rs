@@ -426,9 +426,14 @@ impl<'a> Apply<'a> {
         let publisher = match preflight.recompute || pending.is_empty() {
             true => None,
             false => Some(
-                publisher(&preflight.stores, plan, pending.iter().map(|s| s.index))
-                    .await
-                    .map_err(ApplyError::Unpublishable)?,
+                publisher(
+                    &preflight.stores,
+                    plan,
+                    pending.iter().map(|s| s.index),
+                    Some(preflight.target.table_url()),
+                )
+                .await
+                .map_err(ApplyError::Unpublishable)?,
             ),
         };
         let parallel = spec.slicing.parallel.max(1) as usize;
@@ -514,11 +519,13 @@ fn url_of(plan: &Plan) -> Result<url::Url, ApplyError> {
 }
 
 /// The publisher of the rehearsed slices, once it is sure it can publish every pending one: the
-/// rehearsal the plan reviewed, unchanged, holding every file to publish.
+/// rehearsal the plan reviewed, unchanged, holding every file to publish. An apply names its
+/// target, and the pending slices' files start being read ahead for it; `bf status` names none.
 async fn publisher<'s>(
     stores: &'s Stores,
     plan: &Plan,
     pending: impl Iterator<Item = usize>,
+    read_ahead_into: Option<&url::Url>,
 ) -> Result<Publisher<'s>, String> {
     let publications: Vec<&crate::delta::publish::Publication> = pending
         .map(|index| {
@@ -538,8 +545,9 @@ async fn publisher<'s>(
         Publisher::open(stores, &rehearsal, table_id, plan.rehearsal.version, &plan.target.partition_columns)
             .await?;
     publisher.check(publications.iter().copied()).await?;
-    let target = url::Url::parse(&plan.target.uri).map_err(|e| format!("the saved target URI: {e}"))?;
-    publisher.read_ahead(&target, publications);
+    if let Some(target) = read_ahead_into {
+        publisher.read_ahead(target, publications);
+    }
     Ok(publisher)
 }
 

@@ -107,5 +107,5 @@ pub async fn cannot_publish(plan: &Plan, state: &ApplyState) -> Option<String> {
         Ok(stores) => stores,
         Err(e) => return Some(e.to_string()),
     };
-    publisher(&stores, plan, pending).await.err()
+    publisher(&stores, plan, pending, None).await.err()
 }
