@@ -31,10 +31,8 @@ def planned(bf: str, work: Path, variant: str, folder: Path) -> Path:
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    bench.fresh_copy(work / f"orders-36m-{variant}", folder / "table")
     first, last = bench.month_start(12), bench.month_end(23)
-    plan = bench.plan_text(folder / "table", work / "inputs", first, last, "month", folder / "rehearsal")
-    (folder / "plan.toml").write_text(plan)
+    bench.planned_copy(work / f"orders-36m-{variant}", folder, work / "inputs", first, last)
     subprocess.run([bf, "plan", "plan.toml", "-q"], cwd=folder, capture_output=True, check=True, env=rooted(work))
     return folder
 

@@ -30,9 +30,9 @@ fn the_benchmark_script_runs_every_workload_at_a_small_size() {
     let expected = [
         (
             "W1 apply, unpartitioned",
-            vec!["bf apply", "bf plan", "bf plan + apply", "loop", "limit", "limit, one core"],
+            vec!["bf apply", "bf plan", "bf plan + apply", "bf write alone", "loop", "limit", "limit, one core"],
         ),
-        ("W1 apply, partitioned", vec!["bf apply", "loop", "limit", "limit, one core"]),
+        ("W1 apply, partitioned", vec!["bf apply", "bf write alone", "loop", "limit", "limit, one core"]),
         ("W2 one-month plan", vec!["bf plan on 4 months", "bf plan on 1 month"]),
         ("W2 clone of 40 files", vec!["bf clone, small", "bf clone, 10x rows", "cp -r, 10x rows"]),
         ("W3 one slice of 2,000 rows", vec!["bf plan", "bf apply", "loop", "limit"]),
