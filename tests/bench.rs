@@ -30,7 +30,15 @@ fn the_benchmark_script_runs_every_workload_at_a_small_size() {
     let expected = [
         (
             "W1 apply, unpartitioned",
-            vec!["bf apply", "bf plan", "bf plan + apply", "bf write alone", "loop", "limit", "limit, one core"],
+            vec![
+                "bf apply",
+                "bf plan",
+                "bf plan + apply",
+                "bf write alone",
+                "loop",
+                "limit",
+                "limit, one core",
+            ],
         ),
         ("W1 apply, partitioned", vec!["bf apply", "bf write alone", "loop", "limit", "limit, one core"]),
         ("W2 one-month plan", vec!["bf plan on 4 months", "bf plan on 1 month"]),
