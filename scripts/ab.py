@@ -1,11 +1,17 @@
-"""`bf apply` of two or more bf builds side by side: W1's 12 monthly slices and W4's resume.
+"""Two or more bf builds side by side, the builds alternating so a noisy machine slows them alike.
 
-Each build plans W1 into its own scratch folder once; every run then applies a fresh hard-linked
-copy of that planned folder (table, rehearsal and saved plan: Delta writers only add files), the
-builds alternating, so a noisy machine slows them alike. W4 is planned and crashed
-(`BF_FAULT=after-commit:6`) afresh before each timed resume. Prints medians.
+`--verb apply` (the default): W1's 12 monthly slices and W4's resume. Each build plans W1 into its
+own scratch folder once; every run then applies a fresh hard-linked copy of that planned folder
+(table, rehearsal and saved plan: Delta writers only add files). W4 is planned and crashed
+(`BF_FAULT=after-commit:6`) afresh before each timed resume.
 
-    python3 scripts/ab-apply.py --work /work/bench-work OLD_BF NEW_BF [--runs 9]
+`--verb plan`: W1's `bf plan`, each run on a fresh hard-linked copy of the table, timed with the
+CPU time it took (user + system): on two cores the plan's writes and comparisons share them, so
+its CPU time moves less than its wall time when the machine is busy.
+
+Prints medians.
+
+    python3 scripts/ab.py --work /work/bench-work OLD_BF NEW_BF [--runs 9] [--verb plan]
 
 `--work` is a `scripts/bench` work folder (its tables and inputs are made by a run of it).
 """
@@ -42,6 +48,34 @@ def rooted(work: Path, **extra: str) -> dict:
     return dict(os.environ, BF_ROOT=str(work), **extra)
 
 
+def timed_plan(bf: str, folder: Path, env: dict) -> tuple[float, float]:
+    """`bf plan` in `folder`: its wall and CPU seconds."""
+    started = time.monotonic()
+    child = subprocess.Popen([bf, "plan", "plan.toml", "-q"], cwd=folder, env=env, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+    stderr = child.stderr.read()
+    _, status, usage = os.wait4(child.pid, 0)
+    seconds = time.monotonic() - started
+    child.returncode = os.waitstatus_to_exitcode(status)
+    if child.returncode != 0:
+        sys.exit(f"{bf} plan in {folder}: exit {child.returncode}\n{stderr.decode()}")
+    return seconds, usage.ru_utime + usage.ru_stime
+
+
+def plans(args) -> dict:
+    times: dict[tuple[str, str], list[float]] = {}
+    first, last = bench.month_start(12), bench.month_end(23)
+    for variant in ["unpartitioned", "partitioned"]:
+        for _ in range(args.runs):
+            for bf in args.builds:
+                folder = bench.fresh_scratch(args.work)
+                bench.planned_copy(args.work / f"orders-36m-{variant}", folder, args.work / "inputs", first, last)
+                seconds, cpu = timed_plan(bf, folder, rooted(args.work))
+                times.setdefault((f"W1 {variant} plan", bf), []).append(seconds)
+                times.setdefault((f"W1 {variant} plan CPU", bf), []).append(cpu)
+    return times
+
+
 def timed_apply(bf: str, folder: Path, env: dict, expect_failure: bool = False) -> float:
     started = time.monotonic()
     done = subprocess.run([bf, "apply", "--auto-approve", "-q"], cwd=folder, capture_output=True, env=env)
@@ -55,8 +89,16 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--work", type=Path, required=True)
     parser.add_argument("--runs", type=int, default=9)
+    parser.add_argument("--verb", choices=["apply", "plan"], default="apply")
     parser.add_argument("builds", nargs="+")
     args = parser.parse_args()
+    times = applies(args) if args.verb == "apply" else plans(args)
+    for (workload, bf), seconds in times.items():
+        print(f"{workload:22s} {bf:40s} median {statistics.median(seconds):.3f} s  min {min(seconds):.3f} s")
+    shutil.rmtree(args.work / "scratch", ignore_errors=True)
+
+
+def applies(args) -> dict:
     scratch = args.work / "scratch"
     times: dict[tuple[str, str], list[float]] = {}
     for variant in ["unpartitioned", "partitioned"]:
@@ -81,9 +123,7 @@ def main():
             folder = planned(bf, args.work, "unpartitioned", scratch / "ab-w4")
             timed_apply(bf, folder, rooted(args.work, BF_FAULT="after-commit:6"), expect_failure=True)
             times.setdefault(("W4 resumed", bf), []).append(timed_apply(bf, folder, rooted(args.work)))
-    for (workload, bf), seconds in times.items():
-        print(f"{workload:18s} {bf:40s} median {statistics.median(seconds):.3f} s  min {min(seconds):.3f} s")
-    shutil.rmtree(scratch, ignore_errors=True)
+    return times
 
 
 if __name__ == "__main__":
