@@ -43,7 +43,7 @@ struct Keyed {
     /// The number of the first row of each batch.
     starts: Vec<u32>,
     keys: Rows,
-    /// Each keyed row's number and its key's first 16 bytes, which decide most comparisons.
+    /// Each keyed row's key's first 16 bytes, which decide most comparisons, and its number.
     ordered: Vec<(u128, u32)>,
     /// Rows with a NULL in the key, which pair with nothing.
     unkeyed: Vec<u32>,
