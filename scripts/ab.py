@@ -48,20 +48,6 @@ def rooted(work: Path, **extra: str) -> dict:
     return dict(os.environ, BF_ROOT=str(work), **extra)
 
 
-def timed_plan(bf: str, folder: Path, env: dict) -> tuple[float, float]:
-    """`bf plan` in `folder`: its wall and CPU seconds."""
-    started = time.monotonic()
-    child = subprocess.Popen([bf, "plan", "plan.toml", "-q"], cwd=folder, env=env, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)
-    stderr = child.stderr.read()
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.monotonic() - started
-    child.returncode = os.waitstatus_to_exitcode(status)
-    if child.returncode != 0:
-        sys.exit(f"{bf} plan in {folder}: exit {child.returncode}\n{stderr.decode()}")
-    return seconds, usage.ru_utime + usage.ru_stime
-
-
 def plans(args) -> dict:
     times: dict[tuple[str, str], list[float]] = {}
     first, last = bench.month_start(12), bench.month_end(23)
@@ -70,9 +56,9 @@ def plans(args) -> dict:
             for bf in args.builds:
                 folder = bench.fresh_scratch(args.work)
                 bench.planned_copy(args.work / f"orders-36m-{variant}", folder, args.work / "inputs", first, last)
-                seconds, cpu = timed_plan(bf, folder, rooted(args.work))
-                times.setdefault((f"W1 {variant} plan", bf), []).append(seconds)
-                times.setdefault((f"W1 {variant} plan CPU", bf), []).append(cpu)
+                planned = bench.measure([bf, "plan", "plan.toml", "-q"], folder, rooted(args.work))
+                times.setdefault((f"W1 {variant} plan", bf), []).append(planned.seconds)
+                times.setdefault((f"W1 {variant} plan CPU", bf), []).append(planned.cpu_seconds)
     return times
 
 

@@ -6,9 +6,9 @@
 //! from the rehearsal's write that runs beside it. Here each side's rows are put in key order (the
 //! key encoded once in Arrow's row format, which orders as SQL does; rows already in key order,
 //! as a table's files often are, cost little to sort), the two orders are walked together, and
-//! whether a pair changed is asked column by column of all pairs at once (Arrow's `IS DISTINCT
-//! FROM` kernel, the one DataFusion's runs). The walk meets the rows in key order, so each kind's
-//! samples are its first rows met, and a key that repeats is next to its twin.
+//! whether a pair changed is asked column by column, of every pair not yet known to differ at once
+//! (Arrow's `IS DISTINCT FROM` kernel, the one DataFusion's runs). The walk meets the rows in key
+//! order, so each kind's samples are its first rows met, and a key that repeats is next to its twin.
 //!
 //! It answers what the SQL pairing answers, to the row: a row whose key has a NULL pairs with
 //! nothing (SQL's `=`), two rows are the same when no column is distinct (NULLs equal, −0.0 equal
@@ -292,8 +292,9 @@ fn differs(
             break;
         }
         // SQL's `IS DISTINCT FROM`: DataFusion takes −0.0 for 0.0 before Arrow's kernel compares.
-        let read =
-            |side: &Keyed, at: &[(usize, usize)]| side.gather(column, at).map(|c| normalize_float_zero(&c));
+        let read = |side: &Keyed, rows: &[(usize, usize)]| {
+            side.gather(column, rows).map(|c| normalize_float_zero(&c))
+        };
         let Ok(distinct) = distinct(&read(before, &at[0])?, &read(after, &at[1])?) else { return Ok(None) };
         let mut still = 0;
         for (k, differs) in distinct.values().iter().enumerate() {
@@ -449,7 +450,7 @@ mod tests {
     }
 
     #[test]
-    fn keys_longer_than_their_prefix_are_ordered_by_every_byte() {
+    fn keys_longer_than_their_prefix_are_ordered_and_paired_by_every_byte() {
         let long = "a sixteen-byte prefix, then ";
         let names = [format!("{long}2"), "b".into(), format!("{long}1"), "".into(), long.into()];
         let schema = Arc::new(Schema::new(vec![Field::new("k", DataType::Utf8, true)]));
@@ -463,6 +464,17 @@ mod tests {
         let mut sorted: Vec<&str> = names.iter().map(String::as_str).collect();
         sorted.sort();
         assert_eq!(ordered, sorted);
+
+        // Keys that tie on their prefix are neither paired nor taken for a repeated key.
+        let side = |names: &[String]| {
+            let column: ArrayRef =
+                Arc::new(StringArray::from(names.iter().map(String::as_str).collect::<Vec<_>>()));
+            vec![RecordBatch::try_new(schema.clone(), vec![column]).unwrap()]
+        };
+        let before = side(&[format!("{long}1"), format!("{long}2")]);
+        let after = side(&[format!("{long}2"), format!("{long}3")]);
+        let paired = pair(&schema, &before, &after, &["k".to_owned()], 0).unwrap().expect("paired in memory");
+        assert_eq!((paired.added, paired.removed, paired.changed, paired.unchanged), (1, 1, 0, 1));
     }
 
     #[test]
