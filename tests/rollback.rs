@@ -273,3 +273,82 @@ async fn another_writer_inside_the_window_needs_force_and_to_version_restores_an
         .success();
     assert_eq!(rows(&silver, None, "true").await, rows(&silver, Some(3), "true").await);
 }
+
+/// Runs `bf ARGS` on a pseudo-terminal (util-linux `script`), waits for its question, runs
+/// `meanwhile`, then answers "yes": a person at a terminal while the daily job runs. Returns the
+/// exit code and what it printed.
+async fn answered_yes_after(
+    root: &Path,
+    args: &str,
+    meanwhile: impl std::future::Future<Output = ()>,
+) -> (Option<i32>, String) {
+    use std::io::Read;
+    use std::sync::{Arc, Mutex};
+    let bf = assert_cmd::cargo::cargo_bin("bf");
+    let mut asked = std::process::Command::new("script")
+        .args(["-qec", &format!("{} {args}", bf.display()), "/dev/null"])
+        .current_dir(root)
+        .env_remove("BF_STATE_DIR")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let printed = Arc::new(Mutex::new(Vec::new()));
+    let mut stdout = asked.stdout.take().unwrap();
+    let reading = {
+        let printed = printed.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                printed.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        })
+    };
+    let said = || String::from_utf8_lossy(&printed.lock().unwrap()).into_owned();
+    crate::common::wait_for("the rollback's question", || said().contains("Only 'yes' will be accepted"));
+    meanwhile.await;
+    std::io::Write::write_all(asked.stdin.as_mut().unwrap(), b"yes\n").unwrap();
+    let status = asked.wait().unwrap();
+    reading.join().unwrap();
+    (status.code(), said())
+}
+
+/// A rollback's question may wait minutes for its answer. What it weighed before asking is read
+/// again after the answer: a May order appended while the full rollback asks is not discarded by
+/// the RESTORE (refused, the order kept, March still the backfill's), and an UPDATE of a March order
+/// while the window-only rollback asks is not overwritten (refused, the new amount kept). Each
+/// outcome read by DuckDB.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_landing_while_the_rollback_asks_is_weighed_after_the_answer() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    plan_and_apply(root);
+    let backfilled = duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}"));
+
+    let (code, said) = answered_yes_after(root, "rollback --cascade", append_outside_march(&silver, 1)).await;
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("a full RESTORE would silently discard them"), "{said}");
+    assert_eq!(
+        duckdb_count(&silver, "SELECT count(*) FROM t WHERE order_id = 9001"),
+        1,
+        "the May order stays"
+    );
+    assert_eq!(duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}")), backfilled);
+
+    let update = async {
+        let table = open_table(&silver).await;
+        table.update().with_predicate("order_id = 780").with_update("amount", "99.0").await.unwrap();
+    };
+    let (code, said) = answered_yes_after(root, "rollback --cascade --window-only", update).await;
+    assert_eq!(code, Some(1), "{said}");
+    assert!(said.contains("other writers wrote inside the window"), "{said}");
+    assert_eq!(
+        duckdb_rows(&silver, "SELECT amount FROM t WHERE order_id = 780"),
+        ["99.0"],
+        "the update stays"
+    );
+}

@@ -88,6 +88,11 @@ pub enum RollbackError {
     Unsupported(#[from] crate::delta::compat::Unsupported),
     #[error(transparent)]
     Ledger(#[from] ledger::LedgerError),
+    #[error(
+        "another writer committed to {table} while the rollback was being written; nothing was written. \
+         Run `bf rollback` again: it weighs that commit like any other"
+    )]
+    Moved { table: String },
 }
 
 impl From<DeltaTableError> for RollbackError {
@@ -123,6 +128,8 @@ pub struct RollbackPlan {
     pub cancelled: Vec<Entry>,
     /// The window the backfill's slices cover.
     pub window: Window,
+    /// The table's version this was read at: a rollback commits on it, or not at all.
+    pub read_at: u64,
 }
 
 /// What a rollback did.
@@ -179,6 +186,7 @@ pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<Ro
         earlier: Vec::new(),
         others: Vec::new(),
         cancelled: Vec::new(),
+        read_at: table.version().unwrap_or(0),
     };
     for entry in since {
         if entry.keys.rollback_of.as_deref() == Some(backfill_id) {
@@ -227,6 +235,25 @@ impl RollbackPlan {
         &self.backfill.backfill.backfill_id
     }
 
+    /// This rollback read from the log again, as the table is now. What was shown before a prompt
+    /// may be minutes old when it is answered, and another writer's commit meanwhile must be
+    /// weighed like one before it: every check decides on this reading.
+    async fn again(&self) -> Result<RollbackPlan, RollbackError> {
+        let now = prepare(&self.stores, &self.url, self.backfill_id()).await?;
+        Ok(RollbackPlan { catalog: self.catalog.clone(), ..now })
+    }
+
+    /// A commit refused because the table moved past the version it was built on is another
+    /// writer's: said as such.
+    fn moved(&self, error: DeltaTableError) -> RollbackError {
+        match error {
+            DeltaTableError::Transaction {
+                source: deltalake::kernel::transaction::TransactionError::MaxCommitAttempts(0),
+            } => RollbackError::Moved { table: self.table.clone() },
+            other => other.into(),
+        }
+    }
+
     /// The version of an earlier run's RESTORE of this backfill, if one committed.
     pub fn restored_at(&self) -> Option<u64> {
         self.earlier.iter().find(|e| self.is_restore(e) && e.operation == "RESTORE").map(|e| e.version)
@@ -246,9 +273,17 @@ impl RollbackPlan {
     }
 
     /// Every reason the rollback ([`restore`](Self::restore), or [`window_only`](Self::window_only)
-    /// with `force`) would refuse before writing, found without writing: a chain checks each of its
-    /// tables before it rolls back any.
-    pub async fn check(&self, window_only: bool, force: bool) -> Result<(), RollbackError> {
+    /// with `force`) would refuse before writing, found without writing, on the log as it is now
+    /// (read again: what was read before a prompt may be minutes old). Returns the version it
+    /// checked, which is the one a rollback writes on. A chain checks each of its tables before it
+    /// rolls back any, and each again as it is rolled back.
+    pub async fn check(&self, window_only: bool, force: bool) -> Result<u64, RollbackError> {
+        let now = self.again().await?;
+        now.check_as_read(window_only, force).await?;
+        Ok(now.read_at)
+    }
+
+    async fn check_as_read(&self, window_only: bool, force: bool) -> Result<(), RollbackError> {
         // Undoing a backfill rewrites its window: frozen days there need the approval it was
         // applied with, as its plan needed it.
         let table = self.stores.open(&self.url, None).await?;
@@ -313,17 +348,18 @@ impl RollbackPlan {
                 (table, version, Some(rows))
             }
             None => {
-                self.check(false, false).await?;
-                let table = self.stores.open(&self.url, None).await?;
+                let checked = self.check(false, false).await?;
+                let table = self.stores.open(&self.url, Some(checked)).await?;
                 fault("rollback-before-restore");
+                // On exactly the version checked: a commit landing after the check fails the
+                // RESTORE instead of being discarded by it.
+                let commit = ledger::rollback_commit(&self.backfill.backfill, RollbackStep::Restore);
                 let (table, _metrics) = table
                     .restore()
                     .with_version_to_restore(pre_version as _)
-                    .with_commit_properties(ledger::rollback_commit(
-                        &self.backfill.backfill,
-                        RollbackStep::Restore,
-                    ))
-                    .await?;
+                    .with_commit_properties(commit.with_max_retries(0))
+                    .await
+                    .map_err(|error| self.moved(error))?;
                 let version = table.version().unwrap_or(0);
                 wrote.push(version);
                 (table, version, None)
@@ -367,8 +403,10 @@ impl RollbackPlan {
 
     /// Put back the window's rows slice by slice, keeping other writers' work outside it.
     pub async fn window_only(&self, force: bool) -> Result<RollbackReport, RollbackError> {
-        self.check(true, force).await?;
-        let mut table = self.stores.open(&self.url, None).await?;
+        let checked = self.check(true, force).await?;
+        // From the version checked: each slice's replaceWhere then fails on a commit landing in its
+        // days since (deltalake's conflict check reads its predicate), never writes over it.
+        let mut table = self.stores.open(&self.url, Some(checked)).await?;
         let pre_version = self.backfill.backfill.pre_version;
         let rows_before = self.window_rows(&table).await?;
         let date_column = self.backfill.backfill.date_column.clone();
@@ -427,23 +465,31 @@ impl RollbackPlan {
         }
     }
 
-    /// Other writers' commits since the backfill that added files holding window rows, or removed any.
+    /// Other writers' commits since the backfill that added or removed, as a change of data, a file
+    /// that may hold window rows: by its partition value or statistics, and a remove that names
+    /// neither may hold any day (an overwrite without a predicate removes every file).
     async fn others_in_window(&self, table: &DeltaTable) -> Result<Vec<Entry>, RollbackError> {
         // The log keys partition values and statistics by the column's physical name.
         let column = &crate::delta::table::physical_name(table, &self.backfill.backfill.date_column);
         let mut inside = Vec::new();
         for entry in &self.others {
-            let adds = ledger::added_files(table, entry.version).await?;
-            let touches = adds.iter().any(|add| {
-                let partition_values = add
+            let Some(logged) = ledger::read_log(table, entry.version..=entry.version).await?.pop() else {
+                // Its log entry was cleaned up: what it did cannot be told, so it may have.
+                inside.push(entry.clone());
+                continue;
+            };
+            let touches = logged.actions.iter().any(|action| {
+                let Some(file) = action.get("add").or_else(|| action.get("remove")) else { return false };
+                if file.get("dataChange").and_then(|c| c.as_bool()) == Some(false) {
+                    return false;
+                }
+                let partition_values = file
                     .get("partitionValues")
                     .and_then(|p| serde_json::from_value(p.clone()).ok())
                     .unwrap_or_default();
-                overlaps(&self.window, column, &partition_values, add.get("stats").and_then(|s| s.as_str()))
+                overlaps(&self.window, column, &partition_values, file.get("stats").and_then(|s| s.as_str()))
             });
-            let removes = matches!(entry.operation.as_str(), "DELETE" | "UPDATE" | "MERGE" | "RESTORE")
-                || entry.predicate.is_some();
-            if touches || removes {
+            if touches {
                 inside.push(entry.clone());
             }
         }
