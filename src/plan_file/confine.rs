@@ -8,8 +8,8 @@
 //!   git work tree holding the plan file (outside any, the plan folder's parent). A checkout is
 //!   then confined by default, with nothing to configure.
 //! - **Store locations** may be limited to URL prefixes (`BF_ALLOWED_LOCATIONS`).
-//! - **Connection settings** (`endpoint`, and `allow_http`, `skip_signature`, `use_emulator`, which
-//!   only make sense with one) decide where the runner's credentials are sent: a plan may set them
+//! - **Connection settings** (`endpoint`, and `allow_http`, `skip_signature`, `use_emulator`,
+//!   `virtual_hosted_style_request`, which only make sense with one) decide where the runner's credentials are sent: a plan may set them
 //!   only to an endpoint the operator lists (`BF_ALLOWED_ENDPOINTS`). The environment's own
 //!   `AWS_ENDPOINT_URL` and the like are the operator's and keep working.
 //!
@@ -299,6 +299,8 @@ impl Policy {
             ("allow_http", storage.allow_http),
             ("skip_signature", storage.skip_signature),
             ("use_emulator", storage.use_emulator),
+            // Puts the bucket's name in the host a request goes to.
+            ("virtual_hosted_style_request", storage.virtual_hosted_style_request),
         ];
         for (key, value) in switches {
             if value == Some(true) && !endpoint_allowed {

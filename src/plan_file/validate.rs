@@ -432,6 +432,28 @@ impl PlanFile {
                 ),
             }
         }
+        // A setting that names a place becomes part of a request's URL (S3's host is
+        // `s3.<region>.amazonaws.com`, Azure's `<account>.blob.core.windows.net`): one holding
+        // `@`, `/` or `.` would send the runner's credentials to a host of the plan's choosing.
+        // Each may hold only what such a name holds.
+        if let Some(region) = &storage.region
+            && !is_region(region)
+        {
+            issues.add_with_help(
+                "storage.region",
+                "the region is not a region name: lowercase letters, digits and dashes, e.g. \"eu-west-1\"",
+                "where bf connects is the operator's choice; a region's name cannot name a host",
+            );
+        }
+        if let Some(account) = &storage.account_name
+            && !is_account(account)
+        {
+            issues.add_with_help(
+                "storage.account_name",
+                "the account is not a storage account name: 3 to 24 lowercase letters and digits, e.g. \"acmelake\"",
+                "where bf connects is the operator's choice; an account's name cannot name a host",
+            );
+        }
         if let Some(timeout) = &storage.retry_timeout
             && !is_duration(timeout)
         {
@@ -443,6 +465,20 @@ impl PlanFile {
             );
         }
     }
+}
+
+/// An S3 region's name (`eu-west-1`, `us-gov-west-1`; an S3-compatible store's own, `garage`):
+/// lowercase letters and digits in dash-separated words, nothing that could end a host name.
+fn is_region(region: &str) -> bool {
+    region.len() <= 64
+        && region.split('-').all(|word| {
+            !word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
+}
+
+/// An Azure storage account's name, as Azure allows them: 3 to 24 lowercase letters and digits.
+fn is_account(account: &str) -> bool {
+    (3..=24).contains(&account.len()) && account.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
 }
 
 impl PlanFile {
