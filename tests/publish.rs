@@ -204,3 +204,118 @@ async fn the_scenarios_end_with_the_same_rows_published_or_recomputed() {
     assert_eq!(ends[0].1.len(), 131, "September's 130 orders and the late one");
     assert_eq!(ends[0], ends[1]);
 }
+
+/// An edit of a saved plan between `bf plan` and `bf apply`.
+type Tamper<'a> = Box<dyn Fn(&mut Value) + 'a>;
+
+/// The live files of the table in `dir`, read from its raw log (adds not removed since).
+fn live_files(table: &Path) -> Vec<String> {
+    let mut live = std::collections::BTreeSet::new();
+    for (_, file) in crate::common::commit_files(table) {
+        for line in std::fs::read_to_string(file).unwrap().lines() {
+            let action: Value = serde_json::from_str(line).unwrap();
+            let decoded = |p: &Value| {
+                percent_encoding::percent_decode_str(p.as_str().unwrap()).decode_utf8().unwrap().into_owned()
+            };
+            if let Some(path) = action.pointer("/add/path") {
+                live.insert(decoded(path));
+            }
+            if let Some(path) = action.pointer("/remove/path") {
+                live.remove(&decoded(path));
+            }
+        }
+    }
+    live.into_iter().collect()
+}
+
+/// A saved plan is a file anyone on its way may edit. What a slice removes is derived again from the
+/// table and the rehearsal as the slice commits, so an unsigned saved plan whose slice lists the
+/// table's other files (February's, April's), leaves one out, or points the slice at another slice's
+/// rehearsal commit is refused before any commit: not one byte of the table changes. The saved plan
+/// as `bf plan` wrote it then applies. Partitioned by the date and not.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_saved_plan_edited_to_remove_other_files_removes_nothing() {
+    const FEBRUARY: [OrderRow; 2] =
+        [(21, "C21", 5.0, "EUR", "2026-02-27"), (22, "C22", 6.0, "EUR", "2026-02-28")];
+    const APRIL: [OrderRow; 1] = [(41, "C41", 7.0, "EUR", "2026-04-01")];
+    for partitioned in [false, true] {
+        let context = format!("partitioned {partitioned}");
+        let dir = tempfile::tempdir().unwrap();
+        let table = dir.path().join("orders");
+        orders_table(&table, partitioned, &[&FEBRUARY, &ORDERS, &APRIL]).await;
+        std::fs::write(
+            dir.path().join("fixed.csv"),
+            "order_id,customer,amount,currency,order_date\n1,C1,11.0,EUR,2026-03-01\n3,C3,33.0,USD,2026-03-02\n",
+        )
+        .unwrap();
+        write_plan(
+            dir.path(),
+            "plan.toml",
+            "reason = \"Fix two days.\"\n[target]\ntable = \"orders\"\ndate_column = \"order_date\"\n\
+             [window]\nstart = 2026-03-01\nend = 2026-03-02\n[slicing]\nevery = \"day\"\n\
+             [source]\ninputs.src = { path = \"fixed.csv\", format = \"csv\" }\n\
+             query = \"SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM src\"\n",
+        );
+        ok(dir.path(), &["plan", "plan.toml", "-q", "--out", "saved.json"]);
+        let saved: Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("saved.json")).unwrap()).unwrap();
+        let live = live_files(&table);
+        let first = &saved["slices"][0]["publication"];
+        let listed: Vec<String> = serde_json::from_value(first["removes"].clone()).unwrap();
+        assert!(!listed.is_empty(), "{context}: slice 1 replaces a file");
+        let others: Vec<&String> = live.iter().filter(|f| !listed.contains(f)).collect();
+        assert!(others.len() >= 2, "{context}: February's and April's files are live: {live:?}");
+
+        // Each edit keeps the saved plan's own sums true (the blast radius counts the files a slice
+        // removes), so that it reaches the slice's commit: what is refused there is the list itself.
+        let set_removes = |plan: &mut Value, removes: Vec<Value>| {
+            let delta = removes.len() as i64 - listed.len() as i64;
+            plan["slices"][0]["publication"]["removes"] = Value::Array(removes);
+            for radius in ["/slices/0/blast_radius/files_removed", "/blast_radius/files_removed"] {
+                let files = plan.pointer_mut(radius).unwrap();
+                *files = (files.as_i64().unwrap() + delta).into();
+            }
+        };
+        let tampers: [(&str, &str, Tamper); 3] = [
+            (
+                "every other live file listed",
+                "its rehearsal did not remove",
+                Box::new(|plan| {
+                    let all = listed.iter().chain(others.iter().copied()).map(|f| Value::from(f.as_str()));
+                    set_removes(plan, all.collect());
+                }),
+            ),
+            ("a file left out", "its rehearsal removed", Box::new(|plan| set_removes(plan, Vec::new()))),
+            (
+                "another slice's rehearsal commit",
+                "is not this plan's rehearsal of slice 1",
+                Box::new(|plan| {
+                    for key in ["publication", "blast_radius"] {
+                        let second = plan["slices"][1][key].clone();
+                        plan["slices"][1][key] = plan["slices"][0][key].clone();
+                        plan["slices"][0][key] = second;
+                    }
+                }),
+            ),
+        ];
+        let before = snapshot(&table);
+        for (what, why, tamper) in &tampers {
+            let mut plan = saved.clone();
+            tamper(&mut plan);
+            std::fs::write(dir.path().join("tampered.json"), serde_json::to_string(&plan).unwrap()).unwrap();
+            let out =
+                bf_in(dir.path()).args(["apply", "tampered.json", "--auto-approve", "-q"]).output().unwrap();
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            assert_eq!(out.status.code(), Some(1), "{context}, {what}: {stderr}");
+            assert!(
+                stderr.contains(why) && stderr.contains("nothing was committed"),
+                "{context}, {what}: {stderr}"
+            );
+            assert_eq!(snapshot(&table), before, "{context}, {what}: the table changed");
+        }
+        ok(dir.path(), &["apply", "saved.json", "--auto-approve", "-q"]);
+        let outside = "order_date NOT BETWEEN DATE '2026-03-01' AND DATE '2026-03-02'";
+        let kept = crate::common::duckdb_rows(&table, &format!("SELECT order_id FROM t WHERE {outside}"));
+        assert_eq!(kept, ["21", "22", "4", "41"], "{context}: read by DuckDB");
+    }
+}

@@ -325,6 +325,34 @@ async fn a_plans_endpoint_receives_nothing_unless_the_operator_allows_it() {
             refused_at(&checkout, &output, &plan, line, expect);
         }
     }
+    // A setting that names a place is part of a request's URL: S3's host is built from the region,
+    // Azure's from the account. Holding `@host/`, it would send the credentials there, with the
+    // store locations limited as well.
+    let host = endpoint.trim_start_matches("http://");
+    let named = [
+        ("region", "s3://lake/orders", format!("region = \"x@{host}/\""), "the region is not a region name"),
+        (
+            "account",
+            "az://lake/orders",
+            format!("account_name = \"x@{host}/\""),
+            "the account is not a storage account name",
+        ),
+        (
+            "virtual",
+            "s3://lake/orders",
+            "virtual_hosted_style_request = true".to_owned(),
+            "`virtual_hosted_style_request = true` changes how bf connects",
+        ),
+    ];
+    let limited: Vec<(&str, &str)> =
+        credentials.iter().copied().chain([("BF_ALLOWED_LOCATIONS", "s3://lake/,az://lake/")]).collect();
+    for (name, table, storage, expect) in named {
+        let plan = checkout.plan(&format!("{name}.toml"), |t| on_store(t, table, &storage));
+        for verb in ["validate", "plan"] {
+            let output = checkout.bf_with(&[verb, &plan.display().to_string()], &limited);
+            refused_at(&checkout, &output, &plan, 20, expect);
+        }
+    }
     assert_eq!(listener.connections(), 0, "a request reached the plan's endpoint");
 
     // The operator may allow it; `bf validate` still sends nothing.
@@ -478,14 +506,21 @@ async fn a_tampered_saved_plan_writes_no_table() {
     let original = planned(&checkout, &[]).await;
     let gold = url::Url::from_directory_path(checkout.repo().join("warehouse/gold").canonicalize().unwrap())
         .unwrap();
-    let tampers: [(&str, Tamper); 5] = [
+    let tampers: [(&str, Tamper); 7] = [
         ("another target", Box::new(|p| p["target"]["uri"] = gold.to_string().into())),
         ("another rehearsal", Box::new(|p| p["rehearsal"]["uri"] = gold.to_string().into())),
         (
-            "a failed guard, its problem erased",
+            "a guard its text does not declare",
             Box::new(|p| {
-                p["guards"] = serde_json::json!([{"name": "max_change_pct.rows", "passed": false, "detail": "rows changed"}]);
-                p["problems"] = serde_json::json!([]);
+                p["guards"] =
+                    serde_json::json!([{"name": "max_change_pct.rows", "passed": true, "detail": "ok"}]);
+            }),
+        ),
+        (
+            "a check erased",
+            Box::new(|p| {
+                let checks = p["checks"].as_array_mut().unwrap();
+                checks.retain(|c| c["name"] != "reconcile");
             }),
         ),
         (
@@ -499,8 +534,16 @@ async fn a_tampered_saved_plan_writes_no_table() {
             }),
         ),
         ("an input outside", Box::new(|p| p["inputs"][0]["path"] = "/etc/hostname".into())),
+        (
+            "rows outside the window moved, called unchanged",
+            Box::new(|p| {
+                let rows = p["outside_window"]["before"]["rows"].as_u64().unwrap();
+                p["outside_window"]["after"]["rows"] = (rows + 1).into();
+            }),
+        ),
     ];
     let before = (snapshot(&checkout.repo().join("warehouse")), checkout.untouched());
+    let before_orders = snapshot(&checkout.repo().join("warehouse/orders"));
     for (what, tamper) in &tampers {
         let mut plan = original.clone();
         tamper(&mut plan);
@@ -509,8 +552,8 @@ async fn a_tampered_saved_plan_writes_no_table() {
             let output = checkout.bf(verb);
             let text = said(&output);
             assert_eq!(output.status.code(), Some(1), "{what}: {verb:?}\n{text}");
-            let why = if what.contains("guard") {
-                "guard max_change_pct.rows failed"
+            let why = if what.contains("outside the window") {
+                "rows outside the window changed"
             } else {
                 "is not what its plan text says"
             };
@@ -522,6 +565,23 @@ async fn a_tampered_saved_plan_writes_no_table() {
             "{what}: a table was written"
         );
     }
+
+    // A guard's verdict is made again from the numbers beside it: a failed guard flipped to
+    // `passed`, its problem erased, is refused as failed.
+    let capped = checkout.plan("capped.toml", |t| t + "\n[guards]\nmax_bytes_rewritten = \"1 B\"\n");
+    let output = checkout.bf(&["plan", &capped.display().to_string(), "-q"]);
+    assert_eq!(output.status.code(), Some(1), "the guard fails: {}", said(&output));
+    let mut flipped: Value =
+        serde_json::from_str(&std::fs::read_to_string(checkout.repo().join(".bf/plan.json")).unwrap())
+            .unwrap();
+    assert_eq!(flipped["guards"][0]["passed"], false, "{}", flipped["guards"]);
+    flipped["guards"][0]["passed"] = true.into();
+    flipped["problems"] = serde_json::json!([]);
+    save(&checkout, &flipped);
+    let output = checkout.bf(&["apply", "--auto-approve"]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    assert!(said(&output).contains("guard max_bytes_rewritten failed"), "{}", said(&output));
+    assert_eq!(snapshot(&checkout.repo().join("warehouse/orders")), before_orders, "the table was written");
 
     // Signed: any change to the saved plan, and an unsigned one, is refused; the signed one applies.
     let key = [("BF_PLAN_KEY", "operator-key-not-in-the-repo")];

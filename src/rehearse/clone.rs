@@ -35,7 +35,7 @@ use crate::delta::store::{self, StoreError, Stores, display_url};
 use crate::window::Window;
 
 /// The folder of a clone that holds the files copied in from the source.
-pub const LOCALIZED: &str = "bf-localized";
+pub use crate::delta::publish::LOCALIZED;
 
 /// Builds a shallow clone of `source` at `destination`.
 pub struct ShallowClone<'a> {
@@ -165,8 +165,9 @@ impl<'a> ShallowClone<'a> {
         };
         let path = if localize {
             // A plain name: partition values live in the add action, and a name without
-            // escapes cannot be decoded differently by whoever reads it.
-            let copy = format!("{LOCALIZED}/{}.parquet", uuid::Uuid::new_v4());
+            // escapes cannot be decoded differently by whoever reads it. It is its original's
+            // hash, so that publishing knows which target file a removed copy stands for.
+            let copy = crate::delta::publish::localized_name(&decoded);
             let (bytes, by_store) = self
                 .stores
                 .copy(&absolute, &store::join(&self.destination, &copy))

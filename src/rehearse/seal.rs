@@ -156,6 +156,9 @@ fn check(plan: &Plan, scope: &Scope, above: &[&Plan], found: &mut Findings) {
     let spec = &document.plan;
     unbound.extend(differences(plan, &document, &target));
     unbound.extend(unnamed_files(plan, &document, above));
+    let (verdicts_failed, verdicts_unbound) = verdicts(plan, spec);
+    found.failed.extend(verdicts_failed.into_iter().map(at));
+    unbound.extend(verdicts_unbound);
     if spec.source.outside_window == OutsideRows::Refuse
         && plan.slices.iter().any(|s| s.source.outside_window > 0)
     {
@@ -175,14 +178,13 @@ fn check(plan: &Plan, scope: &Scope, above: &[&Plan], found: &mut Findings) {
     }
 }
 
-/// What the rehearsal found that stops the apply: failed checks and guards, rows outside the window
-/// moved, source rows with a NULL date.
+/// What the rehearsal found that stops the apply: failed checks, rows outside the window moved,
+/// source rows with a NULL date, a policy's denial. (Guards are judged again: [`verdicts`].)
 fn failures(plan: &Plan) -> Vec<String> {
     plan.checks
         .iter()
         .filter(|c| !c.passed)
         .map(|c| format!("check `{}` failed on slice {}", c.name, c.slice))
-        .chain(plan.guards.iter().filter(|g| !g.passed).map(|g| format!("guard {} failed", g.name)))
         .chain((!plan.outside_window.unchanged).then(|| "rows outside the window changed".to_owned()))
         .chain(
             plan.slices
@@ -192,6 +194,60 @@ fn failures(plan: &Plan) -> Vec<String> {
         )
         .chain(plan.policy.iter().flat_map(|d| &d.deny).map(|d| format!("policy denies: {d}")))
         .collect()
+}
+
+/// The verdicts the apply relies on, made again from what the saved plan records beside them: its
+/// guards from the window's totals and the slices' blast radius, the outside-the-window comparison
+/// from its measures, and every declared check present for every slice. A verdict flipped to
+/// `passed`, or a failed check erased, is caught here without a key; a coherent rewrite of the
+/// numbers as well is what `BF_PLAN_KEY` catches. Returns what failed and what is not the plan's.
+fn verdicts(plan: &Plan, spec: &plan_file::PlanFile) -> (Vec<String>, Vec<String>) {
+    use crate::rehearse::blast_radius::BlastRadius;
+    let mut failed = Vec::new();
+    let mut unbound = Vec::new();
+    // The blast radius a guard weighs is the slices', each the files its publication adds, whose
+    // sizes `bf apply` checks as it places them.
+    let slices_radius = BlastRadius::sum(plan.slices.iter().filter_map(|r| r.blast_radius.as_ref()));
+    let radius_bound = plan.blast_radius == slices_radius
+        && plan.slices.iter().all(|r| match (&r.publication, &r.blast_radius) {
+            (Some(p), Some(radius)) => {
+                radius.files_added == p.adds.len() as u64
+                    && radius.bytes_added == p.adds.iter().map(|f| f.size).sum::<u64>()
+                    && radius.files_removed == p.removes.len() as u64
+            }
+            _ => true,
+        });
+    if !radius_bound {
+        unbound.push("its blast radius is not its slices' files".into());
+    }
+    let guards = crate::rehearse::checks::run_guards(
+        &spec.guards,
+        &plan.total.before,
+        &plan.total.after,
+        &slices_radius,
+    );
+    failed.extend(
+        guards.iter().filter(|g| !g.passed).map(|g| format!("guard {} failed: {}", g.name, g.detail)),
+    );
+    // Which guards there are is the text's; whether each passed is the numbers' (above), whatever
+    // the saved plan's `passed` flags say.
+    let made: Vec<&str> = guards.iter().map(|g| g.name.as_str()).collect();
+    let recorded: Vec<&str> = plan.guards.iter().map(|g| g.name.as_str()).collect();
+    if made != recorded {
+        unbound.push("its guards are not the ones its text declares".into());
+    }
+    if plan.outside_window.unchanged && !plan.outside_window.before.same_as(&plan.outside_window.after) {
+        failed.push("rows outside the window changed".into());
+    }
+    let declared = spec.checks.iter().map(|c| c.name.as_str()).chain(["reconcile"]);
+    for slice in &plan.slices {
+        for name in declared.clone() {
+            if !plan.checks.iter().any(|c| c.slice == slice.index && c.name == name) {
+                unbound.push(format!("check `{name}` of slice {} is not recorded", slice.index));
+            }
+        }
+    }
+    (failed, unbound)
 }
 
 /// The saved plan's own text, read again as a plan file within the scope, and the target it names;
