@@ -571,3 +571,56 @@ async fn a_change_data_file_that_is_not_the_rehearsed_one_is_not_published() {
     assert!(stderr.contains("is not the rehearsed file") && stderr.contains("_change_data"), "{stderr}");
     assert_eq!(slices_committed(&table), [1, 2], "slice 3 was not committed");
 }
+
+/// Ages every file of the table's log past its retention and runs deltalake's own log cleanup
+/// behind a checkpoint at the latest version: a plan reviewed for a month, with the table's
+/// `delta.logRetentionDuration` (30 days) at its default. Returns the first version whose commit
+/// file is still there.
+async fn log_cleaned_up(table: &Path) -> u64 {
+    let opened = crate::common::open_table(table).await;
+    bf::deltalake::checkpoints::create_checkpoint(&opened, None).await.unwrap();
+    let month_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(31 * 24 * 3600);
+    for entry in std::fs::read_dir(table.join("_delta_log")).unwrap() {
+        let file = std::fs::File::options().write(true).open(entry.unwrap().path()).unwrap();
+        file.set_modified(month_ago).unwrap();
+    }
+    let removed = bf::deltalake::checkpoints::cleanup_metadata(&opened, None).await.unwrap();
+    assert!(removed > 0, "the cleanup removed commit files");
+    commit_files(table).iter().map(|(v, _)| *v).min().unwrap()
+}
+
+/// A plan reviewed for a month: another writer appends an order dated in slice 5, more loads
+/// follow, and the log's commit files age past their retention and are cleaned up. The commit
+/// that wrote the order is gone from the log, so what it did to the slices cannot be told: the
+/// plan is stale. Published or recomputed, the apply refuses before writing, naming the cleanup,
+/// and the order stays (read by DuckDB). Both layouts.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plan_older_than_the_logs_retention_is_stale_and_writes_nothing() {
+    for partitioned in [false, true] {
+        let case = format!("partitioned: {partitioned}");
+        let (dir, table) = planned(partitioned).await;
+        let root = dir.path();
+        append_orders(&table, &[order(9001, 99.0, "2026-05-30")]).await;
+        for day in 4..=6 {
+            append_orders(&table, &[order(200 + day, 5.0, &format!("2026-06-0{day}"))]).await;
+        }
+        let first_kept = log_cleaned_up(&table).await;
+        let untouched = snapshot(&table);
+        for recompute in [false, true] {
+            let stderr = refused(root, &[&["apply", "--auto-approve"][..], mode(recompute)].concat());
+            for said in [
+                "the saved plan is stale",
+                &format!("the table's log before version {first_kept} was cleaned up"),
+                "Plan again",
+            ] {
+                assert!(
+                    stderr.contains(said),
+                    "{case}, recompute {recompute}: missing {said:?} in:\n{stderr}"
+                );
+            }
+            assert_eq!(snapshot(&table), untouched, "{case}: the refused apply wrote nothing");
+        }
+        let order = crate::common::duckdb_count(&table, "SELECT count(*) FROM t WHERE order_id = 9001");
+        assert_eq!(order, 1, "{case}: the other writer's order stays");
+    }
+}

@@ -124,6 +124,20 @@ fn overtaken_message(slices: &[(Slice, Overtaken)], committed: usize, plan_file:
     )
 }
 
+/// The log since the plan cannot be read whole: what other writers did to the slices' days in the
+/// versions cleaned up cannot be told, so the plan is stale.
+impl From<ledger::WholeLogError> for ApplyError {
+    fn from(error: ledger::WholeLogError) -> Self {
+        match error {
+            ledger::WholeLogError::Cleaned { .. } => ApplyError::Stale(format!(
+                "{error} since the plan: what other writers did to the window in those versions cannot be told \
+                 any more. Plan again (`bf plan PLAN_FILE`)"
+            )),
+            ledger::WholeLogError::Delta(error) => error.into(),
+        }
+    }
+}
+
 impl From<DeltaTableError> for ApplyError {
     fn from(error: DeltaTableError) -> Self {
         ApplyError::Delta(error.to_string())

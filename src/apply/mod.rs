@@ -53,7 +53,7 @@ pub use state::{ApplyState, cannot_publish, state, unverified};
 
 use crate::apply::staleness::{Overtaken, Watch};
 use crate::delta::ledger::{self, Backfill, Entry, Logged};
-use crate::delta::publish::Publisher;
+use crate::delta::publish::{Publisher, Recorded};
 use crate::delta::store::{Stores, display_url};
 use crate::delta::table;
 use crate::plan_file;
@@ -260,7 +260,8 @@ impl<'a> Apply<'a> {
         }
         // The commits since the plan, read once: the ledger's entries here, their files for the watch.
         let latest = target.version().unwrap_or(0);
-        let logged = ledger::logged_after(&target, plan.target.pre_version).await?;
+        // Whole: a version cleaned up since the plan could have touched any slice.
+        let logged = ledger::logged_after_whole(&target, plan.target.pre_version).await?;
         let since: Vec<Entry> = logged.iter().map(|l| l.entry.clone()).collect();
         let inputs_now =
             hashing.await.map_err(|e| ApplyError::Delta(format!("fingerprinting the inputs: {e}")))?;
@@ -541,9 +542,13 @@ async fn publisher<'s>(
         plan.rehearsal.table_id.as_deref().ok_or("the plan does not record its rehearsal's table id")?;
     let rehearsal =
         url::Url::parse(&plan.rehearsal.uri).map_err(|e| format!("the saved rehearsal URI: {e}"))?;
-    let publisher =
-        Publisher::open(stores, &rehearsal, table_id, plan.rehearsal.version, &plan.target.partition_columns)
-            .await?;
+    let recorded = Recorded {
+        plan_id: &plan.id,
+        table_id,
+        version: plan.rehearsal.version,
+        date_column: &plan.target.date_column,
+    };
+    let publisher = Publisher::open(stores, &rehearsal, recorded, &plan.target.partition_columns).await?;
     publisher.check(publications.iter().copied()).await?;
     if let Some(target) = read_ahead_into {
         publisher.read_ahead(target, publications);

@@ -201,7 +201,7 @@ impl Watch {
         slice: &Slice,
         removes: &[String],
         after: u64,
-    ) -> Result<Overtaken, DeltaTableError> {
+    ) -> Result<Overtaken, ledger::WholeLogError> {
         let mut seen = self.seen.lock().await;
         self.read_through(&mut seen, table).await?;
         let removes: HashSet<&str> = removes.iter().map(String::as_str).collect();
@@ -232,12 +232,13 @@ impl Watch {
         self.seen.lock().await.own_slices.get(&(backfill_id.to_owned(), index)).copied()
     }
 
-    async fn read_through(&self, seen: &mut Seen, table: &DeltaTable) -> Result<(), DeltaTableError> {
+    /// Every commit, or an error: a version cleaned up from the log could have touched any slice.
+    async fn read_through(&self, seen: &mut Seen, table: &DeltaTable) -> Result<(), ledger::WholeLogError> {
         let latest = table.version().unwrap_or(0);
         if latest <= seen.through {
             return Ok(());
         }
-        let commits = ledger::read_log(table, seen.through + 1..=latest).await?;
+        let commits = ledger::read_log_whole(table, seen.through + 1..=latest).await?;
         self.note(seen, &commits, latest);
         Ok(())
     }

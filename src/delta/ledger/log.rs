@@ -288,6 +288,45 @@ pub async fn read_log(
     Ok(read.into_iter().flatten().collect())
 }
 
+/// The log since some version could not be read whole: a commit's file is gone.
+#[derive(Debug, thiserror::Error)]
+pub enum WholeLogError {
+    /// The oldest versions were cleaned up behind a checkpoint (`delta.logRetentionDuration`, 30
+    /// days by default): what those commits did cannot be known any more.
+    #[error("the table's log before version {first_kept} was cleaned up (delta.logRetentionDuration)")]
+    Cleaned { first_kept: u64 },
+    #[error(transparent)]
+    Delta(#[from] DeltaTableError),
+}
+
+/// [`read_log`], every commit of it: where any of those versions' file is gone, what happened in
+/// them cannot be told, and a reader judging that must not guess.
+pub async fn read_log_whole(
+    table: &DeltaTable,
+    versions: std::ops::RangeInclusive<u64>,
+) -> Result<Vec<Logged>, WholeLogError> {
+    let logged = read_log(table, versions.clone()).await?;
+    let held: std::collections::BTreeSet<u64> = logged.iter().map(|l| l.entry.version).collect();
+    if let Some(missing) = versions.clone().find(|v| !held.contains(v)) {
+        // Cleanup removes the oldest files: the first version still held is after the gap.
+        let first_kept = held.range(missing..).next().copied().unwrap_or(versions.end() + 1);
+        return Err(WholeLogError::Cleaned { first_kept });
+    }
+    Ok(logged)
+}
+
+/// [`logged_after`], every commit of it ([`read_log_whole`]).
+pub async fn logged_after_whole(
+    table: &DeltaTable,
+    after_version: u64,
+) -> Result<Vec<Logged>, WholeLogError> {
+    let latest = table.version().unwrap_or(0);
+    if latest <= after_version {
+        return Ok(Vec::new());
+    }
+    read_log_whole(table, after_version + 1..=latest).await
+}
+
 /// The table's commits after `after_version` up to the version `table` was loaded at, oldest first.
 pub async fn commits_after(table: &DeltaTable, after_version: u64) -> Result<Vec<Entry>, DeltaTableError> {
     Ok(logged_after(table, after_version).await?.into_iter().map(|l| l.entry).collect())

@@ -31,8 +31,9 @@ pub use commit::{
 };
 pub use keys::{Backfill, Cascade, Keys, Mark, RecordedSlice, RollbackStep};
 pub use log::{
-    Entry, LedgerError, Logged, Malformed, Recorded, added_files, at, backfill_ids, backfills_of_plan,
-    commits_after, commits_back, describe, history, logged_after, read_log, recorded, undone_at,
+    Entry, LedgerError, Logged, Malformed, Recorded, WholeLogError, added_files, at, backfill_ids,
+    backfills_of_plan, commits_after, commits_back, describe, history, logged_after, logged_after_whole,
+    read_log, read_log_whole, recorded, undone_at,
 };
 pub use periods::{Frozen, Unfreeze};
 
