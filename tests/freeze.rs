@@ -80,6 +80,53 @@ fn a_plan_over_frozen_days_is_refused_and_applies_only_with_a_recorded_approval(
     refused(root, &["plan", short]);
     assert_eq!(commit_infos(&table).len(), versions);
 
+    // A plan file arrives in a pull request: its approval is only a request until someone who can
+    // write the table records it. Asked for, unrecorded, it is refused naming the command.
+    let approved = march_with(root, APPROVAL);
+    let stderr = refused(root, &["plan", approved]);
+    assert!(stderr.contains("the table records no such approval, and a plan can only ask"), "{stderr}");
+    assert!(
+        stderr.contains("--approved-by \"Dana Reyes (finance data lead)\" --ticket \"FIN-231\""),
+        "{stderr}"
+    );
+    assert_eq!(commit_infos(&table).len(), versions, "nothing was written");
+    let recorded = ok(
+        root,
+        &[
+            "unfreeze",
+            ORDERS,
+            "--from",
+            "2026-03-01",
+            "--to",
+            "2026-03-31",
+            "--approved-by",
+            "Dana Reyes (finance data lead)",
+            "--ticket",
+            "FIN-231",
+            "--reason",
+            "restatement of March approved",
+        ],
+    );
+    assert!(
+        recorded.starts_with("Opened 2026-03-01..2026-03-31 of bf-demo/warehouse/orders_silver"),
+        "{recorded}"
+    );
+    let periods = frozen_property(&table);
+    assert_eq!(periods[0]["approvals"][0]["ticket"], "FIN-231", "recorded on the table: {periods}");
+    assert_eq!(periods[0]["approvals"][0]["by"], "controller");
+    let (_, info) = commit_infos(&table).pop().unwrap();
+    assert_eq!(
+        info["bf.approved"]["approved_by"], "Dana Reyes (finance data lead)",
+        "its own commit: {info}"
+    );
+    // A pull request naming another approver or ticket grants itself nothing.
+    let self_granted =
+        march_with(root, &APPROVAL.replace("Dana Reyes (finance data lead)", "cfo@example.com"));
+    let stderr = refused(root, &["plan", self_granted]);
+    assert!(stderr.contains("the table records no such approval"), "{stderr}");
+    let other_ticket = march_with(root, &APPROVAL.replace("FIN-231", "FIN-1"));
+    refused(root, &["plan", other_ticket]);
+
     let approved = march_with(root, APPROVAL);
     let planned = ok(root, &["plan", approved]);
     let shown = "2026-03-01..2026-03-31 approved by Dana Reyes (finance data lead) (FIN-231), over frozen ..2026-03-31";
@@ -114,8 +161,10 @@ fn a_plan_over_frozen_days_is_refused_and_applies_only_with_a_recorded_approval(
         history.contains("freeze ..2026-03-31 by controller") && history.contains("Q1 closed"),
         "{history}"
     );
+    assert!(history.contains("unfreeze 2026-03-01..2026-03-31 for FIN-231"), "{history}");
     let status = ok(root, &["status"]);
     assert!(status.contains("frozen     ..2026-03-31 (\"Q1 closed (FIN-204)\""), "{status}");
+    assert!(status.contains("approved 2026-03-01..2026-03-31 approved by Dana Reyes"), "{status}");
 
     // The backfill's own approval lets it be undone over the frozen days.
     ok(root, &["rollback", "--cascade", "--auto-approve"]);

@@ -104,6 +104,13 @@ fn every_shape_of_saved_plan_validates_against_the_saved_plan_schema() {
         ])
         .assert()
         .success();
+    // The approval the plan asks for, recorded on the table: the saved plan then holds a period
+    // with its approvals.
+    crate::common::bf_in(root)
+        .args(["unfreeze", "bf-demo/warehouse/orders_silver", "--from", "2026-03-01", "--to", "2026-03-31"])
+        .args(["--approved-by", "Dana", "--ticket", "FIN-1", "--reason", "restatement"])
+        .assert()
+        .success();
     let approved = march.replace(
         "\n[guards]\n",
         "\n[guards]\nunfreeze = { from = 2026-03-01, to = 2026-03-31, approved_by = \"Dana\", ticket = \"FIN-1\" }\n",

@@ -1,6 +1,5 @@
 //! `bf freeze`: close days of a table that a report was signed off against.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use bf::delta::freeze::{self, Frozen};
@@ -56,11 +55,17 @@ impl Period {
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let table = open_to_write(&args.table).await?;
     let (from, to) = args.period.bounds();
-    let period =
-        Frozen { from, to, reason: args.reason, by: bf::delta::ledger::user(), at: chrono::Utc::now() };
+    let period = Frozen {
+        from,
+        to,
+        reason: args.reason,
+        by: bf::delta::ledger::user(),
+        at: chrono::Utc::now(),
+        approvals: Vec::new(),
+    };
     let table = freeze::freeze(table, period.clone()).await?;
     let text = render::freeze::done("Froze", &period, &args.table, table.version().unwrap_or(0));
-    std::io::stdout().lock().write_all(text.as_bytes())?;
+    crate::render::print(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -13,7 +13,7 @@ use chrono::{NaiveDate, Utc};
 use deltalake::DeltaTable;
 
 use crate::delta::ledger;
-pub use crate::delta::ledger::{Frozen, Unfreeze};
+pub use crate::delta::ledger::{Approval, Frozen, Unfreeze};
 use crate::window::Window;
 
 /// The table property holding the frozen periods.
@@ -27,6 +27,11 @@ pub enum FreezeError {
          covering those days; or `bf unfreeze` the period first (recorded in the table)."
     )]
     Frozen { table: String, what: String, periods: String },
+    #[error(
+        "{table}: {what} would rewrite frozen days:\n{periods}\n\
+         {asked}"
+    )]
+    NotApproved { table: String, what: String, periods: String, asked: String },
     #[error("{table}: its `{PROPERTY}` property is not bf's list of frozen periods: {problem}")]
     Unreadable { table: String, problem: String },
     #[error("{table}: no frozen period {period}; it has {have}")]
@@ -54,22 +59,73 @@ pub fn check(
     unfreeze: Option<&Unfreeze>,
     what: &str,
 ) -> Result<Vec<Frozen>, FreezeError> {
-    let (mut touched, mut closed) = (Vec::new(), Vec::new());
+    let (mut touched, mut closed, mut unapproved) = (Vec::new(), Vec::new(), Vec::new());
     for period in frozen(table)? {
-        match period.within(window) {
-            None => {}
-            Some(days) if unfreeze.is_some_and(|u| u.covers(&days)) => touched.push(period),
-            Some(_) => closed.push(period),
+        let Some(days) = period.within(window) else { continue };
+        match unfreeze.filter(|u| u.covers(&days)) {
+            Some(asked) if period.approvals.iter().any(|a| a.grants(asked, &days)) => touched.push(period),
+            Some(_) => unapproved.push(period),
+            None => closed.push(period),
         }
     }
-    if closed.is_empty() {
-        return Ok(touched);
+    let table_name = crate::delta::store::display_url(table.table_url());
+    let listed =
+        |periods: &[Frozen]| periods.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n");
+    if !closed.is_empty() {
+        return Err(FreezeError::Frozen {
+            table: table_name,
+            what: what.to_owned(),
+            periods: listed(&closed),
+        });
     }
-    Err(FreezeError::Frozen {
-        table: crate::delta::store::display_url(table.table_url()),
-        what: what.to_owned(),
-        periods: closed.iter().map(|period| format!("  - {period}")).collect::<Vec<_>>().join("\n"),
-    })
+    match (unfreeze, unapproved.is_empty()) {
+        (Some(asked), false) => Err(FreezeError::NotApproved {
+            asked: format!(
+                "The plan asks to ([guards] unfreeze: {asked}), but the table records no such approval, and a plan \
+                 can only ask: someone who can write the table records it, in a commit of its own, with\n  \
+                 bf unfreeze {table_name} --from {} --to {} --approved-by {:?} --ticket {:?} --reason \"…\"\n\
+                 then plans again.",
+                asked.from, asked.to, asked.approved_by, asked.ticket
+            ),
+            table: table_name,
+            what: what.to_owned(),
+            periods: listed(&unapproved),
+        }),
+        _ => Ok(touched),
+    }
+}
+
+/// Records `approval` on every frozen period it overlaps, in one metadata commit carrying the
+/// ledger's keys: from then on a plan whose `[guards] unfreeze` names the same approver, ticket and
+/// days may rewrite them. Returns the periods it opened; none overlapping is an error.
+pub async fn approve(
+    table: DeltaTable,
+    approval: Approval,
+) -> Result<(DeltaTable, Vec<Frozen>), FreezeError> {
+    let name = crate::delta::store::display_url(table.table_url());
+    if approval.from > approval.to {
+        return Err(FreezeError::Refused {
+            table: name,
+            problem: format!("days from {} to {} are none", approval.from, approval.to),
+        });
+    }
+    let mut periods = frozen(&table)?;
+    let days = Window { start: approval.from, end: approval.to };
+    let mut opened = Vec::new();
+    for period in periods.iter_mut().filter(|p| p.within(&days).is_some()) {
+        period.approvals.push(approval.clone());
+        opened.push(period.clone());
+    }
+    if opened.is_empty() {
+        let have = periods.iter().map(Frozen::period).collect::<Vec<_>>();
+        return Err(FreezeError::NoSuchPeriod {
+            table: name,
+            period: format!("overlapping {}..{}", approval.from, approval.to),
+            have: if have.is_empty() { "none".into() } else { have.join(", ") },
+        });
+    }
+    let table = write(table, &periods, ledger::approval_commit(&approval)).await?;
+    Ok((table, opened))
 }
 
 /// Records `period` as frozen, in one metadata commit carrying the ledger's keys.
@@ -98,7 +154,14 @@ pub async fn unfreeze(
 ) -> Result<(DeltaTable, Frozen), FreezeError> {
     let mut periods = frozen(&table)?;
     let Some(found) = periods.iter().position(|p| p.from == from && p.to == to) else {
-        let asked = Frozen { from, to, reason: String::new(), by: String::new(), at: Utc::now() };
+        let asked = Frozen {
+            from,
+            to,
+            reason: String::new(),
+            by: String::new(),
+            at: Utc::now(),
+            approvals: Vec::new(),
+        };
         let have = periods.iter().map(Frozen::period).collect::<Vec<_>>();
         return Err(FreezeError::NoSuchPeriod {
             table: crate::delta::store::display_url(table.table_url()),

@@ -63,6 +63,14 @@ pub fn table(entries: &[Entry]) -> comfy_table::Table {
                     String::new(),
                     period.reason.clone(),
                 ),
+                Mark::Approved { approval } => (
+                    format!(
+                        "unfreeze {}..{} for {} ({}) by {}",
+                        approval.from, approval.to, approval.ticket, approval.approved_by, approval.by
+                    ),
+                    String::new(),
+                    approval.reason.clone(),
+                ),
             },
         };
         rows.add_row([

@@ -171,6 +171,11 @@ pub fn freeze_commit(period: &Frozen, lifted: bool) -> CommitProperties {
     .commit()
 }
 
+/// The commit properties of an approval to rewrite frozen days (`bf unfreeze --approved-by`).
+pub fn approval_commit(approval: &super::periods::Approval) -> CommitProperties {
+    Keys { approved: Some(approval.clone()), ..Keys::default() }.commit()
+}
+
 /// The commit properties of `bf rollback --to-version`'s RESTORE.
 pub fn restore_to_commit(version: u64) -> CommitProperties {
     Keys { rollback_to: Some(version), ..Keys::default() }.commit()

@@ -10,7 +10,7 @@ use deltalake::kernel::transaction::CommitProperties;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::periods::{Frozen, Unfreeze};
+use super::periods::{Approval, Frozen, Unfreeze};
 use crate::window::Window;
 
 /// The prefix of every key bf writes into commitInfo.
@@ -84,9 +84,12 @@ pub struct Keys {
     /// A freeze's commit: the period frozen (`bf freeze`)…
     #[serde(skip_serializing_if = "Option::is_none")]
     pub frozen: Option<Frozen>,
-    /// …or lifted (`bf unfreeze`), with who lifted it, when and why.
+    /// …or lifted (`bf unfreeze`), with who lifted it, when and why…
     #[serde(skip_serializing_if = "Option::is_none")]
     pub unfrozen: Option<Frozen>,
+    /// …or opened to one approved backfill (`bf unfreeze --approved-by`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approved: Option<Approval>,
 }
 
 /// What a commit bf made is, read from its keys.
@@ -106,6 +109,8 @@ pub enum Mark {
     Rehearsal { plan_id: String, slice: usize },
     /// A period frozen (`bf freeze`), or lifted (`bf unfreeze`).
     Freeze { period: Frozen, lifted: bool },
+    /// Frozen days opened to one approved backfill (`bf unfreeze --approved-by`).
+    Approved { approval: Approval },
 }
 
 /// Which step of a rollback a commit is.
@@ -297,6 +302,9 @@ impl Keys {
         }
         if let Some(period) = &self.unfrozen {
             return Ok(Mark::Freeze { period: period.clone(), lifted: true });
+        }
+        if let Some(approval) = &self.approved {
+            return Ok(Mark::Approved { approval: approval.clone() });
         }
         Err(format!("its keys ({}) name no backfill, rollback, rehearsal or freeze", self.names().join(", ")))
     }

@@ -26,8 +26,8 @@ mod log;
 mod periods;
 
 pub use commit::{
-    clone_metadata, committed, freeze_commit, is_clone_commit, rehearsal_commit, restore_to_commit,
-    rollback_app_id, rollback_commit, user,
+    approval_commit, clone_metadata, committed, freeze_commit, is_clone_commit, rehearsal_commit,
+    restore_to_commit, rollback_app_id, rollback_commit, user,
 };
 pub use keys::{Backfill, Cascade, Keys, Mark, RecordedSlice, RollbackStep};
 pub use log::{
@@ -35,7 +35,7 @@ pub use log::{
     backfills_of_plan, commits_after, commits_back, describe, history, logged_after, logged_after_whole,
     read_log, read_log_whole, recorded, undone_at,
 };
-pub use periods::{Frozen, Unfreeze};
+pub use periods::{Approval, Frozen, Unfreeze};
 
 #[cfg(test)]
 mod tests {

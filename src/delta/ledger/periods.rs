@@ -17,6 +17,52 @@ pub struct Frozen {
     /// Who froze it (the user running `bf freeze`), and when.
     pub by: String,
     pub at: DateTime<Utc>,
+    /// Rewrites of some of these days an operator approved on the table (`bf unfreeze --approved-by`),
+    /// each recorded in its own commit: what a plan's `[guards] unfreeze` must match. A plan file
+    /// arrives in a pull request, so it can only ask; only someone who can write the table grants.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<Approval>,
+}
+
+/// An approval, recorded on the table, to rewrite frozen days for one ticket.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Approval {
+    /// The first and last frozen day a backfill may rewrite under it.
+    pub from: NaiveDate,
+    pub to: NaiveDate,
+    /// Who approved, and the ticket, as the plan's `[guards] unfreeze` must name them.
+    pub approved_by: String,
+    pub ticket: String,
+    pub reason: String,
+    /// Who recorded it (the user running `bf unfreeze`), and when.
+    pub by: String,
+    pub at: DateTime<Utc>,
+}
+
+impl Approval {
+    /// Whether it grants what `asked` asks, for the frozen `days`: the same approver and ticket,
+    /// and every one of those days.
+    pub fn grants(&self, asked: &Unfreeze, days: &Window) -> bool {
+        self.approved_by == asked.approved_by
+            && self.ticket == asked.ticket
+            && self.from <= days.start
+            && days.end <= self.to
+    }
+}
+
+impl std::fmt::Display for Approval {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}..{} approved by {} ({}), recorded by {} on {}",
+            self.from,
+            self.to,
+            self.approved_by,
+            self.ticket,
+            self.by,
+            self.at.format("%Y-%m-%d %H:%M UTC")
+        )
+    }
 }
 
 impl Frozen {
@@ -90,6 +136,7 @@ mod tests {
             reason: "Q1".into(),
             by: "dana".into(),
             at: Utc::now(),
+            approvals: Vec::new(),
         };
         let march = Window { start: day("2026-03-01"), end: day("2026-03-31") };
         let april = Window { start: day("2026-04-01"), end: day("2026-04-30") };
