@@ -3,10 +3,11 @@
 
 /// A line on stderr that never panics: when the reader closed the pipe (`bf apply 2>&1 | head -3`),
 /// bf is no longer heard and goes on. Output never stops a write path half way.
+/// Every line made inert for a terminal ([`render::inert`]).
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let _ = writeln!(std::io::stderr(), "{}", crate::render::inert(&format!($($arg)*)));
     }};
 }
 
@@ -15,7 +16,7 @@ macro_rules! say_part {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
         let mut stderr = std::io::stderr();
-        let _ = write!(stderr, $($arg)*);
+        let _ = write!(stderr, "{}", crate::render::inert(&format!($($arg)*)));
         let _ = stderr.flush();
     }};
 }
@@ -25,7 +26,7 @@ macro_rules! say_part {
 macro_rules! out_part {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = write!(std::io::stdout(), $($arg)*);
+        let _ = write!(std::io::stdout(), "{}", crate::render::inert(&format!($($arg)*)));
     }};
 }
 

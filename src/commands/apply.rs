@@ -1,7 +1,7 @@
 //! `bf apply`: apply a saved plan to the real table, one recorded commit per slice.
 
 use std::collections::BTreeSet;
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -174,7 +174,7 @@ fn nothing_to_apply(json: bool) -> anyhow::Result<ExitCode> {
     let why = "the rehearsal found every slice's rows equal to the table's, compared one by one on the key";
     if json {
         let text = render::json(&serde_json::json!({ "written": false, "why": why }));
-        std::io::stdout().lock().write_all(text.as_bytes())?;
+        crate::render::print(&text)?;
     } else {
         say!("Nothing to apply: {why}. Nothing written.");
     }
@@ -351,7 +351,7 @@ fn print_outcome(
         parts.extend(applied.downstream.iter().map(render::apply::report));
         parts.join("\n")
     };
-    std::io::stdout().lock().write_all(text.as_bytes())?;
+    crate::render::print(&text)?;
     Ok(())
 }
 

@@ -1,6 +1,5 @@
 //! `bf history`: a table's commits, like DESCRIBE HISTORY, with bf's ledger beside them.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use bf::delta::catalog;
@@ -35,6 +34,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             format!("{}{}\n", render::history::named(pinned), render::history::table(&entries))
         }
     };
-    std::io::stdout().lock().write_all(text.as_bytes())?;
+    crate::render::print(&text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,6 @@
 //! `bf plan`: rehearse every slice on a shallow clone, show before vs after, save the plan.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -87,11 +87,11 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     progress.clear();
     let Some((plan, saved)) = planned? else { return Ok(ExitCode::FAILURE) };
     let format = if args.json { Format::Json } else { args.format };
-    let mut out = std::io::stdout().lock();
-    out.write_all(render_with(&plan, format, args.detail).as_bytes())?;
+    let mut text = render_with(&plan, format, args.detail);
     if format == Format::Text {
-        writeln!(out, "{}", saved_line(&plan, &saved))?;
+        text.push_str(&format!("{}\n", saved_line(&plan, &saved)));
     }
+    crate::render::print(&text)?;
     Ok(match (plan.appliable(), args.detailed_exitcode && plan.changes_data()) {
         (false, _) => ExitCode::FAILURE,
         (true, true) => ExitCode::from(2),

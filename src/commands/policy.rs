@@ -1,6 +1,5 @@
 //! `bf policy test`: a policy folder's fixtures, run as `opa test` runs a policy's tests.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -31,7 +30,7 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
     let Command::Test { dir } = args.command;
     let outcomes = Policies::load(&dir)?.test()?;
     let text = render::policy::outcomes(&dir, &outcomes);
-    std::io::stdout().lock().write_all(text.as_bytes())?;
+    crate::render::print(&text)?;
     let passed = !outcomes.is_empty() && outcomes.iter().all(|o| o.passed());
     Ok(if passed { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -1,6 +1,5 @@
 //! `bf rollback`: undo a backfill, from the saved plan or from the table's history alone.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context;
@@ -155,7 +154,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
             notices: Vec<String>,
         }
         let text = render::json(&RolledBack { first, downstream: reports.collect(), notices });
-        std::io::stdout().lock().write_all(text.as_bytes())?;
+        crate::render::print(&text)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut text = render::rollback::report(&first);
@@ -163,7 +162,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
         text.push('\n');
         text.push_str(&render::rollback::report(&report));
     }
-    std::io::stdout().lock().write_all(text.as_bytes())?;
+    crate::render::print(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -245,6 +244,6 @@ fn belongs(root: &Plan, report: &rollback::RollbackReport) -> bool {
 
 fn finish(report: &rollback::RollbackReport, json: bool) -> anyhow::Result<ExitCode> {
     let text = if json { render::json(report) } else { render::rollback::report(report) };
-    std::io::stdout().lock().write_all(text.as_bytes())?;
+    crate::render::print(&text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,5 @@
 //! `bf show`: print a saved plan again, for a terminal, a script or a pull request.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -34,6 +33,6 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         plan.keep_counts_only();
     }
     let format = if args.json { Format::Json } else { args.format };
-    std::io::stdout().lock().write_all(render_with(&plan, format, args.detail).as_bytes())?;
+    crate::render::print(&render_with(&plan, format, args.detail))?;
     Ok(ExitCode::SUCCESS)
 }

@@ -1,7 +1,6 @@
 //! `bf slices`: the runs a plan makes, with their dates and predicates, before anything runs —
 //! what Airflow's `backfill --dry-run` prints.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -57,6 +56,6 @@ pub fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Resul
             .collect(),
     };
     let text = if args.json { render::json(&report) } else { render::slices::text(&report) };
-    std::io::stdout().lock().write_all(text.as_bytes())?;
+    crate::render::print(&text)?;
     Ok(ExitCode::SUCCESS)
 }

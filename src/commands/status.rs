@@ -1,6 +1,5 @@
 //! `bf status`: the saved plan, and how far its apply got, read from the table.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -66,6 +65,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             .collect();
         parts.join("\n")
     };
-    std::io::stdout().lock().write_all(text.as_bytes())?;
+    crate::render::print(&text)?;
     Ok(ExitCode::SUCCESS)
 }

@@ -59,7 +59,7 @@ pub fn text(text: &str) -> String {
 pub fn code(text: &str) -> String {
     let plain = text.is_empty()
         || text.contains('|')
-        || text.chars().any(char::is_control)
+        || text.chars().any(|c| c.is_control() || reorders(c))
         || text.starts_with(char::is_whitespace)
         || text.ends_with(char::is_whitespace);
     if plain {
@@ -74,7 +74,15 @@ pub fn code(text: &str) -> String {
 /// cannot start a line of its own (a diff block colours lines by their first character) or close
 /// the block.
 pub fn code_line(text: &str) -> String {
-    text.replace('\r', "\\r").replace('\n', "\\n")
+    text.chars()
+        .map(|c| match c {
+            '\r' => "\\r".to_owned(),
+            '\n' => "\\n".to_owned(),
+            // Shown by their code: an escape sequence or a reordering is nothing a reader can see.
+            c if c.is_control() || reorders(c) => format!("\\u{{{:x}}}", c as u32),
+            c => c.to_string(),
+        })
+        .collect()
 }
 
 /// A fence for a code block holding `body`: longer than any run of backticks in it.
@@ -89,9 +97,15 @@ pub fn shown(text: &str) -> String {
 }
 
 /// `text` on one line: line breaks and every other control character as spaces (for plain-text
-/// forms such as a chat notice, where a line break would write a line of its own).
+/// forms such as a chat notice, where a line break would write a line of its own), and the
+/// characters that reorder the text around them (U+202E shows `exe.txt` as `txt.exe`) as well.
 pub fn one_line(text: &str) -> String {
-    text.chars().map(|c| if c.is_control() { ' ' } else { c }).collect()
+    text.chars().map(|c| if c.is_control() || reorders(c) { ' ' } else { c }).collect()
+}
+
+/// Unicode's bidirectional controls: embeddings, overrides and isolates, and the marks.
+pub fn reorders(c: char) -> bool {
+    matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}')
 }
 
 /// The longest run of `c` in `text`.

@@ -168,32 +168,32 @@ impl Notice {
     /// The notice as Slack's `mrkdwn` (also read well as plain text).
     pub fn text(&self) -> String {
         // Every field on its one line: a line break in a reason or a name would write a line of its own.
-        let mut out = format!("*{}*\n", markdown::one_line(&self.headline()));
+        let mut out = format!("*{}*\n", mrkdwn(&self.headline()));
         if let Some(first) = self.tables.first() {
-            let _ = writeln!(out, "Reason: {}", markdown::one_line(&first.reason));
+            let _ = writeln!(out, "Reason: {}", mrkdwn(&first.reason));
         }
         for table in &self.tables {
             let _ = writeln!(
                 out,
                 "• *{}* ({}) version {} → {}: rows {}{}",
-                markdown::one_line(&table.name),
-                markdown::one_line(&table.backfill_id),
+                mrkdwn(&table.name),
+                mrkdwn(&table.backfill_id),
                 table.from_version,
                 table.to_version,
                 before_after(Some(table.rows_before as f64), Some(table.rows_after as f64)),
                 table
                     .metrics
                     .iter()
-                    .map(|m| format!("; {} {}", markdown::one_line(&m.name), before_after(m.before, m.after)))
+                    .map(|m| format!("; {} {}", mrkdwn(&m.name), before_after(m.before, m.after)))
                     .collect::<String>()
             );
         }
         if !self.owners.is_empty() {
-            let owners: Vec<String> = self.owners.iter().map(|o| markdown::one_line(o)).collect();
+            let owners: Vec<String> = self.owners.iter().map(|o| mrkdwn(o)).collect();
             let _ = writeln!(out, "For: {}", owners.join(", "));
         }
         if let Some(command) = &self.rollback_command {
-            let _ = writeln!(out, "Undo: `{command}`");
+            let _ = writeln!(out, "Undo: `{}`", mrkdwn(command));
         }
         out
     }
@@ -312,10 +312,31 @@ async fn post(url: &str, body: &serde_json::Value) -> Result<(), String> {
     if status.is_success() { Ok(()) } else { Err(format!("it answered {status}")) }
 }
 
+/// `text` for Slack's `mrkdwn`, on one line: `&`, `<` and `>` escaped as Slack asks, so a value
+/// cannot write a mention (`<!channel>`, `<@U123>`) or a link (`<https://…|here>`).
+fn mrkdwn(text: &str) -> String {
+    markdown::one_line(text).replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
 fn table_name(uri: &str) -> String {
     url::Url::parse(uri).map(|u| crate::plan_file::chain::table_name(&u)).unwrap_or_else(|_| uri.to_owned())
 }
 
 fn display(uri: &str) -> String {
     url::Url::parse(uri).map(|u| crate::delta::store::display_url(&u)).unwrap_or_else(|_| uri.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_cannot_mention_link_or_reorder_in_a_chat_notice() {
+        assert_eq!(mrkdwn("<!channel> & <@U1>"), "&lt;!channel&gt; &amp; &lt;@U1&gt;");
+        assert_eq!(
+            mrkdwn("<https://evil.example|your invoice>"),
+            "&lt;https://evil.example|your invoice&gt;"
+        );
+        assert_eq!(mrkdwn("a\nb\u{202E}txt.exe\u{1b}[31m"), "a b txt.exe [31m");
+    }
 }

@@ -12,9 +12,50 @@ pub mod rollback;
 pub mod slices;
 pub mod status;
 
-/// A report as the one JSON document `--json` prints on stdout.
+/// A report as the one JSON document `--json` prints on stdout. serde_json escapes the C0 controls;
+/// the C1 controls and the characters that reorder text are escaped here as well (`\u202e`), so the
+/// document holds nothing a terminal acts on, and reads back the same.
 pub fn json(value: &impl serde::Serialize) -> String {
-    serde_json::to_string_pretty(value).expect("reports serialize") + "\n"
+    let text = serde_json::to_string_pretty(value).expect("reports serialize") + "\n";
+    // Outside its strings a JSON document holds only ASCII: each such character is in a string.
+    text.chars()
+        .map(
+            |c| {
+                if acts_on_a_terminal(c) && c != '\n' {
+                    format!("\\u{:04x}", c as u32)
+                } else {
+                    c.to_string()
+                }
+            },
+        )
+        .collect()
+}
+
+/// What bf prints, made inert for a terminal: a reason, a table name or a data value may hold
+/// escape sequences (ESC `[2J` clears the screen, OSC 8 makes a link, OSC 52 writes the clipboard)
+/// or characters that reorder the line (U+202E). Each such character is shown as its code
+/// (`\u{1b}`); line breaks and tabs stay. Every line bf writes to stdout or stderr passes here once.
+pub fn inert(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| acts_on_a_terminal(c) && c != '\n' && c != '\t') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let shown = text.chars().map(|c| match c {
+        '\n' | '\t' => c.to_string(),
+        c if acts_on_a_terminal(c) => format!("\\u{{{:x}}}", c as u32),
+        c => c.to_string(),
+    });
+    std::borrow::Cow::Owned(shown.collect())
+}
+
+/// A control character (C0, DEL, C1) or one that reorders the text around it.
+fn acts_on_a_terminal(c: char) -> bool {
+    c.is_control() || bf::notify::markdown::reorders(c)
+}
+
+/// Writes `text` on stdout, made [`inert`]: a report, the outcome of a verb.
+pub fn print(text: &str) -> std::io::Result<()> {
+    use std::io::Write as _;
+    std::io::stdout().lock().write_all(inert(text).as_bytes())
 }
 
 use comfy_table::{ContentArrangement, Table, presets};
@@ -56,4 +97,21 @@ pub fn change(before: Option<f64>, after: Option<f64>) -> String {
 /// `+3` / `−3`.
 pub fn signed(value: f64) -> String {
     if value > 0.0 { format!("+{}", number(value)) } else { number(value) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nothing_printed_acts_on_a_terminal() {
+        assert_eq!(inert("a\tb\nc"), "a\tb\nc");
+        assert_eq!(inert("\u{1b}[2Jgone"), "\\u{1b}[2Jgone");
+        assert_eq!(inert("\u{1b}]8;;https://x\u{7}link"), "\\u{1b}]8;;https://x\\u{7}link");
+        assert_eq!(inert("txt\u{202e}exe.pdf"), "txt\\u{202e}exe.pdf");
+        let document = json(&serde_json::json!({"reason": "a\u{1b}b\u{202e}c\u{85}"}));
+        assert!(!document.chars().any(|c| acts_on_a_terminal(c) && c != '\n'), "{document}");
+        let back: serde_json::Value = serde_json::from_str(&document).unwrap();
+        assert_eq!(back["reason"], "a\u{1b}b\u{202e}c\u{85}", "reads back the same");
+    }
 }
