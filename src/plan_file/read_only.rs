@@ -5,7 +5,10 @@
 //! DataFusion's own parser before anything runs, and refused unless it is:
 //! - for the source query and `sql` checks: exactly one `SELECT` (set operations, CTEs and subqueries
 //!   allowed), with no data-modifying statement nested in it and no `SELECT … INTO`;
-//! - for metrics: exactly one expression, without subqueries.
+//! - for metrics: exactly one expression, without subqueries;
+//! - for both: without a function that makes rows or values out of nothing (`generate_series`,
+//!   `range`, any table function in `FROM`): a plan reads its inputs, and one such call can ask for
+//!   billions of rows before anyone reviewed it.
 //!
 //! Slice bounds are typed parameters (`$start`, `$end`, `$run_date`), bound as DATE values at run
 //! time, so no date is ever pasted into SQL text. (Execution adds DataFusion's own `SQLOptions` guard
@@ -16,7 +19,9 @@ use std::ops::ControlFlow;
 
 use deltalake::datafusion::sql::parser::{DFParser, Statement as DfStatement};
 use deltalake::datafusion::sql::resolve::resolve_table_references;
-use deltalake::datafusion::sql::sqlparser::ast::{Expr, Query, SetExpr, Statement, Value, Visit, Visitor};
+use deltalake::datafusion::sql::sqlparser::ast::{
+    Expr, Query, SetExpr, Statement, TableFactor, Value, Visit, Visitor,
+};
 
 /// The parameters a query may use; each is bound to the slice's DATE.
 pub const PARAMETERS: [&str; 3] = ["$start", "$end", "$run_date"];
@@ -110,6 +115,16 @@ fn refused(what: &str, why: &str) -> SqlError {
     SqlError(format!("{what} is not allowed in a plan ({why}); plan SQL is exactly one read-only SELECT"))
 }
 
+/// The functions that make values out of nothing, as many as their arguments ask for.
+const GENERATORS: [&str; 2] = ["generate_series", "range"];
+
+fn generates(name: &str) -> SqlError {
+    SqlError(format!(
+        "`{name}(…)` is not allowed in a plan: it makes rows out of nothing, as many as it is asked for; plan SQL \
+         reads the plan's inputs (a table of days or numbers can be an input file)"
+    ))
+}
+
 /// Walks a parsed statement and stops at the first thing a read-only query must not hold.
 #[derive(Default)]
 struct Guard {
@@ -150,7 +165,26 @@ impl Visitor for Guard {
         ControlFlow::Continue(())
     }
 
+    fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<SqlError> {
+        let called = match factor {
+            TableFactor::Table { name, args: Some(_), .. } => Some(name.to_string()),
+            TableFactor::TableFunction { expr, .. } => Some(expr.to_string()),
+            TableFactor::Function { name, .. } => Some(name.to_string()),
+            _ => None,
+        };
+        match called {
+            Some(name) => ControlFlow::Break(generates(&name)),
+            None => ControlFlow::Continue(()),
+        }
+    }
+
     fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<SqlError> {
+        if let Expr::Function(function) = expr {
+            let name = function.name.to_string().to_ascii_lowercase();
+            if GENERATORS.contains(&name.rsplit('.').next().unwrap_or_default()) {
+                return ControlFlow::Break(generates(&name));
+            }
+        }
         let Expr::Value(value) = expr else { return ControlFlow::Continue(()) };
         let Value::Placeholder(name) = &value.value else { return ControlFlow::Continue(()) };
         if !PARAMETERS.contains(&name.as_str()) {
@@ -203,6 +237,10 @@ mod tests {
         refused_with("SELECT $1", "unknown parameter");
         refused_with("", "empty");
         refused_with("SELEC 1", "does not parse");
+        refused_with("SELECT * FROM generate_series(1, 3000000000)", "makes rows out of nothing");
+        refused_with("SELECT * FROM orders JOIN range(1, 10) r ON true", "makes rows out of nothing");
+        refused_with("SELECT unnest(range(1, 3000000000)) FROM orders", "makes rows out of nothing");
+        refused_with("SELECT GENERATE_SERIES(1, 5)", "makes rows out of nothing");
     }
 
     #[test]

@@ -132,10 +132,27 @@ fn parent(path: &str) -> Option<&str> {
     Some(&path[..cut])
 }
 
-/// A `[storage]` key that names a credential: `secret_access_key`, `sas_token`, `account_key`, ….
+/// A key that names a credential: `secret_access_key`, `sas_token`, `account_key`, `client_credential`,
+/// `authorization`, `connection_string` (Azure's holds the account key), `webhook_url` (a Slack
+/// webhook's URL is its secret), ….
 pub(crate) fn looks_secret(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
-    ["secret", "key", "token", "password", "sas", "credential"].iter().any(|word| key.contains(word))
+    [
+        "secret",
+        "key",
+        "token",
+        "password",
+        "passwd",
+        "sas",
+        "credential",
+        "auth",
+        "connection_string",
+        "webhook",
+        "cookie",
+        "signature",
+    ]
+    .iter()
+    .any(|word| key.contains(word))
 }
 
 #[cfg(test)]
@@ -151,6 +168,27 @@ mod tests {
         assert_eq!(&TEXT[index.locate("metrics[1].name").unwrap()], "\"b\"");
         // A key that is not written is reported where its table is.
         assert!(TEXT[index.locate("window.end").unwrap()].contains("window"));
+    }
+
+    #[test]
+    fn every_credential_like_key_is_masked() {
+        for key in [
+            "secret_access_key",
+            "password",
+            "sas_token",
+            "client_credential",
+            "authorization",
+            "connection_string",
+            "webhook_url",
+            "bearer_token",
+        ] {
+            let text = format!("[storage]\n{key} = \"hunter2\"\n");
+            let masked = SpanIndex::new(&text).mask_secrets(&text);
+            assert!(!masked.contains("hunter2"), "{key}: {masked}");
+            assert_eq!(masked.len(), text.len(), "{key}: spans still point at the same places");
+        }
+        let text = "[target]\ntable = \"hunter2\"\n";
+        assert_eq!(SpanIndex::new(text).mask_secrets(text), text, "a plain key keeps its value");
     }
 
     #[test]
