@@ -187,6 +187,35 @@ async fn writes_outside_the_root_are_refused_and_nothing_is_written() {
     assert!(!outside.exists());
 }
 
+/// A checkout may hold links where bf writes its own files: at the saved plan `--out` names, at a
+/// name like the partial file it once wrote first (`<name>.json.partial`), at the state dir's list
+/// of rehearsals. Each points outside the repository; `bf plan` replaces the link with its file and
+/// never writes through one: the files outside keep their bytes.
+#[tokio::test(flavor = "multi_thread")]
+async fn links_planted_where_bf_writes_are_replaced_never_written_through() {
+    let checkout = Checkout::new().await;
+    let repo = checkout.repo();
+    let victims: Vec<PathBuf> = (0..3).map(|i| checkout.root().join(format!("victim-{i}.sh"))).collect();
+    for victim in &victims {
+        std::fs::write(victim, "#!/bin/sh\necho untouched\n").unwrap();
+    }
+    std::fs::create_dir_all(repo.join("saved")).unwrap();
+    std::fs::create_dir_all(repo.join(".bf")).unwrap();
+    std::os::unix::fs::symlink(&victims[0], repo.join("saved/p.json")).unwrap();
+    std::os::unix::fs::symlink(&victims[1], repo.join("saved/p.json.partial")).unwrap();
+    std::os::unix::fs::symlink(&victims[2], repo.join(".bf/rehearsals")).unwrap();
+    let plan = checkout.plan("march.toml", |t| t);
+    let output = checkout.bf(&["plan", &plan.display().to_string(), "-q", "--out", "saved/p.json"]);
+    assert!(output.status.success(), "{}", said(&output));
+    for victim in &victims {
+        assert_eq!(std::fs::read_to_string(victim).unwrap(), "#!/bin/sh\necho untouched\n", "{victim:?}");
+    }
+    let saved = std::fs::symlink_metadata(repo.join("saved/p.json")).unwrap();
+    assert!(saved.is_file(), "the saved plan is a file of its own now");
+    assert!(std::fs::read_to_string(repo.join("saved/p.json")).unwrap().contains("\"plan_file\""));
+    assert!(std::fs::symlink_metadata(repo.join(".bf/rehearsals")).unwrap().is_file());
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_file_that_is_not_a_plan_or_is_outside_the_root_is_never_quoted() {
     let checkout = Checkout::new().await;
