@@ -681,3 +681,41 @@ fn unchanged_slices_are_counted_not_listed() {
         "{shown}"
     );
 }
+
+/// A corrected day whose file holds only its header would empty that day: the plan says so first,
+/// as a failed guard naming the slice, and cannot be applied; with `[guards] allow_empty_slices =
+/// true` the same plan shows the slice and applies, emptying the day (read raw by DuckDB).
+#[test]
+fn a_source_day_without_rows_fails_the_plan_unless_the_plan_allows_it() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join(DAILY);
+    let path = crate::common::september_plan(root, "two-days.toml", 2, |t| t);
+    assert!(bf_in(root).args(["plan", &path, "--quiet"]).output().unwrap().status.success());
+    assert!(bf_in(root).args(["apply", "--auto-approve"]).output().unwrap().status.success());
+    let on_the_2nd = "SELECT count(*) FROM t WHERE order_date = DATE '2026-09-02'";
+    let held = crate::common::duckdb_count(&daily, on_the_2nd);
+    assert!(held > 0, "the 2nd holds orders");
+    let file = root.join("bf-demo/landing/orders/2026-09-02.csv");
+    let header = std::fs::read_to_string(&file).unwrap().lines().next().unwrap().to_owned();
+    std::fs::write(&file, format!("{header}\n")).unwrap();
+
+    let planned = bf_in(root).args(["plan", &path]).output().unwrap();
+    let said = String::from_utf8_lossy(&planned.stdout);
+    assert_eq!(planned.status.code(), Some(1), "{said}");
+    assert!(said.contains("allow_empty_slices"), "{said}");
+    assert!(said.contains(&format!("2026-09-02 ({held} → 0)")), "{said}");
+    let refused = bf_in(root).args(["apply", "--auto-approve"]).output().unwrap();
+    assert!(!refused.status.success());
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("guard allow_empty_slices failed"));
+    assert_eq!(crate::common::duckdb_count(&daily, on_the_2nd), held, "the day was not emptied");
+
+    let allowed = crate::common::september_plan(root, "two-days.toml", 2, |t| {
+        t.replace("[[metrics]]", "[guards]\nallow_empty_slices = true\n\n[[metrics]]")
+    });
+    let planned = bf_in(root).args(["plan", &allowed]).output().unwrap();
+    assert!(planned.status.success(), "{}", String::from_utf8_lossy(&planned.stdout));
+    assert!(String::from_utf8_lossy(&planned.stdout).contains("allowed: `allow_empty_slices = true`"));
+    assert!(bf_in(root).args(["apply", "--auto-approve"]).output().unwrap().status.success());
+    assert_eq!(crate::common::duckdb_count(&daily, on_the_2nd), 0, "the day emptied, as allowed");
+}

@@ -349,6 +349,11 @@ pub struct Guards {
     /// removes and adds either way.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_bytes_rewritten: Option<Size>,
+    /// Let a slice end without rows where the table holds some: a corrections file holding only its
+    /// header, or a day's file missing behind a folder input, empties its days. Off by default, so
+    /// such a slice fails the plan (shown first); `true` when emptying those days is the fix.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_empty_slices: bool,
 }
 
 /// A size as people write it: `"50 GiB"`, `"1 KiB"`, `"1.5 GB"`, or a number of bytes.
@@ -501,6 +506,7 @@ impl Default for Guards {
             max_change_pct: BTreeMap::new(),
             unfreeze: None,
             max_bytes_rewritten: None,
+            allow_empty_slices: false,
         }
     }
 }

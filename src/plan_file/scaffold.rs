@@ -224,6 +224,16 @@ impl Scaffold<'_> {
                 toml_list(&key_columns)
             );
         }
+        let _ = writeln!(
+            out,
+            "\n# What the whole backfill may do, or the plan cannot be applied.\n\
+             [guards]\n\
+             # A slice the source leaves without rows where the table holds some (a file with only its header,\n\
+             # a day's file missing) fails the plan; true when emptying those days is the fix.\n\
+             allow_empty_slices = false\n\
+             # The most the window's row count (or any metric) may change, in percent, e.g. {{ rows = 10 }}.\n\
+             # max_change_pct = {{ rows = 10 }}"
+        );
         Ok(out)
     }
 }

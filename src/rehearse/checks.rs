@@ -133,14 +133,26 @@ pub fn reconcile(slice: usize, first: &str, source_rows: u64, slice_rows: u64, m
     }
 }
 
-/// Checks the window's totals against `max_change_pct`.
+/// A slice's days and its rows before and after: what `allow_empty_slices` weighs.
+#[derive(Debug, Clone, Copy)]
+pub struct SliceRows {
+    pub first: chrono::NaiveDate,
+    pub last: chrono::NaiveDate,
+    pub before: u64,
+    pub after: u64,
+}
+
+/// Checks the window's totals against `max_change_pct`, what it writes against
+/// `max_bytes_rewritten`, and each slice against `allow_empty_slices`.
 pub fn run_guards(
     guards: &Guards,
     before: &Measures,
     after: &Measures,
     radius: &BlastRadius,
+    slices: &[SliceRows],
 ) -> Vec<GuardResult> {
     let mut results = change_guards(guards, before, after);
+    results.extend(empty_slices(guards, slices));
     if let Some(limit) = guards.max_bytes_rewritten {
         let written = crate::plan_file::Size(radius.bytes_added);
         results.push(GuardResult {
@@ -150,6 +162,36 @@ pub fn run_guards(
         });
     }
     results
+}
+
+/// `allow_empty_slices`: the slices the backfill leaves without rows where the table held some, a
+/// guard of their own whenever there are any (passed only when the plan allows it), so a plan shows
+/// them first whatever it allows.
+fn empty_slices(guards: &Guards, slices: &[SliceRows]) -> Option<GuardResult> {
+    let emptied: Vec<String> = slices
+        .iter()
+        .filter(|s| s.after == 0 && s.before > 0)
+        .map(|s| {
+            format!("{} ({} → 0)", crate::words::days(s.first, s.last), crate::words::number(s.before as f64))
+        })
+        .collect();
+    if emptied.is_empty() {
+        return None;
+    }
+    let detail = format!(
+        "{} the source leaves without rows where the table holds some: {}{}",
+        match emptied.len() {
+            1 => "1 slice".to_owned(),
+            n => format!("{n} slices"),
+        },
+        emptied.join(", "),
+        if guards.allow_empty_slices {
+            " (allowed: `allow_empty_slices = true`)"
+        } else {
+            ". If emptying those days is the fix, say so with `[guards] allow_empty_slices = true`"
+        }
+    );
+    Some(GuardResult { name: "allow_empty_slices".into(), passed: guards.allow_empty_slices, detail })
 }
 
 /// `max_change_pct`: each metric's change over the window against its limit.

@@ -197,6 +197,18 @@ pub struct SliceReport {
     pub blast_radius: Option<BlastRadius>,
 }
 
+impl SliceReport {
+    /// Its days and rows before and after, as the guards weigh them.
+    pub fn rows(&self) -> crate::rehearse::checks::SliceRows {
+        crate::rehearse::checks::SliceRows {
+            first: self.first,
+            last: self.last,
+            before: self.before.rows,
+            after: self.after.rows,
+        }
+    }
+}
+
 /// What Rego policies decided about a saved plan (`bf plan --policy`): `deny` stops it, `warn` is
 /// shown.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -408,10 +420,10 @@ pub fn remember_rehearsal(state_dir: &Path, uri: &str) -> std::io::Result<()> {
     if known.iter().any(|u| u.as_str() == uri) {
         return Ok(());
     }
-    std::fs::create_dir_all(state_dir)?;
-    let mut file =
-        std::fs::OpenOptions::new().create(true).append(true).open(state_dir.join("rehearsals"))?;
-    std::io::Write::write_all(&mut file, format!("{uri}\n").as_bytes())
+    let mut listed: String = known.iter().map(|u| format!("{u}\n")).collect();
+    listed.push_str(&format!("{uri}\n"));
+    // Written anew, never appended through whatever a checkout put at that name.
+    replace_file(&state_dir.join("rehearsals"), listed.as_bytes())
 }
 
 /// The rehearsal tables made from this state dir.
@@ -518,11 +530,24 @@ fn fingerprint(input: &str, path: &Path) -> std::io::Result<InputFingerprint> {
 
 /// Writes a saved plan's `text` to `path` whole or not at all (a partial file, then a rename).
 pub(crate) fn write_saved(path: &Path, text: String) -> Result<(), SavedPlanError> {
-    let write = |source| SavedPlanError::Write { path: path.to_owned(), source };
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(write)?;
-    }
-    let partial = path.with_extension("json.partial");
-    std::fs::write(&partial, text + "\n").map_err(write)?;
-    std::fs::rename(&partial, path).map_err(write)
+    replace_file(path, (text + "\n").as_bytes())
+        .map_err(|source| SavedPlanError::Write { path: path.to_owned(), source })
+}
+
+/// Writes `bytes` as the file at `path`, whole or not at all, never through a link. The bytes go to
+/// a file bf creates itself beside `path` (a fresh name, created exclusively: a link planted at any
+/// name bf would use is never written through), renamed over `path` — which replaces a link there,
+/// never the file it points at. The folder checked out in CI is a pull request's to fill with links.
+pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let folder = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(parent) => {
+            std::fs::create_dir_all(parent)?;
+            parent
+        }
+        None => Path::new("."),
+    };
+    let mut partial = tempfile::Builder::new().prefix(".bf-").suffix(".partial").tempfile_in(folder)?;
+    std::io::Write::write_all(&mut partial, bytes)?;
+    partial.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }

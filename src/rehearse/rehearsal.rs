@@ -129,7 +129,8 @@ pub async fn rehearse(
         compare_window(spec, &stores, &target.table, &rehearsal, schema, &reports).await?;
     timings.compare += watch.lap();
     let blast_radius = BlastRadius::sum(reports.iter().filter_map(|r| r.blast_radius.as_ref()));
-    let guards = checks::run_guards(&spec.guards, &total.before, &total.after, &blast_radius);
+    let slice_rows: Vec<_> = reports.iter().map(SliceReport::rows).collect();
+    let guards = checks::run_guards(&spec.guards, &total.before, &total.after, &blast_radius, &slice_rows);
     let mut warnings = warnings(&stores, &target, spec, merge_notes)?;
     warnings.extend(source.type_warnings());
     let problems = problems(spec, &window, &reports, &outside_window, &check_results, &guards);

@@ -220,11 +220,13 @@ fn verdicts(plan: &Plan, spec: &plan_file::PlanFile) -> (Vec<String>, Vec<String
     if !radius_bound {
         unbound.push("its blast radius is not its slices' files".into());
     }
+    let slice_rows: Vec<_> = plan.slices.iter().map(|r| r.rows()).collect();
     let guards = crate::rehearse::checks::run_guards(
         &spec.guards,
         &plan.total.before,
         &plan.total.after,
         &slices_radius,
+        &slice_rows,
     );
     failed.extend(
         guards.iter().filter(|g| !g.passed).map(|g| format!("guard {} failed: {}", g.name, g.detail)),
