@@ -624,3 +624,32 @@ async fn a_plan_older_than_the_logs_retention_is_stale_and_writes_nothing() {
         assert_eq!(order, 1, "{case}: the other writer's order stays");
     }
 }
+
+/// Five slices applied as separate tasks, then another writer deletes an order of slice 2 and VACUUM
+/// (retention 0) deletes the files the slice's commit wrote. The slice's count at its own version
+/// can no longer be read from its files: it is unknown, never an error. `bf status` reports,
+/// `bf apply --finish` ends the backfill (its comment), and the deleted order stays deleted (read
+/// by DuckDB). Both layouts.
+#[tokio::test(flavor = "multi_thread")]
+async fn vacuum_after_another_writers_delete_never_makes_a_backfill_unfinishable() {
+    for partitioned in [false, true] {
+        let case = format!("partitioned: {partitioned}");
+        let (dir, table) = planned(partitioned).await;
+        let root = dir.path();
+        ok(root, &["apply", "--auto-approve", "-q", "--slices", "1..5"]);
+        let opened = crate::common::open_table(&table).await;
+        let (opened, _) = opened.delete().with_predicate("order_id = 9").await.unwrap();
+        let (_, vacuumed) = opened
+            .vacuum()
+            .with_retention_period(chrono::Duration::zero())
+            .with_enforce_retention_duration(false)
+            .await
+            .unwrap();
+        assert!(!vacuumed.files_deleted.is_empty(), "{case}: VACUUM deleted the slice's old files");
+        ok(root, &["status"]);
+        ok(root, &["apply", "--auto-approve", "-q", "--finish"]);
+        assert_eq!(commits_with(&table, "comment"), 1, "{case}: finished once");
+        let nine = crate::common::duckdb_count(&table, "SELECT count(*) FROM t WHERE order_id = 9");
+        assert_eq!(nine, 0, "{case}: the deleted order stays deleted");
+    }
+}

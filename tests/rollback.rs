@@ -352,3 +352,55 @@ async fn a_commit_landing_while_the_rollback_asks_is_weighed_after_the_answer() 
         "the update stays"
     );
 }
+
+/// After a rollback the saved plan's backfill is not "already applied": its commits are in the log,
+/// its rows are not in the table. `bf apply` of it is refused, naming the rollback and the way out,
+/// and writes nothing; planned again, the reload applies again (read by DuckDB).
+#[tokio::test(flavor = "multi_thread")]
+async fn applying_a_rolled_back_backfill_again_is_refused_with_the_way_out() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    plan_and_apply(root);
+    let backfilled = duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}"));
+    bf_in(root).args(["rollback", "--cascade", "--auto-approve"]).assert().success();
+    let rolled_back = snapshot(&silver);
+    bf_in(root)
+        .args(["apply", "--auto-approve"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("of this plan was rolled back at version"))
+        .stderr(
+            predicate::str::contains("run `bf plan").and(predicate::str::contains("plans/march.toml` again")),
+        );
+    assert_eq!(snapshot(&silver), rolled_back, "the refused apply wrote nothing");
+    assert_ne!(duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}")), backfilled);
+    plan_and_apply(root);
+    assert_eq!(duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}")), backfilled, "applied again");
+}
+
+/// Another job reloads the whole table after the backfill (an overwrite without a predicate, which
+/// removes March's files with the rest): a window-only rollback would bring March's rows back over
+/// that reload. A remove of a file holding window days is a write inside the window: refused
+/// without `--force`, nothing written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_foreign_overwrite_of_the_whole_table_is_a_write_inside_the_window() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    plan_and_apply(root);
+    let at = crate::common::overwrite_with_a_may_order(&silver).await;
+    let reloaded = snapshot(&silver);
+    bf_in(root)
+        .args(["rollback", "--cascade", "--window-only", "--auto-approve"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("other writers wrote inside the window"))
+        .stderr(predicate::str::contains(format!("version {at}: WRITE")));
+    assert_eq!(snapshot(&silver), reloaded, "the refused rollback wrote nothing");
+    assert_eq!(
+        duckdb_count(&silver, &format!("SELECT count(*) FROM t WHERE {MARCH}")),
+        0,
+        "March stays reloaded away"
+    );
+}

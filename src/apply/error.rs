@@ -62,6 +62,12 @@ pub enum ApplyError {
         )).collect::<Vec<_>>().join("\n")
     )]
     OutOfOrder(Vec<(Slice, Vec<usize>)>),
+    #[error(
+        "backfill {backfill} of this plan was rolled back at version {at}: the table does not hold its rows, \
+         and nothing was written. To write them again, run `bf plan {plan_file}` again: it rehearses against \
+         the table as the rollback left it, and that plan applies"
+    )]
+    RolledBack { backfill: String, at: u64, plan_file: String },
     #[error("the plan has slices 1 to {count}; it has no slice {missing}")]
     NoSuchSlice { count: usize, missing: String },
     #[error(

@@ -230,6 +230,22 @@ pub async fn append_orders(dir: &Path, rows: &[OrderRow]) -> u64 {
 /// Appends one order of 2 May 2026 to the demo's silver table, outside the March reload's window,
 /// `commits` times, a commit each: the daily job writing beside a backfill, or a long history.
 pub async fn append_outside_march(silver: &Path, commits: usize) {
+    let mut table = open_table(silver).await;
+    for order in 0..commits {
+        table = table.write(vec![may_order(9001 + order as i64)]).await.unwrap();
+    }
+}
+
+/// Overwrites the demo's silver table whole (`mode="overwrite"`, no predicate) with one order of
+/// 2 May 2026: another job's full reload, which removes every file, the window's too.
+pub async fn overwrite_with_a_may_order(silver: &Path) -> u64 {
+    use bf::deltalake::protocol::SaveMode;
+    let table = open_table(silver).await.write(vec![may_order(9001)]).with_save_mode(SaveMode::Overwrite);
+    table.await.unwrap().version().unwrap() as u64
+}
+
+/// Order `id` of 2 May 2026, as a batch of the demo's silver table.
+fn may_order(id: i64) -> bf::deltalake::arrow::array::RecordBatch {
     use std::sync::Arc;
 
     use bf::deltalake::arrow::array::{
@@ -248,19 +264,15 @@ pub async fn append_outside_march(silver: &Path, commits: usize) {
         .map(|(n, t)| Field::new(n, t, true))
         .to_vec(),
     ));
-    let mut table = open_table(silver).await;
-    for order in 0..commits {
-        let columns: Vec<ArrayRef> = vec![
-            Arc::new(Int64Array::from(vec![9001 + order as i64])),
-            Arc::new(StringArray::from(vec!["C01"])),
-            Arc::new(Float64Array::from(vec![5.0])),
-            Arc::new(StringArray::from(vec!["EUR"])),
-            Arc::new(Float64Array::from(vec![5.0])),
-            Arc::new(Date32Array::from(vec![Date32Type::from_naive_date("2026-05-02".parse().unwrap())])),
-        ];
-        let batch = RecordBatch::try_new(schema.clone(), columns).unwrap();
-        table = table.write(vec![batch]).await.unwrap();
-    }
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(vec![id])),
+        Arc::new(StringArray::from(vec!["C01"])),
+        Arc::new(Float64Array::from(vec![5.0])),
+        Arc::new(StringArray::from(vec!["EUR"])),
+        Arc::new(Float64Array::from(vec![5.0])),
+        Arc::new(Date32Array::from(vec![Date32Type::from_naive_date("2026-05-02".parse().unwrap())])),
+    ];
+    RecordBatch::try_new(schema, columns).unwrap()
 }
 
 /// The orders tables' five columns, as Arrow fields.
