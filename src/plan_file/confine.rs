@@ -29,6 +29,12 @@ use crate::plan_file::{Issue, PlanDocument};
 pub const ALLOWED_LOCATIONS: &str = "BF_ALLOWED_LOCATIONS";
 /// The operator's variable listing the endpoints a plan's `[storage] endpoint` may name.
 pub const ALLOWED_ENDPOINTS: &str = "BF_ALLOWED_ENDPOINTS";
+/// The operator's variable bounding how many slices a plan may ask for (`[guards] max_slices`).
+pub const MAX_SLICES: &str = "BF_MAX_SLICES";
+/// The most slices a plan may ask for unless the operator raises it: 27 years of daily slices.
+/// Each slice is work done before review (a lookup per `{date}` file at validation, a query and a
+/// commit at plan), so a plan cannot ask for 4,294,967,295 of them.
+pub const DEFAULT_MAX_SLICES: u32 = 10_000;
 
 /// How many entries of an input folder are looked at for links leading out of the root; a folder
 /// with more is refused rather than read half-checked.
@@ -106,6 +112,8 @@ pub struct Policy {
     /// `None`: any store location; `Some`: only under one of these prefixes.
     locations: Option<Vec<Url>>,
     endpoints: Vec<Url>,
+    /// The most slices a plan may ask for.
+    max_slices: Option<u32>,
 }
 
 impl Policy {
@@ -119,7 +127,19 @@ impl Policy {
                 .map(|v| urls(ALLOWED_ENDPOINTS, &v))
                 .transpose()?
                 .unwrap_or_default(),
+            max_slices: list(MAX_SLICES)
+                .map(|v| {
+                    v.trim()
+                        .parse()
+                        .map_err(|_| PolicyError(format!("{MAX_SLICES}: `{v}` is not a number of slices")))
+                })
+                .transpose()?,
         })
+    }
+
+    /// The most slices a plan may ask for: the operator's, or [`DEFAULT_MAX_SLICES`].
+    pub fn max_slices(&self) -> u32 {
+        self.max_slices.unwrap_or(DEFAULT_MAX_SLICES)
     }
 
     /// What the plan file at `plan_file`, and every plan downstream of it, may reach: the
@@ -148,6 +168,30 @@ impl Scope {
             "{name} is the table at {url}, which is not under a location the operator allows ({})",
             listed(allowed)
         )))
+    }
+
+    /// Refuses a table the plan reads (`written`, as the plan names it) when a file its log names
+    /// leads outside what the plan may reach: a data file or deletion vector named by an absolute
+    /// path elsewhere (`file:///outside/…`), or a link in the table's folder leading out of the
+    /// root. `files` are the version's files, each with how a message names it
+    /// ([`crate::delta::table::files_needed`]); the log is the table's, which whoever can write
+    /// the table (or check a folder into the repository) writes.
+    pub fn check_table_files(&self, written: &str, files: &[(String, Url)]) -> Result<(), PolicyError> {
+        for (name, url) in files {
+            let outside = match crate::delta::store::local_path(url) {
+                Some(path) => (!self.root.holds(&path))
+                    .then(|| format!("outside the root {}", self.root.path().display())),
+                None if url.scheme() == "file" => Some("not a local path bf can confine".to_owned()),
+                None => self.policy.store_problem(name, url),
+            };
+            if let Some(outside) = outside {
+                return Err(PolicyError(format!(
+                    "the table `{written}` names the file {name}, which is {outside}: a plan reads only inside \
+                     it (a file its log names by an absolute path, or a link in its folder)"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// Refuses a plan file outside the root before a byte of it is read.
@@ -204,6 +248,19 @@ impl Scope {
                 });
             }
         }
+        if plan.guards.max_slices > policy.max_slices() {
+            issues.push(Issue {
+                key: "guards.max_slices".into(),
+                message: format!(
+                    "`max_slices = {}` is more than the operator allows ({})",
+                    plan.guards.max_slices,
+                    policy.max_slices()
+                ),
+                help: Some(format!(
+                    "each slice is a query and a commit; the operator raises the limit with {MAX_SLICES}"
+                )),
+            });
+        }
         issues.extend(policy.connection_issues(document));
         issues
     }
@@ -228,7 +285,12 @@ impl Policy {
             Location::Path(path) => path,
         };
         let root_shown = root.path().display();
-        match leaves_root(document, root, written, &path, usage) {
+        // A checkout's `.git` holds the token actions/checkout leaves in its config: never an input.
+        let in_git = resolved(&path).is_some_and(|p| p.components().any(|c| c.as_os_str() == ".git"));
+        if usage == Use::Input && in_git {
+            return Some(format!("`{written}` is inside a `.git` folder, which is never a plan's input"));
+        }
+        match leaves_root(document, root, written, &path, usage, self.max_slices()) {
             Leaves::No => None,
             Leaves::Itself => Some(format!(
                 "`{written}` is outside the root {root_shown}: a plan reads and writes only inside it"
@@ -353,14 +415,25 @@ enum Leaves {
 /// Whether a local location (or, for an input, any file it reads: each slice's file of a
 /// template, each entry of a folder) leaves `root`. `fixed` is the location up to its first
 /// placeholder.
-fn leaves_root(document: &PlanDocument, root: &Root, written: &str, fixed: &Path, usage: Use) -> Leaves {
+fn leaves_root(
+    document: &PlanDocument,
+    root: &Root,
+    written: &str,
+    fixed: &Path,
+    usage: Use,
+    max_slices: u32,
+) -> Leaves {
     if !root.holds(fixed) {
         return Leaves::Itself;
     }
+    let plan = &document.plan;
+    // At most as many slices as a plan may have: one lookup each, even for a window a plan's count
+    // of slices is refused for.
+    let slices = plan.window().slices(plan.slicing.every, plan.slicing.run_offset).take(max_slices as usize);
     let through = usage == Use::Input
         && if written.contains('{') {
-            document.plan.slices().iter().any(|slice| {
-                match document.resolve(&crate::plan_file::template::expand(written, slice)) {
+            slices.into_iter().any(|slice| {
+                match document.resolve(&crate::plan_file::template::expand(written, &slice)) {
                     Location::Path(path) => !root.holds(&path),
                     Location::Uri(url) => {
                         crate::delta::store::local_path(&url).is_none_or(|path| !root.holds(&path))
@@ -391,6 +464,10 @@ fn folder_stays_inside(folder: &Path, root: &Root) -> bool {
             if kind.is_symlink() {
                 if !root.holds(&path) {
                     return false;
+                }
+                // A linked folder is walked like any other: what it holds is read too.
+                if path.is_dir() {
+                    pending.push(path);
                 }
             } else if kind.is_dir() {
                 pending.push(path);

@@ -20,9 +20,7 @@
 use std::collections::HashMap;
 
 use deltalake::kernel::transaction::CommitBuilder;
-use deltalake::kernel::{
-    Action, Add, CommitInfo, DeletionVectorDescriptor, LogicalFileView, MetadataExt, StorageType,
-};
+use deltalake::kernel::{Action, Add, CommitInfo, LogicalFileView, MetadataExt};
 use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
@@ -190,7 +188,7 @@ impl<'a> ShallowClone<'a> {
         let original = file.add_action();
         let deletion_vector = original
             .deletion_vector
-            .map(|dv| absolute_deletion_vector(dv, source_root))
+            .map(|dv| crate::delta::table::absolute_deletion_vector(dv, source_root))
             .transpose()
             .map_err(|problem| CloneError::DeletionVector { file: decoded.clone(), problem })?;
         Ok(Add { path, partition_values, deletion_vector, ..original })
@@ -224,37 +222,6 @@ impl<'a> ShallowClone<'a> {
             .await?;
         Ok(())
     }
-}
-
-/// A file's deletion vector as the clone must name it. One stored beside the source table (`'u'`:
-/// a Z85-encoded UUID, relative to the table's root) would be looked for under the clone's root, so
-/// it is named by its absolute URL (`'p'`); inline (`'i'`) and absolute ones name the same rows from
-/// anywhere. A localized copy holds the same rows in the same order, so the same vector applies.
-pub(crate) fn absolute_deletion_vector(
-    dv: DeletionVectorDescriptor,
-    source_root: &Url,
-) -> Result<DeletionVectorDescriptor, String> {
-    if dv.storage_type != StorageType::UuidRelativePath {
-        return Ok(dv);
-    }
-    let encoded = &dv.path_or_inline_dv;
-    let cut = encoded
-        .len()
-        .checked_sub(20)
-        .filter(|cut| encoded.is_char_boundary(*cut))
-        .ok_or_else(|| format!("`{encoded}` is not a prefix and a 20-character UUID"))?;
-    let (prefix, z85_uuid) = encoded.split_at(cut);
-    let bytes = z85::decode(z85_uuid).map_err(|e| format!("`{z85_uuid}` is not Z85: {e}"))?;
-    let uuid = uuid::Uuid::from_slice(&bytes).map_err(|e| e.to_string())?;
-    let file = match prefix {
-        "" => format!("deletion_vector_{uuid}.bin"),
-        prefix => format!("{prefix}/deletion_vector_{uuid}.bin"),
-    };
-    Ok(DeletionVectorDescriptor {
-        storage_type: StorageType::AbsolutePath,
-        path_or_inline_dv: store::join(source_root, &file).to_string(),
-        ..dv
-    })
 }
 
 /// Whether the table at `url` is a bf rehearsal (its first commit says so).
@@ -299,7 +266,10 @@ pub(crate) fn overlaps(
 
 #[cfg(test)]
 mod tests {
+    use deltalake::kernel::{DeletionVectorDescriptor, StorageType};
+
     use super::*;
+    use crate::delta::table::absolute_deletion_vector;
 
     #[test]
     fn a_deletion_vector_beside_its_table_is_named_by_its_absolute_url() {

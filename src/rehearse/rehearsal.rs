@@ -33,7 +33,7 @@ use crate::rehearse::write::SliceRun;
 use crate::source::run::{DeltaInput, FolderListing, SliceSource, Source, SourceCounts};
 use crate::window::Window;
 
-pub use crate::rehearse::error::RehearsalError;
+pub use crate::rehearse::error::{RehearsalError, without_values};
 use crate::rehearse::progress::Stopwatch;
 pub use crate::rehearse::progress::{Progress, Quiet};
 
@@ -105,7 +105,8 @@ pub async fn rehearse(
     let id = plan_id();
     let source = Source::new(document, schema.clone())
         .with_computed_columns(generated.iter().map(String::as_str))
-        .with_redirects(redirects);
+        .with_redirects(redirects)
+        .within(scope);
     let run = SliceRun {
         document,
         stores: &stores,

@@ -3,7 +3,7 @@
 //! table pointing at deleted files; a rollback refuses instead, naming them.
 
 use deltalake::table::config::TablePropertiesExt;
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use url::Url;
 
 use super::RollbackError;
@@ -17,23 +17,9 @@ use crate::delta::store::{StoreError, Stores, display_url};
 pub(super) async fn check_files_exist(stores: &Stores, url: &Url, version: u64) -> Result<(), RollbackError> {
     let old = stores.open(url, Some(version)).await?;
     let root = old.table_url().clone();
-    let files: Vec<_> = old.get_active_add_actions_by_predicate(None).try_collect().await?;
-    let mut needed: Vec<(String, Url)> = Vec::with_capacity(files.len());
-    for file in &files {
-        let path = file.path().into_owned();
-        let file_url =
-            crate::delta::store::uri(&path).unwrap_or_else(|| crate::delta::store::join(&root, &path));
-        if let Some(dv) = file.deletion_vector_descriptor()
-            && dv.storage_type != deltalake::kernel::StorageType::Inline
-        {
-            let dv = crate::rehearse::clone::absolute_deletion_vector(dv, &root)
-                .map_err(|problem| StoreError { location: display_url(url), problem })?;
-            if let Ok(dv_url) = Url::parse(&dv.path_or_inline_dv) {
-                needed.push((format!("{} (the deletion vector of {path})", display_url(&dv_url)), dv_url));
-            }
-        }
-        needed.push((path, file_url));
-    }
+    let needed = crate::delta::table::files_needed(&old)
+        .await
+        .map_err(|problem| StoreError { location: display_url(url), problem })?;
     // A listing answers for every file under the table's folder; a store that will not list is
     // asked about each file instead.
     let listed = stores.keys_under(&root).await.ok().flatten();

@@ -145,6 +145,8 @@ pub struct Source<'a> {
     redirects: Vec<DeltaInput>,
     /// The query's columns whose type the table's differs from, as warnings (each once).
     type_changes: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// What the plan may reach: every file a Delta input's log names must be in it.
+    scope: Option<crate::plan_file::confine::Scope>,
 }
 
 impl<'a> Source<'a> {
@@ -157,7 +159,14 @@ impl<'a> Source<'a> {
             pinned: Default::default(),
             redirects: Vec::new(),
             type_changes: Default::default(),
+            scope: None,
         }
+    }
+
+    /// Refuses a Delta input whose log names a file outside what the plan may reach.
+    pub fn within(mut self, scope: &crate::plan_file::confine::Scope) -> Self {
+        self.scope = Some(scope.clone());
+        self
     }
 
     /// The query's columns whose type differs from the table's, for the slices run so far: each a
@@ -352,6 +361,11 @@ impl<'a> Source<'a> {
                     catalog,
                 });
             }
+        }
+        // Checked once, when the input is first pinned: its version's files do not change.
+        if let (Some(scope), None) = (&self.scope, &pinned) {
+            let files = crate::delta::table::files_needed(&delta).await?;
+            scope.check_table_files(written, &files).map_err(|e| e.0)?;
         }
         let provider = delta.table_provider().await.map_err(|e| e.to_string())?;
         ctx.register_table(name, provider).map(drop).map_err(|e| e.to_string())
