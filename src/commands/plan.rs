@@ -130,7 +130,13 @@ pub async fn rehearse_and_save(
     let mut plan = match rehearsal::rehearse_chain(&chain, progress).await {
         Ok(plan) => plan,
         Err(error) => {
-            say!("{}", at_its_line(&chain, &error));
+            let said = at_its_line(&chain, &error);
+            // A fork's plan: the comment shows no data value, its errors' neither.
+            let said = match samples {
+                Samples::None => bf::rehearse::rehearsal::without_values(&said),
+                Samples::Show => said,
+            };
+            say!("{said}");
             say!("nothing was written to the target, and no plan was saved");
             return Ok(None);
         }

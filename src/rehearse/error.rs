@@ -69,3 +69,90 @@ pub(crate) fn query_error(
     let what = what.into();
     move |e| RehearsalError::Query { what, message: e.to_string() }
 }
+
+/// An error's text without the data values it quotes, for `--samples none` (a plan of a fork's
+/// pull request, whose comment anyone reads): the engine quotes a value it could not cast or parse
+/// in single quotes (`Cannot cast string 'aws_access_key_id = AKIA…' to value of Float64 type`),
+/// and a row that breaks a table rule is shown as `the row (column = value, …)`. Each is replaced
+/// by `…`; the rest of the message, which says what to fix, stays.
+pub fn without_values(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    loop {
+        let quote = rest.find('\'');
+        let row = rest.find("the row (");
+        match (quote, row) {
+            (Some(q), r) if r.is_none_or(|r| q < r) => {
+                out.push_str(&rest[..=q]);
+                let after = &rest[q + 1..];
+                match after.find('\'') {
+                    Some(end) => {
+                        out.push_str("…'");
+                        rest = &after[end + 1..];
+                    }
+                    None => {
+                        out.push_str(after);
+                        return out;
+                    }
+                }
+            }
+            (_, Some(r)) => {
+                let open = r + "the row (".len();
+                out.push_str(&rest[..open]);
+                let after = &rest[open..];
+                // The row's closing parenthesis: the first `)` at depth zero.
+                let mut depth = 0usize;
+                let close = after.char_indices().find(|(_, c)| match c {
+                    '(' => {
+                        depth += 1;
+                        false
+                    }
+                    ')' if depth == 0 => true,
+                    ')' => {
+                        depth -= 1;
+                        false
+                    }
+                    _ => false,
+                });
+                match close {
+                    Some((end, _)) => {
+                        out.push('…');
+                        rest = &after[end..];
+                    }
+                    None => {
+                        out.push('…');
+                        return out;
+                    }
+                }
+            }
+            (None, None) => {
+                out.push_str(rest);
+                return out;
+            }
+            (Some(_), None) => unreachable!("handled above"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_an_error_quotes_are_left_out() {
+        assert_eq!(
+            without_values(
+                "Cast error: Cannot cast string 'aws_access_key_id = AKIA123' to value of Float64 type"
+            ),
+            "Cast error: Cannot cast string '…' to value of Float64 type"
+        );
+        assert_eq!(
+            without_values(
+                "slice 1 was not written: the row (order_id = 7, note = f(x)) breaks the table's CHECK amount > 0"
+            ),
+            "slice 1 was not written: the row (…) breaks the table's CHECK amount > 0"
+        );
+        assert_eq!(without_values("no value here"), "no value here");
+        assert_eq!(without_values("an 'unclosed quote"), "an 'unclosed quote");
+    }
+}
