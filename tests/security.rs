@@ -87,6 +87,7 @@ impl Checkout {
             "BF_ALLOWED_ENDPOINTS",
             "BF_PLAN_KEY",
             "BF_SAMPLES",
+            "BF_MAX_SLICES",
         ] {
             command.env_remove(name);
         }
@@ -185,6 +186,126 @@ async fn writes_outside_the_root_are_refused_and_nothing_is_written() {
     refused_at(&checkout, &output, &plan, 4, "would be outside the root");
     assert_eq!(checkout.untouched(), before, "nothing written outside the repository, the table untouched");
     assert!(!outside.exists());
+}
+
+/// The work a plan can ask for before review is bounded by the operator: `max_slices = 4294967295`
+/// over 9,999 years of days, with a `{date}` input (a file lookup per day), is refused at its line
+/// at once; the operator raises the bound with `BF_MAX_SLICES`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plan_cannot_ask_for_more_slices_than_the_operator_allows() {
+    let checkout = Checkout::new().await;
+    let endless = |t: String, max: &str| {
+        t.replace("start = 2026-03-01", "start = 0001-01-01")
+            .replace("end = 2026-03-31", "end = 9999-12-31")
+            .replace("every = \"month\"", "every = \"day\"")
+            .replace("../landing/orders.csv", "../landing/{date}.csv")
+            + &format!("\n[guards]\nmax_slices = {max}\n")
+    };
+    let plan = checkout.plan("endless.toml", |t| endless(t, "4294967295"));
+    let output = checkout.bf(&["validate", &plan.display().to_string()]);
+    refused_at(
+        &checkout,
+        &output,
+        &plan,
+        20,
+        "`max_slices = 4294967295` is more than the operator allows (10000)",
+    );
+    let plan = checkout.plan("raised.toml", |t| endless(t, "20000"));
+    let output = checkout.bf_with(&["validate", &plan.display().to_string()], &[("BF_MAX_SLICES", "20000")]);
+    assert!(!said(&output).contains("more than the operator allows"), "{}", said(&output));
+}
+
+/// Every file bf reads on a plan's behalf is confined, not only the paths the plan writes: a
+/// folder input whose `x=1` subfolder links to a folder (inside the root) holding a link out of it;
+/// a target whose data file is a link out of the root; a Delta input whose log adds a file by an
+/// absolute `file:///` path outside it; and `.git/config` (where actions/checkout leaves its token)
+/// as a CSV input. Each is refused before its rows are read: the secret is never shown, no table
+/// is written, no plan saved.
+#[tokio::test(flavor = "multi_thread")]
+async fn files_a_plan_reaches_through_folders_tables_and_logs_stay_inside_the_root() {
+    let checkout = Checkout::new().await;
+    let (repo, root) = (checkout.repo(), checkout.root().to_owned());
+    let secret_csv = root.join("secret.csv");
+    // A folder input: x=1 links to a folder inside the root, which links out.
+    std::fs::create_dir_all(repo.join("landing/parts")).unwrap();
+    std::fs::create_dir_all(repo.join("landing/inner")).unwrap();
+    std::os::unix::fs::symlink(repo.join("landing/inner"), repo.join("landing/parts/x=1")).unwrap();
+    std::os::unix::fs::symlink(&secret_csv, repo.join("landing/inner/leak.csv")).unwrap();
+    // A target whose data file is a link to the same rows copied outside the root.
+    let linked = repo.join("warehouse/linked");
+    orders_table(&linked, false, &[&[(1, "C01", 10.0, "USD", "2026-03-02")]]).await;
+    let part = std::fs::read_dir(&linked)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .unwrap();
+    let moved = root.join("moved.parquet");
+    std::fs::rename(&part, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &part).unwrap();
+    // A Delta input whose log names a table outside the root by its absolute path.
+    let outside = root.join("outside_table");
+    orders_table(&outside, false, &[&[(7, SECRET, 1.0, "EUR", "2026-03-02")]]).await;
+    let feed = repo.join("warehouse/feed");
+    std::fs::create_dir_all(feed.join("_delta_log")).unwrap();
+    let commits: Vec<String> = (0..2)
+        .map(|v| std::fs::read_to_string(outside.join(format!("_delta_log/{v:020}.json"))).unwrap())
+        .collect();
+    let absolute: String = commits
+        .iter()
+        .flat_map(|commit| commit.lines())
+        .filter(|line| !line.contains("\"commitInfo\""))
+        .map(|line| {
+            let mut action: Value = serde_json::from_str(line).unwrap();
+            if let Some(path) = action.pointer_mut("/add/path") {
+                *path = url::Url::from_file_path(outside.join(path.as_str().unwrap()))
+                    .unwrap()
+                    .to_string()
+                    .into();
+            }
+            format!("{action}\n")
+        })
+        .collect();
+    std::fs::write(feed.join("_delta_log/00000000000000000000.json"), absolute).unwrap();
+    std::fs::write(
+        repo.join(".git/config"),
+        format!("[http]\n\textraheader = AUTHORIZATION: basic {SECRET}\n"),
+    )
+    .unwrap();
+
+    let attacks = [
+        (
+            "folder",
+            GOOD_PLAN.replace("\"../landing/orders.csv\"", "\"../landing/parts\""),
+            "leads outside the root",
+        ),
+        (
+            "linked",
+            GOOD_PLAN.replace("\"../warehouse/orders\"", "\"../warehouse/linked\""),
+            "which is outside the root",
+        ),
+        (
+            "feed",
+            GOOD_PLAN.replace(
+                "inputs.orders = { path = \"../landing/orders.csv\", format = \"csv\" }",
+                "inputs.orders = { path = \"../warehouse/feed\", format = \"delta\" }",
+            ),
+            "which is outside the root",
+        ),
+        ("git", GOOD_PLAN.replace("\"../landing/orders.csv\"", "\"../.git/config\""), "never a plan's input"),
+    ];
+    let tables = || ["orders", "linked", "feed"].map(|t| snapshot(&repo.join("warehouse").join(t)));
+    let before = tables();
+    for (name, text, expect) in attacks {
+        assert_ne!(text, GOOD_PLAN, "{name}: the attack changed the plan");
+        let plan = checkout.plan(&format!("{name}.toml"), |_| text.clone());
+        let output = checkout.bf(&["plan", &plan.display().to_string()]);
+        let said = said(&output);
+        assert_eq!(output.status.code(), Some(1), "{name}: {said}");
+        assert!(said.contains(expect), "{name}: expected {expect:?} in:\n{said}");
+        assert!(!said.contains(SECRET), "{name}: the secret was shown:\n{said}");
+        assert!(!repo.join(".bf/plan.json").exists(), "{name}: a plan was saved");
+    }
+    assert_eq!(tables(), before, "no table was written");
 }
 
 /// A checkout may hold links where bf writes its own files: at the saved plan `--out` names, at a

@@ -593,6 +593,8 @@ import json, os
 import duckdb, duckdb_extension_delta, duckdb_extension_httpfs
 assert duckdb.__version__ == "1.5.5", duckdb.__version__
 con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
+# No progress bar: on a busy machine a query past two seconds printed one on stdout, before the rows.
+con.execute("SET enable_progress_bar = false")
 for module, name in ((duckdb_extension_httpfs, "httpfs"), (duckdb_extension_delta, "delta")):
     path = os.path.join(os.path.dirname(module.__file__), "extensions", "v" + duckdb.__version__, name + ".duckdb_extension")
     con.execute("LOAD '" + path.replace("'", "''") + "'")
