@@ -574,7 +574,8 @@ async fn rerun_all_applies_every_slice_again_under_a_new_backfill_id() {
     let saved: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
     assert_eq!(report["backfill_id"], format!("{}-r2", saved["id"].as_str().unwrap()));
-    assert_eq!(report["pre_version"], 0);
+    // The version to go back to is the rerun's own: the first run's table, not the plan's version.
+    assert_eq!(report["pre_version"], 31, "the first run's last commit");
     assert_eq!(report["post_version"], 62, "31 commits of the first run, 31 of the rerun");
     let slices = report["slices"].as_array().unwrap();
     assert_eq!(slices.len(), 30);

@@ -653,3 +653,25 @@ async fn vacuum_after_another_writers_delete_never_makes_a_backfill_unfinishable
         assert_eq!(nine, 0, "{case}: the deleted order stays deleted");
     }
 }
+
+/// One backfill applied in two ways: slice 1 recomputed (`--slice 1 --recompute`), then a plain
+/// `--slice 2`. On a table whose files straddle the slices, slice 2's rehearsal rewrote files slice
+/// 1's rehearsal wrote, which the table does not hold: refused before anything is written, naming
+/// `--recompute`, which then finishes the backfill to the table one undisturbed apply leaves.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slice_published_after_a_recomputed_one_names_recompute_before_writing() {
+    let alone = applied_alone(false).await;
+    let (dir, table) = planned(false).await;
+    let root = dir.path();
+    ok(root, &["apply", "--auto-approve", "-q", "--slice", "1", "--recompute"]);
+    let untouched = snapshot(&table);
+    let stderr = refused(root, &["apply", "--auto-approve", "-q", "--slice", "2"]);
+    assert!(
+        stderr.contains("the rehearsal of slice 1 wrote, but slice 1 was written with `--recompute`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`bf apply --recompute`"), "{stderr}");
+    assert_eq!(snapshot(&table), untouched, "nothing was written");
+    ok(root, &["apply", "--auto-approve", "-q", "--recompute"]);
+    assert_eq!(rows_at(&table, None, "true").await, alone, "the table one apply leaves");
+}

@@ -274,48 +274,6 @@ async fn another_writer_inside_the_window_needs_force_and_to_version_restores_an
     assert_eq!(rows(&silver, None, "true").await, rows(&silver, Some(3), "true").await);
 }
 
-/// Runs `bf ARGS` on a pseudo-terminal (util-linux `script`), waits for its question, runs
-/// `meanwhile`, then answers "yes": a person at a terminal while the daily job runs. Returns the
-/// exit code and what it printed.
-async fn answered_yes_after(
-    root: &Path,
-    args: &str,
-    meanwhile: impl std::future::Future<Output = ()>,
-) -> (Option<i32>, String) {
-    use std::io::Read;
-    use std::sync::{Arc, Mutex};
-    let bf = assert_cmd::cargo::cargo_bin("bf");
-    let mut asked = std::process::Command::new("script")
-        .args(["-qec", &format!("{} {args}", bf.display()), "/dev/null"])
-        .current_dir(root)
-        .env_remove("BF_STATE_DIR")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let printed = Arc::new(Mutex::new(Vec::new()));
-    let mut stdout = asked.stdout.take().unwrap();
-    let reading = {
-        let printed = printed.clone();
-        std::thread::spawn(move || {
-            let mut chunk = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                printed.lock().unwrap().extend_from_slice(&chunk[..n]);
-            }
-        })
-    };
-    let said = || String::from_utf8_lossy(&printed.lock().unwrap()).into_owned();
-    crate::common::wait_for("the rollback's question", || said().contains("Only 'yes' will be accepted"));
-    meanwhile.await;
-    std::io::Write::write_all(asked.stdin.as_mut().unwrap(), b"yes\n").unwrap();
-    let status = asked.wait().unwrap();
-    reading.join().unwrap();
-    (status.code(), said())
-}
-
 /// A rollback's question may wait minutes for its answer. What it weighed before asking is read
 /// again after the answer: a May order appended while the full rollback asks is not discarded by
 /// the RESTORE (refused, the order kept, March still the backfill's), and an UPDATE of a March order
@@ -329,7 +287,9 @@ async fn a_commit_landing_while_the_rollback_asks_is_weighed_after_the_answer() 
     plan_and_apply(root);
     let backfilled = duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}"));
 
-    let (code, said) = answered_yes_after(root, "rollback --cascade", append_outside_march(&silver, 1)).await;
+    let (code, said) =
+        crate::common::answered_after(root, "rollback --cascade", "yes", append_outside_march(&silver, 1))
+            .await;
     assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("a full RESTORE would silently discard them"), "{said}");
     assert_eq!(
@@ -343,7 +303,8 @@ async fn a_commit_landing_while_the_rollback_asks_is_weighed_after_the_answer() 
         let table = open_table(&silver).await;
         table.update().with_predicate("order_id = 780").with_update("amount", "99.0").await.unwrap();
     };
-    let (code, said) = answered_yes_after(root, "rollback --cascade --window-only", update).await;
+    let (code, said) =
+        crate::common::answered_after(root, "rollback --cascade --window-only", "yes", update).await;
     assert_eq!(code, Some(1), "{said}");
     assert!(said.contains("other writers wrote inside the window"), "{said}");
     assert_eq!(
@@ -403,4 +364,26 @@ async fn a_foreign_overwrite_of_the_whole_table_is_a_write_inside_the_window() {
         0,
         "March stays reloaded away"
     );
+}
+
+/// A `--rerun all` backfill is undone on its own: rolling it back puts back the first apply's
+/// March (its pre-version is the version it started at, not the plan's), and the first apply then
+/// rolls back in its turn to the March before both (read by DuckDB).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rerun_rolls_back_to_the_first_apply_and_the_first_apply_after_it() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let before = duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}"));
+    let first = plan_and_apply(root);
+    let applied = crate::common::commit_files(&silver).last().unwrap().0;
+    bf_in(root).args(["apply", "--auto-approve", "-q", "--rerun", "all"]).assert().success();
+    bf_in(root).args(["rollback", "--cascade", "--auto-approve"]).assert().success();
+    assert_eq!(
+        rows(&silver, None, MARCH).await,
+        rows(&silver, Some(applied), MARCH).await,
+        "the rerun undone: the first apply's March"
+    );
+    bf_in(root).args(["rollback", "--cascade", "--auto-approve", "--backfill", &first]).assert().success();
+    assert_eq!(duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}")), before, "both undone");
 }

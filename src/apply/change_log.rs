@@ -30,6 +30,8 @@ pub struct LogRow {
     pub backfill_id: String,
     pub table: String,
     pub plan: Plan,
+    /// The version to go back to: the plan's, or for a rerun the version it started at.
+    pub pre_version: u64,
     pub post_version: u64,
     pub started_at: DateTime<Utc>,
     pub finished_at: DateTime<Utc>,
@@ -140,7 +142,7 @@ fn batch(row: &LogRow) -> Result<RecordBatch, DeltaTableError> {
         day(plan.window.start),
         day(plan.window.end),
         text(&plan.reason),
-        number(plan.target.pre_version),
+        number(row.pre_version),
         number(row.post_version),
         number(plan.slices.len() as u64),
         number(plan.total.before.rows),

@@ -63,6 +63,19 @@ pub enum ApplyError {
     )]
     OutOfOrder(Vec<(Slice, Vec<usize>)>),
     #[error(
+        "{}\nNothing was written. Apply them with `--recompute` too (`bf apply --recompute`): each slice's query \
+         runs again over the table as it is, as it did for the slices before.",
+        .0.iter().map(|(s, before)| {
+            let named = before.iter().map(usize::to_string).collect::<Vec<_>>().join(", ");
+            let (which, was) = if before.len() == 1 { ("slice", "was") } else { ("slices", "were") };
+            format!(
+                "{s} rewrites files the rehearsal of {which} {named} wrote, but {which} {named} {was} written with \
+                 `--recompute`: the table holds other files, which only recomputing can rewrite"
+            )
+        }).collect::<Vec<_>>().join("\n")
+    )]
+    AfterRecomputed(Vec<(Slice, Vec<usize>)>),
+    #[error(
         "backfill {backfill} of this plan was rolled back at version {at}: the table does not hold its rows, \
          and nothing was written. To write them again, run `bf plan {plan_file}` again: it rehearses against \
          the table as the rollback left it, and that plan applies"

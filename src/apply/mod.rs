@@ -27,7 +27,7 @@
 //! Every write is one Delta commit or nothing, so a crash at any point leaves the table at a slice
 //! boundary, and the ledger says which.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::Path;
 
 use deltalake::DeltaTable;
@@ -269,7 +269,7 @@ impl<'a> Apply<'a> {
         let delta_now = delta_input_versions(&stores, &plan.delta_inputs).await;
         check_stale(plan, &since, &Now { inputs: &inputs_now, folders: &folders_now, delta: &delta_now })?;
 
-        let mut backfill = backfill_for(plan, &since, self.rerun);
+        let mut backfill = backfill_for(plan, &since, self.rerun, latest);
         backfill.cascade = self.cascade.clone();
         // A backfill undone since is not "already applied": its slices' commits are in the log, the
         // rows they wrote are not in the table.
@@ -300,6 +300,7 @@ impl<'a> Apply<'a> {
         let pending: Vec<&Slice> =
             slices.iter().filter(|s| !preflight.done.contains_key(&s.index) && self.chosen(s)).collect();
         self.refuse_out_of_order(&preflight, &pending)?;
+        self.refuse_after_recomputed(&preflight, &pending).await?;
         let mut overtaken = Vec::new();
         for slice in &pending {
             let by =
@@ -369,6 +370,57 @@ impl<'a> Apply<'a> {
         }
     }
 
+    /// A slice to publish that rewrites files an earlier slice's rehearsal wrote, where that slice
+    /// is committed but its files are not in the table: it was written with `--recompute` (or by
+    /// a crash's resume under it), so its files are other files. Publishing would remove files the
+    /// table does not hold; only recomputing can follow. Refused before anything is written, with
+    /// that way out.
+    async fn refuse_after_recomputed(
+        &self,
+        preflight: &Preflight,
+        pending: &[&Slice],
+    ) -> Result<(), ApplyError> {
+        if preflight.recompute {
+            return Ok(());
+        }
+        let publication = |index: usize| {
+            self.plan.slices.iter().find(|r| r.index == index).and_then(|r| r.publication.as_ref())
+        };
+        let waits = crate::apply::staleness::predecessors(
+            self.plan.slices.iter().filter_map(|r| Some((r.index, r.publication.as_ref()?))),
+        );
+        let mut live: Option<HashSet<String>> = None;
+        let mut blocked = Vec::new();
+        for slice in pending {
+            let Some(removes) = publication(slice.index).map(|p| &p.removes) else { continue };
+            let done_before =
+                waits.get(&slice.index).into_iter().flatten().filter(|b| preflight.done.contains_key(b));
+            let mut recomputed = Vec::new();
+            for before in done_before {
+                let written: HashSet<&str> = publication(*before)
+                    .into_iter()
+                    .flat_map(|p| p.adds.iter().map(|f| f.path.as_str()))
+                    .collect();
+                if live.is_none() {
+                    let files: Vec<_> =
+                        preflight.target.get_active_add_actions_by_predicate(None).try_collect().await?;
+                    live = Some(files.iter().map(|f| f.path().into_owned()).collect());
+                }
+                let held = live.as_ref().expect("read above");
+                if removes.iter().any(|r| written.contains(r.as_str()) && !held.contains(r)) {
+                    recomputed.push(*before);
+                }
+            }
+            if !recomputed.is_empty() {
+                blocked.push((**slice, recomputed));
+            }
+        }
+        match blocked.is_empty() {
+            true => Ok(()),
+            false => Err(ApplyError::AfterRecomputed(blocked)),
+        }
+    }
+
     pub async fn execute(self, progress: &dyn ApplyProgress) -> Result<ApplyReport, ApplyError> {
         let started_at = chrono::Utc::now();
         let plan = self.plan;
@@ -390,7 +442,7 @@ impl<'a> Apply<'a> {
         Ok(ApplyReport {
             backfill_id: preflight.backfill.backfill_id,
             table: display_url(&url),
-            pre_version: plan.target.pre_version,
+            pre_version: preflight.backfill.pre_version,
             post_version: target.version().unwrap_or(0),
             already_applied: finished_before && outcomes.iter().all(|o| o.status == SliceStatus::Skipped),
             slices: outcomes,
@@ -574,20 +626,25 @@ async fn publisher<'s>(
 }
 
 /// The backfill this apply continues or starts. A resume keeps the id of the plan's latest backfill
-/// in commit order (`-r10` after `-r9`, whatever their names sort as); a first apply takes the
-/// plan's id; `--rerun` takes a new one.
-fn backfill_for(plan: &Plan, since: &[Entry], rerun: bool) -> Backfill {
+/// in commit order (`-r10` after `-r9`, whatever their names sort as), and its pre-version; a first
+/// apply takes the plan's id and the version the plan was made at; `--rerun` takes a new id and
+/// the table's version as it starts (`latest`): undoing a rerun puts back the table it rewrote,
+/// the first apply's rows, and leaves the first apply to be undone in its turn.
+fn backfill_for(plan: &Plan, since: &[Entry], rerun: bool, latest: u64) -> Backfill {
     let earlier = ledger::backfill_ids(since, &plan.id);
-    let backfill_id = match (rerun, earlier.last()) {
-        (false, Some(last)) => last.clone(),
-        (false, None) => plan.id.clone(),
-        (true, _) => format!("{}-r{}", plan.id, earlier.len() + 1),
+    let (backfill_id, pre_version) = match (rerun, earlier.last()) {
+        (false, Some(last)) => {
+            let recorded = ledger::recorded(since, last).ok().flatten();
+            (last.clone(), recorded.map_or(plan.target.pre_version, |r| r.backfill.pre_version))
+        }
+        (false, None) => (plan.id.clone(), plan.target.pre_version),
+        (true, _) => (format!("{}-r{}", plan.id, earlier.len() + 1), latest),
     };
     Backfill {
         backfill_id,
         plan_id: plan.id.clone(),
         plan_sha256: plan.plan_file.sha256.clone(),
-        pre_version: plan.target.pre_version,
+        pre_version,
         reason: plan.reason.clone(),
         window: plan.window,
         date_column: plan.target.date_column.clone(),

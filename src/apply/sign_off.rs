@@ -38,6 +38,7 @@ pub(super) async fn sign_off(
         table: display_url(&url_of(plan)?),
         // This table's plan: the tables downstream have rows of their own.
         plan: Plan { downstream: Vec::new(), ..plan.clone() },
+        pre_version: backfill.pre_version,
         post_version: target.version().unwrap_or(0),
         started_at,
         finished_at: chrono::Utc::now(),

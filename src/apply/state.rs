@@ -87,7 +87,7 @@ pub async fn unverified(plan: &Plan) -> Result<Vec<Unverified>, ApplyError> {
     let target = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?.open(&url, None).await?;
     let logged = ledger::logged_after(&target, plan.target.pre_version).await?;
     let since: Vec<_> = logged.iter().map(|l| l.entry.clone()).collect();
-    let backfill = backfill_for(plan, &since, false);
+    let backfill = backfill_for(plan, &since, false, target.version().unwrap_or(0));
     let slices: Vec<Slice> = plan
         .slices
         .iter()
