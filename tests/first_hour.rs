@@ -719,3 +719,18 @@ fn a_source_day_without_rows_fails_the_plan_unless_the_plan_allows_it() {
     assert!(bf_in(root).args(["apply", "--auto-approve"]).output().unwrap().status.success());
     assert_eq!(crate::common::duckdb_count(&daily, on_the_2nd), 0, "the day emptied, as allowed");
 }
+
+/// Answered "yes" on a terminal, the apply's question applies the plan: each slice once, the
+/// comment set (the slices read from the raw log).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_apply_prompt_answered_yes_applies() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join(DAILY);
+    let path = crate::common::september_plan(root, "two-days.toml", 2, |t| t);
+    assert!(bf_in(root).args(["plan", &path, "--quiet"]).output().unwrap().status.success());
+    let (code, said) = crate::common::answered_after(root, "apply", "yes", async {}).await;
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(slices_committed(&daily), [1, 2], "{said}");
+    assert_eq!(crate::common::commits_with(&daily, "comment"), 1);
+}

@@ -467,6 +467,13 @@ async fn a_plans_endpoint_receives_nothing_unless_the_operator_allows_it() {
             20,
             "`use_emulator = true` changes how bf connects",
         ),
+        (
+            "unsigned alone",
+            "s3://lake/orders",
+            "skip_signature = true".to_owned(),
+            20,
+            "`skip_signature = true` changes how bf connects",
+        ),
     ];
     for (name, table, storage, line, expect) in attacks {
         let plan = checkout.plan(&format!("{name}.toml"), |t| on_store(t, table, &storage));
@@ -504,6 +511,9 @@ async fn a_plans_endpoint_receives_nothing_unless_the_operator_allows_it() {
         }
     }
     assert_eq!(listener.connections(), 0, "a request reached the plan's endpoint");
+    // The listener counts what reaches it: a zero above means nothing did.
+    drop(std::net::TcpStream::connect(("127.0.0.1", listener.port)).unwrap());
+    crate::common::wait_for("the listener to count a connection", || listener.connections() == 1);
 
     // The operator may allow it; `bf validate` still sends nothing.
     let plan = checkout.plan("allowed.toml", |t| {
@@ -512,7 +522,7 @@ async fn a_plans_endpoint_receives_nothing_unless_the_operator_allows_it() {
     let allowed = [("BF_ALLOWED_ENDPOINTS", endpoint.as_str())];
     let output = checkout.bf_with(&["validate", &plan.display().to_string()], &allowed);
     assert!(output.status.success(), "{}", said(&output));
-    assert_eq!(listener.connections(), 0);
+    assert_eq!(listener.connections(), 1, "validate sent nothing");
 
     // Store locations may be limited: the target outside the allowed prefixes is refused.
     let plan = checkout.plan("bucket.toml", |t| t.replace("../warehouse/orders", "s3://other-lake/orders"));

@@ -409,6 +409,49 @@ pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Runs `bf ARGS` on a pseudo-terminal (util-linux `script`), waits for its question, runs
+/// `meanwhile`, then answers `answer`: a person at a terminal while the daily job runs. Returns the
+/// exit code and what it printed.
+pub async fn answered_after(
+    root: &Path,
+    args: &str,
+    answer: &str,
+    meanwhile: impl std::future::Future<Output = ()>,
+) -> (Option<i32>, String) {
+    use std::io::Read;
+    use std::sync::{Arc, Mutex};
+    let bf = assert_cmd::cargo::cargo_bin("bf");
+    let mut asked = std::process::Command::new("script")
+        .args(["-qec", &format!("{} {args}", bf.display()), "/dev/null"])
+        .current_dir(root)
+        .env_remove("BF_STATE_DIR")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let printed = Arc::new(Mutex::new(Vec::new()));
+    let mut stdout = asked.stdout.take().unwrap();
+    let reading = {
+        let printed = printed.clone();
+        std::thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                printed.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        })
+    };
+    let said = || String::from_utf8_lossy(&printed.lock().unwrap()).into_owned();
+    wait_for("the question", || said().contains("Only 'yes' will be accepted"));
+    meanwhile.await;
+    std::io::Write::write_all(asked.stdin.as_mut().unwrap(), format!("{answer}\n").as_bytes()).unwrap();
+    let status = asked.wait().unwrap();
+    reading.join().unwrap();
+    (status.code(), said())
+}
+
 /// Releases processes paused each on its own file (`BF_PAUSE_FILE`) once every one of them waits
 /// there, so that their next commits race; returns what each printed, in their order.
 pub fn release_together(
