@@ -300,7 +300,6 @@ impl<'a> Apply<'a> {
         let pending: Vec<&Slice> =
             slices.iter().filter(|s| !preflight.done.contains_key(&s.index) && self.chosen(s)).collect();
         self.refuse_out_of_order(&preflight, &pending)?;
-        self.refuse_after_recomputed(&preflight, &pending).await?;
         let mut overtaken = Vec::new();
         for slice in &pending {
             let by =
@@ -320,6 +319,8 @@ impl<'a> Apply<'a> {
         if !unverified.is_empty() {
             return Err(ApplyError::Unverified(unverified));
         }
+        // After the verification: a slice that differs from its rehearsal is named first.
+        self.refuse_after_recomputed(&preflight, &pending).await?;
         Ok(preflight)
     }
 

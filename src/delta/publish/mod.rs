@@ -523,7 +523,9 @@ impl Removes<'_> {
                 match copies.get(&path) {
                     Some(original) => (*original).to_owned(),
                     None => {
-                        gone.push(format!("the file the rehearsal copied as {path}"));
+                        // No live file's path hashes to that name: the original is gone (or the
+                        // plan was made by a bf that named its copies otherwise: plan again).
+                        gone.push(format!("the file its rehearsal copied as {path}"));
                         continue;
                     }
                 }
