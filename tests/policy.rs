@@ -104,3 +104,34 @@ fn a_policy_that_does_not_parse_is_named_before_anything_is_rehearsed() {
     let planned = bf_in(root).args(["plan", "plans/march.toml", "--policy", "nothing"]).output().unwrap();
     assert!(String::from_utf8_lossy(&planned.stderr).contains("holds no Rego policy"));
 }
+
+/// With the operator's policies in `BF_POLICY`, a saved plan is decided again at apply: a denial
+/// erased from the saved plan (and its problem) is made again, and nothing is written.
+#[test]
+fn an_erased_policy_denial_is_decided_again_at_apply() {
+    let dir = demo_workspace();
+    let root = dir.path();
+    let policies = root.join("policies");
+    std::fs::create_dir(&policies).unwrap();
+    std::fs::write(
+        policies.join("silver.rego"),
+        "package main\n\nimport rego.v1\n\ndeny contains \"orders_silver is the platform team's\" if {\n\tendswith(input.target.table, \"/orders_silver\")\n}\n",
+    )
+    .unwrap();
+    let planned = bf_in(root).args(["plan", "plans/march.toml", "--policy", "policies"]).output().unwrap();
+    assert!(!planned.status.success(), "denied");
+    let path = root.join(".bf/plan.json");
+    let mut saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    saved["policy"]["deny"] = serde_json::json!([]);
+    saved["problems"] = serde_json::json!([]);
+    std::fs::write(&path, serde_json::to_string_pretty(&saved).unwrap()).unwrap();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let versions = crate::common::commit_infos(&silver).len();
+    let applied =
+        bf_in(root).args(["apply", "--auto-approve"]).env("BF_POLICY", "policies").output().unwrap();
+    let stderr = String::from_utf8_lossy(&applied.stderr);
+    assert!(!applied.status.success(), "{stderr}");
+    assert!(stderr.contains("policy denies: orders_silver is the platform team's"), "{stderr}");
+    assert_eq!(crate::common::commit_infos(&silver).len(), versions, "nothing was written");
+}

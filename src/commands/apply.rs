@@ -198,15 +198,22 @@ fn refuse_fan_out_of_a_plan_file(args: &Args) -> anyhow::Result<()> {
 /// written; or a saved plan, as it was reviewed. `None` when planning refused the plan file
 /// (it said why).
 async fn plan_to_apply(args: &Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<Option<Plan>> {
+    // The operator's policies (`BF_POLICY`) hold for a plan made here as for `bf plan`, and are
+    // decided again on a saved plan: a denial erased from the file is made again.
+    let policies = std::env::var_os("BF_POLICY").map(std::path::PathBuf::from);
     let path = match &args.plan {
         Some(path) if path.extension().is_some_and(|e| e == "toml") => path,
         // A saved plan is applied only as it was reviewed (bf::rehearse::seal).
-        Some(path) => return Ok(Some(bf::rehearse::seal::load_reviewed(path, policy)?)),
-        None => return Ok(Some(bf::rehearse::seal::load_reviewed(&args.state.saved_plan(), policy)?)),
+        saved => {
+            let saved = saved.clone().unwrap_or_else(|| args.state.saved_plan());
+            let mut plan = bf::rehearse::seal::load_reviewed(&saved, policy)?;
+            if let Some(policies) = &policies {
+                bf::rehearse::policy::Policies::load(policies)?.apply_to(&mut plan)?;
+            }
+            return Ok(Some(plan));
+        }
     };
     let samples = super::plan::Samples::from_env();
-    // The operator's policies (`BF_POLICY`) hold for a plan made here as for `bf plan`.
-    let policies = std::env::var_os("BF_POLICY").map(std::path::PathBuf::from);
     let Some((plan, _)) =
         super::plan::rehearse_and_save(path, policy, policies.as_deref(), samples, &args.state, None, &Quiet)
             .await?

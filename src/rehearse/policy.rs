@@ -66,8 +66,19 @@ impl Policies {
     /// A chain's plans are decided one by one, each as its own saved JSON reads.
     pub fn apply_to(&self, plan: &mut Plan) -> Result<(), PolicyError> {
         let decision = self.decide(plan)?;
-        plan.problems.extend(decision.deny.iter().map(|d| format!("policy denies: {d}")));
-        plan.warnings.extend(decision.warn.iter().map(|w| format!("policy warns: {w}")));
+        // Decided again at apply on a saved plan that already holds the plan's decision: each
+        // message once.
+        let once = |list: &mut Vec<String>, message: String| {
+            if !list.contains(&message) {
+                list.push(message);
+            }
+        };
+        for deny in &decision.deny {
+            once(&mut plan.problems, format!("policy denies: {deny}"));
+        }
+        for warn in &decision.warn {
+            once(&mut plan.warnings, format!("policy warns: {warn}"));
+        }
         plan.policy = Some(decision);
         for below in &mut plan.downstream {
             self.apply_to(below)?;
