@@ -675,3 +675,39 @@ async fn a_slice_published_after_a_recomputed_one_names_recompute_before_writing
     ok(root, &["apply", "--auto-approve", "-q", "--recompute"]);
     assert_eq!(rows_at(&table, None, "true").await, alone, "the table one apply leaves");
 }
+
+/// Two commits of another writer that change no row of a slice and still make it stale, each
+/// while bf waits before slice 3: an ALTER of the table's properties (every slice's rehearsal was
+/// written against the old table), and an OPTIMIZE that compacts the files slice 3 replaces
+/// (`dataChange: false`, but the rehearsal rewrote those very files). Either stops bf before slice
+/// 3, naming the commit; slices 1 and 2 stay, nothing of slice 3 is written. Unpartitioned, where
+/// a compaction rewrites the slices' files.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_alter_or_an_optimize_of_a_slices_files_mid_apply_stops_before_that_slice() {
+    for (what, expect) in
+        [("alter", "changes the table's schema or properties"), ("optimize", "a file the slice replaces")]
+    {
+        let (dir, table) = planned(false).await;
+        let root = dir.path();
+        let out = apply_paused(root, &[], 3, "before", async {
+            match what {
+                "alter" => crate::common::alter_table(
+                    &table,
+                    None,
+                    &[("delta.logRetentionDuration", "interval 60 days")],
+                ),
+                _ => {
+                    let opened = crate::common::open_table(&table).await;
+                    let (_, metrics) = opened.optimize().await.unwrap();
+                    assert!(metrics.num_files_removed > 0, "the compaction rewrote files");
+                }
+            }
+        })
+        .await;
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{what}:\n{stderr}");
+        assert!(stderr.contains("slice 3 (2026-05-15..2026-05-21) was not written"), "{what}:\n{stderr}");
+        assert!(stderr.contains(expect), "{what}: missing {expect:?} in:\n{stderr}");
+        assert_eq!(slices_committed(&table), [1, 2], "{what}");
+    }
+}
