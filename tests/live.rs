@@ -146,6 +146,11 @@ async fn a_foreign_row_in_a_later_slice_stops_bf_before_that_slice_and_survives(
                 ["30", "9001"],
                 "{case}: the old day and the order"
             );
+            let read = crate::common::duckdb_rows(
+                &table,
+                "SELECT order_id FROM t WHERE order_date = DATE '2026-05-30'",
+            );
+            assert_eq!(read, ["30", "9001"], "{case}: read by DuckDB");
             // A resume is refused the same way: the slice still would write over the order.
             let untouched = snapshot(&table);
             let again = refused(root, &[&["apply", "--auto-approve"][..], mode(recompute)].concat());
@@ -397,6 +402,9 @@ async fn a_foreign_deletion_vector_delete_mid_apply_never_brings_the_rows_back()
                 "{case}: order 20 stays deleted"
             );
             assert_eq!(rows_at(&table, None, "order_date = DATE '2026-05-21'").await.len(), 1, "{case}");
+            // Read again by DuckDB's Delta extension (delta-kernel-rs applies the vector itself).
+            let twenty = crate::common::duckdb_count(&table, "SELECT count(*) FROM t WHERE order_id = 20");
+            assert_eq!(twenty, 0, "{case}: order 20 stays deleted, read by DuckDB");
         }
     }
 }

@@ -309,6 +309,38 @@ mod tests {
     }
 
     #[test]
+    fn the_date_column_guessed_is_not_just_the_first_date() {
+        let schema = Schema::new(vec![
+            Field::new("loaded", DataType::Date32, true),
+            Field::new("shipped_on", DataType::Date32, true),
+            Field::new("order_date", DataType::Date32, true),
+        ]);
+        let guess = |partitions: &[String]| {
+            Scaffold {
+                table: "t",
+                schema: &schema,
+                partition_columns: partitions,
+                date_column: None,
+                key: &[],
+            }
+            .write()
+            .unwrap()
+        };
+        let partitioned = guess(&["order_date".to_owned()]);
+        assert!(
+            partitioned.contains(
+                "date_column = \"order_date\" # guessed: the DATE column the table is partitioned by"
+            ),
+            "{partitioned}"
+        );
+        let named = guess(&[]);
+        assert!(
+            named.contains("date_column = \"shipped_on\" # guessed: a DATE column named like a day"),
+            "{named}"
+        );
+    }
+
+    #[test]
     fn a_named_column_that_is_not_there_or_not_a_date_is_refused() {
         let schema = payments();
         let scaffold = |date: Option<&'static str>| {
