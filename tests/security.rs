@@ -217,8 +217,9 @@ async fn a_plan_cannot_ask_for_more_slices_than_the_operator_allows() {
 
 /// Every file bf reads on a plan's behalf is confined, not only the paths the plan writes: a
 /// folder input whose `x=1` subfolder links to a folder (inside the root) holding a link out of it;
-/// a target whose data file is a link out of the root; a Delta input whose log adds a file by an
-/// absolute `file:///` path outside it; and `.git/config` (where actions/checkout leaves its token)
+/// a target whose data file is a link out of the root; a target whose `_delta_log` is a link to
+/// another table's log outside it; a Delta input whose log adds a file by an absolute `file:///`
+/// path outside it; and `.git/config` (where actions/checkout leaves its token)
 /// as a CSV input. Each is refused before its rows are read: the secret is never shown, no table
 /// is written, no plan saved.
 #[tokio::test(flavor = "multi_thread")]
@@ -271,6 +272,10 @@ async fn files_a_plan_reaches_through_folders_tables_and_logs_stay_inside_the_ro
         format!("[http]\n\textraheader = AUTHORIZATION: basic {SECRET}\n"),
     )
     .unwrap();
+    // A target whose log folder is a link to the log of the table outside the root.
+    let logged = repo.join("warehouse/logged");
+    std::fs::create_dir_all(&logged).unwrap();
+    std::os::unix::fs::symlink(outside.join("_delta_log"), logged.join("_delta_log")).unwrap();
 
     let attacks = [
         (
@@ -292,8 +297,13 @@ async fn files_a_plan_reaches_through_folders_tables_and_logs_stay_inside_the_ro
             "which is outside the root",
         ),
         ("git", GOOD_PLAN.replace("\"../landing/orders.csv\"", "\"../.git/config\""), "never a plan's input"),
+        (
+            "log",
+            GOOD_PLAN.replace("\"../warehouse/orders\"", "\"../warehouse/logged\""),
+            "names the file its log",
+        ),
     ];
-    let tables = || ["orders", "linked", "feed"].map(|t| snapshot(&repo.join("warehouse").join(t)));
+    let tables = || ["orders", "linked", "feed", "logged"].map(|t| snapshot(&repo.join("warehouse").join(t)));
     let before = tables();
     for (name, text, expect) in attacks {
         assert_ne!(text, GOOD_PLAN, "{name}: the attack changed the plan");

@@ -171,13 +171,20 @@ impl Scope {
     }
 
     /// Refuses a table the plan reads (`written`, as the plan names it) when a file its log names
-    /// leads outside what the plan may reach: a data file or deletion vector named by an absolute
-    /// path elsewhere (`file:///outside/…`), or a link in the table's folder leading out of the
-    /// root. `files` are the version's files, each with how a message names it
+    /// leads outside what the plan may reach: its log folder, a data file or deletion vector named
+    /// by an absolute path elsewhere (`file:///outside/…`), or a link in the table's folder leading
+    /// out of the root. `files` are the version's files, each with how a message names it
     /// ([`crate::delta::table::files_needed`]); the log is the table's, which whoever can write
     /// the table (or check a folder into the repository) writes.
-    pub fn check_table_files(&self, written: &str, files: &[(String, Url)]) -> Result<(), PolicyError> {
-        for (name, url) in files {
+    pub fn check_table_files(
+        &self,
+        written: &str,
+        table: &Url,
+        files: &[(String, Url)],
+    ) -> Result<(), PolicyError> {
+        // The log itself too: a `_delta_log` that is a link out of the root is another table's log.
+        let log = ("its log".to_owned(), crate::delta::store::join(table, "_delta_log/"));
+        for (name, url) in std::iter::once(&log).chain(files) {
             let outside = match crate::delta::store::local_path(url) {
                 Some(path) => (!self.root.holds(&path))
                     .then(|| format!("outside the root {}", self.root.path().display())),

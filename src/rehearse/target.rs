@@ -57,7 +57,11 @@ pub(crate) async fn open_target(
         RehearsalError::At { key: "target.table".to_owned(), help, source: Box::new(e.into()) }
     })?;
     let files = table::files_needed(&target).await.map_err(RehearsalError::Refused)?;
-    scope.check_table_files(&spec.target.table, &files).map_err(|e| RehearsalError::Refused(e.0))?;
+    scope.check_table_files(&spec.target.table, &target_url, &files).map_err(|e| RehearsalError::At {
+        key: "target.table".to_owned(),
+        help: None,
+        source: Box::new(RehearsalError::Refused(e.0)),
+    })?;
     let column = spec.target.date_column.as_str();
     crate::delta::compat::check_writable(&target).await?;
     table::check_date_column(&target, column)?;

@@ -365,7 +365,7 @@ impl<'a> Source<'a> {
         // Checked once, when the input is first pinned: its version's files do not change.
         if let (Some(scope), None) = (&self.scope, &pinned) {
             let files = crate::delta::table::files_needed(&delta).await?;
-            scope.check_table_files(written, &files).map_err(|e| e.0)?;
+            scope.check_table_files(written, delta.table_url(), &files).map_err(|e| e.0)?;
         }
         let provider = delta.table_provider().await.map_err(|e| e.to_string())?;
         ctx.register_table(name, provider).map(drop).map_err(|e| e.to_string())
