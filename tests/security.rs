@@ -676,7 +676,20 @@ async fn a_tampered_saved_plan_writes_no_table() {
     let original = planned(&checkout, &[]).await;
     let gold = url::Url::from_directory_path(checkout.repo().join("warehouse/gold").canonicalize().unwrap())
         .unwrap();
-    let tampers: [(&str, Tamper); 7] = [
+    // The blast radius a guard weighs, changed in one field of the slice's and the plan's alike (so
+    // the two still agree): each must still be the files the slice publishes.
+    let radius = |field: &'static str| -> Tamper {
+        Box::new(move |p: &mut Value| {
+            for at in [format!("/slices/0/blast_radius/{field}"), format!("/blast_radius/{field}")] {
+                let value = p.pointer_mut(&at).unwrap();
+                *value = (value.as_u64().unwrap() + 1).into();
+            }
+        })
+    };
+    let tampers: [(&str, Tamper); 10] = [
+        ("the bytes it adds", radius("bytes_added")),
+        ("the files it adds", radius("files_added")),
+        ("the files it removes", radius("files_removed")),
         ("another target", Box::new(|p| p["target"]["uri"] = gold.to_string().into())),
         ("another rehearsal", Box::new(|p| p["rehearsal"]["uri"] = gold.to_string().into())),
         (
@@ -751,6 +764,24 @@ async fn a_tampered_saved_plan_writes_no_table() {
     let output = checkout.bf(&["apply", "--auto-approve"]);
     assert_eq!(output.status.code(), Some(1), "{}", said(&output));
     assert!(said(&output).contains("guard max_bytes_rewritten failed"), "{}", said(&output));
+    assert_eq!(snapshot(&checkout.repo().join("warehouse/orders")), before_orders, "the table was written");
+
+    // A check erased from one slice of several is caught as from the only one.
+    let daily = checkout.plan("daily.toml", |t| {
+        t.replace("start = 2026-03-01", "start = 2026-03-02")
+            .replace("end = 2026-03-31", "end = 2026-03-03")
+            .replace("every = \"month\"", "every = \"day\"")
+    });
+    let output = checkout.bf(&["plan", &daily.display().to_string(), "-q"]);
+    assert!(output.status.success(), "{}", said(&output));
+    let mut erased: Value =
+        serde_json::from_str(&std::fs::read_to_string(checkout.repo().join(".bf/plan.json")).unwrap())
+            .unwrap();
+    erased["checks"].as_array_mut().unwrap().retain(|c| c["slice"] != 2);
+    save(&checkout, &erased);
+    let output = checkout.bf(&["apply", "--auto-approve"]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    assert!(said(&output).contains("check `reconcile` of slice 2 is not recorded"), "{}", said(&output));
     assert_eq!(snapshot(&checkout.repo().join("warehouse/orders")), before_orders, "the table was written");
 
     // Signed: any change to the saved plan, and an unsigned one, is refused; the signed one applies.
