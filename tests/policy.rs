@@ -17,6 +17,12 @@ fn copy_policies(to: &Path) {
     }
 }
 
+/// Writes `rego` as `policies/silver.rego` in `root`: the folder `--policy`/`BF_POLICY` names.
+fn policies_in(root: &Path, rego: &str) {
+    std::fs::create_dir(root.join("policies")).unwrap();
+    std::fs::write(root.join("policies/silver.rego"), rego).unwrap();
+}
+
 #[test]
 fn the_example_policies_decide_their_fixtures_and_a_broken_one_is_caught() {
     let output = bf_in(&repo("")).args(["policy", "test", "examples/policies"]).output().unwrap();
@@ -43,10 +49,8 @@ fn the_example_policies_decide_their_fixtures_and_a_broken_one_is_caught() {
 fn a_denying_policy_makes_the_plan_fail_in_every_rendering_and_unappliable() {
     let dir = demo_workspace();
     let root = dir.path();
-    let policies = root.join("policies");
-    std::fs::create_dir(&policies).unwrap();
-    std::fs::write(
-        policies.join("silver.rego"),
+    policies_in(
+        root,
         r#"package main
 
 import rego.v1
@@ -59,8 +63,7 @@ deny contains msg if {
 
 warn contains "reviewed by policy" if true
 "#,
-    )
-    .unwrap();
+    );
     let planned = bf_in(root).args(["plan", "plans/march.toml", "--policy", "policies"]).output().unwrap();
     let text = String::from_utf8_lossy(&planned.stdout);
     assert!(!planned.status.success(), "a denied plan fails: {text}");
@@ -111,13 +114,10 @@ fn a_policy_that_does_not_parse_is_named_before_anything_is_rehearsed() {
 fn an_erased_policy_denial_is_decided_again_at_apply() {
     let dir = demo_workspace();
     let root = dir.path();
-    let policies = root.join("policies");
-    std::fs::create_dir(&policies).unwrap();
-    std::fs::write(
-        policies.join("silver.rego"),
+    policies_in(
+        root,
         "package main\n\nimport rego.v1\n\ndeny contains \"orders_silver is the platform team's\" if {\n\tendswith(input.target.table, \"/orders_silver\")\n}\n",
-    )
-    .unwrap();
+    );
     let planned = bf_in(root).args(["plan", "plans/march.toml", "--policy", "policies"]).output().unwrap();
     assert!(!planned.status.success(), "denied");
     let path = root.join(".bf/plan.json");

@@ -27,7 +27,7 @@
 //! Every write is one Delta commit or nothing, so a crash at any point leaves the table at a slice
 //! boundary, and the ledger says which.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use deltalake::DeltaTable;
@@ -37,6 +37,7 @@ use serde::Serialize;
 pub mod cascade;
 pub mod change_log;
 mod error;
+mod order;
 mod sign_off;
 mod slice_run;
 mod stale;
@@ -341,85 +342,6 @@ impl<'a> Apply<'a> {
 
     fn overtaken(&self, slices: Vec<(Slice, Overtaken)>, committed: usize) -> ApplyError {
         ApplyError::Overtaken { slices, committed, plan_file: self.plan.plan_file.path.clone() }
-    }
-
-    /// Refuses, before anything is written, pending slices whose published files would rewrite files
-    /// slices neither committed nor applied in this run write.
-    fn refuse_out_of_order(&self, preflight: &Preflight, pending: &[&Slice]) -> Result<(), ApplyError> {
-        if preflight.recompute {
-            return Ok(());
-        }
-        let waits = crate::apply::staleness::predecessors(
-            self.plan.slices.iter().filter_map(|r| Some((r.index, r.publication.as_ref()?))),
-        );
-        let running: BTreeSet<usize> = pending.iter().map(|s| s.index).collect();
-        let blocked: Vec<(Slice, Vec<usize>)> = pending
-            .iter()
-            .filter_map(|slice| {
-                let missing: Vec<usize> = waits
-                    .get(&slice.index)?
-                    .iter()
-                    .filter(|before| !preflight.done.contains_key(before) && !running.contains(before))
-                    .copied()
-                    .collect();
-                (!missing.is_empty()).then_some((**slice, missing))
-            })
-            .collect();
-        match blocked.is_empty() {
-            true => Ok(()),
-            false => Err(ApplyError::OutOfOrder(blocked)),
-        }
-    }
-
-    /// A slice to publish that rewrites files an earlier slice's rehearsal wrote, where that slice
-    /// is committed but its files are not in the table: it was written with `--recompute` (or by
-    /// a crash's resume under it), so its files are other files. Publishing would remove files the
-    /// table does not hold; only recomputing can follow. Refused before anything is written, with
-    /// that way out.
-    async fn refuse_after_recomputed(
-        &self,
-        preflight: &Preflight,
-        pending: &[&Slice],
-    ) -> Result<(), ApplyError> {
-        if preflight.recompute {
-            return Ok(());
-        }
-        let publication = |index: usize| {
-            self.plan.slices.iter().find(|r| r.index == index).and_then(|r| r.publication.as_ref())
-        };
-        let waits = crate::apply::staleness::predecessors(
-            self.plan.slices.iter().filter_map(|r| Some((r.index, r.publication.as_ref()?))),
-        );
-        let mut live: Option<HashSet<String>> = None;
-        let mut blocked = Vec::new();
-        for slice in pending {
-            let Some(removes) = publication(slice.index).map(|p| &p.removes) else { continue };
-            let done_before =
-                waits.get(&slice.index).into_iter().flatten().filter(|b| preflight.done.contains_key(b));
-            let mut recomputed = Vec::new();
-            for before in done_before {
-                let written: HashSet<&str> = publication(*before)
-                    .into_iter()
-                    .flat_map(|p| p.adds.iter().map(|f| f.path.as_str()))
-                    .collect();
-                if live.is_none() {
-                    let files: Vec<_> =
-                        preflight.target.get_active_add_actions_by_predicate(None).try_collect().await?;
-                    live = Some(files.iter().map(|f| f.path().into_owned()).collect());
-                }
-                let held = live.as_ref().expect("read above");
-                if removes.iter().any(|r| written.contains(r.as_str()) && !held.contains(r)) {
-                    recomputed.push(*before);
-                }
-            }
-            if !recomputed.is_empty() {
-                blocked.push((**slice, recomputed));
-            }
-        }
-        match blocked.is_empty() {
-            true => Ok(()),
-            false => Err(ApplyError::AfterRecomputed(blocked)),
-        }
     }
 
     pub async fn execute(self, progress: &dyn ApplyProgress) -> Result<ApplyReport, ApplyError> {
