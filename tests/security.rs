@@ -88,6 +88,7 @@ impl Checkout {
             "BF_PLAN_KEY",
             "BF_SAMPLES",
             "BF_MAX_SLICES",
+            "BF_MAX_READ_BYTES",
         ] {
             command.env_remove(name);
         }
@@ -215,6 +216,73 @@ async fn a_plan_cannot_ask_for_more_slices_than_the_operator_allows() {
     assert!(!said(&output).contains("more than the operator allows"), "{}", said(&output));
 }
 
+/// The bytes a rehearsal reads are bounded too: a plan reading the whole corrections file for each
+/// of March's 31 days reads it 31 times, and with the bound at three and a half times the file the
+/// fourth day is refused before it is read (no plan saved, the table as it was); at exactly 31
+/// times it plans. A Delta input counts its version's live files. A bound that is not a size is
+/// the operator's mistake, named.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plan_cannot_read_more_than_the_operator_allows() {
+    let checkout = Checkout::new().await;
+    let file = std::fs::metadata(checkout.repo().join("landing/orders.csv")).unwrap().len();
+    let daily = checkout.plan("daily.toml", |t| t.replace("every = \"month\"", "every = \"day\""));
+    let before = checkout.untouched();
+    let bound = (file * 7 / 2).to_string();
+    let output = checkout.bf_with(&["plan", &daily.display().to_string()], &[("BF_MAX_READ_BYTES", &bound)]);
+    let text = said(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("slice 4 (2026-03-04): the plan's inputs would have read")
+            && text.contains("the operator raises the bound with BF_MAX_READ_BYTES"),
+        "{text}"
+    );
+    assert!(!checkout.repo().join(".bf/plan.json").exists(), "a plan was saved");
+    // The rehearsal beside it holds slices 1 to 3; the table and everything outside are as they were.
+    let (outside, mut files) = checkout.untouched();
+    files.retain(|path, _| path.starts_with("orders"));
+    assert_eq!((outside, files), before, "something changed");
+    let exact = (file * 31).to_string();
+    let output = checkout.bf_with(&["plan", &daily.display().to_string()], &[("BF_MAX_READ_BYTES", &exact)]);
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+
+    // A Delta input: the bytes of its version's data files, whichever the query keeps.
+    let input = checkout.repo().join("warehouse/corrections");
+    orders_table(
+        &input,
+        false,
+        &[&[(1, "C01", 10.0, "EUR", "2026-03-02")], &[(2, "C02", 20.0, "EUR", "2026-03-03")]],
+    )
+    .await;
+    let parquet: u64 = std::fs::read_dir(&input)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    let delta = checkout.plan("delta.toml", |t| {
+        t.replace(
+            "{ path = \"../landing/orders.csv\", format = \"csv\" }",
+            "{ path = \"../warehouse/corrections\", format = \"delta\" }",
+        )
+    });
+    let one_short = (parquet - 1).to_string();
+    let output =
+        checkout.bf_with(&["plan", &delta.display().to_string()], &[("BF_MAX_READ_BYTES", &one_short)]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    assert!(
+        said(&output).contains("slice 1 (2026-03-01): the plan's inputs would have read"),
+        "{}",
+        said(&output)
+    );
+    let output = checkout
+        .bf_with(&["plan", &delta.display().to_string()], &[("BF_MAX_READ_BYTES", &parquet.to_string())]);
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+
+    let output = checkout.bf_with(&["plan", &daily.display().to_string()], &[("BF_MAX_READ_BYTES", "lots")]);
+    assert_ne!(output.status.code(), Some(0), "{}", said(&output));
+    assert!(said(&output).contains("BF_MAX_READ_BYTES: `lots` is not a size"), "{}", said(&output));
+}
+
 /// Every file bf reads on a plan's behalf is confined, not only the paths the plan writes: a
 /// folder input whose `x=1` subfolder links to a folder (inside the root) holding a link out of it;
 /// a target whose data file is a link out of the root; a target whose `_delta_log` is a link to
@@ -314,6 +382,13 @@ async fn files_a_plan_reaches_through_folders_tables_and_logs_stay_inside_the_ro
         assert!(said.contains(expect), "{name}: expected {expect:?} in:\n{said}");
         assert!(!said.contains(SECRET), "{name}: the secret was shown:\n{said}");
         assert!(!repo.join(".bf/plan.json").exists(), "{name}: a plan was saved");
+        // Refused before the rehearsal is made: nothing is cloned for a plan that reaches out.
+        let rehearsals: Vec<_> = std::fs::read_dir(repo.join("warehouse"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with("__rehearsal"))
+            .collect();
+        assert!(rehearsals.is_empty(), "{name}: {rehearsals:?} made before the refusal");
     }
     assert_eq!(tables(), before, "no table was written");
 }

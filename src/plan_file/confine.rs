@@ -35,6 +35,13 @@ pub const MAX_SLICES: &str = "BF_MAX_SLICES";
 /// Each slice is work done before review (a lookup per `{date}` file at validation, a query and a
 /// commit at plan), so a plan cannot ask for 4,294,967,295 of them.
 pub const DEFAULT_MAX_SLICES: u32 = 10_000;
+/// The operator's variable bounding how many bytes of input a rehearsal may read, e.g. `"5 TiB"`.
+pub const MAX_READ_BYTES: &str = "BF_MAX_READ_BYTES";
+/// The most bytes of input one rehearsal reads unless the operator raises it: a day of reading on
+/// one machine. Counted from the sizes of the files each slice's inputs list (every file of a
+/// folder, every live file of a Delta input's version), before any of them is read, so a plan in
+/// an unreviewed pull request cannot keep a runner reading a lake for days.
+pub const DEFAULT_MAX_READ_BYTES: u64 = 1 << 40;
 
 /// How many entries of an input folder are looked at for links leading out of the root; a folder
 /// with more is refused rather than read half-checked.
@@ -114,6 +121,8 @@ pub struct Policy {
     endpoints: Vec<Url>,
     /// The most slices a plan may ask for.
     max_slices: Option<u32>,
+    /// The most bytes of input a rehearsal may read.
+    max_read_bytes: Option<u64>,
 }
 
 impl Policy {
@@ -134,7 +143,21 @@ impl Policy {
                         .map_err(|_| PolicyError(format!("{MAX_SLICES}: `{v}` is not a number of slices")))
                 })
                 .transpose()?,
+            max_read_bytes: list(MAX_READ_BYTES)
+                .map(|v| {
+                    v.trim().parse::<bytesize::ByteSize>().map(|size| size.as_u64()).map_err(|_| {
+                        PolicyError(format!(
+                            "{MAX_READ_BYTES}: `{v}` is not a size (write one like \"5 TiB\")"
+                        ))
+                    })
+                })
+                .transpose()?,
         })
+    }
+
+    /// The most bytes of input a rehearsal may read: the operator's, or [`DEFAULT_MAX_READ_BYTES`].
+    pub fn max_read_bytes(&self) -> u64 {
+        self.max_read_bytes.unwrap_or(DEFAULT_MAX_READ_BYTES)
     }
 
     /// The most slices a plan may ask for: the operator's, or [`DEFAULT_MAX_SLICES`].
@@ -157,6 +180,11 @@ pub struct Scope {
 }
 
 impl Scope {
+    /// The most bytes of input a rehearsal of the plan may read.
+    pub fn max_read_bytes(&self) -> u64 {
+        self.policy.max_read_bytes()
+    }
+
     /// Refuses the location a catalog gave for `name` when the operator lists the locations plans
     /// may reach and it is under none: a name the operator allows must not lead elsewhere.
     pub fn check_resolved(&self, name: &str, url: &Url) -> Result<(), PolicyError> {

@@ -91,6 +91,17 @@ pub async fn rehearse(
     let target = open_target(document, scope, &stores, progress).await?;
     let pre_version = target.table.version().unwrap_or(0);
 
+    let schema = table::arrow_schema(&target.table)?;
+    let generated = crate::delta::row_rules::generated_columns(&target.table);
+    let source = Source::new(document, schema.clone())
+        .with_computed_columns(generated.iter().map(String::as_str))
+        .with_redirects(redirects)
+        .within(scope);
+    let slices = spec.slices();
+    if let Some(first) = slices.first() {
+        source.pin_inputs(first).await?;
+    }
+
     timings.open += watch.lap();
     progress.step("cloning the target");
     in_use(document, &target, &stores).await?;
@@ -100,13 +111,7 @@ pub async fn rehearse(
     let (rehearsal, written) = stores.open_checksummed(&target.rehearsal_url).await?;
     timings.clone += watch.lap();
 
-    let schema = table::arrow_schema(&target.table)?;
-    let generated = crate::delta::row_rules::generated_columns(&target.table);
     let id = plan_id();
-    let source = Source::new(document, schema.clone())
-        .with_computed_columns(generated.iter().map(String::as_str))
-        .with_redirects(redirects)
-        .within(scope);
     let run = SliceRun {
         document,
         stores: &stores,
@@ -118,7 +123,6 @@ pub async fn rehearse(
         localized: &clone_metrics.localized,
         progress,
     };
-    let slices = spec.slices();
     let (rehearsal, compared) =
         run.write_slices(&slices, rehearsal, &written, &mut timings, &mut watch).await?;
     watch.lap();

@@ -14,9 +14,11 @@
 
 use std::path::Path;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use deltalake::arrow::compute::can_cast_types;
 use deltalake::arrow::datatypes::{DataType, Date32Type, SchemaRef};
+use deltalake::datafusion::catalog::TableProvider;
 use deltalake::datafusion::common::DFSchema;
 use deltalake::datafusion::common::{Column, ScalarValue};
 use deltalake::datafusion::execution::context::SQLOptions;
@@ -26,6 +28,7 @@ use deltalake::datafusion::prelude::{
     CsvReadOptions, DataFrame, JsonReadOptions, ParquetReadOptions, SessionContext,
 };
 use deltalake::datafusion::scalar::ScalarValue as Scalar;
+use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
@@ -34,7 +37,7 @@ use crate::delta::predicate::{slice_predicate, window_predicate};
 use crate::delta::store::{self, Found, Location, StoreError, Stores};
 use crate::delta::table::sql_type;
 use crate::plan_file::template::expand;
-use crate::plan_file::{Format, PlanDocument};
+use crate::plan_file::{Format, PlanDocument, Size};
 use crate::window::{Slice, Window};
 
 /// What the source produced for a slice, before anything is written.
@@ -127,6 +130,12 @@ pub enum SourceError {
     Input { slice: usize, first: String, input: String, path: String, message: String },
     #[error("slice {slice} ({first}): the source query failed: {message}")]
     Query { slice: usize, first: String, message: String },
+    #[error(
+        "slice {slice} ({first}): the plan's inputs would have read {} by this slice, more than the {} \
+         the operator allows; nothing of this slice was read (the operator raises the bound with {})",
+        Size(*total), Size(*max), crate::plan_file::confine::MAX_READ_BYTES
+    )]
+    TooMuchInput { slice: usize, first: String, total: u64, max: u64 },
     #[error("the source query's columns do not match the table's:\n{0}")]
     Schema(String),
 }
@@ -147,6 +156,16 @@ pub struct Source<'a> {
     type_changes: std::sync::Mutex<std::collections::BTreeSet<String>>,
     /// What the plan may reach: every file a Delta input's log names must be in it.
     scope: Option<crate::plan_file::confine::Scope>,
+    /// The most bytes of input the slices may read together (the operator's, with a scope).
+    max_read_bytes: Option<u64>,
+    /// The bytes of input the slices planned so far read.
+    read: AtomicU64,
+}
+
+/// An input to register in a slice's session once its size is known.
+enum Registration {
+    Delta(Arc<dyn TableProvider>),
+    Files { read: String, format: Format, extension: String },
 }
 
 impl<'a> Source<'a> {
@@ -160,11 +179,15 @@ impl<'a> Source<'a> {
             redirects: Vec::new(),
             type_changes: Default::default(),
             scope: None,
+            max_read_bytes: None,
+            read: AtomicU64::new(0),
         }
     }
 
     /// Refuses a Delta input whose log names a file outside what the plan may reach.
+    /// Also bounds the bytes of input the slices read together by the operator's limit.
     pub fn within(mut self, scope: &crate::plan_file::confine::Scope) -> Self {
+        self.max_read_bytes = Some(scope.max_read_bytes());
         self.scope = Some(scope.clone());
         self
     }
@@ -199,6 +222,26 @@ impl<'a> Source<'a> {
         self.pinned.lock().expect("not poisoned").clone()
     }
 
+    /// Pins every Delta input at the version the first slice will read, checking the files its log
+    /// names against the plan's scope: a plan whose input reaches outside is refused before the
+    /// rehearsal is made. (An input whose path holds the slice's date is pinned by its slice.)
+    pub async fn pin_inputs(&self, first: &Slice) -> Result<(), SourceError> {
+        for (name, input) in &self.document.plan.source.inputs {
+            if input.format != Format::Delta {
+                continue;
+            }
+            let written = expand(&input.path, first);
+            self.pin_delta(name, &written).await.map_err(|message| SourceError::Input {
+                slice: first.index,
+                first: first.first.to_string(),
+                input: name.clone(),
+                path: self.document.resolve(&written).to_string(),
+                message,
+            })?;
+        }
+        Ok(())
+    }
+
     /// The slice's rows, ready to be written: the query is planned, not run.
     pub async fn for_slice(&self, slice: &Slice) -> Result<SliceSource, SourceError> {
         let (source, _) = self.query(slice, false).await?;
@@ -230,6 +273,10 @@ impl<'a> Source<'a> {
         ctx.state_ref().write().config_mut().options_mut().execution.parquet.schema_force_view_types = false;
         let mut files = Vec::new();
         let mut folders = Vec::new();
+        // What to register once the slice's bytes are known to be within the operator's bound:
+        // registering reads (a CSV's schema is inferred from its rows, a Parquet file's footer).
+        let mut registrations = Vec::new();
+        let mut bytes = 0u64;
         let stores = &self.stores;
         for (name, input) in &plan.source.inputs {
             let written = expand(&input.path, slice);
@@ -243,7 +290,9 @@ impl<'a> Source<'a> {
             };
             if input.format == Format::Delta {
                 // Its files are the table's business: its version says what the query reads.
-                self.register_delta(&ctx, name, &written).await.map_err(input_error)?;
+                let (provider, size) = self.pin_delta(name, &written).await.map_err(input_error)?;
+                bytes += size;
+                registrations.push((name, location.to_string(), Registration::Delta(provider)));
                 continue;
             }
             let url = location.url().map_err(|e| input_error(e.to_string()))?;
@@ -258,7 +307,8 @@ impl<'a> Source<'a> {
                         path: location.to_string(),
                     });
                 }
-                Found::File(_) => {
+                Found::File(meta) => {
+                    bytes += meta.size;
                     files.push(InputFile { input: name.clone(), url: url.clone() });
                     let extension =
                         Path::new(url.path()).extension().map(|e| format!(".{}", e.to_string_lossy()));
@@ -266,8 +316,9 @@ impl<'a> Source<'a> {
                 }
                 Found::Folder => {
                     let extension = format_extension(input.format).to_owned();
-                    let folder =
-                        listing(stores, name, &url, &extension).await.map_err(|e| input_error(e.problem))?;
+                    let (folder, size) =
+                        listed(stores, name, &url, &extension).await.map_err(|e| input_error(e.problem))?;
+                    bytes += size;
                     files.extend(
                         folder
                             .files
@@ -283,7 +334,26 @@ impl<'a> Source<'a> {
                     (read, extension)
                 }
             };
-            register(&ctx, name, &read, input.format, &extension).await.map_err(input_error)?;
+            let files = Registration::Files { read, format: input.format, extension };
+            registrations.push((name, location.to_string(), files));
+        }
+        self.count_read(slice, bytes)?;
+        for (name, path, registration) in registrations {
+            let registered = match registration {
+                Registration::Delta(provider) => {
+                    ctx.register_table(name, provider).map(drop).map_err(|e| e.to_string())
+                }
+                Registration::Files { read, format, extension } => {
+                    register(&ctx, name, &read, format, &extension).await
+                }
+            };
+            registered.map_err(|message| SourceError::Input {
+                slice: slice.index,
+                first: first.clone(),
+                input: name.clone(),
+                path,
+                message,
+            })?;
         }
         let day = |d| Scalar::Date32(Some(Date32Type::from_naive_date(d)));
         let query = ctx
@@ -326,8 +396,21 @@ impl<'a> Source<'a> {
         Ok((located.url, located.catalog))
     }
 
-    /// Registers a Delta input at its pinned version, pinning it at its latest on first use.
-    async fn register_delta(&self, ctx: &SessionContext, name: &str, written: &str) -> Result<(), String> {
+    /// Adds a slice's `bytes` of input to what the rehearsal has read, refusing the slice, before
+    /// any of its files is read, when the total would pass the operator's bound.
+    fn count_read(&self, slice: &Slice, bytes: u64) -> Result<(), SourceError> {
+        let Some(max) = self.max_read_bytes else { return Ok(()) };
+        let before = self.read.fetch_add(bytes, Ordering::SeqCst);
+        let total = before.saturating_add(bytes);
+        if total <= max {
+            return Ok(());
+        }
+        Err(SourceError::TooMuchInput { slice: slice.index, first: slice.first.to_string(), total, max })
+    }
+
+    /// A Delta input at its pinned version, pinning it at its latest on first use, and the bytes
+    /// of its version's live files (what a query over it may read).
+    async fn pin_delta(&self, name: &str, written: &str) -> Result<(Arc<dyn TableProvider>, u64), String> {
         let (url, catalog) = self.locate(written).await?;
         let pinned = {
             let mut known = self.pinned.lock().expect("not poisoned");
@@ -367,8 +450,13 @@ impl<'a> Source<'a> {
             let files = crate::delta::table::files_needed(&delta).await?;
             scope.check_table_files(written, delta.table_url(), &files).map_err(|e| e.0)?;
         }
+        let size = delta
+            .get_active_add_actions_by_predicate(None)
+            .try_fold(0u64, |total, file| async move { Ok(total + file.size().max(0) as u64) })
+            .await
+            .map_err(|e| e.to_string())?;
         let provider = delta.table_provider().await.map_err(|e| e.to_string())?;
-        ctx.register_table(name, provider).map(drop).map_err(|e| e.to_string())
+        Ok((provider, size))
     }
 }
 
@@ -420,23 +508,34 @@ async fn listing(
     folder: &Url,
     extension: &str,
 ) -> Result<FolderListing, StoreError> {
-    let files = stores
+    Ok(listed(stores, input, folder, extension).await?.0)
+}
+
+/// [`listing`], and the bytes of the files listed.
+async fn listed(
+    stores: &Stores,
+    input: &str,
+    folder: &Url,
+    extension: &str,
+) -> Result<(FolderListing, u64), StoreError> {
+    let (files, sizes): (Vec<String>, Vec<u64>) = stores
         .list(folder)
         .await?
         .into_iter()
-        .map(|(relative, _)| relative)
-        .filter(|relative| {
+        .filter(|(relative, _)| {
             let mut parts: Vec<&str> = relative.split('/').collect();
             let file = parts.pop().unwrap_or_default();
             file.ends_with(extension) && parts.iter().all(|p| p.contains('='))
         })
-        .collect();
-    Ok(FolderListing {
+        .map(|(relative, meta)| (relative, meta.size))
+        .unzip();
+    let listing = FolderListing {
         input: input.to_owned(),
         location: folder.to_string(),
         extension: extension.to_owned(),
         files,
-    })
+    };
+    Ok((listing, sizes.iter().sum()))
 }
 
 /// Selects the target's columns from the query, in the target's order and types. A `computed`
