@@ -481,6 +481,34 @@ fn the_daily_september_backfill_and_a_moved_name_by_unity_catalog() {
     assert_eq!(crate::common::commit_files(&shop.table("orders_daily")).len(), writes, "nothing written");
 }
 
+/// A Delta input named by its catalog name is pinned by the table the name was at the plan: the
+/// name dropped and created again over the same folder (a new table id) makes the saved plan stale,
+/// and the apply writes nothing.
+#[test]
+fn a_delta_input_named_by_unity_catalog_that_moved_makes_the_plan_stale() {
+    let shop = UnityShop::new();
+    let id = shop.register("orders_silver", "DELTA");
+    // The March reload of orders_silver alone, applied: revenue_by_day now has rows to change.
+    let march = shop.root().join("plans/march.toml");
+    let alone = crate::common::without_downstream(&std::fs::read_to_string(&march).unwrap());
+    std::fs::write(shop.root().join("plans/march-alone.toml"), alone).unwrap();
+    shop.ok(&["plan", "plans/march-alone.toml"]);
+    shop.ok(&["apply", "--auto-approve"]);
+    shop.rename("march-revenue-by-day.toml", &[("orders_silver", "path")]);
+    shop.ok(&["plan", "plans/march-revenue-by-day.toml"]);
+    let writes = crate::common::commit_files(&shop.table("revenue_by_day")).len();
+
+    servers::uc_call(&shop.server, "DELETE", "tables/main.sales.orders_silver", &serde_json::Value::Null);
+    let again = shop.register("orders_silver", "DELTA");
+    assert_ne!(again, id);
+    let refused = shop.run(&["apply", "--auto-approve"], &[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success(), "{stderr}");
+    assert!(stderr.contains("uc://main.sales.orders_silver: the name moved since the plan"), "{stderr}");
+    assert!(stderr.contains(&again), "the new table id is named: {stderr}");
+    assert_eq!(crate::common::commit_files(&shop.table("revenue_by_day")).len(), writes, "nothing written");
+}
+
 #[test]
 fn unity_catalog_names_bf_cannot_backfill_are_refused_in_one_line_naming_the_fix() {
     let shop = UnityShop::new();
