@@ -290,10 +290,9 @@ fn the_march_reload_and_its_downstream_as_valid_openlineage_runs() {
 fn september_daily_runs_survive_an_endpoint_that_is_down_and_are_resent() {
     let workspace = demo_workspace();
     let root = workspace.path();
-    // A port nothing listens on.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let down = format!("http://{}", closed.local_addr().unwrap());
-    drop(closed);
+    // A port nothing listens on, held for the test.
+    let (_held, port) = crate::common::refusing_port();
+    let down = format!("http://127.0.0.1:{port}");
     let env = [("OPENLINEAGE_URL", down.as_str())];
     ok(root, &["plan", "plans/september.toml"], &env);
     let applied = ok(root, &["apply", "--auto-approve"], &env);

@@ -750,7 +750,7 @@ fn denied_requests_and_unreachable_endpoints_are_one_line_naming_the_fix_on_ever
 
     // Nothing listens on the endpoint: retried for a second, then one line. GCS and Azure too,
     // with credentials that need no token server (GCS: a key with `disable_oauth`).
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let (_held, closed) = crate::common::refusing_port();
     let nowhere = format!("http://127.0.0.1:{closed}");
     let quick = "[storage]\nmax_retries = 1\nretry_timeout = \"1s\"";
     let mut s3 = servers::s3_env(&denying);

@@ -400,6 +400,17 @@ pub fn commits_with(table: &Path, key: &str) -> usize {
     commit_infos(table).iter().filter(|(_, info)| info.get(format!("bf.{key}")).is_some()).count()
 }
 
+/// A port on 127.0.0.1 where nothing answers: a socket bound to it and never listening, so every
+/// connection is refused and no other process can take the port while the socket lives. (A port
+/// found free and closed again could be taken by another test's server before bf connects.)
+pub fn refusing_port() -> (socket2::Socket, u16) {
+    use socket2::{Domain, Socket, Type};
+    let socket = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    socket.bind(&std::net::SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
+    let port = socket.local_addr().unwrap().as_socket().unwrap().port();
+    (socket, port)
+}
+
 /// Waits, bounded (two minutes), until `done` holds.
 pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
