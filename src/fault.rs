@@ -75,11 +75,23 @@ pub(crate) fn pause_before_comment() {
     pause_at("before-comment", None);
 }
 
-fn pause_at(point: &str, index: Option<usize>) {
-    let Ok(file) = std::env::var(PAUSE_FILE_ENV) else { return };
+/// Whether bf will pause before slice `index`: what bf reads ahead for it is read first, so the
+/// test that changes a file during the pause changes it after it was read.
+pub(crate) fn pausing_before(index: usize) -> bool {
+    pausing("before", Some(index))
+}
+
+fn pausing(point: &str, index: Option<usize>) -> bool {
     let at = std::env::var(PAUSE_POINT_ENV).unwrap_or_else(|_| "before".to_owned());
     let slice = std::env::var(PAUSE_SLICE_ENV).ok();
-    if at != point || index.is_some_and(|index| slice != Some(index.to_string())) {
+    std::env::var_os(PAUSE_FILE_ENV).is_some()
+        && at == point
+        && index.is_none_or(|index| slice == Some(index.to_string()))
+}
+
+fn pause_at(point: &str, index: Option<usize>) {
+    let Ok(file) = std::env::var(PAUSE_FILE_ENV) else { return };
+    if !pausing(point, index) {
         return;
     }
     // Once per process: a slice written again after a lost race passes its point again, and a

@@ -181,6 +181,7 @@ impl SliceRun<'_> {
         };
         Ok(match (self.publisher, &rehearsed.publication) {
             (Some(publisher), Some(publication)) => {
+                publisher.settle_before_pause(slice, publication).await;
                 pause_before(slice.index);
                 let table = match self.untouched(slice, table).await? {
                     Ready::Write(table) => table,

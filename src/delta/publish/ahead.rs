@@ -107,6 +107,8 @@ pub(super) struct ReadAhead {
     /// By the rehearsal's version of each slice's commit: the local files it places, not started.
     waiting: Mutex<VecDeque<(u64, Vec<PathBuf>)>>,
     started: Mutex<HashMap<u64, JoinHandle<HashMap<PathBuf, Read>>>>,
+    /// Readings waited for before their slice was taken ([`ReadAhead::settle`]).
+    settled: Mutex<HashMap<u64, HashMap<PathBuf, Read>>>,
 }
 
 fn locked<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -125,6 +127,11 @@ impl ReadAhead {
     /// next slice's reading started beside this one's publishing. On one thread, so the other core
     /// is left to the commit.
     pub(super) async fn take(&self, version: u64) -> HashMap<PathBuf, Read> {
+        if let Some(read) = locked(&self.settled).remove(&version) {
+            locked(&self.waiting).retain(|(waiting, _)| *waiting != version);
+            self.start_next();
+            return read;
+        }
         let own = locked(&self.started).remove(&version);
         locked(&self.waiting).retain(|(waiting, _)| *waiting != version);
         self.start_next();
@@ -132,6 +139,15 @@ impl ReadAhead {
             Some(reading) => reading.await.unwrap_or_default(),
             None => HashMap::new(),
         }
+    }
+
+    /// Waits until the reading of the slice whose rehearsal commit is `version` is over, keeping
+    /// what it read for [`ReadAhead::take`]: only for a test that pauses before the slice, so that
+    /// what it does in the pause happens after the reading.
+    pub(super) async fn settle(&self, version: u64) {
+        let Some(reading) = locked(&self.started).remove(&version) else { return };
+        let read = reading.await.unwrap_or_default();
+        locked(&self.settled).insert(version, read);
     }
 
     fn start_next(&self) {
@@ -219,5 +235,15 @@ mod tests {
         assert!(ahead.take(12).await.is_empty(), "never started: read once placed");
         assert!(ahead.take(11).await.contains_key(&files[1]));
         assert!(locked(&ahead.waiting).is_empty() && locked(&ahead.started).is_empty());
+
+        // Settled before it is taken (a test pausing before the slice): the reading is over and
+        // kept, and taking it starts the next one.
+        ahead.queue([(20, vec![files[0].clone()]), (21, vec![files[1].clone()])]);
+        ahead.settle(20).await;
+        assert!(locked(&ahead.started).is_empty(), "the reading is over");
+        assert!(ahead.take(20).await.contains_key(&files[0]), "and kept for its slice");
+        assert_eq!(locked(&ahead.started).keys().copied().collect::<Vec<_>>(), vec![21]);
+        assert!(ahead.take(21).await.contains_key(&files[1]));
+        assert!(locked(&ahead.settled).is_empty());
     }
 }

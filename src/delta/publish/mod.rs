@@ -332,6 +332,13 @@ impl<'a> Publisher<'a> {
         }));
     }
 
+    /// Waits for the reading ahead of `publication`'s files, when a test pauses before its slice.
+    pub async fn settle_before_pause(&self, slice: &Slice, publication: &Publication) {
+        if crate::fault::pausing_before(slice.index) {
+            self.ahead.settle(publication.rehearsal_version).await;
+        }
+    }
+
     /// Publishes one slice: its files placed and checked, then one commit. Returns the table after
     /// it.
     pub async fn publish(
