@@ -9,6 +9,7 @@ mod build;
 mod catalogs;
 mod chain;
 mod corpus;
+mod databricks;
 mod demo;
 mod disk;
 mod fanout;

@@ -294,6 +294,13 @@ impl<'a> Apply<'a> {
             .filter_map(Entry::backfill)
             .any(|b| b.plan_id == plan.id && b.backfill_id != backfill.backfill_id);
         let recompute = self.recompute || republishing;
+        if recompute {
+            crate::delta::compat::check_deltalake_writes(
+                &target,
+                "recompute slices",
+                "apply a saved plan as it was rehearsed (without --recompute), or plan again for a rerun",
+            )?;
+        }
         let watch = Watch::new(&plan.id, plan.target.pre_version, &target, &plan.target.date_column);
         watch.absorb(&logged, latest).await;
         let preflight =

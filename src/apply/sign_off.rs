@@ -4,7 +4,6 @@
 //! A table named by its catalog name gets the comment in its catalog as well.
 
 use deltalake::DeltaTable;
-use deltalake::operations::update_table_metadata::TableMetadataUpdate;
 
 use super::{ApplyError, Preflight, change_log, url_of};
 use crate::delta::catalog::CatalogTable;
@@ -71,26 +70,36 @@ async fn comment_once(
     if ledger::commits_after(&target, known).await?.iter().any(|e| e.is_comment_of(&backfill.backfill_id)) {
         return Ok((target, false));
     }
-    let read_version = target.version().unwrap_or(0);
-    let fallback = target.clone();
-    let written = target
-        .update_table_metadata()
-        .with_update(TableMetadataUpdate { name: None, description: Some(comment.to_owned()) })
-        .with_commit_properties(backfill.comment_commit())
-        .await;
-    match written {
-        Ok(table) => Ok((table, true)),
-        Err(error) => {
-            let mut table = fallback;
-            table.update_incremental(None).await?;
-            let newer = ledger::commits_after(&table, read_version).await?;
-            match newer.iter().any(|e| e.is_comment_of(&backfill.backfill_id)) {
-                true => Ok((table, false)),
-                false => Err(error.into()),
+    // A commit bf completes itself (in-commit timestamps) is not rebased by deltalake: one that
+    // lost the race to another writer is made again on the table as it is then, unless that
+    // writer was another finisher commenting for this backfill.
+    for attempt in 1..=COMMENT_ATTEMPTS {
+        let read_version = target.version().unwrap_or(0);
+        let fallback = target.clone();
+        let written =
+            crate::delta::commit::set_description(target, comment.to_owned(), backfill.comment_commit())
+                .await;
+        match written {
+            Ok(table) => return Ok((table, true)),
+            Err(error) => {
+                let mut table = fallback;
+                table.update_incremental(None).await?;
+                let newer = ledger::commits_after(&table, read_version).await?;
+                if newer.iter().any(|e| e.is_comment_of(&backfill.backfill_id)) {
+                    return Ok((table, false));
+                }
+                if attempt == COMMENT_ATTEMPTS || !crate::delta::commit::lost_race(&error) {
+                    return Err(error.into());
+                }
+                target = table;
             }
         }
     }
+    unreachable!("the last attempt returns")
 }
+
+/// How many times the comment is tried against other writers' commits landing first.
+const COMMENT_ATTEMPTS: usize = 5;
 
 /// The table comment from the plan's template, at most 4000 characters.
 pub fn comment_text(template: &str, backfill: &Backfill, today: chrono::NaiveDate) -> String {

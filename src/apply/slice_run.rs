@@ -81,6 +81,7 @@ impl SliceRun<'_> {
     /// 1.1 panics checking a concurrent commit (`kernel/transaction/state.rs` looks them up by
     /// logical name). There bf never lets it check: each commit is tried without retries, and a
     /// commit that lost the race is written again from the table as it is then, after bf's own check.
+    /// So too on a table whose commits bf completes itself (in-commit timestamps, `delta/commit.rs`).
     pub(super) async fn apply(
         &self,
         slice: &Slice,
@@ -90,7 +91,8 @@ impl SliceRun<'_> {
         self.progress.slice_started(slice);
         let rehearsed = self.rehearsed(slice)?;
         let url = table.table_url().clone();
-        let own_conflict_check = table::partition_values_by_physical_name(&table);
+        let own_conflict_check = table::partition_values_by_physical_name(&table)
+            || crate::delta::commit::Own::of(&table).needed();
         let attempts = if own_conflict_check { RACE_ATTEMPTS } else { 1 };
         let mut table = table;
         let mut written = None;
@@ -231,12 +233,7 @@ const RACE_ATTEMPTS: usize = 16;
 
 /// Whether a commit tried without retries failed because another landed first.
 fn lost_race(error: &crate::rehearse::slice_writer::WriteError) -> bool {
-    matches!(
-        error.source.as_ref(),
-        DeltaTableError::Transaction {
-            source: deltalake::kernel::transaction::TransactionError::MaxCommitAttempts(0)
-        }
-    )
+    crate::delta::commit::lost_race(error.source.as_ref())
 }
 
 /// Why a slice's write did not land: deltalake refused the commit, publishing stopped before it, or

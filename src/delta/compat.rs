@@ -89,7 +89,52 @@ pub const HONOURED: &[Honoured] = &[
               those bf asks it for every 20 commits of a run of slices",
         proof: "features::the_checkpoints_bf_asks_for_follow_a_v2_checkpoint_policy",
     },
+    Honoured {
+        feature: "inCommitTimestamp",
+        how: "every commit bf makes to the table starts with its commitInfo, carrying an \
+              inCommitTimestamp greater than the previous commit's (`delta/commit.rs`); bf reads a \
+              commit's time from it; the rehearsal is a clone without it",
+        proof: "databricks::in_commit_timestamps_domains_and_clustering_survive_plan_apply_resume_and_rollback",
+    },
+    Honoured {
+        feature: "domainMetadata",
+        how: "bf writes no domain: publishing refuses a rehearsal commit carrying one and a RESTORE by \
+              bf leaves them as they are, so every domain, known or not, is preserved",
+        proof: "databricks::in_commit_timestamps_domains_and_clustering_survive_plan_apply_resume_and_rollback",
+    },
+    Honoured {
+        feature: "clustering",
+        how: "the clustering domain is preserved (as every domain) and every file bf adds carries \
+              statistics of every column; its files are not clustered until the next OPTIMIZE",
+        proof: "databricks::in_commit_timestamps_domains_and_clustering_survive_plan_apply_resume_and_rollback",
+    },
+    Honoured {
+        feature: "liquid",
+        how: "Databricks' name for clustering before the protocol had one (a `delta.liquid` domain): \
+              honoured as `clustering` is",
+        proof: "databricks::in_commit_timestamps_domains_and_clustering_survive_plan_apply_resume_and_rollback",
+    },
 ];
+
+/// Refuses `what` — writing rows through deltalake, which commits them itself (`bf apply
+/// --recompute`, a window-only rollback) — on a table whose commits bf completes itself; `instead`
+/// says what does the job there.
+pub fn check_deltalake_writes(
+    table: &DeltaTable,
+    what: &'static str,
+    instead: &'static str,
+) -> Result<(), Unsupported> {
+    let own = crate::delta::commit::Own::of(table);
+    if !own.needed() {
+        return Ok(());
+    }
+    Err(Unsupported::RowsWrittenByDeltalake {
+        table: crate::delta::store::display_url(table.table_url()),
+        features: own.features.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", "),
+        what,
+        instead,
+    })
+}
 
 /// Whether bf honours `feature`.
 pub fn honours(feature: &str) -> bool {
@@ -104,6 +149,12 @@ pub enum Unsupported {
          written; backfill it with an engine that supports {them}."
     )]
     Features { table: String, what: String, them: String },
+    #[error(
+        "bf cannot {what} on {table}: its writer features ({features}) ask something of every commit, \
+         which bf adds to the commits it makes itself (publishing rehearsed files, a comment, a RESTORE) \
+         but not to rows deltalake writes. Nothing was written; {instead}."
+    )]
+    RowsWrittenByDeltalake { table: String, features: String, what: &'static str, instead: &'static str },
     #[error(
         "bf will not write {table}: its {what} cannot be read ({detail}), so bf cannot tell what the \
          table asks of its writers. Nothing was written."
@@ -181,6 +232,24 @@ async fn check(table: &DeltaTable, write: WriteKind) -> Result<(), Unsupported> 
             needs.push(format!(
                 "the BINARY partition column `{column}` (deltalake does not round-trip its values)"
             ));
+        }
+    }
+    // A clustered table needs statistics of its clustering columns in every file added: deltalake
+    // writes them for the first `delta.dataSkippingNumIndexedCols` columns (32), or those
+    // `delta.dataSkippingStatsColumns` names, and the clustering columns are in a domain bf does
+    // not read — so every column must have them.
+    if ["clustering", "liquid"].iter().any(|f| protocol.requires(f)) {
+        let config = snapshot.metadata().configuration();
+        let columns = schema.flattened_fields().iter().filter(|f| !f.data_type().is_nested()).count();
+        let indexed = config.get("delta.dataSkippingNumIndexedCols").and_then(|n| n.parse::<i64>().ok());
+        let some_only = config.contains_key("delta.dataSkippingStatsColumns")
+            || indexed.unwrap_or(32) >= 0 && columns as i64 > indexed.unwrap_or(32);
+        if some_only {
+            needs.push(
+                "statistics for every column of a clustered table (its statistics settings leave some \
+                 out, and a file added must carry them for the clustering columns)"
+                    .to_owned(),
+            );
         }
     }
     // Measured (tests/partitions.rs): Spark logs the non-ASCII characters of partition values raw

@@ -7,8 +7,6 @@
 //! rewrite frozen days says so in `[guards] unfreeze`, with who approved it and the ticket; the
 //! override is shown in every rendering and written into every slice commit of the backfill.
 
-use std::collections::HashMap;
-
 use chrono::{NaiveDate, Utc};
 use deltalake::DeltaTable;
 
@@ -181,10 +179,5 @@ async fn write(
     commit: deltalake::kernel::transaction::CommitProperties,
 ) -> Result<DeltaTable, FreezeError> {
     let value = serde_json::to_string(periods).expect("periods serialize");
-    Ok(table
-        .set_tbl_properties()
-        .with_properties(HashMap::from([(PROPERTY.to_owned(), value)]))
-        .with_raise_if_not_exists(false)
-        .with_commit_properties(commit)
-        .await?)
+    Ok(crate::delta::commit::set_property(table, PROPERTY, value, commit).await?)
 }

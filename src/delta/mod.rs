@@ -6,6 +6,7 @@
 //! lives. It knows nothing of plans beyond their `[storage]` settings.
 
 pub mod catalog;
+pub mod commit;
 pub mod compat;
 pub mod freeze;
 pub mod ledger;

@@ -107,12 +107,22 @@ impl<'a> ShallowClone<'a> {
 
         let snapshot = self.source.snapshot().map_err(delta)?;
         let source_version = snapshot.version();
-        let protocol = snapshot.protocol().clone();
-        let metadata = snapshot
+        // The rehearsal is bf's own table, written by deltalake: the features bf honours only in
+        // the commits it makes to the target (in-commit timestamps, domains, clustering) are left
+        // out, so deltalake writes it; publishing adds what they ask to each commit it makes.
+        let protocol = crate::delta::commit::without_own_features(snapshot.protocol()).map_err(delta)?;
+        let mut metadata = snapshot
             .metadata()
             .clone()
             .with_table_id(uuid::Uuid::new_v4().to_string())
             .map_err(|e| delta(DeltaTableError::Generic(e.to_string())))?;
+        for key in crate::delta::commit::IN_COMMIT_TIMESTAMP_PROPERTIES {
+            if metadata.configuration().contains_key(key) {
+                metadata = metadata
+                    .remove_config_key(key)
+                    .map_err(|e| delta(DeltaTableError::Generic(e.to_string())))?;
+            }
+        }
         let files: Vec<_> =
             self.source.get_active_add_actions_by_predicate(None).try_collect().await.map_err(delta)?;
 

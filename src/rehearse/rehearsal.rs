@@ -321,6 +321,7 @@ fn warnings(
         warnings.push(format!("`bf apply` will refuse to write to {unsafe_commits}"));
     }
     warnings.extend(merge_notes);
+    warnings.extend(crate::delta::commit::Own::of(&target.table).note());
     Ok(warnings)
 }
 

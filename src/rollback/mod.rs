@@ -19,7 +19,6 @@ use std::collections::BTreeSet;
 
 use deltalake::datafusion::logical_expr::Expr;
 use deltalake::datafusion::prelude::SessionContext;
-use deltalake::operations::update_table_metadata::TableMetadataUpdate;
 use deltalake::{DeltaTable, DeltaTableError};
 use serde::Serialize;
 use url::Url;
@@ -354,10 +353,7 @@ impl RollbackPlan {
                 // On exactly the version checked: a commit landing after the check fails the
                 // RESTORE instead of being discarded by it.
                 let commit = ledger::rollback_commit(&self.backfill.backfill, RollbackStep::Restore);
-                let (table, _metrics) = table
-                    .restore()
-                    .with_version_to_restore(pre_version as _)
-                    .with_commit_properties(commit.with_max_retries(0))
+                let table = crate::delta::commit::restore(table, pre_version, commit.with_max_retries(0))
                     .await
                     .map_err(|error| self.moved(error))?;
                 let version = table.version().unwrap_or(0);
@@ -374,17 +370,12 @@ impl RollbackPlan {
                 self.backfill.backfill.reason
             );
             fault("rollback-before-comment");
-            table = table
-                .update_table_metadata()
-                .with_update(TableMetadataUpdate {
-                    name: None,
-                    description: Some(comment.chars().take(4000).collect()),
-                })
-                .with_commit_properties(ledger::rollback_commit(
-                    &self.backfill.backfill,
-                    RollbackStep::Comment,
-                ))
-                .await?;
+            table = crate::delta::commit::set_description(
+                table,
+                comment.chars().take(4000).collect(),
+                ledger::rollback_commit(&self.backfill.backfill, RollbackStep::Comment),
+            )
+            .await?;
             wrote.push(table.version().unwrap_or(0));
         }
         if let Some(name) = &self.catalog {
@@ -407,6 +398,11 @@ impl RollbackPlan {
         // From the version checked: each slice's replaceWhere then fails on a commit landing in its
         // days since (deltalake's conflict check reads its predicate), never writes over it.
         let mut table = self.stores.open(&self.url, Some(checked)).await?;
+        crate::delta::compat::check_deltalake_writes(
+            &table,
+            "roll back the window only",
+            "roll back the whole backfill with `bf rollback` (a RESTORE of the version before it)",
+        )?;
         let pre_version = self.backfill.backfill.pre_version;
         let rows_before = self.window_rows(&table).await?;
         let date_column = self.backfill.backfill.date_column.clone();
@@ -565,11 +561,7 @@ pub async fn restore_version(
     check_files_exist(stores, url, version).await?;
     let ctx = SessionContext::new();
     let rows_before = ctx.read_table(table.table_provider().await?)?.count().await? as u64;
-    let (table, _) = table
-        .restore()
-        .with_version_to_restore(version as _)
-        .with_commit_properties(ledger::restore_to_commit(version))
-        .await?;
+    let table = crate::delta::commit::restore(table, version, ledger::restore_to_commit(version)).await?;
     let old = stores.open(url, Some(version)).await?;
     let rows_after =
         same_rows(&table, &old, None).await.map_err(|detail| RollbackError::Verify { version, detail })?;

@@ -254,7 +254,9 @@ impl Logged {
             });
         let entry = Entry::new(
             version,
-            info.get("timestamp").and_then(Value::as_i64),
+            // Where the table has in-commit timestamps, the commit's time is its own (PROTOCOL.md):
+            // the file's time and the writer's clock in `timestamp` may say otherwise.
+            info.get("inCommitTimestamp").or_else(|| info.get("timestamp")).and_then(Value::as_i64),
             // A commit without commitInfo (some writers omit it) still has a place in the history.
             info.get("operation").and_then(Value::as_str).unwrap_or("(no commitInfo)").to_owned(),
             predicate,

@@ -29,7 +29,7 @@ pub use removes::{LOCALIZED, localized_name};
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 
-use deltalake::kernel::transaction::{CommitBuilder, CommitProperties};
+use deltalake::kernel::transaction::CommitProperties;
 use deltalake::kernel::{Action, Add, AddCDCFile};
 use deltalake::protocol::{DeltaOperation, SaveMode};
 use deltalake::{DeltaTable, DeltaTableError};
@@ -368,17 +368,10 @@ impl<'a> Publisher<'a> {
             partition_by: self.partition_by.clone(),
             predicate: Some(predicate),
         };
-        let snapshot = table.snapshot()?;
         crate::fault::fault(&format!("before-publish-commit:{}", slice.index));
-        let committed = CommitBuilder::from(commit(metrics))
-            .with_actions(published)
-            .build(Some(snapshot), table.log_store(), operation)
-            .await?;
         // The snapshot the commit left, as deltalake's own writers return it: reading the log again
         // replayed every file's statistics once more per slice (docs/BENCHMARKS.md).
-        let mut table = table;
-        table.state = Some(committed.snapshot);
-        Ok(table)
+        Ok(crate::delta::commit::commit(table, published, operation, commit(metrics)).await?)
     }
 
     /// Places every file the rehearsal's commit adds (data and change data) and returns the actions

@@ -441,6 +441,10 @@ fn refused_open(url: &Url) -> Result<impl Fn(DeltaTableError) -> OpenError + '_,
     }
     Ok(move |source| match source {
         DeltaTableError::NotATable(_) => OpenError::NotATable { location: location.clone() },
+        // The kernel refuses to load a catalog-managed table without the catalog's latest version.
+        DeltaTableError::KernelError(delta_kernel::Error::MaxCatalogVersion(_)) => {
+            OpenError::CatalogManaged { location: location.clone() }
+        }
         source => match explain(url, &source) {
             Some(problem) => OpenError::Store(StoreError { location: location.clone(), problem }),
             None => OpenError::Open { location: location.clone(), source: Box::new(source) },

@@ -13,6 +13,13 @@ pub enum OpenError {
     NotAFolder { location: String },
     #[error("{location} is not a Delta table (it has no _delta_log with commits)")]
     NotATable { location: String },
+    #[error(
+        "{location} is a catalog-managed table (`catalogManaged`, called `catalogOwned-preview` before \
+         Delta 4.0.1): its commits go through its catalog (Unity Catalog ratifies each one), and \
+         deltalake, which bf writes with, neither reads nor commits to such a table. Nothing was \
+         written; backfill it with an engine that commits through the catalog (Databricks)"
+    )]
+    CatalogManaged { location: String },
     #[error("cannot open the Delta table {location}: {source}")]
     Open { location: String, source: Box<DeltaTableError> },
     #[error(transparent)]
