@@ -407,3 +407,34 @@ async fn a_catalog_managed_table_is_refused_naming_what_writing_it_takes() {
         assert_eq!(snapshot(dir.path()), untouched, "{feature}: nothing written");
     }
 }
+
+/// `bf init` tells the plan's author and reviewer what a table's writer features mean for bf: on a
+/// table whose commits bf completes, a note at the top of the plan it writes; on Databricks' own
+/// clustered table with row tracking (the corpus's, which has no DATE column), that bf cannot write
+/// it and why, beside the missing DATE column.
+#[tokio::test(flavor = "multi_thread")]
+async fn bf_init_says_what_a_tables_features_mean() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders");
+    orders_table(&table, false, &ROWS).await;
+    upgrade(&table, Clustering::Liquid);
+    let init = bf(dir.path(), &["init", "--table", "orders"], &[]);
+    assert!(init.status.success(), "{}", said(&init));
+    let plan = String::from_utf8_lossy(&init.stdout);
+    assert!(
+        plan.contains("# Note: the table's writer features `inCommitTimestamp`, `domainMetadata`, `liquid`"),
+        "{plan}"
+    );
+    toml::from_str::<toml::Value>(&plan).expect("the note is a comment");
+
+    let corpus = dir.path().join("liquid");
+    crate::corpus::copy_dir(
+        &crate::common::repo("tests/data/delta-corpus/rs_table_with_liquid_clustering"),
+        &corpus,
+    );
+    let init = bf(dir.path(), &["init", "--table", "liquid"], &[]);
+    assert!(!init.status.success(), "{}", said(&init));
+    let stderr = String::from_utf8_lossy(&init.stderr);
+    assert!(stderr.contains("Note: bf cannot write") && stderr.contains("`rowTracking`"), "{stderr}");
+    assert!(stderr.to_lowercase().contains("date column"), "{stderr}");
+}

@@ -24,6 +24,9 @@ pub struct Scaffold<'a> {
     pub date_column: Option<&'a str>,
     /// `--key`; guessed when empty.
     pub key: &'a [String],
+    /// What writing the table takes or why bf cannot, written at the top of the plan for its
+    /// reviewer (the table's writer features).
+    pub notes: &'a [String],
 }
 
 /// Why `bf init` cannot write a plan for the table as told.
@@ -158,6 +161,9 @@ impl Scaffold<'_> {
              # it on a clone: nothing in the table changes until `bf apply`.",
             table = last_segment(self.table)
         );
+        for note in self.notes {
+            let _ = writeln!(out, "#\n# Note: {}", note.replace('\n', "\n# "));
+        }
         let _ = writeln!(
             out,
             "reason = \"<why these days are rewritten: what was wrong, and where the corrected rows come from>\"\n"
@@ -291,6 +297,7 @@ mod tests {
             partition_columns: &partitions,
             date_column: None,
             key: &[],
+            notes: &[],
         }
         .write()
         .unwrap();
@@ -322,6 +329,7 @@ mod tests {
                 partition_columns: partitions,
                 date_column: None,
                 key: &[],
+                notes: &[],
             }
             .write()
             .unwrap()
@@ -344,8 +352,15 @@ mod tests {
     fn a_named_column_that_is_not_there_or_not_a_date_is_refused() {
         let schema = payments();
         let scaffold = |date: Option<&'static str>| {
-            Scaffold { table: "t", schema: &schema, partition_columns: &[], date_column: date, key: &[] }
-                .write()
+            Scaffold {
+                table: "t",
+                schema: &schema,
+                partition_columns: &[],
+                date_column: date,
+                key: &[],
+                notes: &[],
+            }
+            .write()
         };
         let typo = scaffold(Some("paid_onn")).unwrap_err().to_string();
         assert!(typo.contains("no column `paid_onn`"), "{typo}");
