@@ -9,6 +9,7 @@ pub mod catalog;
 pub mod commit;
 pub mod compat;
 pub mod freeze;
+pub mod identity;
 pub mod ledger;
 pub mod predicate;
 pub mod publish;
