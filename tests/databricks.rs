@@ -186,6 +186,20 @@ fn rows(table: &Path) -> Vec<String> {
     python
 }
 
+/// Writes `march.toml` in `dir`: the March reload of `orders` from `march.csv`, slices `every`.
+fn march_plan(dir: &Path, every: &str) {
+    write_plan(
+        dir,
+        "march.toml",
+        &format!(
+            "reason = \"Reload March: currencies were wrong.\"\n[target]\ntable = \"orders\"\n\
+             date_column = \"order_date\"\nkey = [\"order_id\"]\n[window]\nstart = 2026-03-01\nend = 2026-03-31\n\
+             [slicing]\nevery = \"{every}\"\n[source]\ninputs.src = {{ path = \"march.csv\", format = \"csv\" }}\n\
+             query = \"SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM src\"\n"
+        ),
+    );
+}
+
 fn bf(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     bf_in(dir).args(args).envs(env.iter().copied()).output().unwrap()
 }
@@ -216,14 +230,7 @@ async fn in_commit_timestamps_domains_and_clustering_survive_plan_apply_resume_a
         let domains = domains_of_last_checkpoint(&table, None);
         let before = rows(&table);
         std::fs::write(dir.path().join("march.csv"), CORRECTED).unwrap();
-        write_plan(
-            dir.path(),
-            "march.toml",
-            "reason = \"Reload March: currencies were wrong.\"\n[target]\ntable = \"orders\"\n\
-             date_column = \"order_date\"\nkey = [\"order_id\"]\n[window]\nstart = 2026-03-01\nend = 2026-03-31\n\
-             [slicing]\nevery = \"week\"\n[source]\ninputs.src = { path = \"march.csv\", format = \"csv\" }\n\
-             query = \"SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM src\"\n",
-        );
+        march_plan(dir.path(), "week");
         let untouched = snapshot(&table);
         let planned = bf(dir.path(), &["plan", "march.toml"], &[]);
         assert!(planned.status.success(), "{case}: {}", said(&planned));
@@ -297,14 +304,7 @@ async fn a_clustered_table_whose_statistics_leave_columns_out_is_refused() {
     orders_table(&table, false, &ROWS).await;
     upgrade_with(&table, Clustering::Clustered, &[("delta.dataSkippingNumIndexedCols", "2")]);
     std::fs::write(dir.path().join("march.csv"), CORRECTED).unwrap();
-    write_plan(
-        dir.path(),
-        "march.toml",
-        "reason = \"Reload March.\"\n[target]\ntable = \"orders\"\ndate_column = \"order_date\"\n\
-         key = [\"order_id\"]\n[window]\nstart = 2026-03-01\nend = 2026-03-31\n\
-         [slicing]\nevery = \"month\"\n[source]\ninputs.src = { path = \"march.csv\", format = \"csv\" }\n\
-         query = \"SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM src\"\n",
-    );
+    march_plan(dir.path(), "month");
     let untouched = snapshot(dir.path());
     let refused = bf(dir.path(), &["plan", "march.toml"], &[]);
     assert_eq!(refused.status.code(), Some(1), "{}", said(&refused));
@@ -327,14 +327,7 @@ async fn a_commit_by_another_writer_between_slices_is_followed_not_overwritten()
     orders_table(&table, false, &ROWS).await;
     let upgraded = upgrade(&table, Clustering::Clustered);
     std::fs::write(dir.path().join("march.csv"), CORRECTED).unwrap();
-    write_plan(
-        dir.path(),
-        "march.toml",
-        "reason = \"Reload March.\"\n[target]\ntable = \"orders\"\ndate_column = \"order_date\"\n\
-         key = [\"order_id\"]\n[window]\nstart = 2026-03-01\nend = 2026-03-31\n[slicing]\nevery = \"week\"\n\
-         [source]\ninputs.src = { path = \"march.csv\", format = \"csv\" }\n\
-         query = \"SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM src\"\n",
-    );
+    march_plan(dir.path(), "week");
     let planned = bf(dir.path(), &["plan", "march.toml"], &[]);
     assert!(planned.status.success(), "{}", said(&planned));
     let foreign = std::cell::Cell::new(0u64);
@@ -386,14 +379,7 @@ async fn a_catalog_managed_table_is_refused_naming_what_writing_it_takes() {
         let text: Vec<String> = commit.iter().map(Value::to_string).collect();
         std::fs::write(table.join(format!("_delta_log/{version:020}.json")), text.join("\n") + "\n").unwrap();
         std::fs::write(dir.path().join("march.csv"), CORRECTED).unwrap();
-        write_plan(
-            dir.path(),
-            "march.toml",
-            "reason = \"Reload March.\"\n[target]\ntable = \"orders\"\ndate_column = \"order_date\"\n\
-             key = [\"order_id\"]\n[window]\nstart = 2026-03-01\nend = 2026-03-31\n[slicing]\nevery = \"month\"\n\
-             [source]\ninputs.src = { path = \"march.csv\", format = \"csv\" }\n\
-             query = \"SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM src\"\n",
-        );
+        march_plan(dir.path(), "month");
         let untouched = snapshot(dir.path());
         let refused = bf(dir.path(), &["plan", "march.toml"], &[]);
         assert_eq!(refused.status.code(), Some(1), "{feature}: {}", said(&refused));
@@ -500,14 +486,7 @@ async fn identity_columns_by_default_keep_their_high_water_mark_and_always_is_re
         let before = rows(&table);
         std::fs::write(dir.path().join("march.csv"), format!("{CORRECTED}12,C4,120.0,EUR,2026-03-20\n"))
             .unwrap();
-        write_plan(
-            dir.path(),
-            "march.toml",
-            "reason = \"Reload March.\"\n[target]\ntable = \"orders\"\ndate_column = \"order_date\"\n\
-             key = [\"order_id\"]\n[window]\nstart = 2026-03-01\nend = 2026-03-31\n[slicing]\nevery = \"week\"\n\
-             [source]\ninputs.src = { path = \"march.csv\", format = \"csv\" }\n\
-             query = \"SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM src\"\n",
-        );
+        march_plan(dir.path(), "week");
         let untouched = snapshot(&table);
         let planned = bf(dir.path(), &["plan", "march.toml"], &[]);
         assert!(planned.status.success(), "{case}: {}", said(&planned));
@@ -527,14 +506,7 @@ async fn identity_columns_by_default_keep_their_high_water_mark_and_always_is_re
     orders_table(&table, false, &ROWS).await;
     upgrade_identity(&table, false, false);
     std::fs::write(dir.path().join("march.csv"), CORRECTED).unwrap();
-    write_plan(
-        dir.path(),
-        "march.toml",
-        "reason = \"Reload March.\"\n[target]\ntable = \"orders\"\ndate_column = \"order_date\"\n\
-         key = [\"order_id\"]\n[window]\nstart = 2026-03-01\nend = 2026-03-31\n[slicing]\nevery = \"month\"\n\
-         [source]\ninputs.src = { path = \"march.csv\", format = \"csv\" }\n\
-         query = \"SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM src\"\n",
-    );
+    march_plan(dir.path(), "month");
     let untouched = snapshot(dir.path());
     let refused = bf(dir.path(), &["plan", "march.toml"], &[]);
     assert_eq!(refused.status.code(), Some(1), "{}", said(&refused));

@@ -4,4 +4,5 @@
 //! plan file is validated ([`crate::plan_file::read_only`]) and runs under DataFusion's read-only
 //! options here; slice bounds reach it as typed values, never as text.
 
+pub mod align;
 pub mod run;

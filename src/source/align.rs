@@ -1,0 +1,124 @@
+//! The query's columns against the table's: which it may write, cast how, and which it must cast
+//! itself. A rule of the source, apart from running it (`run.rs`).
+
+use deltalake::arrow::compute::can_cast_types;
+use deltalake::arrow::datatypes::{DataType, SchemaRef};
+use deltalake::datafusion::common::{Column, DFSchema};
+use deltalake::datafusion::logical_expr::{Expr, ExprSchemable, cast};
+use deltalake::datafusion::prelude::DataFrame;
+
+use crate::delta::table::sql_type;
+use crate::source::run::SourceError;
+
+/// Selects the target's columns from the query, in the target's order and types. A `computed`
+/// column the query leaves out is left to the table to compute.
+pub(crate) fn align(
+    query: DataFrame,
+    target: &SchemaRef,
+    computed: &[String],
+) -> Result<DataFrame, SourceError> {
+    let produced = query.schema().clone();
+    let mut problems = Vec::new();
+    let mut columns = Vec::new();
+    for field in target.fields() {
+        match produced.qualified_field_with_unqualified_name(field.name()) {
+            Err(_) if computed.contains(field.name()) => {}
+            Err(_) => problems.push(format!(
+                "  - `{}` ({}) is in the table but not in the query",
+                field.name(),
+                sql_type(field.data_type())
+            )),
+            Ok((qualifier, found)) => {
+                if !can_cast_types(found.data_type(), field.data_type()) {
+                    problems.push(format!(
+                        "  - `{}` is {} in the query but {} in the table, and cannot be cast",
+                        field.name(),
+                        sql_type(found.data_type()),
+                        sql_type(field.data_type())
+                    ));
+                } else if let TypeChange::Lossy(why) = type_change(found.data_type(), field.data_type()) {
+                    problems.push(format!(
+                        "  - `{name}` is {} in the query but {} in the table: {why}; bf does not convert it \
+                         silently. Cast it in the query if that is meant: CAST(… AS {}) AS {name}",
+                        sql_type(found.data_type()),
+                        sql_type(field.data_type()),
+                        sql_type(field.data_type()),
+                        name = field.name(),
+                    ));
+                }
+                let column = Expr::Column(Column::new(qualifier.cloned(), found.name()));
+                let value = match column.get_type(&produced) {
+                    Ok(t) if &t == field.data_type() => column,
+                    _ => cast(column, field.data_type().clone()),
+                };
+                columns.push(value.alias(field.name()));
+            }
+        }
+    }
+    for field in produced.fields() {
+        if target.field_with_name(field.name()).is_err() {
+            problems.push(format!(
+                "  - `{}` ({}) is in the query but not in the table",
+                field.name(),
+                sql_type(field.data_type())
+            ));
+        }
+    }
+    if !problems.is_empty() {
+        return Err(SourceError::Schema(problems.join("\n")));
+    }
+    query.select(columns).map_err(|e| SourceError::Schema(e.to_string()))
+}
+
+/// What writing a query's column into a table column of another type does to its values.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TypeChange {
+    Same,
+    /// Converted without loss, but worth a look (the reason).
+    Converted(String),
+    /// Values change or fail on the way (the reason): refused unless the query casts itself.
+    Lossy(&'static str),
+}
+
+/// How a `from` value lands in a `to` column.
+pub fn type_change(from: &DataType, to: &DataType) -> TypeChange {
+    use DataType::*;
+    let integer = |t: &DataType| t.is_integer();
+    let fractional =
+        |t: &DataType| matches!(t, Float16 | Float32 | Float64 | Decimal128(..) | Decimal256(..));
+    let text = |t: &DataType| matches!(t, Utf8 | LargeUtf8 | Utf8View);
+    match (from, to) {
+        (a, b) if a == b => TypeChange::Same,
+        (a, b) if text(a) && (b.is_numeric()) => {
+            TypeChange::Lossy("text becomes a number, or NULL where it is not one")
+        }
+        (a, b) if fractional(a) && integer(b) => TypeChange::Lossy("the fraction is cut off"),
+        (Timestamp(..), Date32 | Date64) => TypeChange::Lossy("the time of day is dropped"),
+        (a, b) if integer(a) && fractional(b) => TypeChange::Converted(
+            "computed as an integer — integer division? (`amount_cents / 100` is whole cents dropped)"
+                .to_owned(),
+        ),
+        _ => TypeChange::Converted("converted on write".to_owned()),
+    }
+}
+
+/// The query's columns whose type differs from the table's, each as a warning naming both types:
+/// what `bf plan` shows in every output. Lossy ones are errors of [`align`] instead.
+pub fn type_warnings(query: &DFSchema, target: &SchemaRef) -> Vec<String> {
+    target
+        .fields()
+        .iter()
+        .filter_map(|field| {
+            let (_, found) = query.qualified_field_with_unqualified_name(field.name()).ok()?;
+            match type_change(found.data_type(), field.data_type()) {
+                TypeChange::Converted(why) => Some(format!(
+                    "`{}` is {} in the query but {} in the table: {why}",
+                    field.name(),
+                    sql_type(found.data_type()),
+                    sql_type(field.data_type())
+                )),
+                _ => None,
+            }
+        })
+        .collect()
+}
