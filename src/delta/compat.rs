@@ -215,7 +215,14 @@ async fn check(table: &DeltaTable, write: WriteKind) -> Result<(), Unsupported> 
     let snapshot = table.snapshot().map_err(|e| unreadable("snapshot", e.to_string()))?;
     let protocol =
         crate::delta::table::WriterProtocol::of(snapshot).map_err(|e| unreadable("protocol", e))?;
-    let unsupported: Vec<String> = protocol.required().into_iter().filter(|f| !honours(f)).collect();
+    // A table bf only appends to (the change log) is written by deltalake's own write, which
+    // commits itself: the features bf honours only in the commits it makes are not honoured there.
+    let in_commits = |f: &str| crate::delta::commit::HONOURED_IN_COMMITS.contains(&f);
+    let unsupported: Vec<String> = protocol
+        .required()
+        .into_iter()
+        .filter(|f| !honours(f) || (write == WriteKind::Append && in_commits(f)))
+        .collect();
     let append_only = snapshot
         .metadata()
         .configuration()
