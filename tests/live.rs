@@ -633,6 +633,46 @@ async fn a_plan_older_than_the_logs_retention_is_stale_and_writes_nothing() {
     }
 }
 
+/// Another writer's DELETE of June orders, on a table whose files straddle the slices. Its remove
+/// actions name no days (deltalake's, like Spark's, carry neither partition values nor
+/// statistics), so the watch finds each removed file's days where the file was added: in the
+/// table at the plan's version (the June file the daily job wrote before the plan), or in a commit
+/// since it (an order appended after the plan). Neither blocks the May reload, each case alone:
+/// the watch reads the plan's files only when a remove needs them.
+#[tokio::test(flavor = "multi_thread")]
+async fn deletes_outside_the_window_never_block_though_their_removes_name_no_days() {
+    let alone = applied_alone(false).await;
+    for since_the_plan in [false, true] {
+        let case = format!("a file added since the plan: {since_the_plan}");
+        let (dir, table) = planned(false).await;
+        let predicate = if since_the_plan {
+            append_orders(&table, &[order(9101, 7.0, "2026-06-10")]).await;
+            "order_id = 9101"
+        } else {
+            "order_id > 100 AND order_id < 200"
+        };
+        let opened = crate::common::open_table(&table).await;
+        let (opened, _) = opened.delete().with_predicate(predicate).await.unwrap();
+        let version = opened.version().unwrap() as u64;
+        let (_, log) = commit_files(&table).into_iter().find(|(v, _)| *v == version).unwrap();
+        let removes: Vec<Value> = std::fs::read_to_string(log)
+            .unwrap()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).unwrap().get("remove").cloned())
+            .collect();
+        assert!(!removes.is_empty(), "{case}: the DELETE removed a file");
+        for remove in &removes {
+            let names_days = remove.get("stats").is_some()
+                || remove["partitionValues"].as_object().is_some_and(|p| !p.is_empty());
+            assert!(!names_days, "{case}: the remove names no days: {remove}");
+        }
+        ok(dir.path(), &["apply", "--auto-approve", "-q"]);
+        let expected: Vec<String> =
+            alone.iter().filter(|r| since_the_plan || !r.contains("|2026-06-")).cloned().collect();
+        assert_eq!(rows_at(&table, None, "true").await, expected, "{case}");
+    }
+}
+
 /// Five slices applied as separate tasks, then another writer deletes an order of slice 2 and VACUUM
 /// (retention 0) deletes the files the slice's commit wrote. The slice's count at its own version
 /// can no longer be read from its files: it is unknown, never an error. `bf status` reports,

@@ -232,6 +232,13 @@ fn clean_deletes_rehearsals_only() {
     assert!(!rehearsal.exists());
     assert_eq!(snapshot(&silver), applied, "the rehearsal's references into the target were not followed");
     assert_ne!(applied, untouched);
+
+    // The September daily backfill applied one day of thirty: its other days publish from it.
+    bf_in(root).args(["plan", "plans/september.toml", "-q"]).assert().success();
+    let rehearsal = warehouse.join("orders_daily__rehearsal");
+    bf_in(root).args(["apply", "--auto-approve", "-q", "--slice", "1"]).assert().success();
+    bf_in(root).arg("clean").assert().success().stdout(predicate::str::contains("no rehearsal to delete"));
+    assert!(rehearsal.is_dir(), "one slice applied: the rehearsal is still needed");
 }
 
 #[tokio::test(flavor = "multi_thread")]
