@@ -12,7 +12,7 @@ use crate::common::{OrderRow, bf_in, commit_files, orders_table, snapshot, write
 
 /// February to April, with files holding days inside and outside March (unpartitioned: a slice
 /// rewrites them and carries their other rows).
-const ROWS: [&[OrderRow]; 2] = [
+pub(crate) const ROWS: [&[OrderRow]; 2] = [
     &[
         (1, "C1", 10.0, "EUR", "2026-02-27"),
         (2, "C2", 20.0, "USD", "2026-03-02"),
@@ -27,12 +27,12 @@ const ROWS: [&[OrderRow]; 2] = [
 ];
 
 /// March corrected: every currency EUR.
-const CORRECTED: &str = "order_id,customer,amount,currency,order_date\n\
+pub(crate) const CORRECTED: &str = "order_id,customer,amount,currency,order_date\n\
     2,C2,20.0,EUR,2026-03-02\n3,C3,30.0,EUR,2026-03-09\n5,C1,50.0,EUR,2026-03-16\n6,C2,60.0,EUR,2026-03-31\n";
 
 /// The in-commit timestamp the upgrade commit carries: 2030-01-01T00:00:00Z, later than any clock
 /// here, so a commit whose timestamp were only "now" would be earlier than it.
-const UPGRADED_AT: i64 = 1_893_456_000_000;
+pub(crate) const UPGRADED_AT: i64 = 1_893_456_000_000;
 
 /// How the upgrade clusters the table.
 #[derive(Debug, Clone, Copy)]
@@ -100,7 +100,7 @@ fn upgrade_with(table: &Path, clustering: Clustering, properties: &[(&str, &str)
 }
 
 /// Every action of each commit from `from` on, raw, by version.
-fn commits_from(table: &Path, from: u64) -> Vec<(u64, Vec<Value>)> {
+pub(crate) fn commits_from(table: &Path, from: u64) -> Vec<(u64, Vec<Value>)> {
     commit_files(table)
         .into_iter()
         .filter(|(v, _)| *v >= from)
@@ -147,7 +147,7 @@ fn judge_log(table: &Path, upgraded: u64) -> usize {
 
 /// The domains in force at the last checkpoint after version `after` (the checkpoint Parquet read by
 /// pyarrow), or, with `None`, those the log states (the upgrade's). Sorted, `domain=configuration`.
-fn domains_of_last_checkpoint(table: &Path, after: Option<u64>) -> Vec<String> {
+pub(crate) fn domains_of_last_checkpoint(table: &Path, after: Option<u64>) -> Vec<String> {
     let Some(after) = after else {
         let mut domains: Vec<String> = commits_from(table, 0)
             .iter()
@@ -172,7 +172,7 @@ fn domains_of_last_checkpoint(table: &Path, after: Option<u64>) -> Vec<String> {
 
 /// `table`'s rows, `order_id|currency|order_date`, sorted, read by the Python `deltalake` package and
 /// checked to be what DuckDB reads.
-fn rows(table: &Path) -> Vec<String> {
+pub(crate) fn rows(table: &Path) -> Vec<String> {
     let columns = "order_id, currency, order_date";
     let duckdb = crate::common::duckdb_rows(table, &format!("SELECT {columns} FROM t"));
     let script = format!(
@@ -187,7 +187,7 @@ fn rows(table: &Path) -> Vec<String> {
 }
 
 /// Writes `march.toml` in `dir`: the March reload of `orders` from `march.csv`, slices `every`.
-fn march_plan(dir: &Path, every: &str) {
+pub(crate) fn march_plan(dir: &Path, every: &str) {
     write_plan(
         dir,
         "march.toml",
@@ -200,11 +200,11 @@ fn march_plan(dir: &Path, every: &str) {
     );
 }
 
-fn bf(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+pub(crate) fn bf(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
     bf_in(dir).args(args).envs(env.iter().copied()).output().unwrap()
 }
 
-fn said(output: &std::process::Output) -> String {
+pub(crate) fn said(output: &std::process::Output) -> String {
     format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr))
 }
 
@@ -396,8 +396,8 @@ async fn a_catalog_managed_table_is_refused_naming_what_writing_it_takes() {
 
 /// `bf init` tells the plan's author and reviewer what a table's writer features mean for bf: on a
 /// table whose commits bf completes, a note at the top of the plan it writes; on Databricks' own
-/// clustered table with row tracking (the corpus's, which has no DATE column), that bf cannot write
-/// it and why, beside the missing DATE column.
+/// clustered table with row tracking (the corpus's, which has no DATE column), what bf does with
+/// its row ids, beside the missing DATE column.
 #[tokio::test(flavor = "multi_thread")]
 async fn bf_init_says_what_a_tables_features_mean() {
     let dir = tempfile::tempdir().unwrap();
@@ -421,7 +421,11 @@ async fn bf_init_says_what_a_tables_features_mean() {
     let init = bf(dir.path(), &["init", "--table", "liquid"], &[]);
     assert!(!init.status.success(), "{}", said(&init));
     let stderr = String::from_utf8_lossy(&init.stderr);
-    assert!(stderr.contains("Note: bf cannot write") && stderr.contains("`rowTracking`"), "{stderr}");
+    assert!(
+        stderr.contains("`rowTracking`") && stderr.contains("the old ones kept for the rows it copies"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("bf cannot write"), "{stderr}");
     assert!(stderr.to_lowercase().contains("date column"), "{stderr}");
 }
 
@@ -454,7 +458,7 @@ fn upgrade_identity(table: &Path, by_default: bool, legacy: bool) -> u64 {
 }
 
 /// The last `metaData` action of the log, raw.
-fn last_metadata(table: &Path) -> Value {
+pub(crate) fn last_metadata(table: &Path) -> Value {
     commits_from(table, 0)
         .iter()
         .rev()

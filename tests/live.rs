@@ -653,7 +653,7 @@ async fn deletes_outside_the_window_never_block_though_their_removes_name_no_day
         };
         let opened = crate::common::open_table(&table).await;
         let (opened, _) = opened.delete().with_predicate(predicate).await.unwrap();
-        let version = opened.version().unwrap() as u64;
+        let version = opened.version().unwrap();
         let (_, log) = commit_files(&table).into_iter().find(|(v, _)| *v == version).unwrap();
         let removes: Vec<Value> = std::fs::read_to_string(log)
             .unwrap()

@@ -31,6 +31,7 @@ mod publish;
 mod review;
 mod rewrites;
 mod rollback;
+mod row_tracking;
 mod schema;
 mod security;
 mod slice_rows;

@@ -116,6 +116,14 @@ pub const HONOURED: &[Honoured] = &[
         proof: "databricks::identity_columns_by_default_keep_their_high_water_mark_and_always_is_refused",
     },
     Honoured {
+        feature: "rowTracking",
+        how: "each file bf adds gets its rows' ids above the table's high-water mark, which the same \
+              commit raises, and the commit's version; removes and files a RESTORE adds back keep \
+              theirs; rows a slice copies keep their ids and commit versions in the materialized \
+              columns (`delta/row_tracking.rs`)",
+        proof: "row_tracking::row_tracking_keeps_every_rows_id_through_plan_apply_resume_and_rollback",
+    },
+    Honoured {
         feature: "liquid",
         how: "Databricks' name for clustering before the protocol had one (a `delta.liquid` domain): \
               honoured as `clustering` is",

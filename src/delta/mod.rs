@@ -14,5 +14,6 @@ pub mod ledger;
 pub mod predicate;
 pub mod publish;
 pub mod row_rules;
+pub mod row_tracking;
 pub mod store;
 pub mod table;

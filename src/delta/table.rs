@@ -224,27 +224,11 @@ async fn rows_in_file(
     column: &str,
     slice: &Slice,
 ) -> Result<Option<u64>, DeltaTableError> {
-    use deltalake::ObjectMeta;
     use deltalake::arrow::array::AsArray;
     use deltalake::arrow::datatypes::Date32Type;
-    use deltalake::datafusion::datasource::listing::PartitionedFile;
-    use deltalake::datafusion::datasource::physical_plan::parquet::{
-        DefaultParquetFileReaderFactory, ParquetFileReaderFactory,
-    };
-    use deltalake::datafusion::parquet::arrow::async_reader::AsyncFileReader;
     use deltalake::datafusion::parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
-    use deltalake::datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
 
-    // The reader DataFusion's scans use; a day's file is one request with its footer.
-    let meta =
-        ObjectMeta { location: path, last_modified: Default::default(), size, e_tag: None, version: None };
-    let reader: Box<dyn AsyncFileReader> = DefaultParquetFileReaderFactory::new(store).create_reader(
-        0,
-        PartitionedFile::from(meta),
-        Some(FOOTER_HINT),
-        &ExecutionPlanMetricsSet::new(),
-    )?;
-    let file = ParquetRecordBatchStreamBuilder::new(reader).await?;
+    let file = ParquetRecordBatchStreamBuilder::new(file_reader(store, path, size)?).await?;
     let found = file.schema().fields().iter().position(|field| field.name() == column);
     let Some(index) = found.filter(|&i| file.schema().field(i).data_type() == &DataType::Date32) else {
         return Ok(None);
@@ -258,6 +242,29 @@ async fn rows_in_file(
         rows += dates.iter().flatten().filter(|day| days.contains(day)).count() as u64;
     }
     Ok(Some(rows))
+}
+
+/// A reader of the Parquet file at `path`, `size` bytes: the one DataFusion's scans use, a small
+/// file one request with its footer.
+pub(crate) fn file_reader(
+    store: std::sync::Arc<dyn deltalake::ObjectStore>,
+    path: deltalake::Path,
+    size: u64,
+) -> Result<Box<dyn deltalake::datafusion::parquet::arrow::async_reader::AsyncFileReader>, DeltaTableError> {
+    use deltalake::ObjectMeta;
+    use deltalake::datafusion::datasource::listing::PartitionedFile;
+    use deltalake::datafusion::datasource::physical_plan::parquet::{
+        DefaultParquetFileReaderFactory, ParquetFileReaderFactory,
+    };
+    use deltalake::datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
+    let meta =
+        ObjectMeta { location: path, last_modified: Default::default(), size, e_tag: None, version: None };
+    Ok(DefaultParquetFileReaderFactory::new(store).create_reader(
+        0,
+        PartitionedFile::from(meta),
+        Some(FOOTER_HINT),
+        &ExecutionPlanMetricsSet::new(),
+    )?)
 }
 
 /// The slice's rows as deltalake's reader reads the table: the answer for any file.

@@ -29,6 +29,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 use url::Url;
 
+use crate::delta::row_tracking::{self, Materialized, RowTracking};
 use crate::delta::store::{self, StoreError, Stores, display_url};
 use crate::window::Window;
 
@@ -83,6 +84,11 @@ pub enum CloneError {
     Delta { table: String, source: Box<DeltaTableError> },
     #[error("cannot copy {file} into the rehearsal: {source}")]
     Copy { file: String, source: StoreError },
+    #[error(
+        "cannot keep the row ids of {file}: its add action carries no baseRowId or \
+         defaultRowCommitVersion, which a table with row tracking enabled gives every file"
+    )]
+    RowIds { file: String },
 }
 
 impl<'a> ShallowClone<'a> {
@@ -123,6 +129,8 @@ impl<'a> ShallowClone<'a> {
                     .map_err(|e| delta(DeltaTableError::Generic(e.to_string())))?;
             }
         }
+        let materialized = RowTracking::of(snapshot).and_then(|t| t.materialized);
+        let metadata = row_tracking::rehearsal_metadata(metadata, materialized.as_ref()).map_err(delta)?;
         let files: Vec<_> =
             self.source.get_active_add_actions_by_predicate(None).try_collect().await.map_err(delta)?;
 
@@ -135,7 +143,9 @@ impl<'a> ShallowClone<'a> {
             Localize::Nothing => String::new(),
         };
         for file in &files {
-            actions.push(Action::Add(self.clone_file(file, &physical, &mut metrics).await?));
+            actions.push(Action::Add(
+                self.clone_file(file, &physical, materialized.as_ref(), &mut metrics).await?,
+            ));
         }
         let operation = DeltaOperation::Create {
             mode: SaveMode::ErrorIfExists,
@@ -149,13 +159,19 @@ impl<'a> ShallowClone<'a> {
     }
 
     /// One of the source's files as the clone's log names it: by its absolute URL, or, for a file
-    /// of the window being localized, by the name of a copy inside the clone.
+    /// of the window being localized, by the name of a copy inside the clone. On a table that keeps
+    /// row ids (`materialized`), the copy holds each row's stable id and commit version, which the
+    /// rows a slice copies carry into the files it writes.
     async fn clone_file(
         &self,
         file: &LogicalFileView,
         physical: &str,
+        materialized: Option<&Materialized>,
         metrics: &mut CloneMetrics,
     ) -> Result<Add, CloneError> {
+        // The deprecated view is the only public way to the file's tags and row ids.
+        #[allow(deprecated)]
+        let original = file.add_action();
         let source_root = self.source.table_url();
         let decoded = file.path().into_owned();
         // Files of a table that is itself a clone are already absolute.
@@ -165,6 +181,7 @@ impl<'a> ShallowClone<'a> {
         };
         let partition_values = file.partition_values_map();
         let inside_source = absolute.as_str().starts_with(source_root.as_str());
+        let mut localized_size = None;
         let localize = match &self.localize {
             Localize::Window(_, window) => {
                 inside_source && overlaps(window, physical, &partition_values, file.stats().as_deref())
@@ -176,11 +193,30 @@ impl<'a> ShallowClone<'a> {
             // escapes cannot be decoded differently by whoever reads it. It is its original's
             // hash, so that publishing knows which target file a removed copy stands for.
             let copy = crate::delta::publish::localized_name(&decoded);
-            let (bytes, by_store) = self
-                .stores
-                .copy(&absolute, &store::join(&self.destination, &copy))
-                .await
-                .map_err(|source| CloneError::Copy { file: decoded.clone(), source })?;
+            let to = store::join(&self.destination, &copy);
+            let (bytes, by_store) = match materialized {
+                None => self
+                    .stores
+                    .copy(&absolute, &to)
+                    .await
+                    .map_err(|source| CloneError::Copy { file: decoded.clone(), source })?,
+                Some(columns) => {
+                    let (Some(base), Some(version)) =
+                        (original.base_row_id, original.default_row_commit_version)
+                    else {
+                        return Err(CloneError::RowIds { file: decoded.clone() });
+                    };
+                    let size =
+                        row_tracking::materialize_file(self.stores, &absolute, &to, columns, base, version)
+                            .await
+                            .map_err(|source| CloneError::Delta {
+                                table: decoded.clone(),
+                                source: Box::new(source),
+                            })?;
+                    (size, false)
+                }
+            };
+            localized_size = Some(bytes);
             metrics.bytes_localized += bytes;
             metrics.files_localized += 1;
             metrics.files_copied_by_store += usize::from(by_store);
@@ -193,15 +229,13 @@ impl<'a> ShallowClone<'a> {
             // named `lake ✓` was looked for as `lake%20%E2%9C%93` (tests/partitions.rs).
             percent_encoding::percent_decode_str(absolute.as_str()).decode_utf8_lossy().into_owned()
         };
-        // The deprecated view is the only public way to the file's tags and row ids.
-        #[allow(deprecated)]
-        let original = file.add_action();
         let deletion_vector = original
             .deletion_vector
             .map(|dv| crate::delta::table::absolute_deletion_vector(dv, source_root))
             .transpose()
             .map_err(|problem| CloneError::DeletionVector { file: decoded.clone(), problem })?;
-        Ok(Add { path, partition_values, deletion_vector, ..original })
+        let size = localized_size.map_or(original.size, |bytes| bytes as i64);
+        Ok(Add { path, partition_values, deletion_vector, size, ..original })
     }
 
     /// The clone's first commit: the source's protocol and metadata (a table id of its own), its

@@ -138,6 +138,9 @@ pub async fn rehearse(
     let guards = checks::run_guards(&spec.guards, &total.before, &total.after, &blast_radius, &slice_rows);
     let mut warnings = warnings(&stores, &target, spec, merge_notes)?;
     warnings.extend(source.type_warnings());
+    let written = reports.iter().map(|r| r.source.in_slice).sum();
+    let in_files = reports.iter().filter_map(|r| r.publication.as_ref()?.rows_written).sum();
+    warnings.extend(crate::delta::row_tracking::note(&target.table, written, in_files));
     let problems = problems(spec, &window, &reports, &outside_window, &check_results, &guards);
 
     Ok(Plan {
@@ -244,7 +247,9 @@ async fn in_use(
 }
 
 /// Step 2: the shallow clone the slices are written into. On a table not partitioned by the date
-/// the window's files are copied in, because deltalake rewrites no file outside the table's root.
+/// the window's files are copied in, because deltalake rewrites no file outside the table's root;
+/// on a table keeping row ids, a merge's too, since it copies rows the source does not name and
+/// the copies hold their ids.
 async fn clone_target(
     spec: &crate::plan_file::PlanFile,
     target: &Target,
@@ -252,7 +257,11 @@ async fn clone_target(
 ) -> Result<crate::rehearse::clone::CloneMetrics, RehearsalError> {
     let column = spec.target.date_column.as_str();
     let mut clone = ShallowClone::new(&target.table, target.rehearsal_url.clone(), stores);
-    if !target.partitioned_by_date(column) {
+    let keeps_row_ids = target.table.snapshot().is_ok_and(|state| {
+        crate::delta::row_tracking::RowTracking::of(state).is_some_and(|t| t.materialized.is_some())
+    });
+    let merge_keeps_ids = spec.write.mode == crate::plan_file::WriteMode::Merge && keeps_row_ids;
+    if !target.partitioned_by_date(column) || merge_keeps_ids {
         // Merge slices are replaceWheres too (crate::rehearse::slice_writer): the same files are rewritten.
         clone = clone.with_localized_window(column, spec.window());
     }

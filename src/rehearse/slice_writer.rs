@@ -18,8 +18,9 @@
 //! The commit carries the caller's `CommitProperties` (bf's ledger keys, the app transaction), so
 //! whoever reads the table's history can tell which backfill and slice wrote it.
 
-use deltalake::datafusion::common::JoinType;
+use deltalake::datafusion::common::{JoinType, ScalarValue};
 use deltalake::datafusion::prelude::DataFrame;
+use deltalake::datafusion::prelude::{ident, lit};
 use deltalake::kernel::transaction::CommitProperties;
 use deltalake::protocol::SaveMode;
 use deltalake::{DeltaTable, DeltaTableError};
@@ -98,8 +99,15 @@ impl SliceWriter {
             // A test hook: one row of the slice is lost on the way to the table.
             rows = rows.limit(1, None).map_err(|e| error(e.into()))?;
         }
+        // A rehearsal of a table keeping row ids: the source's rows are new, with no ids of their
+        // own until the commit that publishes them gives them fresh ones.
+        let hidden = crate::delta::row_tracking::rehearsal_columns(&table);
+        for column in hidden.iter().flat_map(|h| h.columns()) {
+            rows = rows.with_column(column, lit(ScalarValue::Int64(None))).map_err(|e| error(e.into()))?;
+        }
         if self.mode == WriteMode::Merge && !self.delete_missing {
-            rows = self.merged(&table, source, rows, predicate.clone()).await.map_err(error)?;
+            rows =
+                self.merged(&table, source, rows, predicate.clone(), hidden.as_ref()).await.map_err(error)?;
         }
         let rules = RowRules::of(table.snapshot().map_err(&error)?);
         let written = table
@@ -122,22 +130,54 @@ impl SliceWriter {
     }
 
     /// The slice's rows after a merge: the source's, and the target's whose key the source lacks.
+    /// In a rehearsal keeping row ids (`hidden` columns), a kept row carries its id and commit
+    /// version, and a source row matching a target row takes that row's id (an update keeps the
+    /// row's id; its commit version is the publishing commit's).
     async fn merged(
         &self,
         table: &DeltaTable,
         source: &SliceSource,
         rows: DataFrame,
         predicate: deltalake::datafusion::logical_expr::Expr,
+        hidden: Option<&crate::delta::row_tracking::Materialized>,
     ) -> Result<DataFrame, DeltaTableError> {
         let key: Vec<&str> = self.key.iter().map(String::as_str).collect();
         // The source's columns: a generated column it leaves out is computed for kept rows too.
-        let columns: Vec<&str> = rows.schema().fields().iter().map(|f| f.name().as_str()).collect();
-        let kept = source
-            .ctx
-            .read_table(table.table_provider().await?)?
-            .filter(predicate)?
-            .select_columns(&columns)?
-            .join(rows.clone(), JoinType::LeftAnti, &key, &key, None)?;
+        let columns: Vec<String> = rows.schema().fields().iter().map(|f| f.name().clone()).collect();
+        let target = source.ctx.read_table(table.table_provider().await?)?.filter(predicate)?;
+        let kept = target.clone().select(columns.iter().map(ident).collect::<Vec<_>>())?.join(
+            rows.clone(),
+            JoinType::LeftAnti,
+            &key,
+            &key,
+            None,
+        )?;
+        let rows = match hidden {
+            Some(hidden) => updated_keep_ids(rows, target, &key, &hidden.row_id, &columns)?,
+            None => rows,
+        };
         Ok(kept.union(rows)?)
     }
+}
+
+/// The source's rows of a merge, each matching a target row with that row's id in the `row_id`
+/// column (the smallest, where several target rows share its key and are all replaced by it).
+fn updated_keep_ids(
+    rows: DataFrame,
+    target: DataFrame,
+    key: &[&str],
+    row_id: &str,
+    columns: &[String],
+) -> Result<DataFrame, DeltaTableError> {
+    use deltalake::datafusion::functions_aggregate::expr_fn::min;
+    let matched: Vec<String> = (0..key.len()).map(|i| format!("__bf_key_{i}")).collect();
+    let ids = target.aggregate(
+        key.iter().zip(&matched).map(|(k, m)| ident(*k).alias(m)).collect(),
+        vec![min(ident(row_id)).alias("__bf_row_id")],
+    )?;
+    let matched: Vec<&str> = matched.iter().map(String::as_str).collect();
+    let joined = rows.join(ids, JoinType::Left, key, &matched, None)?;
+    let select =
+        columns.iter().map(|c| if c == row_id { ident("__bf_row_id").alias(row_id) } else { ident(c) });
+    Ok(joined.select(select.collect::<Vec<_>>())?)
 }

@@ -450,7 +450,7 @@ impl<'a> Source<'a> {
             .try_fold(0u64, |total, file| async move { Ok(total + file.size().max(0) as u64) })
             .await
             .map_err(|e| e.to_string())?;
-        let provider = delta.table_provider().await.map_err(|e| e.to_string())?;
+        let provider = crate::delta::row_tracking::visible(&delta).await.map_err(|e| e.to_string())?;
         Ok((provider, size))
     }
 }

@@ -406,7 +406,11 @@ impl<'a> Publisher<'a> {
                     ));
                 };
                 to_place.push(expected);
-                published.push(Action::Add(Add { data_change: true, ..add }));
+                // A file new to the table: its row ids, where the table tracks them, are the
+                // publishing commit's to give (`delta/row_tracking.rs`), never the rehearsal's.
+                let add =
+                    Add { data_change: true, base_row_id: None, default_row_commit_version: None, ..add };
+                published.push(Action::Add(add));
             }
             if let Some(cdc) = action.get("cdc") {
                 let cdc: AddCDCFile =

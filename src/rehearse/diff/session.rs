@@ -72,8 +72,8 @@ impl Comparison {
                 .register(&ctx, table.table_url())
                 .map_err(|e| deltalake::DeltaTableError::Generic(e.to_string()))?;
         }
-        ctx.register_table(BEFORE, before.table_provider().await?)?;
-        ctx.register_table(AFTER, after.table_provider().await?)?;
+        ctx.register_table(BEFORE, crate::delta::row_tracking::visible(before).await?)?;
+        ctx.register_table(AFTER, crate::delta::row_tracking::visible(after).await?)?;
         Ok(Comparison { ctx, schema, held: None })
     }
 

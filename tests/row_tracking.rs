@@ -1,0 +1,282 @@
+//! Row tracking, as Databricks turns it on: every row has a stable id and the version that last
+//! changed it. The table is written by deltalake, then upgraded by one commit written by hand from
+//! PROTOCOL.md (Row Tracking) — the feature, the property, the materialized columns' names, every
+//! live file given its ids again and the high-water mark — as `ALTER TABLE … SET TBLPROPERTIES
+//! ('delta.enableRowTracking' = true)` does. Every outcome is judged from the raw log by the
+//! protocol's rules, and each row's stable id and commit version read from the log and the Parquet
+//! files by pyarrow, not by bf's code; the rows by DuckDB and the Python package.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::common::{commit_files, orders_table, snapshot, write_plan};
+use crate::databricks::{
+    CORRECTED, ROWS, UPGRADED_AT, bf, commits_from, last_metadata, march_plan, rows, said,
+};
+
+const ROW_ID: &str = "_row-id-col-7f1c2a90-3a4e-4b8e-9d61-0b7c3e5a2f11";
+const COMMIT_VERSION: &str = "_row-commit-version-col-c4d2e8b1-5f37-4e0a-8c9b-6a1d2f3e4b50";
+
+/// Appends the commit that turns row tracking on: writer version 7 with `rowTracking`,
+/// `domainMetadata` and `inCommitTimestamp` (and `clustering` on `customer`, unpartitioned),
+/// `delta.enableRowTracking` with both materialized columns named, every live file added again
+/// (`dataChange: false`) with its `baseRowId` — the rows numbered from 0 in log order — and this
+/// version as `defaultRowCommitVersion`, and the high-water mark at the last id. Returns the
+/// commit's version.
+fn enable_row_tracking(table: &Path, clustered: bool) -> u64 {
+    let version = commit_files(table).last().unwrap().0 + 1;
+    let mut metadata = last_metadata(table);
+    let configuration = metadata["configuration"].as_object_mut().unwrap();
+    for (key, value) in [
+        ("delta.enableRowTracking", "true"),
+        ("delta.rowTracking.materializedRowIdColumnName", ROW_ID),
+        ("delta.rowTracking.materializedRowCommitVersionColumnName", COMMIT_VERSION),
+        ("delta.enableInCommitTimestamps", "true"),
+        ("delta.inCommitTimestampEnablementVersion", &version.to_string()),
+        ("delta.inCommitTimestampEnablementTimestamp", &UPGRADED_AT.to_string()),
+    ] {
+        configuration.insert(key.into(), value.into());
+    }
+    let mut features = vec!["appendOnly", "invariants", "inCommitTimestamp", "domainMetadata", "rowTracking"];
+    let mut actions = vec![
+        json!({"commitInfo": {"timestamp": chrono::Utc::now().timestamp_millis(), "inCommitTimestamp": UPGRADED_AT,
+            "operation": "SET TBLPROPERTIES", "operationParameters": {}, "engineInfo": "the test's own hand"}}),
+    ];
+    if clustered {
+        features.push("clustering");
+    }
+    actions.push(
+        json!({"protocol": {"minReaderVersion": 1, "minWriterVersion": 7, "writerFeatures": features}}),
+    );
+    actions.push(json!({"metaData": metadata}));
+    let mut next = 0;
+    for (_, commit) in commits_from(table, 0) {
+        for add in commit.iter().filter_map(|a| a.get("add")) {
+            let mut add = add.clone();
+            let records = stats_records(&add);
+            add["baseRowId"] = json!(next);
+            add["defaultRowCommitVersion"] = json!(version);
+            add["dataChange"] = json!(false);
+            next += records;
+            actions.push(json!({ "add": add }));
+        }
+    }
+    let mut domains = vec![json!({"domain": "delta.rowTracking",
+        "configuration": json!({"rowIdHighWaterMark": next - 1}).to_string(), "removed": false})];
+    if clustered {
+        domains.push(json!({"domain": "delta.clustering",
+            "configuration": "{\"clusteringColumns\":[[\"customer\"]]}", "removed": false}));
+    }
+    actions.extend(domains.into_iter().map(|d| json!({ "domainMetadata": d })));
+    let text: Vec<String> = actions.iter().map(Value::to_string).collect();
+    std::fs::write(table.join(format!("_delta_log/{version:020}.json")), text.join("\n") + "\n").unwrap();
+    version
+}
+
+fn stats_records(add: &Value) -> i64 {
+    let stats: Value = serde_json::from_str(add["stats"].as_str().unwrap()).unwrap();
+    stats["numRecords"].as_i64().unwrap()
+}
+
+/// Each live row's stable id and commit version by `order_id`, as PROTOCOL.md defines them: the
+/// materialized column's value where the file has one, else `baseRowId` + the row's position and
+/// `defaultRowCommitVersion`. The log replayed and the files read by pyarrow.
+fn stable_ids(table: &Path) -> BTreeMap<i64, (i64, i64)> {
+    let script = format!(
+        r#"import glob, json, os, urllib.parse, pyarrow.parquet as pq
+t = {table:?}
+live = {{}}
+for f in sorted(glob.glob(t + '/_delta_log/*.json')):
+    for line in open(f):
+        a = json.loads(line)
+        if 'remove' in a: live.pop(a['remove']['path'], None)
+        if 'add' in a: live[a['add']['path']] = a['add']
+for path, add in live.items():
+    assert not add.get('deletionVector'), path
+    data = pq.read_table(os.path.join(t, urllib.parse.unquote(path)))
+    n = data.num_rows
+    ids = data.column('order_id').to_pylist()
+    rid = data.column({ROW_ID:?}).to_pylist() if {ROW_ID:?} in data.column_names else [None] * n
+    rcv = data.column({COMMIT_VERSION:?}).to_pylist() if {COMMIT_VERSION:?} in data.column_names else [None] * n
+    for i in range(n):
+        r = rid[i] if rid[i] is not None else add['baseRowId'] + i
+        v = rcv[i] if rcv[i] is not None else add['defaultRowCommitVersion']
+        print(ids[i], r, v)
+"#,
+        table = table.to_str().unwrap()
+    );
+    let mut found = BTreeMap::new();
+    for line in crate::common::servers::python(&script, &[]).lines() {
+        let parts: Vec<i64> = line.split(' ').map(|p| p.parse().unwrap()).collect();
+        assert!(found.insert(parts[0], (parts[1], parts[2])).is_none(), "order {} twice", parts[0]);
+    }
+    let mut ids: Vec<i64> = found.values().map(|(id, _)| *id).collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), found.len(), "every row's id is its own: {found:?}");
+    found
+}
+
+/// The protocol's rules for row tracking over every commit from `from` on: each file added as a
+/// data change at a path new to the table has `baseRowId` above the high-water mark before its
+/// commit and `defaultRowCommitVersion` equal to the commit's version, and the commit raises the
+/// mark past its last new id; a path added again (a RESTORE) and every remove carry the ids of the
+/// path's last add; the mark never goes down. Returns the mark at the end.
+fn judge_row_ids(table: &Path, from: u64) -> i64 {
+    let mut mark = -1;
+    let mut last_add: HashMap<String, (i64, i64)> = HashMap::new();
+    for (version, actions) in commits_from(table, 0) {
+        let raised = actions
+            .iter()
+            .filter_map(|a| a.get("domainMetadata"))
+            .filter(|d| d["domain"] == "delta.rowTracking")
+            .map(|d| serde_json::from_str::<Value>(d["configuration"].as_str().unwrap()).unwrap())
+            .map(|c| c["rowIdHighWaterMark"].as_i64().unwrap())
+            .next_back();
+        let mut new_ids = mark;
+        for action in &actions {
+            let Some((add, kind)) =
+                action.get("add").map(|a| (a, "add")).or_else(|| action.get("remove").map(|r| (r, "remove")))
+            else {
+                continue;
+            };
+            let path = add["path"].as_str().unwrap().to_owned();
+            let ids = (add["baseRowId"].as_i64(), add["defaultRowCommitVersion"].as_i64());
+            if version < from {
+                if let (Some(base), Some(commit)) = ids {
+                    last_add.insert(path, (base, commit));
+                }
+                continue;
+            }
+            let (Some(base), Some(commit)) = ids else {
+                panic!("version {version}: a {kind} without its row ids: {add}")
+            };
+            match (kind, last_add.get(&path)) {
+                ("remove", Some(known)) => assert_eq!((base, commit), *known, "version {version}: {add}"),
+                ("remove", None) => panic!("version {version} removes a file never added: {add}"),
+                (_, Some(known)) if version > from => {
+                    assert_eq!((base, commit), *known, "version {version} adds back a file with other ids");
+                }
+                _ if version > from => {
+                    assert!(base > mark, "version {version}: baseRowId {base} not above the mark {mark}");
+                    assert_eq!(commit, version as i64, "version {version}: defaultRowCommitVersion");
+                    new_ids = new_ids.max(base + stats_records(add) - 1);
+                }
+                _ => {}
+            }
+            if kind == "add" {
+                last_add.insert(path, (base, commit));
+            }
+        }
+        if let Some(raised) = raised {
+            assert!(raised >= mark, "version {version} lowers the mark from {mark} to {raised}");
+            mark = raised;
+        }
+        assert!(new_ids <= mark, "version {version} hands out ids up to {new_ids} past the mark {mark}");
+    }
+    mark
+}
+
+/// The March reload on a table keeping row ids, weekly slices, unpartitioned (clustered; the two
+/// files straddle March, so the slices rewrite them and copy their February and April rows) and
+/// partitioned by the day: planned on a clone, applied with a crash after slice 2's commit and
+/// resumed, rolled back by RESTORE. Judged from the log, each commit by the protocol's rules;
+/// each row's id and commit version read raw: a copied row keeps both, a reloaded row has a new id
+/// above every id before it and its slice's version; the RESTORE gives every row its old id back
+/// and never lowers the mark.
+#[tokio::test(flavor = "multi_thread")]
+async fn row_tracking_keeps_every_rows_id_through_plan_apply_resume_and_rollback() {
+    for partitioned in [false, true] {
+        let case = format!("partitioned {partitioned}");
+        let dir = tempfile::tempdir().unwrap();
+        let table = dir.path().join("orders");
+        orders_table(&table, partitioned, &ROWS).await;
+        let upgraded = enable_row_tracking(&table, !partitioned);
+        let mark = judge_row_ids(&table, upgraded);
+        let before = stable_ids(&table);
+        assert_eq!(before.len(), 7);
+        let rows_before = rows(&table);
+        std::fs::write(dir.path().join("march.csv"), CORRECTED).unwrap();
+        march_plan(dir.path(), "week");
+        let untouched = snapshot(&table);
+        let planned = bf(dir.path(), &["plan", "march.toml"], &[]);
+        assert!(planned.status.success(), "{case}: {}", said(&planned));
+        assert_eq!(snapshot(&table), untouched, "{case}: the plan wrote to the table");
+
+        let crashed = bf(dir.path(), &["apply", "--auto-approve"], &[("BF_FAULT", "after-commit:2")]);
+        assert!(!crashed.status.success(), "{case}: {}", said(&crashed));
+        let resumed = bf(dir.path(), &["apply", "--auto-approve"], &[]);
+        assert!(resumed.status.success(), "{case}: {}", said(&resumed));
+        let applied_mark = judge_row_ids(&table, upgraded);
+        assert!(applied_mark > mark, "{case}: the reload handed out new ids");
+        let after = stable_ids(&table);
+        let march = |id: &i64| [2, 3, 5, 6].contains(id);
+        for (order, (id, version)) in &after {
+            if march(order) {
+                assert!(*id > mark, "{case}: reloaded order {order} has a new id, {id}");
+                assert!(*version > upgraded as i64, "{case}: order {order} changed at its slice's version");
+            } else {
+                assert_eq!((*id, *version), before[order], "{case}: copied order {order} keeps its id");
+            }
+        }
+        let expected: Vec<String> = rows_before
+            .iter()
+            .map(|row| match row.split('|').collect::<Vec<_>>()[..] {
+                [id, _, day] if day.starts_with("2026-03") => format!("{id}|EUR|{day}"),
+                _ => row.clone(),
+            })
+            .collect();
+        assert_eq!(rows(&table), expected, "{case}: March corrected, the rest as it was");
+
+        let rolled_back = bf(dir.path(), &["rollback", "--auto-approve"], &[]);
+        assert!(rolled_back.status.success(), "{case}: {}", said(&rolled_back));
+        assert_eq!(judge_row_ids(&table, upgraded), applied_mark, "{case}: the mark stays where it went");
+        assert_eq!(stable_ids(&table), before, "{case}: every row has its id and version back");
+        assert_eq!(rows(&table), rows_before, "{case}: rolled back row for row");
+    }
+}
+
+/// A merge on a table keeping row ids (unpartitioned): the source names two March orders (one
+/// changed) and a new one. The March orders it does not name are copied and keep their ids and
+/// versions; the orders it names keep their ids (an update) and take the slice's version; the new
+/// order gets a new id. The commit says the rows it copied kept their ids.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_merge_keeps_the_ids_of_the_rows_it_copies_and_updates() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders");
+    orders_table(&table, false, &ROWS).await;
+    let upgraded = enable_row_tracking(&table, true);
+    let mark = judge_row_ids(&table, upgraded);
+    let before = stable_ids(&table);
+    let source = "order_id,customer,amount,currency,order_date\n\
+        2,C2,20.0,EUR,2026-03-02\n5,C1,50.0,USD,2026-03-16\n8,C4,80.0,EUR,2026-03-20\n";
+    std::fs::write(dir.path().join("march.csv"), source).unwrap();
+    march_plan(dir.path(), "month");
+    let plan = std::fs::read_to_string(dir.path().join("march.toml")).unwrap();
+    write_plan(dir.path(), "march.toml", &format!("{plan}[write]\nmode = \"merge\"\n"));
+    let planned = bf(dir.path(), &["plan", "march.toml"], &[]);
+    assert!(planned.status.success(), "{}", said(&planned));
+    let applied = bf(dir.path(), &["apply", "--auto-approve"], &[]);
+    assert!(applied.status.success(), "{}", said(&applied));
+    judge_row_ids(&table, upgraded);
+    let after = stable_ids(&table);
+    let slice_version = commits_from(&table, upgraded + 1)
+        .iter()
+        .find(|(_, actions)| actions.iter().any(|a| a.get("add").is_some()))
+        .map(|(v, actions)| {
+            let info = actions[0]["commitInfo"].clone();
+            assert_eq!(info["tags"]["delta.rowTracking.preserved"], "true", "{info}");
+            *v as i64
+        })
+        .unwrap();
+    for order in [1, 3, 4, 6, 7] {
+        assert_eq!(after[&order], before[&order], "order {order}, copied, keeps its id and version");
+    }
+    for order in [2, 5] {
+        assert_eq!(after[&order], (before[&order].0, slice_version), "order {order}, updated, keeps its id");
+    }
+    assert!(after[&8].0 > mark && after[&8].1 == slice_version, "the new order: {:?}", after[&8]);
+    assert_eq!(rows(&table).len(), 8);
+}
