@@ -123,11 +123,23 @@ for path, add in live.items():
 /// data change at a path new to the table has `baseRowId` above the high-water mark before its
 /// commit and `defaultRowCommitVersion` equal to the commit's version, and the commit raises the
 /// mark past its last new id; a path added again (a RESTORE) and every remove carry the ids of the
-/// path's last add; the mark never goes down. Returns the mark at the end.
+/// path's last add; the mark never goes down; each commit starts with an in-commit timestamp
+/// greater than the one before. Returns the mark at the end.
 fn judge_row_ids(table: &Path, from: u64) -> i64 {
     let mut mark = -1;
     let mut last_add: HashMap<String, (i64, i64)> = HashMap::new();
+    let mut previous_time = 0;
     for (version, actions) in commits_from(table, 0) {
+        if version >= from {
+            let at = actions[0].pointer("/commitInfo/inCommitTimestamp").and_then(Value::as_i64);
+            let at =
+                at.unwrap_or_else(|| panic!("version {version} does not start with an in-commit timestamp"));
+            assert!(
+                at > previous_time,
+                "version {version}: in-commit timestamp {at} not after {previous_time}"
+            );
+            previous_time = at;
+        }
         let raised = actions
             .iter()
             .filter_map(|a| a.get("domainMetadata"))
@@ -279,4 +291,111 @@ async fn a_merge_keeps_the_ids_of_the_rows_it_copies_and_updates() {
     }
     assert!(after[&8].0 > mark && after[&8].1 == slice_version, "the new order: {:?}", after[&8]);
     assert_eq!(rows(&table).len(), 8);
+}
+
+/// What another writer does while bf waits.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Other {
+    /// Appends, raising the mark as the protocol asks.
+    Appends,
+    /// Appends, then deletes what it appended: the mark stays above every live file's ids.
+    AppendsThenDeletes,
+    /// Appends and forgets to raise the mark, against the protocol.
+    ForgetsTheMark,
+}
+
+/// Another writer, not bf nor deltalake (Python and pyarrow, from PROTOCOL.md): appends two October
+/// orders to the demo's `orders_daily` in one commit, their file's `baseRowId` above the mark the
+/// log states, the mark raised (unless it forgets), an in-commit timestamp after the last; then,
+/// if asked, removes the file in a second commit.
+fn another_writer(table: &Path, does: Other) {
+    let script = format!(
+        r#"import datetime, glob, json, os, time, uuid, pyarrow as pa, pyarrow.parquet as pq
+t = {table:?}
+files = sorted(glob.glob(t + '/_delta_log/*.json'))
+version = int(os.path.basename(files[-1]).split('.')[0]) + 1
+mark, last = -1, 0
+for f in files:
+    for line in open(f):
+        a = json.loads(line)
+        d = a.get('domainMetadata')
+        if d and d['domain'] == 'delta.rowTracking':
+            mark = json.loads(d['configuration'])['rowIdHighWaterMark']
+        last = max(last, (a.get('commitInfo') or {{}}).get('inCommitTimestamp') or 0)
+name = 'part-00000-another-writer-' + str(uuid.uuid4()) + '.parquet'
+day = datetime.date(2026, 10, 5)
+pq.write_table(pa.table({{'order_id': pa.array([9001, 9002], pa.int64()), 'customer': ['Z1', 'Z2'],
+    'amount': [1.0, 2.0], 'order_date': pa.array([day, day], pa.date32())}}), os.path.join(t, name))
+stats = {{'numRecords': 2, 'minValues': {{'order_id': 9001, 'customer': 'Z1', 'amount': 1.0, 'order_date': '2026-10-05'}},
+    'maxValues': {{'order_id': 9002, 'customer': 'Z2', 'amount': 2.0, 'order_date': '2026-10-05'}},
+    'nullCount': {{'order_id': 0, 'customer': 0, 'amount': 0, 'order_date': 0}}}}
+now = int(time.time() * 1000)
+actions = [
+    {{'commitInfo': {{'timestamp': now, 'inCommitTimestamp': max(now, last + 1), 'operation': 'WRITE',
+        'operationParameters': {{'mode': 'Append'}}, 'engineInfo': 'another writer'}}}},
+    {{'add': {{'path': name, 'partitionValues': {{}}, 'size': os.path.getsize(os.path.join(t, name)),
+        'modificationTime': now, 'dataChange': True, 'stats': json.dumps(stats), 'baseRowId': mark + 1,
+        'defaultRowCommitVersion': version}}}},
+]
+if {raises}:
+    actions.append({{'domainMetadata': {{'domain': 'delta.rowTracking',
+        'configuration': json.dumps({{'rowIdHighWaterMark': mark + 2}}), 'removed': False}}}})
+with open(t + '/_delta_log/%020d.json' % version, 'x') as log:
+    log.write('\n'.join(json.dumps(a) for a in actions) + '\n')
+if {deletes}:
+    removed = {{'path': name, 'deletionTimestamp': now, 'dataChange': True, 'baseRowId': mark + 1,
+        'defaultRowCommitVersion': version}}
+    info = {{'timestamp': now, 'inCommitTimestamp': max(now, last + 1) + 1, 'operation': 'DELETE',
+        'operationParameters': {{}}, 'engineInfo': 'another writer'}}
+    with open(t + '/_delta_log/%020d.json' % (version + 1), 'x') as log:
+        log.write(json.dumps({{'commitInfo': info}}) + '\n' + json.dumps({{'remove': removed}}) + '\n')
+"#,
+        table = table.to_str().unwrap(),
+        raises = if does == Other::ForgetsTheMark { "False" } else { "True" },
+        deletes = if does == Other::AppendsThenDeletes { "True" } else { "False" },
+    );
+    crate::common::servers::python(&script, &[]);
+}
+
+/// The September daily backfill (thirty one-day slices) into the demo's `orders_daily` with row
+/// tracking on, while another writer appends October orders before slice 10 — and, once, deletes
+/// them again; once, forgetting to raise the mark. Every slice lands, the other writer's rows stay
+/// where it left them, and every id is unique: the ones bf gives after the other writer's are above
+/// both the mark and every live file's ids, judged from the log; DuckDB reads every row.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_september_daily_backfill_beside_another_writer_keeps_row_ids_disjoint() {
+    for does in [Other::Appends, Other::AppendsThenDeletes, Other::ForgetsTheMark] {
+        let workspace = crate::common::demo_workspace();
+        let root = workspace.path();
+        let table = root.join("bf-demo/warehouse/orders_daily");
+        let upgraded = enable_row_tracking(&table, false);
+        let planned = bf(root, &["plan", "plans/september.toml", "-q"], &[]);
+        assert!(planned.status.success(), "{does:?}: {}", said(&planned));
+        let out =
+            crate::common::apply_paused(root, &[], 10, "before", async { another_writer(&table, does) })
+                .await;
+        assert!(out.status.success(), "{does:?}: {}", said(&out));
+        assert_eq!(crate::common::slices_committed(&table), (1..=30).collect::<Vec<u64>>(), "{does:?}");
+        let infos = crate::common::commit_infos(&table);
+        let version_of = |found: &dyn Fn(&Value) -> bool| infos.iter().find(|(_, i)| found(i)).unwrap().0;
+        let other = version_of(&|i| i["engineInfo"] == "another writer");
+        let slice = |n: u64| move |i: &Value| i["bf.slice"].as_u64() == Some(n);
+        assert!(
+            version_of(&slice(9)) < other && other < version_of(&slice(10)),
+            "{does:?}: between 9 and 10"
+        );
+        if does != Other::ForgetsTheMark {
+            judge_row_ids(&table, upgraded);
+        }
+        // Every live row's id its own, whatever the other writer did.
+        let ids = stable_ids(&table);
+        let kept = does != Other::AppendsThenDeletes;
+        assert_eq!(
+            ids.contains_key(&9001) && ids.contains_key(&9002),
+            kept,
+            "{does:?}: the other writer's rows"
+        );
+        let read = crate::common::duckdb_count(&table, "SELECT count(*) FROM t");
+        assert_eq!(read as usize, ids.len(), "{does:?}: DuckDB reads every row");
+    }
 }
