@@ -394,6 +394,46 @@ async fn a_catalog_managed_table_is_refused_naming_what_writing_it_takes() {
     }
 }
 
+/// A table whose `amount` was widened (`typeWidening`, a reader and writer feature: `FLOAT` to
+/// `DOUBLE`, recorded in the column's `delta.typeChanges`): deltalake does not read such a table, so
+/// bf cannot rehearse or write it. `bf plan` refuses it naming the feature and why, and `bf init`'s
+/// plan says so at its top; nothing written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_table_with_widened_types_is_refused_naming_the_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders");
+    orders_table(&table, false, &ROWS).await;
+    let version = commit_files(&table).last().unwrap().0 + 1;
+    let mut metadata = last_metadata(&table);
+    let mut schema: Value = serde_json::from_str(metadata["schemaString"].as_str().unwrap()).unwrap();
+    let amount = schema["fields"].as_array_mut().unwrap().iter_mut().find(|f| f["name"] == "amount").unwrap();
+    amount["metadata"] = json!({"delta.typeChanges": [{"fromType": "float", "toType": "double"}]});
+    metadata["schemaString"] = Value::from(schema.to_string());
+    metadata["configuration"]["delta.enableTypeWidening"] = Value::from("true");
+    let commit = [
+        json!({"commitInfo": {"timestamp": chrono::Utc::now().timestamp_millis(), "operation": "ALTER TABLE",
+            "operationParameters": {}}}),
+        json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": ["typeWidening"],
+            "writerFeatures": ["appendOnly", "invariants", "typeWidening"]}}),
+        json!({"metaData": metadata}),
+    ];
+    let text: Vec<String> = commit.iter().map(Value::to_string).collect();
+    std::fs::write(table.join(format!("_delta_log/{version:020}.json")), text.join("\n") + "\n").unwrap();
+    std::fs::write(dir.path().join("march.csv"), CORRECTED).unwrap();
+    march_plan(dir.path(), "month");
+    let untouched = snapshot(dir.path());
+    for (args, code) in [(&["plan", "march.toml"][..], 1), (&["init", "--table", "orders"][..], 0)] {
+        let out = bf(dir.path(), args, &[]);
+        let said = said(&out);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {said}");
+        assert!(
+            said.contains("bf cannot write") && said.contains("`typeWidening` (deltalake does not read"),
+            "{args:?}: {said}"
+        );
+        assert_eq!(snapshot(dir.path()), untouched, "{args:?}: nothing written");
+    }
+}
+
 /// `bf init` tells the plan's author and reviewer what a table's writer features mean for bf: on a
 /// table whose commits bf completes, a note at the top of the plan it writes; on Databricks' own
 /// clustered table with row tracking (the corpus's, which has no DATE column), what bf does with

@@ -131,6 +131,20 @@ pub const HONOURED: &[Honoured] = &[
     },
 ];
 
+/// Why bf refuses a feature it knows, where that is not only "not yet tested".
+const REFUSED_BECAUSE: &[(&str, &str)] = &[
+    (
+        "typeWidening",
+        "deltalake does not read a table whose column types were widened, so bf could neither rehearse \
+         it nor check what it wrote",
+    ),
+    (
+        "typeWidening-preview",
+        "deltalake does not read a table whose column types were widened, so bf could neither rehearse \
+         it nor check what it wrote",
+    ),
+];
+
 /// Refuses `what` — writing rows through deltalake, which commits them itself (`bf apply
 /// --recompute`, a window-only rollback) — on a table whose commits bf completes itself; `instead`
 /// says what does the job there.
@@ -236,7 +250,13 @@ async fn check(table: &DeltaTable, write: WriteKind) -> Result<(), Unsupported> 
         .configuration()
         .get("delta.appendOnly")
         .is_some_and(|v| v.eq_ignore_ascii_case("true"));
-    let mut needs: Vec<String> = unsupported.iter().map(|f| format!("the writer feature `{f}`")).collect();
+    let mut needs: Vec<String> = unsupported
+        .iter()
+        .map(|f| match REFUSED_BECAUSE.iter().find(|(feature, _)| feature == f) {
+            Some((_, why)) => format!("the writer feature `{f}` ({why})"),
+            None => format!("the writer feature `{f}`"),
+        })
+        .collect();
     if append_only && write == WriteKind::Rewrite {
         needs.push("`delta.appendOnly = true` (a replace removes rows)".into());
     }
