@@ -194,14 +194,15 @@ fn judge_row_ids(table: &Path, from: u64) -> i64 {
 /// The March reload on a table keeping row ids, weekly slices, unpartitioned (clustered; the two
 /// files straddle March, so the slices rewrite them and copy their February and April rows) and
 /// partitioned by the day: planned on a clone, applied with a crash after slice 2's commit and
-/// resumed, rolled back by RESTORE. Judged from the log, each commit by the protocol's rules;
-/// each row's id and commit version read raw: a copied row keeps both, a reloaded row has a new id
-/// above every id before it and its slice's version; the RESTORE gives every row its old id back
-/// and never lowers the mark.
+/// resumed, rolled back by RESTORE or window-only (bf's commits undone file by file, last slice
+/// first). Judged from the log, each commit by the protocol's rules; each row's id and commit
+/// version read raw: a copied row keeps both, a reloaded row has a new id above every id before it
+/// and its slice's version; either rollback gives every row its old id back and never lowers the
+/// mark.
 #[tokio::test(flavor = "multi_thread")]
 async fn row_tracking_keeps_every_rows_id_through_plan_apply_resume_and_rollback() {
-    for partitioned in [false, true] {
-        let case = format!("partitioned {partitioned}");
+    for (partitioned, window_only) in [(false, false), (true, false), (false, true), (true, true)] {
+        let case = format!("partitioned {partitioned}, window only {window_only}");
         let dir = tempfile::tempdir().unwrap();
         let table = dir.path().join("orders");
         orders_table(&table, partitioned, &ROWS).await;
@@ -242,7 +243,15 @@ async fn row_tracking_keeps_every_rows_id_through_plan_apply_resume_and_rollback
             .collect();
         assert_eq!(rows(&table), expected, "{case}: March corrected, the rest as it was");
 
-        let rolled_back = bf(dir.path(), &["rollback", "--auto-approve"], &[]);
+        let mut rollback = vec!["rollback", "--auto-approve"];
+        if window_only {
+            rollback.push("--window-only");
+            // Crashed once the last two slices are undone (the last slice first); the rerun
+            // undoes the other three, each once (judged below: a file removed twice fails).
+            let crashed = bf(dir.path(), &rollback, &[("BF_FAULT", "rollback-after-commit:4")]);
+            assert!(!crashed.status.success(), "{case}: {}", said(&crashed));
+        }
+        let rolled_back = bf(dir.path(), &rollback, &[]);
         assert!(rolled_back.status.success(), "{case}: {}", said(&rolled_back));
         assert_eq!(judge_row_ids(&table, upgraded), applied_mark, "{case}: the mark stays where it went");
         assert_eq!(stable_ids(&table), before, "{case}: every row has its id and version back");
@@ -398,4 +407,62 @@ async fn the_september_daily_backfill_beside_another_writer_keeps_row_ids_disjoi
         let read = crate::common::duckdb_count(&table, "SELECT count(*) FROM t");
         assert_eq!(read as usize, ids.len(), "{does:?}: DuckDB reads every row");
     }
+}
+
+/// Another writer compacts one of the files the March reload added (an OPTIMIZE: the file removed
+/// and its rows added back in a new file, `dataChange: false`, their ids kept): a window-only
+/// rollback, which undoes bf's commits file by file, has nothing to undo for it and is refused
+/// naming the file, nothing written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_window_only_rollback_after_another_writer_rewrote_a_backfilled_file_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders");
+    orders_table(&table, false, &ROWS).await;
+    enable_row_tracking(&table, true);
+    std::fs::write(dir.path().join("march.csv"), CORRECTED).unwrap();
+    march_plan(dir.path(), "month");
+    for args in [&["plan", "march.toml"][..], &["apply", "--auto-approve"][..]] {
+        let out = bf(dir.path(), args, &[]);
+        assert!(out.status.success(), "{args:?}: {}", said(&out));
+    }
+    let (version, actions) = commits_from(&table, 0).pop().unwrap();
+    let (slice_version, slice) = commits_from(&table, 0)
+        .into_iter()
+        .rev()
+        .find(|(_, actions)| actions.iter().any(|a| a.get("add").is_some()))
+        .unwrap();
+    assert!(slice_version <= version && !actions.is_empty());
+    let mut add = slice.iter().find_map(|a| a.get("add").cloned()).unwrap();
+    let path = add["path"].as_str().unwrap().to_owned();
+    let compacted = format!("part-00000-compacted-{}.parquet", slice_version);
+    std::fs::copy(table.join(&path), table.join(&compacted)).unwrap();
+    let last_time = commits_from(&table, 0)
+        .iter()
+        .filter_map(|(_, a)| a[0].pointer("/commitInfo/inCommitTimestamp").and_then(Value::as_i64))
+        .max()
+        .unwrap();
+    let mut remove = json!({"path": path, "deletionTimestamp": last_time + 1, "dataChange": false,
+        "baseRowId": add["baseRowId"], "defaultRowCommitVersion": add["defaultRowCommitVersion"]});
+    remove["extendedFileMetadata"] = json!(false);
+    add["path"] = json!(compacted);
+    add["dataChange"] = json!(false);
+    let optimize = [
+        json!({"commitInfo": {"timestamp": last_time + 1, "inCommitTimestamp": last_time + 1, "operation": "OPTIMIZE",
+            "operationParameters": {}, "engineInfo": "another writer"}}),
+        json!({ "remove": remove }),
+        json!({ "add": add }),
+    ];
+    let text: Vec<String> = optimize.iter().map(Value::to_string).collect();
+    std::fs::write(table.join(format!("_delta_log/{:020}.json", version + 1)), text.join("\n") + "\n")
+        .unwrap();
+    let untouched = snapshot(&table);
+    let refused = bf(dir.path(), &["rollback", "--auto-approve", "--window-only"], &[]);
+    assert_eq!(refused.status.code(), Some(1), "{}", said(&refused));
+    assert!(
+        said(&refused).contains(&format!("{path}, which version {slice_version}"))
+            && said(&refused).contains("is no longer in the table"),
+        "{}",
+        said(&refused)
+    );
+    assert_eq!(snapshot(&table), untouched, "nothing written");
 }

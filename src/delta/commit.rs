@@ -102,7 +102,8 @@ impl Own {
         }
         Some(format!(
             "the table's writer features {} are honoured in each commit bf makes to it ({}){}; \
-             `bf apply --recompute` and `bf rollback --window-only` are refused on it",
+             `bf apply --recompute` is refused on it, and `bf rollback --window-only` undoes bf's commits \
+             file by file",
             listed.join(", "),
             done.join("; "),
             if clustered { ", and the files it adds are clustered by the next OPTIMIZE" } else { "" },

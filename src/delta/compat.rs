@@ -146,8 +146,8 @@ const REFUSED_BECAUSE: &[(&str, &str)] = &[
 ];
 
 /// Refuses `what` — writing rows through deltalake, which commits them itself (`bf apply
-/// --recompute`, a window-only rollback) — on a table whose commits bf completes itself; `instead`
-/// says what does the job there.
+/// --recompute`) — on a table whose commits bf completes itself; `instead` says what does the job
+/// there.
 pub fn check_deltalake_writes(
     table: &DeltaTable,
     what: &'static str,

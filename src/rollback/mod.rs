@@ -9,6 +9,8 @@
 //! 4. Window-only rollback: refuse when another writer wrote inside the window after the backfill
 //!    (unless forced); then, per slice, one replaceWhere commit with the rows the slice held at the
 //!    pre-version (time travel), exactly once by its own transaction. Writes outside the window stay.
+//!    On a table whose commits bf completes itself, each slice commit is undone file by file
+//!    instead (`inverse.rs`).
 //! 5. Verify: the window now equals the pre-version's, row by row; a mismatch is an error.
 //!
 //! Exactly once: a rollback reads its own earlier commits (the RESTORE, the comment, window-only
@@ -36,6 +38,7 @@ use crate::window::{Slice, Window};
 
 mod files;
 mod history;
+mod inverse;
 
 use files::check_files_exist;
 pub use history::{Applied, backfills};
@@ -398,13 +401,11 @@ impl RollbackPlan {
         // From the version checked: each slice's replaceWhere then fails on a commit landing in its
         // days since (deltalake's conflict check reads its predicate), never writes over it.
         let mut table = self.stores.open(&self.url, Some(checked)).await?;
-        crate::delta::compat::check_deltalake_writes(
-            &table,
-            "roll back the window only",
-            "roll back the whole backfill with `bf rollback` (a RESTORE of the version before it)",
-        )?;
         let pre_version = self.backfill.backfill.pre_version;
         let rows_before = self.window_rows(&table).await?;
+        if crate::delta::commit::Own::of(&table).needed() {
+            return self.window_only_file_by_file(table, rows_before).await;
+        }
         let date_column = self.backfill.backfill.date_column.clone();
         let writer = SliceWriter::replace(&date_column);
         let old = self.stores.open(&self.url, Some(pre_version)).await?;
@@ -434,6 +435,53 @@ impl RollbackPlan {
                 commit = commit.with_max_retries(0);
             }
             table = writer.write(table, &slice, &source, commit).await?;
+            wrote.push(table.version().unwrap_or(0));
+            fault(&format!("rollback-after-commit:{}", slice.index));
+        }
+        let rows_after = self.verify(&table).await?;
+        Ok(self.report(true, table.version().unwrap_or(0), wrote, rows_before, rows_after))
+    }
+
+    /// [`window_only`](Self::window_only) on a table whose commits bf completes itself: each slice
+    /// commit undone file by file (`rollback/inverse.rs`), the last slice first, exactly once by its
+    /// own transaction.
+    async fn window_only_file_by_file(
+        &self,
+        mut table: DeltaTable,
+        rows_before: u64,
+    ) -> Result<RollbackReport, RollbackError> {
+        let in_window = self.others_in_window(&table).await?;
+        if !in_window.is_empty() {
+            return Err(RollbackError::Delta(format!(
+                "other writers wrote inside the window after backfill {}; on this table bf rolls the window \
+                 back by undoing its own commits file by file, which cannot put the window back under \
+                 theirs:\n{}\nNothing was written.",
+                self.backfill_id(),
+                ledger::describe(&in_window)
+            )));
+        }
+        let slices = self
+            .backfill
+            .slices
+            .iter()
+            .map(|(s, _)| (s.index, ledger::rollback_app_id(self.backfill_id(), s.index)));
+        let done: BTreeSet<usize> = ledger::committed(&table, slices).await?.into_iter().collect();
+        let mut undo: Vec<_> =
+            self.backfill.slices.iter().filter(|(s, _)| !done.contains(&s.index)).collect();
+        undo.sort_by_key(|(_, version)| std::cmp::Reverse(*version));
+        let date_column = &self.backfill.backfill.date_column;
+        let mut wrote = Vec::new();
+        for (recorded, version) in undo {
+            let slice = Slice {
+                index: recorded.index,
+                first: recorded.first,
+                last: recorded.last,
+                run_date: recorded.first,
+            };
+            fault(&format!("rollback-before-slice:{}", slice.index));
+            let predicate = slice_predicate(date_column, &slice).to_string();
+            let commit = ledger::rollback_commit(&self.backfill.backfill, RollbackStep::Slice(*recorded));
+            table = inverse::undo_slice(&self.stores, table, *version, predicate, commit).await?;
             wrote.push(table.version().unwrap_or(0));
             fault(&format!("rollback-after-commit:{}", slice.index));
         }
