@@ -277,8 +277,23 @@ async fn a_merge_keeps_the_ids_of_the_rows_it_copies_and_updates() {
     march_plan(dir.path(), "month");
     let plan = std::fs::read_to_string(dir.path().join("march.toml")).unwrap();
     write_plan(dir.path(), "march.toml", &format!("{plan}[write]\nmode = \"merge\"\n"));
+    let validated = bf(dir.path(), &["validate", "march.toml"], &[]);
+    assert!(validated.status.success(), "{}", said(&validated));
+    assert!(
+        said(&validated).contains("note: the table's writer features")
+            && said(&validated).contains("`rowTracking`")
+            && said(&validated).contains("the old ones kept for the rows it copies"),
+        "{}",
+        said(&validated)
+    );
     let planned = bf(dir.path(), &["plan", "march.toml"], &[]);
     assert!(planned.status.success(), "{}", said(&planned));
+    // Orders 1, 4 and 7 (outside March) and 3 and 6 (March, not in the source) are copied.
+    assert!(
+        said(&planned).contains("row ids kept for 5 carried rows the slices copy from the files they rewrite; the 3 rows from the source get new ids"),
+        "{}",
+        said(&planned)
+    );
     let applied = bf(dir.path(), &["apply", "--auto-approve"], &[]);
     assert!(applied.status.success(), "{}", said(&applied));
     judge_row_ids(&table, upgraded);

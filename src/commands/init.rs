@@ -45,12 +45,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => stdout_file().and_then(|f| f.parent().map(Path::to_path_buf)).unwrap_or_else(|| here.clone()),
     };
     let written = as_written_from(&plan_dir, &here, &args.table);
-    // What the reviewer of the plan should know of the table's writer features: that bf completes
-    // its commits, or that it cannot write it at all.
-    let mut notes: Vec<String> = bf::delta::commit::Own::of(&table).note().into_iter().collect();
-    if let Err(refused) = bf::delta::compat::check_writable(&table).await {
-        notes.push(refused.to_string());
-    }
+    let notes = bf::delta::compat::notes(&table).await;
     for note in &notes {
         say!("Note: {note}");
     }

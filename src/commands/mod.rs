@@ -32,7 +32,7 @@ pub async fn run(command: Command, root: Option<&Path>) -> anyhow::Result<ExitCo
     let policy = bf::plan_file::confine::Policy::from_env(root)?;
     match command {
         Command::Init(args) => init::run(args).await,
-        Command::Validate(args) => validate::run(args, &policy),
+        Command::Validate(args) => validate::run(args, &policy).await,
         Command::Slices(args) => slices::run(args, &policy),
         Command::Plan(args) => plan::run(args, &policy).await,
         Command::Show(args) => show::run(args),

@@ -165,6 +165,17 @@ pub fn check_deltalake_writes(
     })
 }
 
+/// What a plan's author and reviewer should know of a table's writer features: that bf completes
+/// its commits itself, and how (row ids, in-commit timestamps…), or why bf cannot write it at all.
+/// Said by `bf init` at the top of the plan it writes, and by `bf validate`.
+pub async fn notes(table: &DeltaTable) -> Vec<String> {
+    let mut notes: Vec<String> = crate::delta::commit::Own::of(table).note().into_iter().collect();
+    if let Err(refused) = check_writable(table).await {
+        notes.push(refused.to_string());
+    }
+    notes
+}
+
 /// Whether bf honours `feature`.
 pub fn honours(feature: &str) -> bool {
     HONOURED.iter().any(|h| h.feature == feature)
