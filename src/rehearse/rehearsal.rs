@@ -93,8 +93,10 @@ pub async fn rehearse(
 
     let schema = table::arrow_schema(&target.table)?;
     let generated = crate::delta::row_rules::generated_columns(&target.table);
+    let always = crate::delta::identity::always(&target.table).map_err(RehearsalError::Refused)?;
     let source = Source::new(document, schema.clone())
         .with_computed_columns(generated.iter().map(String::as_str))
+        .with_columns_made_by_writers(always.into_iter().map(|c| c.column))
         .with_redirects(redirects)
         .within(scope);
     let slices = spec.slices();

@@ -20,7 +20,7 @@
 
 use deltalake::datafusion::common::{JoinType, ScalarValue};
 use deltalake::datafusion::prelude::DataFrame;
-use deltalake::datafusion::prelude::{ident, lit};
+use deltalake::datafusion::prelude::{cast, ident, lit};
 use deltalake::kernel::transaction::CommitProperties;
 use deltalake::protocol::SaveMode;
 use deltalake::{DeltaTable, DeltaTableError};
@@ -105,9 +105,18 @@ impl SliceWriter {
         for column in hidden.iter().flat_map(|h| h.columns()) {
             rows = rows.with_column(column, lit(ScalarValue::Int64(None))).map_err(|e| error(e.into()))?;
         }
+        // What an update keeps of the row it replaces: its row id, and the values only the table
+        // makes (a `GENERATED ALWAYS` identity column, whose new rows get new values here).
+        let mut kept_on_update: Vec<String> = hidden.iter().map(|h| h.row_id.clone()).collect();
+        for identity in
+            crate::delta::identity::always(&table).map_err(|e| error(DeltaTableError::Generic(e)))?
+        {
+            rows = with_new_identities(&table, rows, &identity).await.map_err(error)?;
+            kept_on_update.push(identity.column);
+        }
         if self.mode == WriteMode::Merge && !self.delete_missing {
             rows =
-                self.merged(&table, source, rows, predicate.clone(), hidden.as_ref()).await.map_err(error)?;
+                self.merged(&table, source, rows, predicate.clone(), &kept_on_update).await.map_err(error)?;
         }
         let rules = RowRules::of(table.snapshot().map_err(&error)?);
         let written = table
@@ -130,16 +139,17 @@ impl SliceWriter {
     }
 
     /// The slice's rows after a merge: the source's, and the target's whose key the source lacks.
-    /// In a rehearsal keeping row ids (`hidden` columns), a kept row carries its id and commit
-    /// version, and a source row matching a target row takes that row's id (an update keeps the
-    /// row's id; its commit version is the publishing commit's).
+    /// A kept row carries every column it has (in a rehearsal keeping row ids, its id and commit
+    /// version); a source row matching a target row takes that row's value of each column
+    /// `kept_on_update` names (an update keeps the row's id; its commit version is the publishing
+    /// commit's).
     async fn merged(
         &self,
         table: &DeltaTable,
         source: &SliceSource,
         rows: DataFrame,
         predicate: deltalake::datafusion::logical_expr::Expr,
-        hidden: Option<&crate::delta::row_tracking::Materialized>,
+        kept_on_update: &[String],
     ) -> Result<DataFrame, DeltaTableError> {
         let key: Vec<&str> = self.key.iter().map(String::as_str).collect();
         // The source's columns: a generated column it leaves out is computed for kept rows too.
@@ -152,32 +162,56 @@ impl SliceWriter {
             &key,
             None,
         )?;
-        let rows = match hidden {
-            Some(hidden) => updated_keep_ids(rows, target, &key, &hidden.row_id, &columns)?,
-            None => rows,
+        let rows = match kept_on_update.is_empty() {
+            true => rows,
+            false => updated_keep(rows, target, &key, kept_on_update, &columns)?,
         };
         Ok(kept.union(rows)?)
     }
 }
 
-/// The source's rows of a merge, each matching a target row with that row's id in the `row_id`
-/// column (the smallest, where several target rows share its key and are all replaced by it).
-fn updated_keep_ids(
+/// The source's rows of a merge, each matching a target row with that row's value in each of the
+/// `kept` columns (the smallest, where several target rows share its key and are all replaced by
+/// it); a row matching none keeps its own.
+fn updated_keep(
     rows: DataFrame,
     target: DataFrame,
     key: &[&str],
-    row_id: &str,
+    kept: &[String],
     columns: &[String],
 ) -> Result<DataFrame, DeltaTableError> {
+    use deltalake::datafusion::functions::expr_fn::coalesce;
     use deltalake::datafusion::functions_aggregate::expr_fn::min;
     let matched: Vec<String> = (0..key.len()).map(|i| format!("__bf_key_{i}")).collect();
-    let ids = target.aggregate(
+    let held = |i: usize| format!("__bf_kept_{i}");
+    let values = target.aggregate(
         key.iter().zip(&matched).map(|(k, m)| ident(*k).alias(m)).collect(),
-        vec![min(ident(row_id)).alias("__bf_row_id")],
+        kept.iter().enumerate().map(|(i, c)| min(ident(c)).alias(held(i))).collect(),
     )?;
     let matched: Vec<&str> = matched.iter().map(String::as_str).collect();
-    let joined = rows.join(ids, JoinType::Left, key, &matched, None)?;
-    let select =
-        columns.iter().map(|c| if c == row_id { ident("__bf_row_id").alias(row_id) } else { ident(c) });
+    let joined = rows.join(values, JoinType::Left, key, &matched, None)?;
+    let select = columns.iter().map(|c| match kept.iter().position(|k| k == c) {
+        Some(i) => coalesce(vec![ident(held(i)), ident(c)]).alias(c),
+        None => ident(c),
+    });
     Ok(joined.select(select.collect::<Vec<_>>())?)
+}
+
+/// `rows` with new values of a `GENERATED ALWAYS` identity column: `start + k × step` beyond every
+/// value `table` holds or its mark names ([`crate::delta::identity::generated_after`]), one per row.
+async fn with_new_identities(
+    table: &DeltaTable,
+    rows: DataFrame,
+    identity: &crate::delta::identity::Identity,
+) -> Result<DataFrame, DeltaTableError> {
+    use deltalake::arrow::datatypes::DataType;
+    use deltalake::datafusion::functions_window::expr_fn::row_number;
+    let after =
+        crate::delta::identity::generated_after(table, identity).await.map_err(DeltaTableError::Generic)?;
+    let schema =
+        crate::delta::table::arrow_schema(table).map_err(|e| DeltaTableError::Generic(e.to_string()))?;
+    let column_type = schema.field_with_name(&identity.column)?.data_type().clone();
+    let nth = cast(row_number(), DataType::Int64);
+    let value = lit(after) + lit(identity.step) * nth;
+    Ok(rows.with_column(&identity.column, cast(value, column_type))?)
 }

@@ -65,6 +65,20 @@ pub(crate) async fn open_target(
     let column = spec.target.date_column.as_str();
     crate::delta::compat::check_writable(&target).await?;
     table::check_date_column(&target, column)?;
+    // A reload makes new values for an identity column `GENERATED ALWAYS`: keyed on one, every row
+    // the plan writes would get a new key.
+    let always = crate::delta::identity::always(&target).map_err(RehearsalError::Refused)?;
+    if let Some(key) = spec.target.key.iter().flatten().find(|k| always.iter().any(|c| &c.column == *k)) {
+        return Err(RehearsalError::At {
+            key: "target.key".to_owned(),
+            help: None,
+            source: Box::new(RehearsalError::Refused(format!(
+                "`{key}` is an identity column GENERATED ALWAYS: the table makes its values, so every row a \
+                 slice writes gets a new one and no row would keep its key. Key the plan on a column the \
+                 rows carry themselves"
+            ))),
+        });
+    }
     // Signed-off days are refused before anything is cloned, unless the plan carries an approval.
     let window = spec.window();
     let approval = spec.guards.unfreeze.as_ref().map(crate::plan_file::Unfreeze::approval);

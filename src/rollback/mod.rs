@@ -409,20 +409,10 @@ impl RollbackPlan {
         let date_column = self.backfill.backfill.date_column.clone();
         let writer = SliceWriter::replace(&date_column);
         let old = self.stores.open(&self.url, Some(pre_version)).await?;
-        let slices = self
-            .backfill
-            .slices
-            .iter()
-            .map(|(s, _)| (s.index, ledger::rollback_app_id(self.backfill_id(), s.index)));
-        let done: BTreeSet<usize> = ledger::committed(&table, slices).await?.into_iter().collect();
+        let done = self.slices_put_back(&table).await?;
         let mut wrote = Vec::new();
         for (recorded, _) in self.backfill.slices.iter().filter(|(s, _)| !done.contains(&s.index)) {
-            let slice = Slice {
-                index: recorded.index,
-                first: recorded.first,
-                last: recorded.last,
-                run_date: recorded.first,
-            };
+            let slice = slice_of(recorded);
             let ctx = deltalake::delta_datafusion::create_session().into_inner();
             ctx.register_table("__bf_pre_version", old.table_provider().await?)?;
             let rows = ctx.table("__bf_pre_version").await?.filter(slice_predicate(&date_column, &slice))?;
@@ -460,24 +450,14 @@ impl RollbackPlan {
                 ledger::describe(&in_window)
             )));
         }
-        let slices = self
-            .backfill
-            .slices
-            .iter()
-            .map(|(s, _)| (s.index, ledger::rollback_app_id(self.backfill_id(), s.index)));
-        let done: BTreeSet<usize> = ledger::committed(&table, slices).await?.into_iter().collect();
+        let done = self.slices_put_back(&table).await?;
         let mut undo: Vec<_> =
             self.backfill.slices.iter().filter(|(s, _)| !done.contains(&s.index)).collect();
         undo.sort_by_key(|(_, version)| std::cmp::Reverse(*version));
         let date_column = &self.backfill.backfill.date_column;
         let mut wrote = Vec::new();
         for (recorded, version) in undo {
-            let slice = Slice {
-                index: recorded.index,
-                first: recorded.first,
-                last: recorded.last,
-                run_date: recorded.first,
-            };
+            let slice = slice_of(recorded);
             fault(&format!("rollback-before-slice:{}", slice.index));
             let predicate = slice_predicate(date_column, &slice).to_string();
             let commit = ledger::rollback_commit(&self.backfill.backfill, RollbackStep::Slice(*recorded));
@@ -487,6 +467,17 @@ impl RollbackPlan {
         }
         let rows_after = self.verify(&table).await?;
         Ok(self.report(true, table.version().unwrap_or(0), wrote, rows_before, rows_after))
+    }
+
+    /// The slices an earlier run of a window-only rollback of this backfill already put back, each
+    /// known by its own transaction.
+    async fn slices_put_back(&self, table: &DeltaTable) -> Result<BTreeSet<usize>, RollbackError> {
+        let slices = self
+            .backfill
+            .slices
+            .iter()
+            .map(|(s, _)| (s.index, ledger::rollback_app_id(self.backfill_id(), s.index)));
+        Ok(ledger::committed(table, slices).await?.into_iter().collect())
     }
 
     fn report(
@@ -565,6 +556,11 @@ impl RollbackPlan {
             .await
             .map_err(|detail| RollbackError::Verify { version: pre_version, detail })
     }
+}
+
+/// A slice as the backfill's commits recorded it.
+fn slice_of(recorded: &ledger::RecordedSlice) -> Slice {
+    Slice { index: recorded.index, first: recorded.first, last: recorded.last, run_date: recorded.first }
 }
 
 /// Compares two versions row by row (EXCEPT ALL both ways), within `filter` when given; returns the

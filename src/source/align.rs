@@ -11,17 +11,30 @@ use crate::delta::table::sql_type;
 use crate::source::run::SourceError;
 
 /// Selects the target's columns from the query, in the target's order and types. A `computed`
-/// column the query leaves out is left to the table to compute.
+/// column the query leaves out is left to the table to compute; a column `made_by_writers` must be
+/// left out (its values are made as the slice is written).
 pub(crate) fn align(
     query: DataFrame,
     target: &SchemaRef,
     computed: &[String],
+    made_by_writers: &[String],
 ) -> Result<DataFrame, SourceError> {
     let produced = query.schema().clone();
     let mut problems = Vec::new();
     let mut columns = Vec::new();
     for field in target.fields() {
-        match produced.qualified_field_with_unqualified_name(field.name()) {
+        let found = produced.qualified_field_with_unqualified_name(field.name());
+        if made_by_writers.contains(field.name()) {
+            if found.is_ok() {
+                problems.push(format!(
+                    "  - `{}` is an identity column GENERATED ALWAYS: only the table's writers make its values \
+                     (bf, for the rows a slice writes), so leave it out of the query",
+                    field.name()
+                ));
+            }
+            continue;
+        }
+        match found {
             Err(_) if computed.contains(field.name()) => {}
             Err(_) => problems.push(format!(
                 "  - `{}` ({}) is in the table but not in the query",

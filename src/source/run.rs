@@ -146,6 +146,9 @@ pub struct Source<'a> {
     target_schema: SchemaRef,
     /// Columns the table computes (generated columns): the query may leave them out.
     computed: Vec<String>,
+    /// Columns only the table's writers make (`GENERATED ALWAYS` identity columns): the query must
+    /// leave them out, and bf makes their values as it writes.
+    made_by_writers: Vec<String>,
     /// The version each Delta input is read at: the first slice pins it, or the saved plan does.
     pinned: std::sync::Mutex<Vec<DeltaInput>>,
     /// Upstream tables read from their rehearsals instead (`stands_for` says which).
@@ -172,6 +175,7 @@ impl<'a> Source<'a> {
             stores: document.stores(),
             target_schema,
             computed: Vec::new(),
+            made_by_writers: Vec::new(),
             pinned: Default::default(),
             redirects: Vec::new(),
             type_changes: Default::default(),
@@ -196,6 +200,12 @@ impl<'a> Source<'a> {
     /// Lets the query leave out the columns the table computes itself.
     pub fn with_computed_columns<'c>(mut self, columns: impl IntoIterator<Item = &'c str>) -> Self {
         self.computed = columns.into_iter().map(str::to_owned).collect();
+        self
+    }
+
+    /// Refuses a query that supplies a column only the table's writers make: bf makes its values.
+    pub fn with_columns_made_by_writers(mut self, columns: impl IntoIterator<Item = String>) -> Self {
+        self.made_by_writers = columns.into_iter().collect();
         self
     }
 
@@ -366,7 +376,7 @@ impl<'a> Source<'a> {
             .lock()
             .expect("not poisoned")
             .extend(type_warnings(query.schema(), &self.target_schema));
-        let aligned = align(query, &self.target_schema, &self.computed)?;
+        let aligned = align(query, &self.target_schema, &self.computed, &self.made_by_writers)?;
         let column = &plan.target.date_column;
         let counts = if counted {
             Some(count_rows(&aligned, column, slice, &plan.window()).await.map_err(|e| query_error(&e))?)
