@@ -126,6 +126,44 @@ fn all_problems_of_a_plan_are_reported_at_once() {
         );
 }
 
+/// A newcomer's four typos — `windw`, `date_colum`, `formt`, `every = "days"` — are four problems of
+/// one `bf validate` run, each at its line with the key it was meant to be, and none of the keys
+/// the typos leave missing said again. A key missing for its own sake is still said beside a typo.
+#[test]
+fn every_misspelt_key_and_wrong_value_is_reported_in_one_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = VALID_PLAN
+        .replace("[window]", "[windw]")
+        .replace("date_column =", "date_colum =")
+        .replace("format = \"csv\"", "formt = \"csv\"")
+        .replace("every = \"month\"", "every = \"days\"");
+    let plan = write_plan(dir.path(), "typos.toml", &text);
+    let path = plan.display().to_string();
+    let out = bf().arg("validate").arg(&plan).output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    for (line, said) in [
+        (5, "unknown key `date_colum` in [target] — did you mean `date_column`?"),
+        (7, "unknown key `windw` — did you mean `window`?"),
+        (12, "`slicing.every`: `days` is not a slicing"),
+        (15, "unknown key `formt` in [source.inputs.orders] — did you mean `format`?"),
+    ] {
+        assert!(stderr.contains(&format!("{path}:{line}:")) && stderr.contains(said), "{said}:\n{stderr}");
+    }
+    assert!(stderr.contains("4 problems found") && !stderr.contains("missing key"), "{stderr}");
+
+    let text =
+        VALID_PLAN.replace("date_column =", "date_colum =").replace("[slicing]\nevery = \"month\"\n", "");
+    let plan = write_plan(dir.path(), "missing.toml", &text);
+    let out = bf().arg("validate").arg(&plan).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("unknown key `date_colum`") && stderr.contains("missing key `slicing`"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("2 problems found"), "{stderr}");
+}
+
 #[test]
 fn validate_reports_each_file_and_fails_if_any_is_invalid() {
     let dir = tempfile::tempdir().unwrap();

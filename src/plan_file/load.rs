@@ -177,7 +177,7 @@ pub fn parse_within(path: &Path, text: String, scope: Option<&Scope>) -> Result<
             let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
             return Err(PlanFileError::NotAPlan { path: path.to_owned(), line, column });
         }
-        Err(error) => return Err(invalid(vec![from_toml_error(&error, &index)])),
+        Err(error) => return Err(invalid(every_toml_problem(&text, error, &index))),
     };
     let mut issues = plan.validate();
     let document = PlanDocument { path: path.to_owned(), text, plan };
@@ -190,11 +190,94 @@ pub fn parse_within(path: &Path, text: String, scope: Option<&Scope>) -> Result<
     Ok(document)
 }
 
+/// The most problems reading a plan file reports at once.
+const MOST_PROBLEMS: usize = 32;
+
+/// Every problem reading the file finds, not only the first serde stops at. After each, the file is
+/// read again as if it were fixed: a misspelt key written as the key it was meant to be (its
+/// did-you-mean), anything else blanked out ([`SpanIndex::without_key_at`]), until it reads or a
+/// problem is one this cannot get past (a syntax error). A key found missing because it was blanked
+/// is not said again; its table is blanked in turn.
+fn every_toml_problem(text: &str, first: toml::de::Error, index: &SpanIndex) -> Vec<Diagnostic> {
+    let mut problems: Vec<Diagnostic> = Vec::new();
+    let mut blanked: Vec<String> = Vec::new();
+    // Each rewrite of a key, where the text then was, and how many bytes longer it made it.
+    let mut edits: Vec<(usize, isize)> = Vec::new();
+    let original = |span: std::ops::Range<usize>, edits: &[(usize, isize)]| {
+        edits.iter().rev().fold(span, |span, &(at, longer)| match span.start > at {
+            true => span.start.saturating_add_signed(-longer)..span.end.saturating_add_signed(-longer),
+            false => span,
+        })
+    };
+    // Said when every problem found turns out to be a consequence of another.
+    let fallback = from_toml_error(&first, index);
+    let mut error = first;
+    let mut current = text.to_owned();
+    while problems.len() < MOST_PROBLEMS {
+        let here = SpanIndex::new(&current);
+        let span = error.span();
+        let missing = error.message().starts_with("missing field");
+        let table = span.as_ref().and_then(|s| here.table_at(s)).map(str::to_owned);
+        let missed = backticked(error.message()).first().map(|k| spans_join(table.as_deref(), k));
+        let consequence = missing && missed.as_ref().is_some_and(|m| blanked.contains(m));
+        let at = span.clone().map(|s| original(s, &edits));
+        let problem = from_toml_error_at(&error, at.clone(), index);
+        if problems.iter().any(|p| p.span == problem.span && p.message == problem.message) {
+            break;
+        }
+        let meant: Option<String> = problem
+            .message
+            .contains("did you mean")
+            .then(|| backticked(&problem.message).pop().map(str::to_owned))
+            .flatten();
+        if !consequence {
+            problems.push(problem);
+        }
+        let Some(span) = span else { break };
+        let next = match meant {
+            Some(meant) if current.get(span.clone()).is_some_and(|k| !k.contains(['"', '\''])) => {
+                edits.push((span.start, meant.len() as isize - span.len() as isize));
+                Some(format!("{}{meant}{}", &current[..span.start], &current[span.end..]))
+            }
+            // A key missing at the top level: nothing left to blank.
+            _ if missing && table.is_none() => None,
+            _ => {
+                let key = if missing { table.clone() } else { here.key_at(&span).map(str::to_owned) };
+                blanked.extend(key);
+                here.without_key_at(&current, &span)
+            }
+        };
+        let Some(next) = next else { break };
+        current = next;
+        match toml::from_str::<PlanFile>(&current) {
+            Ok(_) => break,
+            Err(again) => error = again,
+        }
+    }
+    if problems.is_empty() {
+        problems.push(fallback);
+    }
+    problems
+}
+
+/// `table.key`, or `key` at the top level.
+fn spans_join(table: Option<&str>, key: &str) -> String {
+    table.map_or_else(|| key.to_owned(), |t| format!("{t}.{key}"))
+}
+
 /// serde's messages are worded for programmers ("unknown field"); plan authors write keys, and a
 /// misspelt key deserves the key it was meant to be.
 fn from_toml_error(error: &toml::de::Error, index: &SpanIndex) -> Diagnostic {
+    from_toml_error_at(error, error.span(), index)
+}
+
+/// [`from_toml_error`] for an error whose span in the file is `span`.
+fn from_toml_error_at(
+    error: &toml::de::Error,
+    span: Option<std::ops::Range<usize>>,
+    index: &SpanIndex,
+) -> Diagnostic {
     let message = error.message().trim_end().to_owned();
-    let span = error.span();
     let key = span.as_ref().and_then(|s| index.key_at(s)).map(str::to_owned);
     let ticked = backticked(&message);
     if let (true, Some((unknown, expected))) = (message.starts_with("unknown field"), ticked.split_first()) {
@@ -230,7 +313,8 @@ fn from_toml_error(error: &toml::de::Error, index: &SpanIndex) -> Diagnostic {
         return Diagnostic { key, message, help, span };
     }
     if let (true, Some(missing)) = (message.starts_with("missing field"), ticked.first()) {
-        let within = key.as_deref().map(|k| format!(" in [{k}]")).unwrap_or_default();
+        let table = span.as_ref().and_then(|s| index.table_at(s));
+        let within = table.map(|k| format!(" in [{k}]")).unwrap_or_default();
         // The keys whose values are a short list say them: nobody should have to look them up.
         let help = match *missing {
             "format" => {

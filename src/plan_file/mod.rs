@@ -10,7 +10,9 @@
 //!
 //! Reading a plan goes in two steps, like a compiler:
 //! 1. [`load`] parses the TOML into these types. A syntax error, a wrong type or an unknown key stops
-//!    here, with the file, line and column (and a "did you mean" for misspelt keys).
+//!    here, with the file, line and column (and a "did you mean" for misspelt keys) — every such
+//!    problem of the file at once: each is read past as if fixed (a misspelt key as the key it was
+//!    meant to be, anything else blanked out) and the file read again.
 //! 2. [`validate`](PlanFile::validate) checks every rule that needs the whole plan — window order, slice
 //!    count against the guard, read-only SQL, metric names, … — and collects *all* the issues, each
 //!    tied to the key it is about so the loader can point at its line.

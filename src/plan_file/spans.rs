@@ -22,6 +22,8 @@ struct Entry {
     path: String,
     key: Range<usize>,
     value: Range<usize>,
+    /// Whether its value is a table.
+    table: bool,
 }
 
 impl SpanIndex {
@@ -51,7 +53,8 @@ impl SpanIndex {
             }
             _ => {}
         }
-        self.entries.push(Entry { path, key, value: value.span() });
+        let table = matches!(value.get_ref(), DeValue::Table(_));
+        self.entries.push(Entry { path, key, value: value.span(), table });
     }
 
     /// The span to underline for an issue about `path`: the value where it has one in the file, else the
@@ -104,6 +107,65 @@ impl SpanIndex {
                     .then(|| (e.path.as_str(), e.value.clone(), inner))
             })
             .collect()
+    }
+
+    /// `text` (the text this index was built from, or one blanked by this method) as if the key
+    /// under `span` were not written: the key, its value and, for a table, every key in it replaced
+    /// by spaces (line breaks kept, so every other span still points at its place), with a table's
+    /// header and an inline table's separating comma. `None` when no key is under `span`, or the
+    /// text would no longer be TOML.
+    pub(crate) fn without_key_at(&self, text: &str, span: &Range<usize>) -> Option<String> {
+        let path = self.key_at(span)?;
+        let mut bytes = text.as_bytes().to_vec();
+        let mut blank = |range: Range<usize>| {
+            let range = range.start.min(bytes.len())..range.end.min(bytes.len());
+            bytes[range].iter_mut().filter(|b| !matches!(b, b'\n' | b'\r')).for_each(|b| *b = b' ');
+        };
+        let inside = |e: &&Entry| {
+            e.path == path
+                || e.path.starts_with(&format!("{path}."))
+                || e.path.starts_with(&format!("{path}["))
+        };
+        for entry in self.entries.iter().filter(inside) {
+            let start = entry.key.start.min(entry.value.start);
+            let end = entry.key.end.max(entry.value.end);
+            let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+            let line_end = text[end..].find('\n').map_or(text.len(), |i| end + i);
+            let before = text[line_start..start].trim();
+            if before.starts_with('[') {
+                // A table's header (`[window]`, `[[metrics]]`): the whole line.
+                blank(line_start..line_end);
+                continue;
+            }
+            if entry.path == path && before.ends_with('.') && !before.contains(['=', '{', ',']) {
+                // A dotted key (`inputs.orders = …`): from the start of its line.
+                blank(line_start..end);
+                continue;
+            }
+            blank(start..end);
+            if entry.path == path {
+                // An entry of an inline table takes its comma with it.
+                let after = text[end..].find(|c: char| !c.is_whitespace()).map(|i| end + i);
+                let before = text[..start].rfind(|c: char| !c.is_whitespace());
+                match (after, before) {
+                    (Some(at), _) if text[at..].starts_with(',') => blank(at..at + 1),
+                    (_, Some(at)) if text[at..].starts_with(',') => blank(at..at + 1),
+                    _ => {}
+                }
+            }
+        }
+        let blanked = String::from_utf8(bytes).ok()?;
+        (blanked != text && toml::from_str::<toml::Table>(&blanked).is_ok()).then_some(blanked)
+    }
+
+    /// The innermost table whose key or value contains `span`; `None` for the file's top level.
+    pub(crate) fn table_at(&self, span: &Range<usize>) -> Option<&str> {
+        let contains = |r: &Range<usize>| r.start <= span.start && span.end <= r.end && !r.is_empty();
+        self.entries
+            .iter()
+            .filter(|e| e.table && (contains(&e.key) || contains(&e.value)))
+            .max_by_key(|e| e.path.len())
+            .map(|e| e.path.as_str())
     }
 
     /// The innermost key whose key or value contains `span`.
