@@ -87,6 +87,7 @@ pub fn partition_columns(table: &DeltaTable) -> Vec<String> {
 pub fn sql_type(data_type: &DataType) -> String {
     match data_type {
         DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "STRING".into(),
+        DataType::Binary | DataType::LargeBinary | DataType::BinaryView => "BINARY".into(),
         DataType::Int64 => "BIGINT".into(),
         DataType::Int32 => "INT".into(),
         DataType::Int16 => "SMALLINT".into(),

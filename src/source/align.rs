@@ -102,6 +102,8 @@ pub fn type_change(from: &DataType, to: &DataType) -> TypeChange {
     let text = |t: &DataType| matches!(t, Utf8 | LargeUtf8 | Utf8View);
     match (from, to) {
         (a, b) if a == b => TypeChange::Same,
+        // Two layouts of one SQL type (Utf8 and Utf8View, Binary and BinaryView): nothing changes.
+        (a, b) if sql_type(a) == sql_type(b) => TypeChange::Same,
         (a, b) if text(a) && (b.is_numeric()) => {
             TypeChange::Lossy("text becomes a number, or NULL where it is not one")
         }
@@ -134,4 +136,18 @@ pub fn type_warnings(query: &DFSchema, target: &SchemaRef) -> Vec<String> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layouts_of_one_sql_type_are_no_change_and_other_types_are() {
+        assert_eq!(type_change(&DataType::Utf8View, &DataType::Utf8), TypeChange::Same);
+        assert_eq!(type_change(&DataType::LargeUtf8, &DataType::Utf8View), TypeChange::Same);
+        assert_eq!(type_change(&DataType::BinaryView, &DataType::Binary), TypeChange::Same);
+        assert!(matches!(type_change(&DataType::Int64, &DataType::Float64), TypeChange::Converted(_)));
+        assert!(matches!(type_change(&DataType::Utf8View, &DataType::Float64), TypeChange::Lossy(_)));
+    }
 }
