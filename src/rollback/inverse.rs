@@ -20,8 +20,50 @@ use deltalake::protocol::{DeltaOperation, SaveMode};
 use futures::TryStreamExt;
 use serde_json::Value;
 
-use super::RollbackError;
+use super::{RollbackError, RollbackPlan, RollbackReport, slice_of};
+use crate::delta::ledger::{self, RollbackStep};
+use crate::delta::predicate::slice_predicate;
 use crate::delta::store::Stores;
+use crate::fault::fault;
+
+impl RollbackPlan {
+    /// [`window_only`](Self::window_only) on a table whose commits bf completes itself: each slice
+    /// commit undone file by file (`rollback/inverse.rs`), the last slice first, exactly once by its
+    /// own transaction.
+    pub(super) async fn window_only_file_by_file(
+        &self,
+        mut table: DeltaTable,
+        rows_before: u64,
+    ) -> Result<RollbackReport, RollbackError> {
+        let in_window = self.others_in_window(&table).await?;
+        if !in_window.is_empty() {
+            return Err(RollbackError::Delta(format!(
+                "other writers wrote inside the window after backfill {}; on this table bf rolls the window \
+                 back by undoing its own commits file by file, which cannot put the window back under \
+                 theirs:\n{}\nNothing was written.",
+                self.backfill_id(),
+                ledger::describe(&in_window)
+            )));
+        }
+        let done = self.slices_put_back(&table).await?;
+        let mut undo: Vec<_> =
+            self.backfill.slices.iter().filter(|(s, _)| !done.contains(&s.index)).collect();
+        undo.sort_by_key(|(_, version)| std::cmp::Reverse(*version));
+        let date_column = &self.backfill.backfill.date_column;
+        let mut wrote = Vec::new();
+        for (recorded, version) in undo {
+            let slice = slice_of(recorded);
+            fault(&format!("rollback-before-slice:{}", slice.index));
+            let predicate = slice_predicate(date_column, &slice).to_string();
+            let commit = ledger::rollback_commit(&self.backfill.backfill, RollbackStep::Slice(*recorded));
+            table = undo_slice(&self.stores, table, *version, predicate, commit).await?;
+            wrote.push(table.version().unwrap_or(0));
+            fault(&format!("rollback-after-commit:{}", slice.index));
+        }
+        let rows_after = self.verify(&table).await?;
+        Ok(self.report(true, table.version().unwrap_or(0), wrote, rows_before, rows_after))
+    }
+}
 
 /// Undoes the slice commit at `version` on `table`: one commit of `properties` through
 /// `delta/commit.rs`. Returns the table after it.

@@ -233,7 +233,7 @@ impl RollbackPlan {
         format!("Instead:\n{}", ways.iter().map(|w| format!("  - {w}")).collect::<Vec<_>>().join("\n"))
     }
 
-    fn backfill_id(&self) -> &str {
+    pub(super) fn backfill_id(&self) -> &str {
         &self.backfill.backfill.backfill_id
     }
 
@@ -432,46 +432,9 @@ impl RollbackPlan {
         Ok(self.report(true, table.version().unwrap_or(0), wrote, rows_before, rows_after))
     }
 
-    /// [`window_only`](Self::window_only) on a table whose commits bf completes itself: each slice
-    /// commit undone file by file (`rollback/inverse.rs`), the last slice first, exactly once by its
-    /// own transaction.
-    async fn window_only_file_by_file(
-        &self,
-        mut table: DeltaTable,
-        rows_before: u64,
-    ) -> Result<RollbackReport, RollbackError> {
-        let in_window = self.others_in_window(&table).await?;
-        if !in_window.is_empty() {
-            return Err(RollbackError::Delta(format!(
-                "other writers wrote inside the window after backfill {}; on this table bf rolls the window \
-                 back by undoing its own commits file by file, which cannot put the window back under \
-                 theirs:\n{}\nNothing was written.",
-                self.backfill_id(),
-                ledger::describe(&in_window)
-            )));
-        }
-        let done = self.slices_put_back(&table).await?;
-        let mut undo: Vec<_> =
-            self.backfill.slices.iter().filter(|(s, _)| !done.contains(&s.index)).collect();
-        undo.sort_by_key(|(_, version)| std::cmp::Reverse(*version));
-        let date_column = &self.backfill.backfill.date_column;
-        let mut wrote = Vec::new();
-        for (recorded, version) in undo {
-            let slice = slice_of(recorded);
-            fault(&format!("rollback-before-slice:{}", slice.index));
-            let predicate = slice_predicate(date_column, &slice).to_string();
-            let commit = ledger::rollback_commit(&self.backfill.backfill, RollbackStep::Slice(*recorded));
-            table = inverse::undo_slice(&self.stores, table, *version, predicate, commit).await?;
-            wrote.push(table.version().unwrap_or(0));
-            fault(&format!("rollback-after-commit:{}", slice.index));
-        }
-        let rows_after = self.verify(&table).await?;
-        Ok(self.report(true, table.version().unwrap_or(0), wrote, rows_before, rows_after))
-    }
-
     /// The slices an earlier run of a window-only rollback of this backfill already put back, each
     /// known by its own transaction.
-    async fn slices_put_back(&self, table: &DeltaTable) -> Result<BTreeSet<usize>, RollbackError> {
+    pub(super) async fn slices_put_back(&self, table: &DeltaTable) -> Result<BTreeSet<usize>, RollbackError> {
         let slices = self
             .backfill
             .slices
@@ -480,7 +443,7 @@ impl RollbackPlan {
         Ok(ledger::committed(table, slices).await?.into_iter().collect())
     }
 
-    fn report(
+    pub(super) fn report(
         &self,
         window_only: bool,
         new_version: u64,
@@ -503,7 +466,7 @@ impl RollbackPlan {
     /// Other writers' commits since the backfill that added or removed, as a change of data, a file
     /// that may hold window rows: by its partition value or statistics, and a remove that names
     /// neither may hold any day (an overwrite without a predicate removes every file).
-    async fn others_in_window(&self, table: &DeltaTable) -> Result<Vec<Entry>, RollbackError> {
+    pub(super) async fn others_in_window(&self, table: &DeltaTable) -> Result<Vec<Entry>, RollbackError> {
         // The log keys partition values and statistics by the column's physical name.
         let column = &crate::delta::table::physical_name(table, &self.backfill.backfill.date_column);
         let mut inside = Vec::new();
@@ -539,7 +502,7 @@ impl RollbackPlan {
 
     /// The window of `table` equals the pre-version's, row by row (EXCEPT ALL both ways is empty);
     /// returns its row count.
-    async fn verify(&self, table: &DeltaTable) -> Result<u64, RollbackError> {
+    pub(super) async fn verify(&self, table: &DeltaTable) -> Result<u64, RollbackError> {
         let pre_version = self.backfill.backfill.pre_version;
         let corrupted;
         let table = if crate::fault::corrupt("rollback-verify") {
@@ -559,7 +522,7 @@ impl RollbackPlan {
 }
 
 /// A slice as the backfill's commits recorded it.
-fn slice_of(recorded: &ledger::RecordedSlice) -> Slice {
+pub(super) fn slice_of(recorded: &ledger::RecordedSlice) -> Slice {
     Slice { index: recorded.index, first: recorded.first, last: recorded.last, run_date: recorded.first }
 }
 
