@@ -506,3 +506,36 @@ async fn a_window_only_rollback_after_another_writer_rewrote_a_backfilled_file_i
     );
     assert_eq!(snapshot(&table), untouched, "nothing written");
 }
+
+/// A rehearsal whose slice commit was edited after the plan to give its files row ids (0, the ids
+/// the table's first rows hold): publishing gives the files ids of the table's own, above the mark,
+/// never the rehearsal's, so no id is handed out twice.
+#[tokio::test(flavor = "multi_thread")]
+async fn row_ids_written_into_a_rehearsal_are_never_published() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders");
+    orders_table(&table, false, &ROWS).await;
+    let upgraded = enable_row_tracking(&table, true, false);
+    let mark = judge_row_ids(&table, upgraded);
+    std::fs::write(dir.path().join("march.csv"), CORRECTED).unwrap();
+    march_plan(dir.path(), "month");
+    let planned = bf(dir.path(), &["plan", "march.toml"], &[]);
+    assert!(planned.status.success(), "{}", said(&planned));
+    let rehearsal = dir.path().join("orders__rehearsal");
+    let (version, actions) = commits_from(&rehearsal, 1).pop().unwrap();
+    let edited: Vec<String> = actions
+        .into_iter()
+        .map(|mut action| {
+            if let Some(add) = action.get_mut("add") {
+                add["baseRowId"] = json!(0);
+                add["defaultRowCommitVersion"] = json!(0);
+            }
+            action.to_string()
+        })
+        .collect();
+    std::fs::write(rehearsal.join(format!("_delta_log/{version:020}.json")), edited.join("\n") + "\n").unwrap();
+    let applied = bf(dir.path(), &["apply", "--auto-approve"], &[]);
+    assert!(applied.status.success(), "{}", said(&applied));
+    assert!(judge_row_ids(&table, upgraded) > mark, "new ids above the mark");
+    stable_ids(&table);
+}
