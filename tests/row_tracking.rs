@@ -533,7 +533,8 @@ async fn row_ids_written_into_a_rehearsal_are_never_published() {
             action.to_string()
         })
         .collect();
-    std::fs::write(rehearsal.join(format!("_delta_log/{version:020}.json")), edited.join("\n") + "\n").unwrap();
+    std::fs::write(rehearsal.join(format!("_delta_log/{version:020}.json")), edited.join("\n") + "\n")
+        .unwrap();
     let applied = bf(dir.path(), &["apply", "--auto-approve"], &[]);
     assert!(applied.status.success(), "{}", said(&applied));
     assert!(judge_row_ids(&table, upgraded) > mark, "new ids above the mark");
