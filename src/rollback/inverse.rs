@@ -7,12 +7,13 @@
 //! comes back exactly as the pre-version held it, with its row id.
 //!
 //! It works while the backfill's files are still the table's own. Another writer's commit that
-//! removed one of them (a DELETE, an OPTIMIZE) or brought back one it removed leaves nothing to undo
-//! file by file, and is refused naming the file; another writer's rows in the window are refused
-//! before (`others_in_window`), `--force` or not, since undoing bf's files would not put the window
-//! back over them.
+//! removed one of them (a DELETE, an OPTIMIZE) or brought back one it removed, or a VACUUM of one
+//! it removed, leaves nothing to undo file by file: every undo is checked before the first is
+//! written (`undos`), and the rollback is refused naming the file, nothing written. Another
+//! writer's rows in the window are refused before that (`others_in_window`), `--force` or not,
+//! since undoing bf's files would not put the window back over them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use deltalake::DeltaTable;
 use deltalake::kernel::{Action, Add};
@@ -49,14 +50,17 @@ impl RollbackPlan {
         let mut undo: Vec<_> =
             self.backfill.slices.iter().filter(|(s, _)| !done.contains(&s.index)).collect();
         undo.sort_by_key(|(_, version)| std::cmp::Reverse(*version));
+        // Every undo is checked before the first is written: one that could not be done, found
+        // half way, would leave the window half rolled back, and every rerun stopped at it.
+        let undos = undos(&self.stores, &table, undo.iter().map(|(_, version)| *version)).await?;
         let date_column = &self.backfill.backfill.date_column;
         let mut wrote = Vec::new();
-        for (recorded, version) in undo {
+        for ((recorded, _), undo) in undo.into_iter().zip(undos) {
             let slice = slice_of(recorded);
             fault(&format!("rollback-before-slice:{}", slice.index));
             let predicate = slice_predicate(date_column, &slice).to_string();
             let commit = ledger::rollback_commit(&self.backfill.backfill, RollbackStep::Slice(*recorded));
-            table = undo_slice(&self.stores, table, *version, predicate, commit).await?;
+            table = undo.commit(table, predicate, commit).await?;
             wrote.push(table.version().unwrap_or(0));
             fault(&format!("rollback-after-commit:{}", slice.index));
         }
@@ -65,71 +69,123 @@ impl RollbackPlan {
     }
 }
 
-/// Undoes the slice commit at `version` on `table`: one commit of `properties` through
-/// `delta/commit.rs`. Returns the table after it.
-pub(super) async fn undo_slice(
-    stores: &Stores,
-    table: DeltaTable,
+/// What undoing one slice commit does: the files it added removed, the files it removed added
+/// back.
+pub(super) struct Undo {
+    /// The slice commit's version.
     version: u64,
-    predicate: String,
-    properties: deltalake::kernel::transaction::CommitProperties,
-) -> Result<DeltaTable, RollbackError> {
-    let (added, removed) = files_of(&table, version).await?;
-    let live: HashMap<String, _> = table
+    remove: Vec<String>,
+    add_back: Vec<String>,
+}
+
+/// The undo of each commit at `versions` (in the order they are undone) on `table` as it is now,
+/// each checked against the table as the undos before it leave it: every file a commit added is
+/// still in the table then, and every file it removed is not, and is still in storage.
+pub(super) async fn undos(
+    stores: &Stores,
+    table: &DeltaTable,
+    versions: impl IntoIterator<Item = u64>,
+) -> Result<Vec<Undo>, RollbackError> {
+    let mut live: HashSet<String> = table
         .get_active_add_actions_by_predicate(None)
-        .map_ok(|file| (file.path().into_owned(), file))
+        .map_ok(|file| file.path().into_owned())
         .try_collect()
         .await?;
-    let gone = |path: &str, why: &str| {
-        RollbackError::Delta(format!(
-            "the window cannot be rolled back file by file: {path}, which version {version} (a slice of the \
-             backfill) {why}. Nothing more was written; roll the whole backfill back with `bf rollback` \
-             (a RESTORE) where no other writer committed since"
-        ))
-    };
-    let deleted_at = chrono::Utc::now().timestamp_millis();
-    let mut actions = Vec::new();
-    for path in &added {
-        let file = live.get(path).ok_or_else(|| gone(path, "added, is no longer in the table"))?;
-        let mut remove = file.remove_action(true);
-        remove.deletion_timestamp = Some(deleted_at);
-        actions.push(Action::Remove(remove));
+    let mut undos = Vec::new();
+    for version in versions {
+        let (added, removed) = files_of(table, version).await?;
+        let gone = |path: &str, why: &str| {
+            RollbackError::Delta(format!(
+                "the window cannot be rolled back file by file: {path}, which version {version} (a slice of the \
+                 backfill) {why}. Nothing was written; roll the whole backfill back with `bf rollback` (a \
+                 RESTORE) where no other writer committed since"
+            ))
+        };
+        for path in &added {
+            if !live.remove(path) {
+                return Err(gone(path, "added, is no longer in the table"));
+            }
+        }
+        for path in &removed {
+            if live.contains(path) {
+                return Err(gone(path, "removed, is in the table again"));
+            }
+            if !stores.exists(&crate::delta::store::join(table.table_url(), path)).await? {
+                return Err(gone(path, "removed, was deleted since (VACUUM)"));
+            }
+            live.insert(path.clone());
+        }
+        undos.push(Undo { version, remove: added, add_back: removed });
     }
-    let mut before = table.clone();
-    before.load_version(version - 1).await?;
-    let then: HashMap<String, Add> = before
-        .get_active_add_actions_by_predicate(None)
-        .map_ok(|file| {
-            #[allow(deprecated)] // The whole add, as committed: deltalake has no other public way.
-            let add = file.add_action();
-            (file.path().into_owned(), add)
+    Ok(undos)
+}
+
+impl Undo {
+    /// Commits this undo to `table`: one commit of `properties` through `delta/commit.rs`, each
+    /// file added back exactly as the version before the slice held it (statistics, deletion
+    /// vector, row ids). Returns the table after it.
+    async fn commit(
+        self,
+        table: DeltaTable,
+        predicate: String,
+        properties: deltalake::kernel::transaction::CommitProperties,
+    ) -> Result<DeltaTable, RollbackError> {
+        let version = self.version;
+        let live: HashMap<String, _> = table
+            .get_active_add_actions_by_predicate(None)
+            .map_ok(|file| (file.path().into_owned(), file))
+            .try_collect()
+            .await?;
+        let mut before = table.clone();
+        before.load_version(version - 1).await?;
+        let then: HashMap<String, Add> = before
+            .get_active_add_actions_by_predicate(None)
+            .map_ok(|file| {
+                #[allow(deprecated)] // The whole add, as committed: deltalake has no other public way.
+                let add = file.add_action();
+                (file.path().into_owned(), add)
+            })
+            .try_collect()
+            .await?;
+        // Checked by `undos` for the table as it was; a file missing here means the table moved
+        // since, which the commit would find too.
+        let moved = |path: &str| {
+            RollbackError::Delta(format!(
+                "{path}, which the undo of version {version} needs, is not where it was when the rollback \
+                 checked the table: another writer committed meanwhile; run `bf rollback` again"
+            ))
+        };
+        let deleted_at = chrono::Utc::now().timestamp_millis();
+        let mut actions = Vec::new();
+        for path in &self.remove {
+            let mut remove = live.get(path).ok_or_else(|| moved(path))?.remove_action(true);
+            remove.deletion_timestamp = Some(deleted_at);
+            actions.push(Action::Remove(remove));
+        }
+        for path in &self.add_back {
+            let add = then.get(path).ok_or_else(|| {
+                RollbackError::Delta(format!(
+                    "version {version} removed {path}, which version {} does not hold: the log is not one \
+                     bf can undo file by file. Nothing more was written",
+                    version - 1
+                ))
+            })?;
+            actions.push(Action::Add(Add { data_change: true, ..add.clone() }));
+        }
+        let partition_by = crate::delta::table::partition_columns(&table);
+        let operation = DeltaOperation::Write {
+            mode: SaveMode::Overwrite,
+            partition_by: (!partition_by.is_empty()).then_some(partition_by),
+            predicate: Some(predicate),
+        };
+        let name = crate::delta::store::display_url(table.table_url());
+        crate::delta::commit::commit(table, actions, operation, properties).await.map_err(|e| {
+            match crate::delta::commit::lost_race(&e) {
+                true => RollbackError::Moved { table: name },
+                false => e.into(),
+            }
         })
-        .try_collect()
-        .await?;
-    for path in &removed {
-        if live.contains_key(path) {
-            return Err(gone(path, "removed, is in the table again"));
-        }
-        let add = then.get(path).ok_or_else(|| gone(path, "removed, is not in the version before it"))?;
-        let url = crate::delta::store::join(table.table_url(), path);
-        if !stores.exists(&url).await? {
-            return Err(gone(path, "removed, was deleted since (VACUUM)"));
-        }
-        actions.push(Action::Add(Add { data_change: true, ..add.clone() }));
     }
-    let partition_by = crate::delta::table::partition_columns(&table);
-    let operation = DeltaOperation::Write {
-        mode: SaveMode::Overwrite,
-        partition_by: (!partition_by.is_empty()).then_some(partition_by),
-        predicate: Some(predicate),
-    };
-    let name = crate::delta::store::display_url(table.table_url());
-    crate::delta::commit::commit(table, actions, operation, properties).await.map_err(|e| {
-        match crate::delta::commit::lost_race(&e) {
-            true => RollbackError::Moved { table: name },
-            false => e.into(),
-        }
-    })
 }
 
 /// The paths (decoded) of the data files commit `version` added and removed, from its log entry.
