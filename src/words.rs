@@ -9,6 +9,17 @@ pub fn count(n: impl TryInto<u64>, noun: &str) -> String {
     format!("{} {noun}{}", number(n as f64), if n == 1 { "" } else { "s" })
 }
 
+/// The candidate closest to what was typed, if it is close enough to be a typo: the measure and
+/// threshold clap uses for misspelt flags, so bf's did-you-means match its flags'.
+pub fn nearest<'a>(typed: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|candidate| (strsim::jaro(typed, candidate), candidate))
+        .filter(|(score, _)| *score > 0.7)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, candidate)| candidate)
+}
+
 /// A number as people read it in a report: thousands separated, two decimals unless whole, and
 /// the minus sign typeset (`−80.53`).
 pub fn number(value: f64) -> String {
@@ -66,6 +77,12 @@ pub fn days<D: Display + PartialEq>(first: D, last: D) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn suggests_the_nearest_word_only_when_near() {
+        assert_eq!(nearest("windw", ["reason", "target", "window"]), Some("window"));
+        assert_eq!(nearest("zzz", ["reason", "target", "window"]), None);
+    }
 
     #[test]
     fn counts_and_days_read_as_words() {

@@ -34,6 +34,7 @@ mod rewrites;
 mod rollback;
 mod row_tracking;
 mod schema;
+mod second_hour;
 mod security;
 mod slice_rows;
 mod slices;

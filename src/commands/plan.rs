@@ -172,10 +172,10 @@ fn at_its_line(chain: &Chain, error: &bf::rehearse::rehearsal::RehearsalError) -
         }
         other => (&chain.document, other),
     };
-    let message = bf::delta::store::redact(&inner.to_string());
-    match inner.place() {
-        Some((key, help)) => document.invalid(vec![bf::plan_file::Issue { key, message, help }]).to_string(),
-        None => format!("error: {}", bf::delta::store::redact(&error.to_string())),
+    let issues = inner.issues();
+    match issues.is_empty() {
+        false => document.invalid(issues).to_string(),
+        true => format!("error: {}", bf::delta::store::redact(&error.to_string())),
     }
 }
 

@@ -8,7 +8,8 @@ use bf::plan_file::chain::Chain;
 
 /// Check plan files without writing or reaching any store: syntax, keys, window, slices, read-only
 /// SQL, and the chain of `[[downstream]]` plans each names. A target on this machine's disk is
-/// read, to say what its writer features mean for bf.
+/// read (never written): the columns the plan names are checked against its schema, and what its
+/// writer features mean for bf is said.
 ///
 /// Every problem is reported with its file, line and column; all of a file's problems are listed,
 /// not only the first. Exits 1 when any file is invalid.
@@ -25,9 +26,15 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     for path in &args.plans {
         match Chain::load(path, policy) {
             Ok(chain) => {
+                let mut problems = Vec::new();
                 for (i, member) in chain.plans().into_iter().enumerate() {
                     let document = &member.document;
                     let plan = &document.plan;
+                    let local = LocalTarget::read(document).await;
+                    if !local.issues.is_empty() {
+                        problems.push(document.invalid(local.issues).to_string());
+                        continue;
+                    }
                     let count = plan.slices().len();
                     writeln!(
                         out,
@@ -39,9 +46,13 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
                         plan.window(),
                         document.resolve(&plan.target.table),
                     )?;
-                    for note in local_notes(&document.resolve(&plan.target.table)).await {
+                    for note in local.notes {
                         writeln!(out, "  note: {note}")?;
                     }
+                }
+                if !problems.is_empty() {
+                    invalid += 1;
+                    say!("{}\n", problems.join("\n"));
                 }
             }
             Err(error) => {
@@ -61,16 +72,35 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     Ok(ExitCode::FAILURE)
 }
 
-/// What a target on this machine's disk asks of bf ([`bf::delta::compat::notes`]); nothing for a
-/// target in a store, which validation does not reach, or a folder that is not a table yet.
-async fn local_notes(target: &bf::delta::store::Location) -> Vec<String> {
-    let bf::delta::store::Location::Path(path) = target else { return Vec::new() };
-    if !path.join("_delta_log").is_dir() {
-        return Vec::new();
-    }
-    let Ok(url) = bf::delta::store::table_url(target) else { return Vec::new() };
-    match bf::delta::store::Stores::from_environment().open(&url, None).await {
-        Ok(table) => bf::delta::compat::notes(&table).await,
-        Err(e) => vec![format!("the table cannot be read, so `bf plan` will fail: {e}")],
+/// What a target on this machine's disk says of a plan: the columns it names that the table does
+/// not hold ([`bf::plan_file::columns`]), and what the table's features ask of bf
+/// ([`bf::delta::compat::notes`]). Nothing for a target in a store, which validation does not
+/// reach, or a folder that is not a table yet.
+#[derive(Default)]
+struct LocalTarget {
+    issues: Vec<bf::plan_file::Issue>,
+    notes: Vec<String>,
+}
+
+impl LocalTarget {
+    async fn read(document: &bf::plan_file::PlanDocument) -> LocalTarget {
+        let target = document.resolve(&document.plan.target.table);
+        let bf::delta::store::Location::Path(path) = &target else { return LocalTarget::default() };
+        if !path.join("_delta_log").is_dir() {
+            return LocalTarget::default();
+        }
+        let Ok(url) = bf::delta::store::table_url(&target) else { return LocalTarget::default() };
+        let table = match bf::delta::store::Stores::from_environment().open(&url, None).await {
+            Ok(table) => table,
+            Err(e) => {
+                let notes = vec![format!("the table cannot be read, so `bf plan` will fail: {e}")];
+                return LocalTarget { issues: Vec::new(), notes };
+            }
+        };
+        let issues = match bf::delta::table::arrow_schema(&table) {
+            Ok(schema) => bf::plan_file::columns::check(&document.plan, &schema).await,
+            Err(_) => Vec::new(),
+        };
+        LocalTarget { issues, notes: bf::delta::compat::notes(&table).await }
     }
 }

@@ -297,7 +297,7 @@ fn from_toml_error_at(
             };
         }
         let place = table.map(|t| format!(" in [{t}]")).unwrap_or_default();
-        let message = match did_you_mean(unknown, expected) {
+        let message = match crate::words::nearest(unknown, expected.iter().copied()) {
             Some(meant) => format!("unknown key `{unknown}`{place} — did you mean `{meant}`?"),
             None => format!("unknown key `{unknown}`{place}"),
         };
@@ -306,8 +306,9 @@ fn from_toml_error_at(
     }
     if let (true, Some((unknown, expected))) = (message.starts_with("unknown variant"), ticked.split_first())
     {
-        let suggestion =
-            did_you_mean(unknown, expected).map(|m| format!(" — did you mean `{m}`?")).unwrap_or_default();
+        let suggestion = crate::words::nearest(unknown, expected.iter().copied())
+            .map(|m| format!(" — did you mean `{m}`?"))
+            .unwrap_or_default();
         let message = format!("`{unknown}` is not allowed here{suggestion}");
         let help = Some(format!("write one of {}", quoted(expected)));
         return Diagnostic { key, message, help, span };
@@ -348,17 +349,6 @@ fn plain_words(message: &str) -> String {
 
 fn backticked(message: &str) -> Vec<&str> {
     message.split('`').skip(1).step_by(2).collect()
-}
-
-/// The expected word closest to what was typed, if it is close enough to be a typo (the same measure
-/// and threshold clap uses for misspelt flags).
-fn did_you_mean<'a>(typed: &str, expected: &[&'a str]) -> Option<&'a str> {
-    expected
-        .iter()
-        .map(|candidate| (strsim::jaro(typed, candidate), *candidate))
-        .filter(|(score, _)| *score > 0.7)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
-        .map(|(_, candidate)| candidate)
 }
 
 /// Renders diagnostics the way rustc does: message, `--> file:line:column`, the line, a caret.
@@ -412,12 +402,6 @@ fn clamp(span: &Range<usize>, text: &str) -> Range<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn suggests_the_nearest_key() {
-        assert_eq!(did_you_mean("windw", &["reason", "target", "window"]), Some("window"));
-        assert_eq!(did_you_mean("zzz", &["reason", "target", "window"]), None);
-    }
 
     #[test]
     fn clamps_spans_inside_the_text() {

@@ -20,6 +20,7 @@
 //! Nothing here touches a table: a plan can be checked offline, in CI, on a laptop without credentials.
 
 pub mod chain;
+pub mod columns;
 pub mod confine;
 mod load;
 pub mod read_only;

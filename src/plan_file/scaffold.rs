@@ -47,13 +47,8 @@ pub enum ScaffoldError {
 }
 
 fn suggest(columns: &[String], typed: &str) -> String {
-    let near = columns
-        .iter()
-        .map(|c| (strsim::jaro(typed, c), c))
-        .filter(|(score, _)| *score > 0.7)
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    match near {
-        Some((_, column)) => format!(" — did you mean `{column}`?"),
+    match crate::words::nearest(typed, columns.iter().map(String::as_str)) {
+        Some(column) => format!(" — did you mean `{column}`?"),
         None => format!(" (its columns: {})", columns.join(", ")),
     }
 }

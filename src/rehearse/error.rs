@@ -29,12 +29,25 @@ pub enum RehearsalError {
     /// About what one key of the plan file says: shown at its line.
     #[error("{source}")]
     At { key: String, help: Option<String>, source: Box<RehearsalError> },
+    /// Columns the plan names that the target does not hold (`plan_file/columns.rs`): each shown
+    /// at its key's line.
+    #[error("{}", .0.iter().map(|i| i.message.as_str()).collect::<Vec<_>>().join("; "))]
+    Columns(Vec<crate::plan_file::Issue>),
 }
 
 impl RehearsalError {
-    /// The key of the plan file this error is about, and a suggestion when one is known: what
-    /// `bf plan` points at, as `bf validate` does. `None` for what no key of the plan says.
-    pub fn place(&self) -> Option<(String, Option<String>)> {
+    /// What this error says of the plan file's keys, each with its key and a suggestion when one
+    /// is known: what `bf plan` points at, as `bf validate` does. Empty for what no key says.
+    pub fn issues(&self) -> Vec<crate::plan_file::Issue> {
+        if let RehearsalError::Columns(issues) = self {
+            return issues.clone();
+        }
+        let message = crate::delta::store::redact(&self.to_string());
+        self.place().map(|(key, help)| crate::plan_file::Issue { key, message, help }).into_iter().collect()
+    }
+
+    /// The key of the plan file this error is about, and a suggestion when one is known.
+    fn place(&self) -> Option<(String, Option<String>)> {
         use crate::source::run::SourceError;
         match self {
             RehearsalError::At { key, help, .. } => Some((key.clone(), help.clone())),

@@ -32,7 +32,8 @@ impl Target {
 }
 
 /// Step 1: open the target at its latest version and refuse what the rehearsal or the apply could
-/// not do: a table bf may not write, a date column that is not one, parallel slices on a table not
+/// not do: a table bf may not write, a column the plan names that the table does not hold, a date
+/// column that is not one, parallel slices on a table not
 /// partitioned by it, a log table bf may not append to, a rehearsal that would be the target.
 pub(crate) async fn open_target(
     document: &PlanDocument,
@@ -64,6 +65,10 @@ pub(crate) async fn open_target(
     })?;
     let column = spec.target.date_column.as_str();
     crate::delta::compat::check_writable(&target).await?;
+    let columns = crate::plan_file::columns::check(spec, &*table::arrow_schema(&target)?).await;
+    if !columns.is_empty() {
+        return Err(RehearsalError::Columns(columns));
+    }
     table::check_date_column(&target, column)?;
     // A reload makes new values for an identity column `GENERATED ALWAYS`: keyed on one, every row
     // the plan writes would get a new key.
