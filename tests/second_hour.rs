@@ -74,10 +74,15 @@ fn line_of(text: &str, needle: &str) -> usize {
 
 /// A plan for August's reload, as a newcomer writes it.
 fn august(date_column: &str, key: &str, extra: &str) -> String {
+    august_every("day", date_column, key, extra)
+}
+
+/// [`august`], sliced `every`.
+fn august_every(every: &str, date_column: &str, key: &str, extra: &str) -> String {
     format!(
         "reason = \"August's amounts were recorded in cents; finance sent the corrected days.\"\n\
          [target]\ntable = \"../lake/payments\"\ndate_column = \"{date_column}\"\nkey = [\"{key}\"]\n\
-         [window]\nstart = 2026-08-01\nend = 2026-08-29\n[slicing]\nevery = \"day\"\n\
+         [window]\nstart = 2026-08-01\nend = 2026-08-29\n[slicing]\nevery = \"{every}\"\n\
          [source]\ninputs.corrected = {{ path = \"../landing/payments/{{date}}.csv\", format = \"csv\" }}\n\
          query = \"SELECT payment_id, customer, amount, currency, CAST(pay_date AS DATE) AS pay_date, \
          CAST(0.25 AS DOUBLE) AS fee FROM corrected\"\n{extra}"
@@ -85,9 +90,10 @@ fn august(date_column: &str, key: &str, extra: &str) -> String {
 }
 
 /// Columns misspelt in the key, the date column, a metric's SQL, a check's SQL, a check's columns
-/// and `[diff] by`: `bf validate` reports every one in one run, each at its file and line with the
-/// nearest of the table's columns (read offline from the table's own schema), and `bf plan` the
-/// same before it clones anything — never an engine's error about a view of its own. Written
+/// and `[diff] by`, in a plan that also slices by week with a `{date}` path: `bf validate` reports
+/// every one in one run, each at its file and line with the nearest of the table's columns (read
+/// offline from the table's own schema). With the slicing fixed, `bf plan` reports the columns the
+/// same way before it clones anything — never an engine's error about a view of its own. Written
 /// right, the plan validates and rehearses.
 #[test]
 fn every_column_a_plan_names_is_checked_against_the_table_at_its_line() {
@@ -96,15 +102,19 @@ fn every_column_a_plan_names_is_checked_against_the_table_at_its_line() {
     payments(root);
     corrections(root);
     std::fs::create_dir(root.join("plans")).unwrap();
-    let wrong = august(
-        "paydate",
-        "paymentid",
-        "[[metrics]]\nname = \"amount\"\nsql = \"SUM(amont)\"\n\
+    let mistakes = |every: &str| {
+        august_every(
+            every,
+            "paydate",
+            "paymentid",
+            "[[metrics]]\nname = \"amount\"\nsql = \"SUM(amont)\"\n\
          [[checks]]\nname = \"positive\"\nsql = \"SELECT * FROM slice WHERE amuont <= 0\"\n\
          [[checks]]\nname = \"one per payment\"\nunique = [\"payment_id\", \"custmer\"]\n\
          [diff]\nby = [\"curency\"]\n",
-    );
-    std::fs::write(root.join("plans/august.toml"), &wrong).unwrap();
+        )
+    };
+    let weekly = mistakes("week");
+    std::fs::write(root.join("plans/august.toml"), &weekly).unwrap();
     let expected = [
         ("target.date_column", "paydate", "date_column =", "pay_date"),
         ("target.key", "paymentid", "key =", "payment_id"),
@@ -114,6 +124,20 @@ fn every_column_a_plan_names_is_checked_against_the_table_at_its_line() {
         ("checks[0].sql", "amuont", "amuont <= 0", "amount"),
     ];
     for command in ["validate", "plan"] {
+        if command == "validate" {
+            let out = bf(root, &["validate", "plans/august.toml"]);
+            let said = said(&out);
+            assert_eq!(out.status.code(), Some(1), "{said}");
+            let line = line_of(&weekly, "inputs.corrected");
+            assert!(said.contains("`{date}` names one day, but slices are `week` long"), "{said}");
+            assert!(said.contains(&format!("--> plans/august.toml:{line}:")), "{said}");
+            assert!(said.contains("7 problems found"), "{said}");
+            for (_, typed, _, _) in expected {
+                assert!(said.contains(&format!("the table has no column `{typed}`")), "{typed}: {said}");
+            }
+        }
+        let wrong = mistakes("day");
+        std::fs::write(root.join("plans/august.toml"), &wrong).unwrap();
         let out = bf(root, &[command, "plans/august.toml"]);
         let said = said(&out);
         assert_eq!(out.status.code(), Some(1), "{command}: {said}");

@@ -4,6 +4,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use bf::delta::store::Location;
 use bf::plan_file::chain::Chain;
 
 /// Check plan files without writing or reaching any store: syntax, keys, window, slices, read-only
@@ -30,7 +31,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
                 for (i, member) in chain.plans().into_iter().enumerate() {
                     let document = &member.document;
                     let plan = &document.plan;
-                    let local = LocalTarget::read(document).await;
+                    let local = LocalTarget::read(&document.path, plan).await;
                     if !local.issues.is_empty() {
                         problems.push(document.invalid(local.issues).to_string());
                         continue;
@@ -57,6 +58,15 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
             }
             Err(error) => {
                 invalid += 1;
+                // A plan that breaks its rules is still checked against its table: every problem
+                // of a round of edits in one run.
+                let error = match error.broken_plan() {
+                    Some((path, plan)) => {
+                        let issues = LocalTarget::read(path, plan).await.issues;
+                        error.with(issues)
+                    }
+                    None => error,
+                };
                 say!("{error}\n");
             }
         }
@@ -83,10 +93,12 @@ struct LocalTarget {
 }
 
 impl LocalTarget {
-    async fn read(document: &bf::plan_file::PlanDocument) -> LocalTarget {
-        let target = document.resolve(&document.plan.target.table);
-        let bf::delta::store::Location::Path(path) = &target else { return LocalTarget::default() };
-        if !path.join("_delta_log").is_dir() {
+    /// The local target of `plan`, read from the file at `path`.
+    async fn read(path: &std::path::Path, plan: &bf::plan_file::PlanFile) -> LocalTarget {
+        let target =
+            Location::resolve(path.parent().unwrap_or(std::path::Path::new(".")), &plan.target.table);
+        let Location::Path(folder) = &target else { return LocalTarget::default() };
+        if !folder.join("_delta_log").is_dir() {
             return LocalTarget::default();
         }
         let Ok(url) = bf::delta::store::table_url(&target) else { return LocalTarget::default() };
@@ -98,7 +110,7 @@ impl LocalTarget {
             }
         };
         let issues = match bf::delta::table::arrow_schema(&table) {
-            Ok(schema) => bf::plan_file::columns::check(&document.plan, &schema).await,
+            Ok(schema) => bf::plan_file::columns::check(plan, &schema).await,
             Err(_) => Vec::new(),
         };
         LocalTarget { issues, notes: bf::delta::compat::notes(&table).await }

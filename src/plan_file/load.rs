@@ -72,6 +72,7 @@ impl PlanDocument {
             path: self.path.clone(),
             text: self.text.clone(),
             diagnostics: issues.into_iter().map(|issue| issue.diagnostic(&index)).collect(),
+            plan: Some(Box::new(self.plan.clone())),
         }
     }
 }
@@ -93,7 +94,14 @@ pub enum PlanFileError {
     #[error("cannot read plan file {}: {source}", path.display())]
     Read { path: PathBuf, source: std::io::Error },
     #[error("{}", render(path, text, diagnostics))]
-    Invalid { path: PathBuf, text: String, diagnostics: Vec<Diagnostic> },
+    Invalid {
+        path: PathBuf,
+        text: String,
+        diagnostics: Vec<Diagnostic>,
+        /// The plan, when the file read as one and only its rules are broken: what more is known
+        /// about it (its table's columns) is said together with them.
+        plan: Option<Box<PlanFile>>,
+    },
     /// Outside what the operator lets a plan reach; nothing of it was read.
     #[error("{0}")]
     Outside(crate::plan_file::confine::PolicyError),
@@ -119,6 +127,24 @@ pub struct Diagnostic {
 }
 
 impl PlanFileError {
+    /// The plan of a file that read as one but breaks its rules, and the file's path.
+    pub fn broken_plan(&self) -> Option<(&Path, &PlanFile)> {
+        match self {
+            PlanFileError::Invalid { path, plan: Some(plan), .. } => Some((path, plan)),
+            _ => None,
+        }
+    }
+
+    /// This error with `issues` found beyond the file (its table's columns) said too, each at its
+    /// key's line.
+    pub fn with(mut self, issues: Vec<super::Issue>) -> PlanFileError {
+        if let PlanFileError::Invalid { text, diagnostics, .. } = &mut self {
+            let index = SpanIndex::new(text);
+            diagnostics.extend(issues.into_iter().map(|issue| issue.diagnostic(&index)));
+        }
+        self
+    }
+
     pub fn diagnostics(&self) -> &[Diagnostic] {
         match self {
             PlanFileError::Read { .. } | PlanFileError::Outside(_) | PlanFileError::NotAPlan { .. } => &[],
@@ -150,8 +176,12 @@ pub fn parse(path: &Path, text: String) -> Result<PlanDocument, PlanFileError> {
 /// [`parse`], and with a scope the locations checked against it, all issues listed together.
 pub fn parse_within(path: &Path, text: String, scope: Option<&Scope>) -> Result<PlanDocument, PlanFileError> {
     let index = SpanIndex::new(&text);
-    let invalid =
-        |diagnostics| PlanFileError::Invalid { path: path.to_owned(), text: text.clone(), diagnostics };
+    let invalid = |diagnostics| PlanFileError::Invalid {
+        path: path.to_owned(),
+        text: text.clone(),
+        diagnostics,
+        plan: None,
+    };
     // What `bf init` left for the author: every one at its line, before anything else is said.
     let mut found = index.placeholders(&text);
     found.sort_by_key(|(_, span, _)| span.start);
