@@ -172,3 +172,74 @@ fn every_column_a_plan_names_is_checked_against_the_table_at_its_line() {
         assert!(out.status.success(), "{command}: {}", said(&out));
     }
 }
+
+/// The saved plan, its rehearsal and the next command agree whatever the folder and `--out`: a plan
+/// saved with `--out` says to apply that file; planning again elsewhere names the saved plan whose
+/// rehearsal it rebuilt (the state dir's, or one in another folder or `--out` file); a folder with
+/// no saved plan says where plans are saved and how to name one.
+#[test]
+fn the_saved_plan_its_rehearsal_and_the_next_command_agree_whatever_the_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    // A git work tree: the root plans reach within, from any of its folders.
+    assert!(std::process::Command::new("git").arg("init").arg("-q").arg(root).status().unwrap().success());
+    payments(root);
+    corrections(root);
+    std::fs::create_dir(root.join("plans")).unwrap();
+    let plan = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02");
+    std::fs::write(root.join("plans/august.toml"), plan).unwrap();
+    let id_of = |saved: &Path| -> String {
+        let json: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(saved).unwrap()).unwrap();
+        json["id"].as_str().unwrap().to_owned()
+    };
+
+    let first = bf(root, &["plan", "plans/august.toml"]);
+    assert!(first.status.success(), "{}", said(&first));
+    assert!(said(&first).contains("apply it with `bf apply`."), "{}", said(&first));
+    assert!(
+        !said(&first).contains("rebuilt the rehearsal"),
+        "nothing to say the first time: {}",
+        said(&first)
+    );
+    let default_id = id_of(&root.join(".bf/plan.json"));
+    let again = bf(root, &["plan", "plans/august.toml"]);
+    assert!(
+        !said(&again).contains("rebuilt the rehearsal"),
+        "the saved plan replaced with it: {}",
+        said(&again)
+    );
+    let default_id_again = id_of(&root.join(".bf/plan.json"));
+    assert_ne!(default_id, default_id_again);
+
+    let out = bf(root, &["plan", "plans/august.toml", "--out", "other.json"]);
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(said(&out).contains("apply it with `bf apply other.json`."), "{}", said(&out));
+    assert!(
+        said(&out).contains(&format!(
+            "rebuilt the rehearsal of plan {default_id_again}, the plan saved at .bf/plan.json"
+        )),
+        "{}",
+        said(&out)
+    );
+
+    let elsewhere = bf_in(&root.join("plans")).args(["plan", "august.toml"]).output().unwrap();
+    assert!(elsewhere.status.success(), "{}", said(&elsewhere));
+    let other_id = id_of(&root.join("other.json"));
+    assert!(
+        said(&elsewhere).contains(&format!(
+            "rebuilt the rehearsal of plan {other_id}, a plan saved in another folder or with `--out`"
+        )),
+        "{}",
+        said(&elsewhere)
+    );
+    let applied = bf_in(&root.join("plans")).args(["apply", "--auto-approve"]).output().unwrap();
+    assert!(applied.status.success(), "{}", said(&applied));
+
+    let lost = bf_in(&root.join("lake")).args(["apply", "--auto-approve"]).output().unwrap();
+    assert_eq!(lost.status.code(), Some(1), "{}", said(&lost));
+    assert!(
+        said(&lost).contains("no saved plan at .bf/plan.json") && said(&lost).contains("--state-dir"),
+        "{}",
+        said(&lost)
+    );
+}

@@ -125,7 +125,7 @@ async fn plan_step(
         anyhow::bail!("the bundled March plan was refused (above)");
     };
     write!(out, "{}", render(&plan, Format::Text))?;
-    writeln!(out, "{}", super::plan::saved_line(&plan, &saved))?;
+    writeln!(out, "{}", super::plan::saved_line(&plan, &saved, &state))?;
     writeln!(
         out,
         "\nNeither real table changed: each was rehearsed on a shallow clone beside it, revenue_by_day on the \

@@ -89,7 +89,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     let format = if args.json { Format::Json } else { args.format };
     let mut text = render_with(&plan, format, args.detail);
     if format == Format::Text {
-        text.push_str(&format!("{}\n", saved_line(&plan, &saved)));
+        text.push_str(&format!("{}\n", saved_line(&plan, &saved, &args.state)));
     }
     crate::render::print(&text)?;
     Ok(match (plan.appliable(), args.detailed_exitcode && plan.changes_data()) {
@@ -149,6 +149,24 @@ pub async fn rehearse_and_save(
         policies.apply_to(&mut plan)?;
     }
     let saved = out.map_or_else(|| state.saved_plan(), Path::to_owned);
+    if let Some(replaced) = &plan.replaced_rehearsal_of {
+        // The plan saved where this one goes is replaced with its rehearsal; any other is left
+        // without the files it would publish, and is named.
+        let id_at = |path: &Path| Plan::load(path).ok().map(|p| p.id);
+        if id_at(&saved).as_ref() != Some(replaced) {
+            let default = state.saved_plan();
+            let which = match id_at(&default).as_ref() == Some(replaced) {
+                true => format!("the plan saved at {}", default.display()),
+                false => "a plan saved in another folder or with `--out`".to_owned(),
+            };
+            say!(
+                "note: this plan rebuilt the rehearsal of plan {replaced}, {which}: that plan can no longer be \
+                 published as rehearsed (`bf apply` of it would need `--recompute`); apply this one, or plan \
+                 that one again. Plans that should both stay appliable each need a `[rehearsal] table` of \
+                 their own."
+            );
+        }
+    }
     bf::rehearse::seal::save_signed(&plan, &saved, bf::rehearse::seal::PlanKey::from_env().as_ref())?;
     for planned in plan.chain() {
         bf::rehearse::plan::remember_rehearsal(state.path(), &planned.rehearsal.uri)?;
@@ -179,10 +197,15 @@ fn at_its_line(chain: &Chain, error: &bf::rehearse::rehearsal::RehearsalError) -
     }
 }
 
-/// Where the plan was saved and what to run next.
-pub fn saved_line(plan: &Plan, saved: &Path) -> String {
+/// Where the plan was saved and what to run next: `bf apply` for the state dir's saved plan, `bf
+/// apply FILE` for one saved elsewhere (`--out`).
+pub fn saved_line(plan: &Plan, saved: &Path, state: &super::StateDir) -> String {
     if plan.appliable() {
-        format!("Saved the plan to {} (id {}); apply it with `bf apply`.", saved.display(), plan.id)
+        let apply = match saved == state.saved_plan() {
+            true => "bf apply".to_owned(),
+            false => format!("bf apply {}", saved.display()),
+        };
+        format!("Saved the plan to {} (id {}); apply it with `{apply}`.", saved.display(), plan.id)
     } else {
         format!("Saved the plan to {} for `bf show`; it cannot be applied.", saved.display())
     }

@@ -82,6 +82,10 @@ pub struct Plan {
     /// rehearsal, in apply order; each may have its own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub downstream: Vec<Plan>,
+    /// The plan whose rehearsal this one's replaced, when that plan was never applied: a saved copy
+    /// of it can no longer be published. Known to the `bf plan` run only; never saved.
+    #[serde(skip)]
+    pub replaced_rehearsal_of: Option<String>,
 }
 
 /// Where `bf plan`'s time went, step by step, in milliseconds: what to make cheaper, measured on
@@ -262,7 +266,12 @@ impl OutsideWindow {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SavedPlanError {
-    #[error("no saved plan at {}: run `bf plan PLAN_FILE` first", .0.display())]
+    #[error(
+        "no saved plan at {}: run `bf plan PLAN_FILE` first (a plan is saved in the state dir of the folder \
+         `bf plan` ran in, `.bf/`, or where its `--out` said: run bf from that folder, or name it with \
+         `--state-dir DIR`, or the file itself)",
+        .0.display()
+    )]
     Missing(PathBuf),
     #[error("cannot read the saved plan {}: {source}", path.display())]
     Read { path: PathBuf, source: std::io::Error },

@@ -106,7 +106,7 @@ pub async fn rehearse(
 
     timings.open += watch.lap();
     progress.step("cloning the target");
-    in_use(document, &target, &stores).await?;
+    let replaced = in_use(document, &target, &stores).await?;
     let clone_metrics = clone_target(spec, &target, &stores).await?;
     // The rehearsal opened once, through a store that checksums what its writer writes: the files
     // the saved plan records are not read back.
@@ -185,34 +185,36 @@ pub async fn rehearse(
         warnings,
         timings,
         downstream: Vec::new(),
+        replaced_rehearsal_of: replaced,
     })
 }
 
 /// Before step 2: the rehearsal is replaced by every plan, so one holding the files a half-applied
 /// backfill of another plan still has to publish is left alone: planning over it would leave that
 /// backfill unpublishable. The same plan text planned again may replace it (its apply then runs
-/// the queries again, `--recompute`).
+/// the queries again, `--recompute`). Returns the id of the plan whose rehearsal this one replaces
+/// when that plan was never applied: a saved copy of it can no longer be published.
 async fn in_use(
     document: &PlanDocument,
     target: &Target,
     stores: &store::Stores,
-) -> Result<(), RehearsalError> {
+) -> Result<Option<String>, RehearsalError> {
     use crate::delta::ledger::{self, Mark};
     let url = &target.rehearsal_url;
     if !crate::rehearse::clone::is_rehearsal(stores, url).await {
-        return Ok(());
+        return Ok(None);
     }
-    let Ok(rehearsal) = stores.open(url, None).await else { return Ok(()) };
+    let Ok(rehearsal) = stores.open(url, None).await else { return Ok(None) };
     // A rehearsal's commits are its clone (version 0, naming the target's version it was made from)
     // and then its plan's slices, each naming the plan: the first two say whose it is.
     let first_slice = rehearsal.version().unwrap_or(0).min(1);
-    let Ok(first) = ledger::read_log(&rehearsal, 0..=first_slice).await else { return Ok(()) };
+    let Ok(first) = ledger::read_log(&rehearsal, 0..=first_slice).await else { return Ok(None) };
     let marks: Vec<&Mark> = first.iter().filter_map(|l| l.entry.mark().ok().flatten()).collect();
     let Some(plan_id) = marks.iter().find_map(|m| match m {
         Mark::Rehearsal { plan_id, .. } => Some(plan_id.clone()),
         _ => None,
     }) else {
-        return Ok(());
+        return Ok(None);
     };
     // Its plan's backfills follow the version the rehearsal was cloned from.
     let cloned_from = marks
@@ -225,13 +227,13 @@ async fn in_use(
     let applied = ledger::commits_after(&target.table, cloned_from)
         .await
         .map_err(|e| RehearsalError::Refused(e.to_string()))?;
-    let Some(backfill_id) = ledger::backfill_ids(&applied, &plan_id).pop() else { return Ok(()) };
-    let Ok(Some(recorded)) = ledger::recorded(&applied, &backfill_id) else { return Ok(()) };
+    let Some(backfill_id) = ledger::backfill_ids(&applied, &plan_id).pop() else { return Ok(Some(plan_id)) };
+    let Ok(Some(recorded)) = ledger::recorded(&applied, &backfill_id) else { return Ok(None) };
     let unfinished = !recorded.commented && recorded.slices.len() < recorded.backfill.slices;
     let same_text =
         recorded.backfill.plan_sha256 == crate::rehearse::plan::sha256_hex(document.text.as_bytes());
     if !unfinished || same_text || ledger::undone_at(&applied, &recorded).is_some() {
-        return Ok(());
+        return Ok(None);
     }
     Err(RehearsalError::Refused(format!(
         "the rehearsal {} holds the files of plan {plan_id}, whose backfill {backfill_id} is half applied to {} \
