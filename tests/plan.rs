@@ -333,7 +333,8 @@ fn errors_name_what_is_wrong_and_write_nothing() {
     let plan = variant("missing.toml", "warehouse/orders_silver\"", "warehouse/nowhere\"");
     refused(root, &plan, &silver, "warehouse/nowhere: no such folder");
     let plan = variant("no_column.toml", "date_column = \"order_date\"", "date_column = \"ordered_on\"");
-    refused(root, &plan, &silver, "has no column `ordered_on`; its columns are `order_id`, `customer`");
+    refused(root, &plan, &silver, "the table has no column `ordered_on`");
+    refused(root, &plan, &silver, "did you mean `order_date`?");
     let plan = variant("not_a_date.toml", "date_column = \"order_date\"", "date_column = \"customer\"");
     refused(root, &plan, &silver, "`customer` in");
     let plan = variant("columns.toml", "       o.currency,\n", "       o.currency AS currency_code,\n");
