@@ -243,3 +243,62 @@ fn the_saved_plan_its_rehearsal_and_the_next_command_agree_whatever_the_folder()
         said(&lost)
     );
 }
+
+/// Paths written from where one stands: `bf init` piped (`| tee plans/x.toml`) cannot know the
+/// plan's folder, says so and takes `--plan-dir`; a plan naming its table from the folder bf runs in
+/// gets the path it meant, at its line, from `bf plan` (and a note from `bf validate`); a missing
+/// day's file is named, never "did you mean" another day's.
+#[test]
+fn paths_written_from_the_wrong_folder_are_answered_with_the_path_meant() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    payments(root);
+    corrections(root);
+    std::fs::create_dir(root.join("plans")).unwrap();
+
+    let piped = bf(root, &["init", "--table", "lake/payments"]);
+    assert!(piped.status.success(), "{}", said(&piped));
+    assert!(String::from_utf8_lossy(&piped.stdout).contains("table = \"lake/payments\""), "{}", said(&piped));
+    assert!(String::from_utf8_lossy(&piped.stderr).contains("pass `--plan-dir DIR`"), "{}", said(&piped));
+    let placed = bf(root, &["init", "--table", "lake/payments", "--plan-dir", "plans"]);
+    assert!(
+        String::from_utf8_lossy(&placed.stdout).contains("table = \"../lake/payments\""),
+        "{}",
+        said(&placed)
+    );
+    assert!(!String::from_utf8_lossy(&placed.stderr).contains("--plan-dir"), "{}", said(&placed));
+
+    let text = august("pay_date", "payment_id", "")
+        .replace("table = \"../lake/payments\"", "table = \"lake/payments\"")
+        .replace("end = 2026-08-29", "end = 2026-08-03");
+    std::fs::write(root.join("plans/august.toml"), &text).unwrap();
+    let validated = bf(root, &["validate", "plans/august.toml"]);
+    assert!(
+        said(&validated).contains(
+            "note: there is no table at plans/lake/payments: did you mean `../lake/payments`? A plan's paths are \
+             relative to its own folder (plans)"
+        ),
+        "{}",
+        said(&validated)
+    );
+    let planned = bf(root, &["plan", "plans/august.toml"]);
+    assert_eq!(planned.status.code(), Some(1), "{}", said(&planned));
+    let line = line_of(&text, "table =");
+    assert!(said(&planned).contains(&format!("--> plans/august.toml:{line}:")), "{}", said(&planned));
+    assert!(said(&planned).contains("did you mean `../lake/payments`?"), "{}", said(&planned));
+
+    std::fs::write(
+        root.join("plans/august.toml"),
+        text.replace("table = \"lake/payments\"", "table = \"../lake/payments\""),
+    )
+    .unwrap();
+    std::fs::remove_file(root.join("landing/payments/2026-08-02.csv")).unwrap();
+    let missing = bf(root, &["plan", "plans/august.toml"]);
+    assert_eq!(missing.status.code(), Some(1), "{}", said(&missing));
+    assert!(said(&missing).contains("2026-08-02.csv"), "{}", said(&missing));
+    assert!(
+        !said(&missing).contains("did you mean"),
+        "another day's file is no typo's fix: {}",
+        said(&missing)
+    );
+}

@@ -1,6 +1,6 @@
 //! `bf init`: a first plan for a table, from its schema.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -15,7 +15,7 @@ use bf::plan_file::scaffold::Scaffold;
 /// `bf validate` points at.
 ///
 /// `bf init --table warehouse/payments > plans/payments.toml`: the table's path is written relative
-/// to the plan's folder (the file stdout or `--out` names), as plan paths are.
+/// to the plan's folder (the file stdout or `--out` names, or `--plan-dir`), as plan paths are.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// The table: a path, a URI, or a catalog name (`uc://catalog.schema.table`,
@@ -32,6 +32,11 @@ pub struct Args {
     /// Write the plan to FILE (refused if it exists) instead of stdout.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// The folder the plan will be saved in, when stdout is a pipe (`bf init … | tee plans/x.toml`):
+    /// the table's path is written relative to it. Default: the folder of `--out`, or of the file
+    /// stdout is redirected to, or the current folder.
+    #[arg(long, value_name = "DIR", conflicts_with = "out")]
+    plan_dir: Option<PathBuf>,
 }
 
 pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -40,11 +45,23 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let table = Stores::from_environment().open(&located.url, None).await?;
     let schema = bf::delta::table::arrow_schema(&table)?;
     let partition_columns = bf::delta::table::partition_columns(&table);
-    let plan_dir = match &args.out {
-        Some(out) => out.parent().map(|p| here.join(p)).unwrap_or_else(|| here.clone()),
-        None => stdout_file().and_then(|f| f.parent().map(Path::to_path_buf)).unwrap_or_else(|| here.clone()),
+    let plan_dir = match (&args.out, &args.plan_dir, stdout_file()) {
+        (Some(out), _, _) => out.parent().map(|p| here.join(p)).unwrap_or_else(|| here.clone()),
+        (None, Some(dir), _) => here.join(dir),
+        (None, None, Some(file)) => file.parent().map(Path::to_path_buf).unwrap_or_else(|| here.clone()),
+        (None, None, None) => {
+            // A pipe or a terminal: where the plan will live is not known, and a plan's paths are
+            // relative to its own folder.
+            if !std::io::stdout().is_terminal() && bf::delta::store::uri(&args.table).is_none() {
+                say!(
+                    "note: stdout is not a file, so the table's path is written relative to this folder; if the \
+                     plan is saved in another, pass `--plan-dir DIR` (or `--out FILE`) to write it from there"
+                );
+            }
+            here.clone()
+        }
     };
-    let written = as_written_from(&plan_dir, &here, &args.table);
+    let written = Location::written_from(&plan_dir, &here, &args.table);
     let notes = bf::delta::compat::notes(&table).await;
     for note in &notes {
         say!("Note: {note}");
@@ -75,19 +92,6 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         None => std::io::stdout().lock().write_all(text.as_bytes())?,
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The table as the plan names it: a local path relative to the plan's folder; a URI or a
-/// catalog name as given.
-fn as_written_from(plan_dir: &Path, here: &Path, written: &str) -> String {
-    match Location::resolve(here, written) {
-        Location::Path(path) => {
-            let absolute = path_clean::clean(here.join(path));
-            pathdiff::diff_paths(&absolute, path_clean::clean(plan_dir))
-                .map_or_else(|| absolute.display().to_string(), |p| p.display().to_string())
-        }
-        Location::Uri(_) => written.to_owned(),
-    }
 }
 
 /// The file stdout is redirected to (`> plans/x.toml`), where the system says.

@@ -95,11 +95,14 @@ struct LocalTarget {
 impl LocalTarget {
     /// The local target of `plan`, read from the file at `path`.
     async fn read(path: &std::path::Path, plan: &bf::plan_file::PlanFile) -> LocalTarget {
-        let target =
-            Location::resolve(path.parent().unwrap_or(std::path::Path::new(".")), &plan.target.table);
+        let dir = path.parent().unwrap_or(std::path::Path::new("."));
+        let target = Location::resolve(dir, &plan.target.table);
         let Location::Path(folder) = &target else { return LocalTarget::default() };
         if !folder.join("_delta_log").is_dir() {
-            return LocalTarget::default();
+            // Not a table (yet, or not on this machine): only a path meant from elsewhere is said.
+            let notes = bf::plan_file::written_from_here(dir, &plan.target.table)
+                .map(|meant| format!("there is no table at {}: {meant}", folder.display()));
+            return LocalTarget { issues: Vec::new(), notes: notes.into_iter().collect() };
         }
         let Ok(url) = bf::delta::store::table_url(&target) else { return LocalTarget::default() };
         let table = match bf::delta::store::Stores::from_environment().open(&url, None).await {

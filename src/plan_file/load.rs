@@ -77,6 +77,34 @@ impl PlanDocument {
     }
 }
 
+/// For a local path a plan in `plan_dir` names (`written`) that is not there from the plan's folder but is
+/// from the folder bf runs in — people write paths from where they stand, and a piped
+/// `bf init` writes them so — the path as the plan should write it, as "did you mean …?". A
+/// path with a `{date}` is judged by its folder.
+pub fn written_from_here(plan_dir: &Path, written: &str) -> Option<String> {
+    let folder = match written.find('{') {
+        Some(at) => &written[..written[..at].rfind('/')?],
+        None => written,
+    };
+    let here = std::env::current_dir().ok()?;
+    let (Location::Path(from_plan), Location::Path(from_here)) =
+        (Location::resolve(plan_dir, folder), Location::resolve(&here, folder))
+    else {
+        return None;
+    };
+    if from_plan.exists() || !from_here.exists() {
+        return None;
+    }
+    let meant = Location::written_from(&here.join(plan_dir), &here, written);
+    Some(format!(
+        "did you mean `{meant}`? A plan's paths are relative to its own folder ({}), not to the folder bf runs in",
+        match plan_dir.as_os_str().is_empty() {
+            true => ".".to_owned(),
+            false => plan_dir.display().to_string(),
+        }
+    ))
+}
+
 impl super::Issue {
     fn diagnostic(self, index: &SpanIndex) -> Diagnostic {
         Diagnostic {

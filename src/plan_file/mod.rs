@@ -41,7 +41,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::window::{Cadence, Order, RunOffset, Slice, Window};
 
-pub use load::{PlanDocument, PlanFileError, load, parse, parse_within};
+pub use load::{PlanDocument, PlanFileError, load, parse, parse_within, written_from_here};
 pub use schema::json_schema;
 pub use validate::Issue;
 

@@ -43,20 +43,27 @@ pub(crate) async fn open_target(
 ) -> Result<Target, RehearsalError> {
     let spec = &document.plan;
     progress.step("opening the target");
-    let Located { url: target_url, catalog } =
-        crate::delta::catalog::locate(document.dir(), &spec.target.table).await?;
-    if let Some(pinned) = &catalog {
-        scope.check_resolved(&pinned.name, &target_url).map_err(|e| RehearsalError::Refused(e.0))?;
-    }
-    let target = stores.open(&target_url, None).await.map_err(|e| {
+    // A table that is not there, whether its folder's parent is (open) or not (locate), is said at
+    // `target.table` with the path meant.
+    let missing = |e: crate::delta::store::OpenError| {
         let help = match &e {
             crate::delta::store::OpenError::Missing { location } => {
-                crate::delta::store::nearest_existing(location)
+                crate::plan_file::written_from_here(document.dir(), &spec.target.table)
+                    .or_else(|| crate::delta::store::nearest_existing(location))
             }
             _ => None,
         };
         RehearsalError::At { key: "target.table".to_owned(), help, source: Box::new(e.into()) }
-    })?;
+    };
+    let Located { url: target_url, catalog } =
+        match crate::delta::catalog::locate(document.dir(), &spec.target.table).await {
+            Err(e @ crate::delta::store::OpenError::Missing { .. }) => return Err(missing(e)),
+            located => located?,
+        };
+    if let Some(pinned) = &catalog {
+        scope.check_resolved(&pinned.name, &target_url).map_err(|e| RehearsalError::Refused(e.0))?;
+    }
+    let target = stores.open(&target_url, None).await.map_err(missing)?;
     let files = table::files_needed(&target).await.map_err(RehearsalError::Refused)?;
     scope.check_table_files(&spec.target.table, &target_url, &files).map_err(|e| RehearsalError::At {
         key: "target.table".to_owned(),

@@ -64,6 +64,20 @@ impl Location {
         }
     }
 
+    /// `written`, a location as given from the folder `here` (a command's argument), as a plan in
+    /// `plan_dir` names it: a local path relative to the plan's folder; a URI or a catalog name as
+    /// given.
+    pub fn written_from(plan_dir: &Path, here: &Path, written: &str) -> String {
+        match Location::resolve(here, written) {
+            Location::Path(path) => {
+                let absolute = here.join(path).clean();
+                pathdiff::diff_paths(&absolute, plan_dir.clean())
+                    .map_or_else(|| absolute.display().to_string(), |p| p.display().to_string())
+            }
+            Location::Uri(_) => written.to_owned(),
+        }
+    }
+
     /// The location as a URL: a local path becomes a `file://` URL of its absolute path.
     pub fn url(&self) -> Result<Url, OpenError> {
         match self {
@@ -206,6 +220,11 @@ pub fn listing_location(decoded: &str) -> String {
     }
 }
 
+/// `name` with every digit made `#`: names alike but for their numbers (dates, parts) alike.
+fn digits_blanked(name: &str) -> String {
+    name.chars().map(|c| if c.is_ascii_digit() { '#' } else { c }).collect()
+}
+
 /// For a local path that does not exist: the path with its first missing part replaced by the
 /// nearest name that does exist there (a typo's fix), as "did you mean …?". `None` for a URL, or
 /// when nothing there is near.
@@ -228,6 +247,8 @@ pub fn nearest_existing(location: &str) -> Option<String> {
             std::fs::read_dir(if existing.as_os_str().is_empty() { Path::new(".") } else { &existing })
                 .ok()?
                 .filter_map(|e| e.ok()?.file_name().into_string().ok())
+                // Another day's file is not what a typo meant (`2026-08-12.csv` for `2026-08-13.csv`).
+                .filter(|name| digits_blanked(name) != digits_blanked(&missing))
                 .map(|name| (strsim::jaro(&missing, &name), name))
                 .filter(|(score, _)| *score > 0.8)
                 .max_by(|a, b| a.0.total_cmp(&b.0))?
