@@ -262,6 +262,7 @@ async fn row_tracking_keeps_every_rows_id_through_plan_apply_resume_and_rollback
             })
             .collect();
         assert_eq!(rows(&table), expected, "{case}: March corrected, the rest as it was");
+        let applied_version = commits_from(&table, 0).last().unwrap().0;
 
         let mut rollback = vec!["rollback", "--auto-approve"];
         if window_only {
@@ -276,6 +277,19 @@ async fn row_tracking_keeps_every_rows_id_through_plan_apply_resume_and_rollback
         assert_eq!(judge_row_ids(&table, upgraded), applied_mark, "{case}: the mark stays where it went");
         assert_eq!(stable_ids(&table), before, "{case}: every row has its id and version back");
         assert_eq!(rows(&table), rows_before, "{case}: rolled back row for row");
+        // A rollback changes data: a streaming reader skips a file that says it does not.
+        for (version, actions) in commits_from(&table, applied_version + 1) {
+            for (kind, file) in actions.iter().flat_map(|a| ["add", "remove"].map(|k| (k, a.get(k)))) {
+                if let Some(file) = file {
+                    assert_eq!(
+                        file["dataChange"],
+                        json!(true),
+                        "{case}: version {version}'s {kind} {}",
+                        file["path"]
+                    );
+                }
+            }
+        }
     }
 }
 
