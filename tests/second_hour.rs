@@ -302,3 +302,73 @@ fn paths_written_from_the_wrong_folder_are_answered_with_the_path_meant() {
         said(&missing)
     );
 }
+
+/// Ctrl-C during an apply says how many slices are in (each a whole commit) and where `bf apply`
+/// resumes, exit 130; the resume's question says which slices are committed already; and once the
+/// backfill is applied, `bf apply` says so without asking anything.
+#[test]
+fn ctrl_c_says_what_is_committed_and_the_resume_says_what_is_in() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let table = payments(root);
+    corrections(root);
+    std::fs::create_dir(root.join("plans")).unwrap();
+    std::fs::write(root.join("plans/august.toml"), august("pay_date", "payment_id", "")).unwrap();
+    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
+
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+        .current_dir(root)
+        .env_remove("BF_STATE_DIR")
+        .args(["apply", "--auto-approve"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::common::wait_for("three slices committed", || crate::common::slices_committed(&table).len() >= 3);
+    let signalled =
+        std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(signalled.success());
+    let stopped = child.wait_with_output().unwrap();
+    let said_stopping = said(&stopped);
+    assert_eq!(stopped.status.code(), Some(130), "{said_stopping}");
+    let committed = crate::common::slices_committed(&table);
+    let n = committed.len();
+    assert!(n < 29, "stopped before the end: {said_stopping}");
+    assert_eq!(committed, (1..=n as u64).collect::<Vec<_>>(), "slices land in order");
+    assert!(
+        said_stopping.contains(&format!("Interrupted. {n} of 29 slices are committed to"))
+            && said_stopping.contains("nothing is half written")
+            && said_stopping.contains(&format!("`bf apply` resumes at slice {}", n + 1)),
+        "{said_stopping}"
+    );
+
+    let bf_path = assert_cmd::cargo::cargo_bin("bf");
+    let mut asked = std::process::Command::new("script")
+        .args(["-qec", &format!("{} apply", bf_path.display()), "/dev/null"])
+        .current_dir(root)
+        .env_remove("BF_STATE_DIR")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(asked.stdin.as_mut().unwrap(), b"no\n").unwrap();
+    let asked = asked.wait_with_output().unwrap();
+    let question = String::from_utf8_lossy(&asked.stdout);
+    assert!(
+        question.contains(&format!("{n} of 29 slices are committed already (backfill"))
+            && question.contains(&format!("this apply goes on from slice {}", n + 1)),
+        "{question}"
+    );
+    assert_eq!(crate::common::slices_committed(&table).len(), n, "answered no: nothing written");
+
+    let finished = bf(root, &["apply", "--auto-approve"]);
+    assert!(finished.status.success(), "{}", said(&finished));
+    // No terminal to answer on: a question would be refused; an applied backfill asks none.
+    let again = bf(root, &["apply"]);
+    assert!(again.status.success(), "{}", said(&again));
+    assert!(
+        said(&again).contains("is already applied") && !said(&again).contains("Do you want"),
+        "{}",
+        said(&again)
+    );
+}

@@ -142,14 +142,18 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     {
         return nothing_to_apply(args.json);
     }
-    if !approved(&plan, args.auto_approve)? {
+    let whole = args.rerun.is_none() && !args.finish && only_slices(&args).is_none();
+    if !approved(&plan, args.auto_approve, whole).await? {
         return Ok(ExitCode::FAILURE);
     }
     let only = only_slices(&args);
     let fan_out = only.is_some();
     let (lineage, emitter) = super::lineage(&args.state);
     let runs = ApplyLineage::new(lineage, &emitter, &plan, fan_out);
-    let reports = match execute(&plan, &args, only, &runs).await {
+    let Some(executed) = interruptible(&plan, execute(&plan, &args, only, &runs)).await else {
+        return Ok(ExitCode::from(130));
+    };
+    let reports = match executed {
         Ok(reports) => {
             runs.completed(&reports);
             reports
@@ -232,7 +236,7 @@ async fn plan_to_apply(args: &Args, policy: &bf::plan_file::confine::Policy) -> 
 
 /// Whether to go on: never for a plan with problems (listed), and without `--auto-approve` only
 /// when the operator says yes to the plan's summary. Warnings are shown either way.
-fn approved(plan: &Plan, auto_approve: bool) -> anyhow::Result<bool> {
+async fn approved(plan: &Plan, auto_approve: bool, whole: bool) -> anyhow::Result<bool> {
     if !plan.appliable() {
         say!("error: this plan cannot be applied:");
         for problem in &plan.problems {
@@ -244,7 +248,23 @@ fn approved(plan: &Plan, auto_approve: bool) -> anyhow::Result<bool> {
         say!("Warning: {warning}");
     }
     if !auto_approve {
+        // Where the backfill stands, before asking: nothing to ask about a finished one (the apply
+        // says it is applied and writes nothing), and a resume says which slices are in.
+        let resume = match whole {
+            true => bf::apply::state(plan).await.ok(),
+            false => None,
+        };
+        if let Some(state) = &resume
+            && state.commented
+            && state.rolled_back.is_none()
+            && state.pending.is_empty()
+        {
+            return Ok(true);
+        }
         say!("{}", summary(plan));
+        if let Some(line) = resume.as_ref().and_then(|state| render::apply::resuming(plan, state)) {
+            say!("{line}");
+        }
         let tables: Vec<String> = plan.chain().iter().map(|p| display_table(&p.target.uri)).collect();
         let question = format!("Do you want to apply plan {} to {}?", plan.id, tables.join(" and then "));
         if !super::confirm(&question, "apply")? {
@@ -253,6 +273,47 @@ fn approved(plan: &Plan, auto_approve: bool) -> anyhow::Result<bool> {
         }
     }
     Ok(true)
+}
+
+/// `work` (the apply), stopped by Ctrl-C: `None` once it was, and what is in the table and how to
+/// go on said. Every slice is one commit, so stopping anywhere is stopping between commits (one in
+/// flight lands whole or not at all), as a crash is. The apply is dropped at its next await, then
+/// the table read to count what landed; a watcher task hears the signal, so that an apply busy on
+/// its own thread is still stopped: if it has not stopped 5 seconds after the signal, the watcher
+/// ends the process itself, saying what it last read.
+async fn interruptible<T>(plan: &Plan, work: impl std::future::Future<Output = T>) -> Option<T> {
+    let (heard, signal) = tokio::sync::oneshot::channel();
+    let stuck = plan.clone();
+    let watcher = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_err() {
+            return;
+        }
+        let _ = heard.send(());
+        tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+        say!("\n{}", interrupted(&stuck).await);
+        std::process::exit(130);
+    });
+    tokio::select! {
+        done = work => {
+            watcher.abort();
+            Some(done)
+        }
+        Ok(()) = signal => {
+            say!("\n{}", interrupted(plan).await);
+            None
+        }
+    }
+}
+
+/// What an interrupted apply left in each table of the plan's chain (each read for at most 10
+/// seconds), and where `bf apply` resumes.
+async fn interrupted(plan: &Plan) -> String {
+    let mut states = Vec::new();
+    for table in plan.chain() {
+        let read = tokio::time::timeout(std::time::Duration::from_secs(10), bf::apply::state(table)).await;
+        states.push((table, read.ok().and_then(Result::ok)));
+    }
+    render::apply::interrupted(&states)
 }
 
 /// The slices `--slice` and `--slices` name, or `None` for a whole apply.

@@ -2,7 +2,8 @@
 
 use std::fmt::Write;
 
-use bf::apply::{ApplyReport, SliceOutcome, SliceStatus};
+use bf::apply::{ApplyReport, ApplyState, SliceOutcome, SliceStatus};
+use bf::rehearse::plan::Plan;
 
 use super::count;
 
@@ -23,6 +24,67 @@ pub fn slice_line(outcome: &SliceOutcome) -> String {
             format!("skip {days}: already committed, by an earlier run or another process")
         }
     }
+}
+
+/// Before the question of a resumed apply: which slices are in already, and where it goes on.
+/// `None` for an apply that starts afresh (or one a rollback undid, which the apply refuses).
+pub fn resuming(plan: &Plan, state: &ApplyState) -> Option<String> {
+    let backfill = state.backfill_id.as_ref().filter(|_| state.rolled_back.is_none())?;
+    let first = state.pending.first();
+    let next = plan.slices.iter().find(|s| Some(&s.first) == first);
+    let slices = plan.slices.len();
+    Some(format!(
+        "{} of {slices} slices are committed already (backfill {backfill}); this apply goes on {}.",
+        state.committed.len(),
+        match next {
+            Some(slice) => format!("from slice {} ({}), and skips them", slice.index, slice.first),
+            None => "with the comment that ends the backfill".to_owned(),
+        }
+    ))
+}
+
+/// What an apply stopped by Ctrl-C left in each table, and how to go on.
+pub fn interrupted(states: &[(&Plan, Option<ApplyState>)]) -> String {
+    let mut out = String::from("Interrupted.");
+    for (plan, state) in states {
+        let slices = plan.slices.len();
+        let table = &plan.target.table;
+        let _ = match state {
+            None => write!(
+                out,
+                " {table} could not be read to count the slices committed: `bf status` says where the backfill \
+                 stands."
+            ),
+            Some(state) if state.committed.is_empty() => {
+                write!(out, " No slice was committed to {table}: the table is as it was.")
+            }
+            Some(state) => write!(
+                out,
+                " {} of {slices} slices are committed to {table} (backfill {}), each one whole commit: nothing is \
+                 half written.",
+                state.committed.len(),
+                state.backfill_id.as_deref().unwrap_or("?"),
+            ),
+        };
+    }
+    let next = states.iter().find_map(|(plan, state)| {
+        let first = state.as_ref()?.pending.first()?;
+        plan.slices.iter().find(|s| &s.first == first).map(|slice| (plan, slice))
+    });
+    match next {
+        Some((plan, slice)) if states.len() > 1 => {
+            let _ = write!(
+                out,
+                " `bf apply` resumes at {}, slice {} ({}).",
+                plan.target.table, slice.index, slice.first
+            );
+        }
+        Some((_, slice)) => {
+            let _ = write!(out, " `bf apply` resumes at slice {} ({}).", slice.index, slice.first);
+        }
+        None => out.push_str(" `bf apply` resumes where it stopped."),
+    }
+    out
 }
 
 /// The outcome: versions, slices, the comment, the change log and the version to go back to.
