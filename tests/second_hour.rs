@@ -372,3 +372,41 @@ fn ctrl_c_says_what_is_committed_and_the_resume_says_what_is_in() {
         said(&again)
     );
 }
+
+/// A day's corrections file with a column left empty (read as NULL): the plan warns once, naming
+/// the slice and the file it came from — not once per slice, and not without where.
+#[test]
+fn a_type_warning_of_one_days_input_names_that_day_and_its_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    payments(root);
+    corrections(root);
+    std::fs::create_dir(root.join("plans")).unwrap();
+    let day = root.join("landing/payments/2026-08-02.csv");
+    let emptied: String = std::fs::read_to_string(&day)
+        .unwrap()
+        .lines()
+        .enumerate()
+        .map(|(i, line)| match i {
+            0 => format!("{line}\n"),
+            _ => {
+                let cells: Vec<&str> = line.split(',').collect();
+                format!("{},,{},{},{}\n", cells[0], cells[2], cells[3], cells[4])
+            }
+        })
+        .collect();
+    std::fs::write(&day, emptied).unwrap();
+    let plan = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-03");
+    std::fs::write(root.join("plans/august.toml"), plan).unwrap();
+    let out = bf(root, &["plan", "plans/august.toml"]);
+    let said = said(&out);
+    assert!(out.status.success(), "{said}");
+    let warning = "`customer` is NULL in the query but STRING in the table";
+    assert_eq!(said.matches(warning).count(), 1, "once:\n{said}");
+    let line = said.lines().find(|l| l.contains(warning)).unwrap();
+    assert!(
+        line.contains("every row gets NULL — in 1 of 3 slices, from their input: slice 2 (2026-08-02: ")
+            && line.contains("landing/payments/2026-08-02.csv)"),
+        "{line}"
+    );
+}

@@ -99,6 +99,7 @@ pub fn sql_type(data_type: &DataType) -> String {
         DataType::Timestamp(_, Some(_)) => "TIMESTAMP".into(),
         DataType::Timestamp(_, None) => "TIMESTAMP_NTZ".into(),
         DataType::Decimal128(p, s) => format!("DECIMAL({p},{s})"),
+        DataType::Null => "NULL".into(),
         other => other.to_string(),
     }
 }

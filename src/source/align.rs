@@ -109,6 +109,9 @@ pub fn type_change(from: &DataType, to: &DataType) -> TypeChange {
         }
         (a, b) if fractional(a) && integer(b) => TypeChange::Lossy("the fraction is cut off"),
         (Timestamp(..), Date32 | Date64) => TypeChange::Lossy("the time of day is dropped"),
+        (Null, _) => TypeChange::Converted(
+            "the input holds no value of it (an empty column reads as NULL): every row gets NULL".to_owned(),
+        ),
         (a, b) if integer(a) && fractional(b) => TypeChange::Converted(
             "computed as an integer — integer division? (`amount_cents / 100` is whole cents dropped)"
                 .to_owned(),
