@@ -410,3 +410,44 @@ fn a_type_warning_of_one_days_input_names_that_day_and_its_file() {
         "{line}"
     );
 }
+
+/// Text in a day's `amount` (`n/a` on its second row): the plan is refused naming the slice and the
+/// file whose column reads as text, with the CAST that would take it; once the query casts, the
+/// cast's failure names the file and the line holding the value.
+#[test]
+fn a_value_that_is_not_a_number_is_named_with_its_file_and_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    payments(root);
+    corrections(root);
+    std::fs::create_dir(root.join("plans")).unwrap();
+    let day = root.join("landing/payments/2026-08-02.csv");
+    let text = std::fs::read_to_string(&day).unwrap();
+    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
+    let cells: Vec<&str> = lines[2].split(',').collect();
+    lines[2] = format!("{},{},n/a,{},{}", cells[0], cells[1], cells[3], cells[4]);
+    std::fs::write(&day, lines.join("\n") + "\n").unwrap();
+    let plan = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-03");
+    std::fs::write(root.join("plans/august.toml"), &plan).unwrap();
+
+    let refused = bf(root, &["plan", "plans/august.toml"]);
+    let said_refused = said(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{said_refused}");
+    assert!(
+        said_refused.contains("`amount` is STRING in the query but DOUBLE in the table")
+            && said_refused.contains("(found in slice 2 (2026-08-02: ")
+            && said_refused.contains("landing/payments/2026-08-02.csv))"),
+        "{said_refused}"
+    );
+
+    let cast = plan.replace("customer, amount,", "customer, CAST(amount AS DOUBLE) AS amount,");
+    std::fs::write(root.join("plans/august.toml"), cast).unwrap();
+    let failed = bf(root, &["plan", "plans/august.toml"]);
+    let said_failed = said(&failed);
+    assert_eq!(failed.status.code(), Some(1), "{said_failed}");
+    assert!(
+        said_failed.contains("'n/a' is at ") && said_failed.contains("2026-08-02.csv:3"),
+        "{said_failed}"
+    );
+    assert!(said_failed.contains("slice 2 (2026-08-02"), "{said_failed}");
+}

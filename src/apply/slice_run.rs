@@ -201,6 +201,7 @@ impl SliceRun<'_> {
                             first: slice.first.to_string(),
                             last: slice.last.to_string(),
                             broken: None,
+                            at: None,
                             source: Box::new(error),
                         })
                     }

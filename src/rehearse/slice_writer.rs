@@ -43,9 +43,10 @@ pub struct SliceWriter {
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("slice {slice} ({first}..{last}) was not written: {}", match broken {
-    Some(broken) => format!("{broken}. Fix the source so every row keeps the table's rules."),
-    None => source.to_string(),
+#[error("slice {slice} ({first}..{last}) was not written: {}", match (broken, at) {
+    (Some(broken), _) => format!("{broken}. Fix the source so every row keeps the table's rules."),
+    (None, Some(at)) => format!("{source} ({at})"),
+    (None, None) => source.to_string(),
 })]
 pub struct WriteError {
     pub slice: usize,
@@ -53,6 +54,8 @@ pub struct WriteError {
     pub last: String,
     /// The table rule a row broke, when that is why deltalake refused the write.
     pub broken: Option<Box<Broken>>,
+    /// Where in the slice's input files a value the engine could not cast is (`file:line`).
+    pub at: Option<String>,
     #[source]
     pub source: Box<DeltaTableError>,
 }
@@ -91,6 +94,7 @@ impl SliceWriter {
             first: slice.first.to_string(),
             last: slice.last.to_string(),
             broken: None,
+            at: None,
             source: Box::new(source),
         };
         let predicate = slice_predicate(&self.date_column, slice);
@@ -134,7 +138,10 @@ impl SliceWriter {
                 let broken = rules.first_broken(&rows).await.ok().flatten().map(Box::new);
                 Err(WriteError { broken, ..error(refused) })
             }
-            Err(other) => Err(error(other)),
+            Err(other) => {
+                let at = crate::source::found::uncastable(&other.to_string(), &source.files);
+                Err(WriteError { at, ..error(other) })
+            }
         }
     }
 

@@ -141,6 +141,49 @@ pub fn type_warnings(query: &DFSchema, target: &SchemaRef) -> Vec<String> {
         .collect()
 }
 
+/// The type warnings of the slices planned so far: each once, and, when not every slice's query
+/// gave it, the slices that did — a warning about their input, which names them and their files.
+#[derive(Debug, Default)]
+pub struct TypeWarnings {
+    /// Each warning, and the slices (by number) whose query gave it, each as where it was found.
+    found: std::collections::BTreeMap<String, std::collections::BTreeMap<usize, String>>,
+    /// Every slice whose query was planned.
+    planned: std::collections::BTreeSet<usize>,
+}
+
+impl TypeWarnings {
+    /// The `warnings` of slice `slice`, found at `place` (its first day and the files it read).
+    pub fn note(&mut self, slice: usize, place: &str, warnings: Vec<String>) {
+        self.planned.insert(slice);
+        for warning in warnings {
+            self.found.entry(warning).or_default().entry(slice).or_insert_with(|| place.to_owned());
+        }
+    }
+
+    /// Every warning, those of some slices only naming where (the first three).
+    pub fn warnings(&self) -> Vec<String> {
+        const SHOWN: usize = 3;
+        self.found
+            .iter()
+            .map(|(warning, slices)| {
+                if slices.len() == self.planned.len() {
+                    return warning.clone();
+                }
+                let mut places: Vec<String> = slices.values().take(SHOWN).cloned().collect();
+                if slices.len() > SHOWN {
+                    places.push(format!("and {} more", slices.len() - SHOWN));
+                }
+                format!(
+                    "{warning} — in {} of {} slices, from their input: {}",
+                    slices.len(),
+                    self.planned.len(),
+                    places.join("; ")
+                )
+            })
+            .collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,4 +5,5 @@
 //! options here; slice bounds reach it as typed values, never as text.
 
 pub mod align;
+pub mod found;
 pub mod run;

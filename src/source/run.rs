@@ -138,6 +138,20 @@ pub enum SourceError {
     Schema(String),
 }
 
+impl SourceError {
+    /// A mismatch of the query's columns with the table's, said with where it was found: `place`,
+    /// the slice and the files it read (the columns of a CSV are what its values make them).
+    fn found_in(self, place: &str) -> SourceError {
+        match self {
+            SourceError::Schema(problems) => SourceError::Schema(format!(
+                "{problems}
+  (found in {place})"
+            )),
+            other => other,
+        }
+    }
+}
+
 /// Runs a plan's source query, one slice at a time.
 pub struct Source<'a> {
     document: &'a PlanDocument,
@@ -156,22 +170,12 @@ pub struct Source<'a> {
     /// The query's columns whose type the table's differs from, as warnings (each once), each with
     /// the slices it was found in (by number: their days and input files); and every slice whose
     /// query was planned. A warning of some slices only is about their input, and names them.
-    type_changes: std::sync::Mutex<TypeChanges>,
+    type_changes: std::sync::Mutex<crate::source::align::TypeWarnings>,
     /// What the plan may reach: every file a Delta input's log names must be in it, and the most
     /// bytes of input the slices may read together.
     scope: Option<crate::plan_file::confine::Scope>,
     /// The bytes of input the slices planned so far read.
     read: AtomicU64,
-}
-
-/// The type warnings of the slices planned so far ([`Source::type_warnings`]).
-#[derive(Default)]
-struct TypeChanges {
-    /// Each warning, and the slices (by number) whose query gave it, each described by its first
-    /// day and the files it read.
-    found: std::collections::BTreeMap<String, std::collections::BTreeMap<usize, String>>,
-    /// Every slice whose query was planned.
-    planned: std::collections::BTreeSet<usize>,
 }
 
 /// An input to register in a slice's session once its size is known.
@@ -207,28 +211,7 @@ impl<'a> Source<'a> {
     /// warning every output of the plan shows, naming the slices and input files it came from
     /// when not every slice's query gave it.
     pub fn type_warnings(&self) -> Vec<String> {
-        let changes = self.type_changes.lock().expect("not poisoned");
-        changes
-            .found
-            .iter()
-            .map(|(warning, slices)| match slices.len() == changes.planned.len() {
-                true => warning.clone(),
-                false => {
-                    const SHOWN: usize = 3;
-                    let mut places: Vec<&str> = slices.values().take(SHOWN).map(String::as_str).collect();
-                    let more = format!("and {} more", slices.len().saturating_sub(SHOWN));
-                    if slices.len() > SHOWN {
-                        places.push(&more);
-                    }
-                    format!(
-                        "{warning} — in {} of {} slices, from their input: {}",
-                        slices.len(),
-                        changes.planned.len(),
-                        places.join("; ")
-                    )
-                }
-            })
-            .collect()
+        self.type_changes.lock().expect("not poisoned").warnings()
     }
 
     /// Lets the query leave out the columns the table computes itself.
@@ -406,25 +389,22 @@ impl<'a> Source<'a> {
                 ])
             })
             .map_err(|e| query_error(&e))?;
-        {
-            let mut changes = self.type_changes.lock().expect("not poisoned");
-            changes.planned.insert(slice.index);
-            let place = || {
-                let read: Vec<String> =
-                    files.iter().map(|f| crate::delta::store::display_url(&f.url)).collect();
-                match read.is_empty() {
-                    true => format!("slice {} ({first})", slice.index),
-                    false => format!("slice {} ({first}: {})", slice.index, read.join(", ")),
-                }
-            };
-            for warning in type_warnings(query.schema(), &self.target_schema) {
-                changes.found.entry(warning).or_default().entry(slice.index).or_insert_with(place);
-            }
-        }
-        let aligned = align(query, &self.target_schema, &self.computed, &self.made_by_writers)?;
+        let read: Vec<String> = files.iter().map(|f| crate::delta::store::display_url(&f.url)).collect();
+        let place = match read.is_empty() {
+            true => format!("slice {} ({first})", slice.index),
+            false => format!("slice {} ({first}: {})", slice.index, read.join(", ")),
+        };
+        self.type_changes.lock().expect("not poisoned").note(
+            slice.index,
+            &place,
+            type_warnings(query.schema(), &self.target_schema),
+        );
+        let aligned = align(query, &self.target_schema, &self.computed, &self.made_by_writers)
+            .map_err(|e| e.found_in(&place))?;
         let column = &plan.target.date_column;
         let counts = if counted {
-            Some(count_rows(&aligned, column, slice, &plan.window()).await.map_err(|e| query_error(&e))?)
+            let counted = count_rows(&aligned, column, slice, &plan.window()).await;
+            Some(counted.map_err(|e| query_error(&crate::source::found::with_place(e.to_string(), &files)))?)
         } else {
             None
         };
