@@ -451,3 +451,29 @@ fn a_value_that_is_not_a_number_is_named_with_its_file_and_line() {
     );
     assert!(said_failed.contains("slice 2 (2026-08-02"), "{said_failed}");
 }
+
+/// A window past the corrections (to September 30, the files ending August 29) with a day missing
+/// inside: the first missing file is named with how many of the window's days have none, which,
+/// and the last day that has one — not one day per run.
+#[test]
+fn a_window_past_the_data_says_how_many_days_have_no_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    payments(root);
+    corrections(root);
+    std::fs::create_dir(root.join("plans")).unwrap();
+    std::fs::remove_file(root.join("landing/payments/2026-08-10.csv")).unwrap();
+    let plan = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-09-30");
+    std::fs::write(root.join("plans/august.toml"), &plan).unwrap();
+    let out = bf(root, &["plan", "plans/august.toml"]);
+    let said = said(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("slice 10 (2026-08-10): input `corrected` reads ")
+            && said.contains(
+                "2026-08-10.csv, which does not exist; 33 of the window's 61 slices have no file for it \
+                 (2026-08-10, 2026-08-30..2026-09-30), the last one found is for 2026-08-29"
+            ),
+        "{said}"
+    );
+}

@@ -1,11 +1,15 @@
 //! Where in a slice's input files a value is. The engine quotes a value it could not cast
 //! (`Cannot cast string 'n/a' to value of Float64 type`) but names neither the file nor the row,
 //! and a day's corrections are often one file of many: for text inputs on this machine's disk
-//! (CSV, JSON lines) the first line holding the value is found and named, `file:line`.
+//! (CSV, JSON lines) the first line holding the value is found and named, `file:line`. And
+//! which of a window's days an input's files are missing for, when one is.
 
 use std::io::BufRead;
 
 use super::run::InputFile;
+use crate::plan_file::template::expand;
+use crate::plan_file::{Location, PlanDocument};
+use crate::window::Slice;
 
 /// The most lines read from one file looking for the value.
 const MOST_LINES: usize = 10_000_000;
@@ -44,6 +48,56 @@ pub fn uncastable(message: &str, files: &[InputFile]) -> Option<String> {
 fn holds(line: &str, value: &str) -> bool {
     line.split([',', '\t']).any(|cell| cell.trim().trim_matches('"') == value)
         || line.contains(&format!("\"{value}\""))
+}
+
+/// For an input whose path changes with the slice (`{date}`) and is missing for a slice: how
+/// many of the window's slices miss it too, which days, and the last day that has one — a
+/// window past the data says so at once, not one day at a time. Local paths only; empty for
+/// a path the same for every slice.
+pub fn missing_elsewhere(document: &PlanDocument, path: &str) -> String {
+    let slices = document.plan.slices();
+    if !path.contains('{') {
+        return String::new();
+    }
+    let exists = |s: &Slice| match document.resolve(&expand(path, s)) {
+        Location::Path(local) => Some(local.exists()),
+        Location::Uri(_) => None,
+    };
+    let mut missing: Vec<&Slice> = Vec::new();
+    let mut last_found = None;
+    for s in &slices {
+        match exists(s) {
+            None => return String::new(),
+            Some(false) => missing.push(s),
+            Some(true) => last_found = Some(s.last),
+        }
+    }
+    if missing.len() <= 1 {
+        return String::new();
+    }
+    // Runs of slices in a row, as `first..last`.
+    let mut runs: Vec<(chrono::NaiveDate, chrono::NaiveDate)> = Vec::new();
+    for s in &missing {
+        match runs.last_mut() {
+            Some(run) if s.first.pred_opt() == Some(run.1) => run.1 = s.last,
+            _ => runs.push((s.first, s.last)),
+        }
+    }
+    const SHOWN: usize = 3;
+    let mut shown: Vec<String> = runs.iter().take(SHOWN).map(|(a, b)| crate::words::days(a, b)).collect();
+    if runs.len() > SHOWN {
+        shown.push(format!("and {} more", runs.len() - SHOWN));
+    }
+    format!(
+        "; {} of the window's {} slices have no file for it ({}){}",
+        missing.len(),
+        slices.len(),
+        shown.join(", "),
+        match last_found {
+            Some(day) => format!(", the last one found is for {day}"),
+            None => ", and none has one".to_owned(),
+        }
+    )
 }
 
 #[cfg(test)]

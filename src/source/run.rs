@@ -122,8 +122,15 @@ impl DeltaInput {
 
 #[derive(Debug, thiserror::Error)]
 pub enum SourceError {
-    #[error("slice {slice} ({first}): input `{input}` reads {path}, which does not exist")]
-    MissingInput { slice: usize, first: String, input: String, path: String },
+    #[error("slice {slice} ({first}): input `{input}` reads {path}, which does not exist{also}")]
+    MissingInput {
+        slice: usize,
+        first: String,
+        input: String,
+        path: String,
+        /// What else of the window is missing, for a path that changes with the slice: `; so do …`.
+        also: String,
+    },
     #[error("slice {slice} ({first}): input `{input}` ({path}) cannot be read: {message}")]
     Input { slice: usize, first: String, input: String, path: String, message: String },
     #[error("slice {slice} ({first}): the source query failed: {message}")]
@@ -327,6 +334,7 @@ impl<'a> Source<'a> {
                         first: first.clone(),
                         input: name.clone(),
                         path: location.to_string(),
+                        also: crate::source::found::missing_elsewhere(self.document, &input.path),
                     });
                 }
                 Found::File(meta) => {
