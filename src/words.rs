@@ -74,9 +74,49 @@ pub fn days<D: Display + PartialEq>(first: D, last: D) -> String {
     if first == last { first.to_string() } else { format!("{first}..{last}") }
 }
 
+/// Table versions as people read a list of them: runs in a row as one range, and how many when
+/// there are several — `version 7`, `versions 15–46 (32 commits)`, `versions 3, 5–7 (4 commits)`.
+pub fn versions(list: &[u64]) -> String {
+    let mut runs: Vec<(u64, u64)> = Vec::new();
+    for &version in list {
+        match runs.last_mut() {
+            Some(run) if run.1 + 1 == version => run.1 = version,
+            _ => runs.push((version, version)),
+        }
+    }
+    let shown: Vec<String> = runs
+        .iter()
+        .map(|&(first, last)| if first == last { first.to_string() } else { format!("{first}–{last}") })
+        .collect();
+    match list {
+        [] => "no version".to_owned(),
+        [one] => format!("version {one}"),
+        many => format!("versions {} ({} commits)", shown.join(", "), many.len()),
+    }
+}
+
+/// Why writing `path` failed, in words: a folder that does not exist is named (the system says
+/// only "No such file or directory (os error 2)").
+pub fn io_problem(path: &std::path::Path, error: &std::io::Error) -> String {
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    match parent {
+        Some(folder) if error.kind() == std::io::ErrorKind::NotFound && !folder.exists() => {
+            format!("the folder {} does not exist; make it first", folder.display())
+        }
+        _ => error.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn versions_read_as_runs() {
+        assert_eq!(versions(&[7]), "version 7");
+        assert_eq!(versions(&(15..=46).collect::<Vec<_>>()), "versions 15–46 (32 commits)");
+        assert_eq!(versions(&[3, 5, 6, 7]), "versions 3, 5–7 (4 commits)");
+    }
 
     #[test]
     fn suggests_the_nearest_word_only_when_near() {

@@ -27,7 +27,7 @@ async fn demo_builds_the_example_shop() {
         .stdout(predicate::str::contains("$ bf history warehouse/orders_silver --limit 3"))
         .stdout(predicate::str::contains("Will RESTORE version 5 in one commit."))
         .stdout(predicate::str::contains(
-            "now version 9, equal to version 5 (412 rows, 409 before the rollback); wrote versions [8, 9].",
+            "now version 9, equal to version 5 (412 rows in the window, 409 before the rollback); wrote versions 8–9 (2 commits).",
         ))
         // The chain: revenue_by_day rehearsed on the reloaded silver, applied after it, rolled back first.
         .stdout(predicate::str::contains("── downstream of orders_silver: revenue_by_day ──"))

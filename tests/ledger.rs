@@ -117,10 +117,10 @@ fn a_rollback_that_crashed_after_its_restore_only_writes_the_comment_when_rerun(
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(
-        stderr.contains("It wrote versions [6, 7] after version 5."),
+        stderr.contains("It wrote versions 6–7 (2 commits) after version 5."),
         "its own RESTORE is not the backfill's: {stderr}"
     );
-    assert!(stderr.contains("An earlier rollback of it committed versions [8]"), "{stderr}");
+    assert!(stderr.contains("An earlier rollback of it committed version 8 and stopped"), "{stderr}");
     assert!(String::from_utf8_lossy(&output.stdout).contains("wrote version 9"));
     let operations: Vec<String> = commit_infos(&silver)
         .iter()

@@ -477,3 +477,43 @@ fn a_window_past_the_data_says_how_many_days_have_no_file() {
         "{said}"
     );
 }
+
+/// The small messages of the path: a key written as one value shows the array it should be; `bf
+/// init --out` into a folder that does not exist names the folder; `bf clean` says which rehearsal it keeps for
+/// the saved plan; a rollback lists its versions as ranges and says its rows are the window's.
+#[test]
+fn the_small_messages_say_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    payments(root);
+    corrections(root);
+    std::fs::create_dir(root.join("plans")).unwrap();
+    let plan = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-03");
+
+    let single = plan.replace("key = [\"payment_id\"]", "key = \"payment_id\"");
+    std::fs::write(root.join("plans/single.toml"), &single).unwrap();
+    let out = bf(root, &["validate", "plans/single.toml"]);
+    assert!(said(&out).contains("write it as an array: key = [\"payment_id\"]"), "{}", said(&out));
+
+    std::fs::write(root.join("plans/august.toml"), &plan).unwrap();
+    let out = bf(root, &["init", "--table", "lake/payments", "--out", "newplans/p.toml"]);
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("the folder newplans does not exist; make it first"), "{}", said(&out));
+    assert!(!said(&out).contains("os error"), "{}", said(&out));
+
+    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
+    let cleaned = bf(root, &["clean"]);
+    assert!(
+        said(&cleaned).contains("kept ")
+            && said(&cleaned)
+                .contains("payments__rehearsal: the saved plan (.bf/plan.json) is not applied yet"),
+        "{}",
+        said(&cleaned)
+    );
+    assert!(bf(root, &["apply", "--auto-approve"]).status.success());
+    let rolled = bf(root, &["rollback", "--auto-approve"]);
+    let said_rolled = said(&rolled);
+    assert!(rolled.status.success(), "{said_rolled}");
+    assert!(said_rolled.contains("It wrote versions 14–17 (4 commits) after version 13."), "{said_rolled}");
+    assert!(said_rolled.contains("(9 rows in the window, 9 before the rollback)"), "{said_rolled}");
+}

@@ -45,13 +45,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let stores_for = |url: &url::Url| {
         planned.iter().find(|(rehearsal, _)| rehearsal == url.as_str()).map_or(&environment, |(_, s)| s)
     };
+    let needed: Vec<String> = match &saved {
+        Some(plan) if args.tables.is_empty() && !applied(plan).await => {
+            plan.chain().iter().map(|p| p.rehearsal.uri.clone()).collect()
+        }
+        _ => Vec::new(),
+    };
     let candidates: Vec<url::Url> = if args.tables.is_empty() {
-        let needed: Vec<String> = match &saved {
-            Some(plan) if !applied(plan).await => {
-                plan.chain().iter().map(|p| p.rehearsal.uri.clone()).collect()
-            }
-            _ => Vec::new(),
-        };
         remembered_rehearsals(args.state.path())
             .into_iter()
             .filter(|u| !needed.iter().any(|n| n == u.as_str()))
@@ -85,6 +85,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     }
     if rehearsals.is_empty() {
         writeln!(out, "no rehearsal to delete")?;
+    }
+    for kept in &needed {
+        let name = url::Url::parse(kept).map_or_else(|_| kept.clone(), |u| store::display_url(&u));
+        writeln!(
+            out,
+            "kept {name}: the saved plan ({}) is not applied yet and publishes its files",
+            args.state.saved_plan().display()
+        )?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -4,7 +4,6 @@ use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use bf::delta::store::{Location, Stores};
 use bf::plan_file::scaffold::Scaffold;
 
@@ -77,11 +76,10 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     .write()?;
     match &args.out {
         Some(out) => {
-            let mut file = std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .open(out)
-                .with_context(|| format!("writing {}", out.display()))?;
+            let mut file =
+                std::fs::OpenOptions::new().write(true).create_new(true).open(out).map_err(|e| {
+                    anyhow::anyhow!("cannot write {}: {}", out.display(), bf::words::io_problem(out, &e))
+                })?;
             file.write_all(text.as_bytes())?;
             say!(
                 "Wrote {}: write its <…> placeholders, then `bf validate {}`.",

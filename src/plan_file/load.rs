@@ -384,12 +384,21 @@ fn from_toml_error_at(
         };
         return Diagnostic { key, message: format!("missing key `{missing}`{within}"), help, span };
     }
+    // One value where a list is expected (`key = "payment_id"`): the list it would be.
+    let help = match (message.strip_prefix("invalid type: string "), message.ends_with("expected a sequence"))
+    {
+        (Some(rest), true) => rest.split(", expected").next().map(|value| {
+            let name = key.as_deref().and_then(|k| k.rsplit('.').next()).unwrap_or("key");
+            format!("write it as an array: {name} = [{value}]")
+        }),
+        _ => None,
+    };
     let message = plain_words(&message);
     let message = match &key {
         Some(key) => format!("`{key}`: {message}"),
         None => message,
     };
-    Diagnostic { key, message, help: None, span }
+    Diagnostic { key, message, help, span }
 }
 
 /// serde names Rust types in its messages; plan authors write TOML.

@@ -281,7 +281,7 @@ pub enum SavedPlanError {
     Format { path: PathBuf, found: u32 },
     #[error("the saved plan's [storage] settings cannot be read: {0}")]
     Storage(String),
-    #[error("cannot save the plan to {}: {source}", path.display())]
+    #[error("cannot save the plan to {}: {}", path.display(), crate::words::io_problem(path, source))]
     Write { path: PathBuf, source: std::io::Error },
 }
 

@@ -15,17 +15,16 @@ pub fn intent(plan: &RollbackPlan, window_only: bool) -> String {
         "Backfill {} of {}, window {}..{}: {}",
         backfill.backfill_id, plan.table, plan.window.start, plan.window.end, backfill.reason
     );
-    let _ =
-        writeln!(out, "It wrote versions {:?} after version {}.", versions(&plan.ours), backfill.pre_version);
+    let _ = writeln!(out, "It wrote {} after version {}.", versions(&plan.ours), backfill.pre_version);
     match (plan.earlier.is_empty(), plan.finished()) {
         (true, _) => {}
         (false, true) => {
-            let _ = writeln!(out, "It was rolled back already: versions {:?}.", versions(&plan.earlier));
+            let _ = writeln!(out, "It was rolled back already: {}.", versions(&plan.earlier));
         }
         (false, false) => {
             let _ = writeln!(
                 out,
-                "An earlier rollback of it committed versions {:?} and stopped; this one writes only what it left.",
+                "An earlier rollback of it committed {} and stopped; this one writes only what it left.",
                 versions(&plan.earlier)
             );
         }
@@ -33,7 +32,7 @@ pub fn intent(plan: &RollbackPlan, window_only: bool) -> String {
     if !plan.cancelled.is_empty() {
         let _ = writeln!(
             out,
-            "Later backfills were applied and rolled back since (versions {:?}): nothing of them to keep.",
+            "Later backfills were applied and rolled back since ({}): nothing of them to keep.",
             versions(&plan.cancelled)
         );
     }
@@ -71,7 +70,8 @@ pub fn report(report: &RollbackReport) -> String {
     let scope = if report.window_only { "inside the window " } else { "" };
     if report.wrote.is_empty() {
         return format!(
-            "Backfill {} of {} was already rolled back: nothing written; version {} equals version {} {scope}({}).\n",
+            "Backfill {} of {} was already rolled back: nothing written; version {} equals version {} {scope}({} in the \
+             window).\n",
             report.backfill_id,
             report.table,
             report.new_version,
@@ -80,21 +80,19 @@ pub fn report(report: &RollbackReport) -> String {
         );
     }
     format!(
-        "Rolled back{what} {}: now version {}, equal to version {} {scope}({}, {} before the rollback); wrote {}.\n",
+        "Rolled back{what} {}: now version {}, equal to version {} {scope}({} in the window, {} before the rollback); \
+         wrote {}.\n",
         report.table,
         report.new_version,
         report.restored_version,
         count(report.rows_after, "row"),
         number(report.rows_before as f64),
-        match report.wrote.as_slice() {
-            [one] => format!("version {one}"),
-            many => format!("versions {many:?}"),
-        }
+        bf::words::versions(&report.wrote)
     )
 }
 
-fn versions(entries: &[bf::delta::ledger::Entry]) -> Vec<u64> {
-    entries.iter().map(|e| e.version).collect()
+fn versions(entries: &[bf::delta::ledger::Entry]) -> String {
+    bf::words::versions(&entries.iter().map(|e| e.version).collect::<Vec<_>>())
 }
 
 /// The table's backfills to choose from, newest first, each with what became of it.
