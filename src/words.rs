@@ -23,10 +23,26 @@ pub fn nearest<'a>(typed: &str, candidates: impl IntoIterator<Item = &'a str>) -
 /// A number as people read it in a report: thousands separated, two decimals unless whole, and
 /// the minus sign typeset (`−80.53`).
 pub fn number(value: f64) -> String {
+    number_as(value, is_whole(value))
+}
+
+/// Numbers shown side by side (`6,042.00 → 4,872.58`): all with two decimals when any has a
+/// fraction, so they line up and read as amounts of one kind.
+pub fn numbers(values: &[f64]) -> Vec<String> {
+    let whole = values.iter().all(|v| is_whole(*v));
+    values.iter().map(|v| number_as(*v, whole)).collect()
+}
+
+/// Whether `value` shows without decimals.
+pub fn is_whole(value: f64) -> bool {
+    value.fract() == 0.0 && value.abs() < 1e15
+}
+
+/// [`number`], whole or with two decimals as told.
+pub fn number_as(value: f64, whole: bool) -> String {
     if !value.is_finite() {
         return value.to_string();
     }
-    let whole = value.fract() == 0.0 && value.abs() < 1e15;
     let text = if whole { format!("{:.0}", value.abs()) } else { format!("{:.2}", value.abs()) };
     let (integer, decimals) = text.split_once('.').map_or((text.as_str(), None), |(i, d)| (i, Some(d)));
     let mut grouped = String::new();
@@ -61,10 +77,13 @@ pub fn before_after(before: Option<f64>, after: Option<f64>) -> String {
     let show = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), number);
     match (before, after) {
         (Some(b), Some(a)) if a == b => format!("{} (unchanged)", number(b)),
-        (Some(b), Some(a)) => match percent(b, a) {
-            Some(p) => format!("{} → {} ({p})", number(b), number(a)),
-            None => format!("{} → {}", number(b), number(a)),
-        },
+        (Some(b), Some(a)) => {
+            let [b_shown, a_shown] = <[String; 2]>::try_from(numbers(&[b, a])).expect("two numbers");
+            match percent(b, a) {
+                Some(p) => format!("{b_shown} → {a_shown} ({p})"),
+                None => format!("{b_shown} → {a_shown}"),
+            }
+        }
         (b, a) => format!("{} → {}", show(b), show(a)),
     }
 }
@@ -110,6 +129,13 @@ pub fn io_problem(path: &std::path::Path, error: &std::io::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_side_by_side_share_their_decimals() {
+        assert_eq!(numbers(&[6042.0, 4872.58]), ["6,042.00", "4,872.58"]);
+        assert_eq!(numbers(&[6042.0, 4872.0]), ["6,042", "4,872"]);
+        assert_eq!(before_after(Some(6042.0), Some(4872.58)), "6,042.00 → 4,872.58 (−19.4%)");
+    }
 
     #[test]
     fn versions_read_as_runs() {

@@ -117,7 +117,8 @@ pub async fn run_check(ctx: &SessionContext, check: &Check, slice: usize) -> Res
 }
 
 /// The reconcile: the rehearsed slice holds exactly the rows the source produced for it.
-pub fn reconcile(slice: usize, first: &str, source_rows: u64, slice_rows: u64, missing: u64) -> CheckResult {
+/// `days` names the slice as every line of bf does: `2026-09-15`, `2026-11-02..2026-11-08`.
+pub fn reconcile(slice: usize, days: &str, source_rows: u64, slice_rows: u64, missing: u64) -> CheckResult {
     let passed = missing == 0 && slice_rows >= source_rows;
     CheckResult {
         name: "reconcile".into(),
@@ -127,7 +128,7 @@ pub fn reconcile(slice: usize, first: &str, source_rows: u64, slice_rows: u64, m
         offending: missing,
         sample: Vec::new(),
         detail: format!(
-            "{} {first}: {slice_rows} rows for the source's {source_rows}, {missing} missing",
+            "{} {days}: {slice_rows} rows for the source's {source_rows}, {missing} missing",
             if passed { "ok" } else { "MISMATCH" }
         ),
     }

@@ -156,7 +156,7 @@ impl SliceComparison {
         rows.ctx.deregister_table("slice").map_err(query_error(&what))?;
         checks.push(checks::reconcile(
             slice.index,
-            &slice.first.to_string(),
+            &crate::words::days(slice.first, slice.last),
             counts.in_slice,
             after.rows,
             missing,

@@ -80,17 +80,27 @@ pub fn value(value: Option<f64>) -> String {
 
 /// `412 → 409 (−3, −0.7%)`: a before/after pair with its change; `— → 6,487.85` from nothing.
 pub fn change(before: Option<f64>, after: Option<f64>) -> String {
-    let show = value;
+    let values = [before, after, before.zip(after).map(|(b, a)| a - b)];
+    change_as(before, after, values.iter().flatten().all(|v| bf::words::is_whole(*v)))
+}
+
+/// [`change`], every number whole or every one with two decimals as told: the cells of one
+/// column read alike.
+pub fn change_as(before: Option<f64>, after: Option<f64>, whole: bool) -> String {
+    let shown = |v: Option<f64>| v.map_or_else(|| "—".to_owned(), |v| bf::words::number_as(v, whole));
     match (before, after) {
-        (Some(b), Some(a)) if a == b => format!("{} (=)", number(b)),
-        (Some(b), Some(a)) => format!(
-            "{} → {} ({}{})",
-            number(b),
-            number(a),
-            signed(a - b),
-            percent(b, a).map(|p| format!(", {p}")).unwrap_or_default()
-        ),
-        (b, a) => format!("{} → {}", show(b), show(a)),
+        (Some(b), Some(a)) if a == b => format!("{} (=)", shown(Some(b))),
+        (Some(b), Some(a)) => {
+            let sign = if a > b { "+" } else { "" };
+            format!(
+                "{} → {} ({sign}{}{})",
+                shown(Some(b)),
+                shown(Some(a)),
+                shown(Some(a - b)),
+                percent(b, a).map(|p| format!(", {p}")).unwrap_or_default()
+            )
+        }
+        (b, a) => format!("{} → {}", shown(b), shown(a)),
     }
 }
 
@@ -102,6 +112,14 @@ pub fn signed(value: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_change_shows_its_numbers_alike_and_a_column_as_told() {
+        assert_eq!(change(Some(6042.0), Some(4872.58)), "6,042.00 → 4,872.58 (−1,169.42, −19.4%)");
+        assert_eq!(change(Some(412.0), Some(409.0)), "412 → 409 (−3, −0.7%)");
+        assert_eq!(change_as(Some(412.0), Some(409.0), false), "412.00 → 409.00 (−3.00, −0.7%)");
+        assert_eq!(change_as(None, Some(6.5), false), "— → 6.50");
+    }
 
     #[test]
     fn nothing_printed_acts_on_a_terminal() {

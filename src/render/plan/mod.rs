@@ -128,6 +128,9 @@ fn checks_by_name(plan: &Plan) -> Vec<(&str, Vec<&bf::rehearse::checks::CheckRes
 /// rows, each metric, and with a key the row changes.
 struct Columns<'p> {
     metrics: Vec<&'p String>,
+    /// Per metric: whether every value it shows is whole (else all show two decimals, so a
+    /// column's amounts line up: `6,042.00` beside `4,872.58`).
+    whole: Vec<bool>,
     header: Vec<String>,
     keyed: bool,
     /// Whether the plan measured what its slices rewrite (plans saved before did not).
@@ -137,6 +140,20 @@ struct Columns<'p> {
 impl<'p> Columns<'p> {
     fn of(plan: &'p Plan) -> Columns<'p> {
         let metrics: Vec<&String> = plan.total.before.metrics.keys().collect();
+        let measured = plan.slices.iter().flat_map(|s| [&s.before, &s.after]);
+        let whole = metrics
+            .iter()
+            .map(|name| {
+                let values = measured.clone().chain([&plan.total.before, &plan.total.after]);
+                let values: Vec<f64> =
+                    values.filter_map(|m| m.metrics.get(*name).copied().flatten()).collect();
+                let diffs = plan.slices.iter().map(|s| (&s.before, &s.after));
+                let diffs = diffs.chain([(&plan.total.before, &plan.total.after)]).filter_map(|(b, a)| {
+                    Some(a.metrics.get(*name).copied().flatten()? - b.metrics.get(*name).copied().flatten()?)
+                });
+                values.into_iter().chain(diffs).all(bf::words::is_whole)
+            })
+            .collect();
         let mut header = vec!["slice".to_owned(), "days".to_owned(), "rows".to_owned()];
         header.extend(metrics.iter().map(|n| n.to_string()));
         let keyed = plan.target.key.is_some();
@@ -147,7 +164,7 @@ impl<'p> Columns<'p> {
         if rewrites {
             header.push("files removed → written".into());
         }
-        Columns { metrics, header, keyed, rewrites }
+        Columns { metrics, whole, header, keyed, rewrites }
     }
 
     /// The cells after the metrics for several slices at once (a total, the slices a comment
@@ -173,6 +190,7 @@ impl<'p> Columns<'p> {
             &slice.before,
             &slice.after,
             &self.metrics,
+            &self.whole,
         );
         if self.keyed {
             cells.push(changes_cell(slice));
@@ -246,12 +264,14 @@ fn measured_cells(
     before: &Measures,
     after: &Measures,
     metrics: &[&String],
+    whole: &[bool],
 ) -> Vec<String> {
     let mut cells = vec![label, days, change(Some(before.rows as f64), Some(after.rows as f64))];
-    for name in metrics {
-        cells.push(change(
+    for (name, whole) in metrics.iter().zip(whole) {
+        cells.push(crate::render::change_as(
             before.metrics.get(*name).copied().flatten(),
             after.metrics.get(*name).copied().flatten(),
+            *whole,
         ));
     }
     cells

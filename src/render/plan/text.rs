@@ -179,6 +179,7 @@ fn slices_table(w: &mut String, plan: &Plan, shown: &Shown) {
             &plan.total.before,
             &plan.total.after,
             &columns.metrics,
+            &columns.whole,
         );
         row.extend(columns.summed(&plan.slices));
         slices.add_row(row);
