@@ -516,4 +516,24 @@ fn the_small_messages_say_what_to_do() {
     assert!(rolled.status.success(), "{said_rolled}");
     assert!(said_rolled.contains("It wrote versions 14–17 (4 commits) after version 13."), "{said_rolled}");
     assert!(said_rolled.contains("(9 rows in the window, 9 before the rollback)"), "{said_rolled}");
+
+    // The history at 100 columns: a line a commit, the reason whole, once, the time's zone said.
+    let history = bf(root, &["history", "lake/payments"]);
+    let text = String::from_utf8_lossy(&history.stdout).into_owned();
+    assert!(history.status.success(), "{}", said(&history));
+    let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+    let table: Vec<&str> = text.split("\n\n").next().unwrap().lines().collect();
+    assert!(
+        table.iter().all(|l| l.chars().count() <= 100),
+        "a table line over 100 columns ({widest}):\n{text}"
+    );
+    assert_eq!(
+        table.len(),
+        1 + 20,
+        "a header and a line per commit (14 before, 3 slices, a comment, 2 undoing):\n{text}"
+    );
+    assert!(table[0].contains("time (UTC)"), "{text}");
+    let reason = "August's amounts were recorded in cents; finance sent the corrected days.";
+    assert_eq!(text.matches(reason).count(), 1, "{text}");
+    assert!(text.contains("undo: restore"), "{text}");
 }

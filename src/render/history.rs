@@ -12,81 +12,102 @@ pub fn named(pinned: &CatalogTable) -> String {
     format!("{} is the table at {location}\n", pinned.name)
 }
 
-/// The commits as a table, newest first: DESCRIBE HISTORY's columns and bf's.
-pub fn table(entries: &[Entry]) -> comfy_table::Table {
-    let mut rows = super::table([
-        "version",
-        "timestamp",
-        "operation",
-        "predicate",
-        "rows",
-        "backfill",
-        "slice",
-        "reason",
-    ]);
+/// The commits, newest first: a table of DESCRIBE HISTORY's columns and bf's, one line a commit
+/// (fits 100 columns: no borders, the longest operation name and a backfill id whole), then the
+/// predicates and reasons by version and by backfill, each whole, where a table would cut them.
+/// `--json` has every field.
+pub fn table(entries: &[Entry]) -> String {
+    let mut rows = comfy_table::Table::new();
+    rows.load_preset(comfy_table::presets::NOTHING)
+        .set_content_arrangement(comfy_table::ContentArrangement::Disabled)
+        .set_header(["version", "time (UTC)", "operation", "rows", "backfill", "step"]);
+    let mut predicates = Vec::new();
+    let mut reasons: Vec<(String, String)> = Vec::new();
+    let mut noted = |key: String, reason: &str| {
+        if !reason.is_empty() && !reasons.iter().any(|(k, _)| *k == key) {
+            reasons.push((key, reason.to_owned()));
+        }
+    };
     for entry in entries {
-        let (backfill, slice, reason) = match entry.mark() {
-            Err(malformed) => ("unreadable bf keys".to_owned(), String::new(), malformed.problem),
+        let version = entry.version;
+        let (backfill, step) = match entry.mark() {
+            Err(malformed) => {
+                noted(format!("version {version}"), &malformed.problem);
+                (String::new(), "unreadable bf keys".to_owned())
+            }
             Ok(None) => Default::default(),
             Ok(Some(mark)) => match mark {
                 Mark::Slice { backfill, slice } => {
-                    (backfill.backfill_id.clone(), slice.index.to_string(), backfill.reason.clone())
+                    noted(backfill.backfill_id.clone(), &backfill.reason);
+                    (backfill.backfill_id.clone(), format!("slice {}", slice.index))
                 }
                 Mark::Comment { backfill } => {
-                    (backfill.backfill_id.clone(), "comment".to_owned(), backfill.reason.clone())
+                    noted(backfill.backfill_id.clone(), &backfill.reason);
+                    (backfill.backfill_id.clone(), "comment".to_owned())
                 }
-                Mark::Rollback { backfill_id, reason, step, .. } => (
-                    format!("rollback of {backfill_id}"),
-                    match step {
-                        RollbackStep::Restore => String::new(),
-                        RollbackStep::Comment => "comment".to_owned(),
-                        RollbackStep::Slice(slice) => slice.index.to_string(),
-                    },
-                    reason.clone(),
-                ),
-                Mark::RestoredTo { version } => {
-                    (format!("restore to {version}"), String::new(), String::new())
+                Mark::Rollback { backfill_id, reason, step, .. } => {
+                    noted(backfill_id.clone(), reason);
+                    let step = match step {
+                        RollbackStep::Restore => "undo: restore".to_owned(),
+                        RollbackStep::Comment => "undo: comment".to_owned(),
+                        RollbackStep::Slice(slice) => format!("undo: slice {}", slice.index),
+                    };
+                    (backfill_id.clone(), step)
                 }
-                Mark::Clone { rehearsal_of, source_version } => {
-                    (format!("rehearsal of {rehearsal_of} at {source_version}"), String::new(), String::new())
+                Mark::RestoredTo { version } => (String::new(), format!("restore to {version}")),
+                Mark::Clone { source_version, .. } => (String::new(), format!("clone of {source_version}")),
+                Mark::Rehearsal { plan_id, slice } => (format!("plan {plan_id}"), format!("slice {slice}")),
+                Mark::Freeze { period, lifted } => {
+                    let what = if *lifted { "unfreeze" } else { "freeze" };
+                    let said = format!("{what} {} by {}: {}", period.period(), period.by, period.reason);
+                    noted(format!("version {version}"), &said);
+                    (String::new(), what.to_owned())
                 }
-                Mark::Rehearsal { plan_id, slice } => {
-                    (format!("plan {plan_id}"), slice.to_string(), String::new())
+                Mark::Approved { approval } => {
+                    let said = format!(
+                        "unfreeze {}..{} for {} ({}) by {}: {}",
+                        approval.from,
+                        approval.to,
+                        approval.ticket,
+                        approval.approved_by,
+                        approval.by,
+                        approval.reason
+                    );
+                    noted(format!("version {version}"), &said);
+                    (String::new(), "approval".to_owned())
                 }
-                Mark::Freeze { period, lifted } => (
-                    format!(
-                        "{} {} by {}",
-                        if *lifted { "unfreeze" } else { "freeze" },
-                        period.period(),
-                        period.by
-                    ),
-                    String::new(),
-                    period.reason.clone(),
-                ),
-                Mark::Approved { approval } => (
-                    format!(
-                        "unfreeze {}..{} for {} ({}) by {}",
-                        approval.from, approval.to, approval.ticket, approval.approved_by, approval.by
-                    ),
-                    String::new(),
-                    approval.reason.clone(),
-                ),
             },
         };
+        if let Some(predicate) = &entry.predicate {
+            predicates.push((version, predicate.clone()));
+        }
         rows.add_row([
-            entry.version.to_string(),
+            version.to_string(),
             entry
                 .timestamp
                 .and_then(chrono::DateTime::from_timestamp_millis)
-                .map(|t| t.format("%Y-%m-%d %H:%M:%S").to_string())
+                .map(|t| t.format("%Y-%m-%d %H:%M").to_string())
                 .unwrap_or_default(),
             entry.operation.clone(),
-            entry.predicate.clone().unwrap_or_default(),
             entry.rows_written.map(|n| n.to_string()).unwrap_or_default(),
             backfill,
-            slice,
-            reason.chars().take(60).collect(),
+            step,
         ]);
     }
-    rows
+    // A line is as long as its text: no padding after the last column.
+    let mut out: String = rows.lines().map(|line| line.trim_end().to_owned() + "\n").collect();
+    out.pop();
+    if !predicates.is_empty() {
+        out.push_str("\n\npredicates:");
+        for (version, predicate) in predicates {
+            out.push_str(&format!("\n  {version:>7}  {predicate}"));
+        }
+    }
+    if !reasons.is_empty() {
+        out.push_str("\n\nreasons:");
+        for (key, reason) in reasons {
+            out.push_str(&format!("\n  {key}  {reason}"));
+        }
+    }
+    out
 }
