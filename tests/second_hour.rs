@@ -537,3 +537,93 @@ fn the_small_messages_say_what_to_do() {
     assert_eq!(text.matches(reason).count(), 1, "{text}");
     assert!(text.contains("undo: restore"), "{text}");
 }
+
+/// The amounts of payments 600 (July 31, outside the window), 610 and 892 (August 1 and 29), read
+/// by the Python `deltalake` package, not by bf.
+fn amounts(table: &Path) -> Vec<f64> {
+    let script = format!(
+        "from deltalake import DeltaTable\nt = DeltaTable({:?}).to_pyarrow_table().to_pylist()\n\
+         by = {{r['payment_id']: r['amount'] for r in t}}\nprint(by[600], by[610], by[892])",
+        table.to_str().unwrap()
+    );
+    let out = crate::common::servers::python(&script, &[]);
+    out.split_whitespace().map(|v| v.parse().unwrap()).collect()
+}
+
+/// The newcomer's path, end to end, on a table another writer made: `bf init` writes the plan;
+/// `bf validate` names the placeholders; written in with three mistakes (weekly slices over a
+/// `{date}` path, a misspelt breakdown column, a misspelt column in a check's SQL), one
+/// `bf validate` names all three at their lines; fixed (and the query given the `fee` the files
+/// lack), it validates, plans, applies — August in euros, July untouched, read by Python — and
+/// rolls back to the cents.
+#[test]
+fn the_newcomers_path_from_init_to_rollback_takes_one_validate_per_round() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let table = payments(root);
+    corrections(root);
+    std::fs::create_dir(root.join("plans")).unwrap();
+    assert_eq!(amounts(&table), [70.5, 7150.0, 10150.0], "as the other writer left it");
+    let init = bf(root, &["init", "--table", "lake/payments", "--out", "plans/august.toml"]);
+    assert!(init.status.success(), "{}", said(&init));
+    let path = root.join("plans/august.toml");
+    let written = std::fs::read_to_string(&path).unwrap();
+    assert!(written.contains("table = \"../lake/payments\""), "{written}");
+
+    let placeholders = bf(root, &["validate", "plans/august.toml"]);
+    assert_eq!(placeholders.status.code(), Some(1), "{}", said(&placeholders));
+    assert!(said(&placeholders).contains("4 problems found"), "{}", said(&placeholders));
+
+    let filled = written
+        .replace(
+            "\"<why these days are rewritten: what was wrong, and where the corrected rows come from>\"",
+            "\"August's amounts were recorded in cents; finance sent the corrected days.\"",
+        )
+        .replace("\"<the first day to rewrite, as a date without quotes: 2026-03-01>\"", "2026-08-01")
+        .replace(
+            "\"<the last day to rewrite (included), as a date without quotes: 2026-03-31>\"",
+            "2026-08-29",
+        )
+        .replace(
+            "<the path of the corrected rows, e.g. ../landing/payments/{date}.csv>",
+            "../landing/payments/{date}.csv",
+        );
+    let mistaken = filled.replace("every = \"day\"", "every = \"week\"")
+        + "\n[[checks]]\nname = \"positive\"\nsql = \"SELECT * FROM slice WHERE amont <= 0\"\n\n[diff]\nby = [\"curency\"]\n";
+    std::fs::write(&path, &mistaken).unwrap();
+    let round = bf(root, &["validate", "plans/august.toml"]);
+    let said_round = said(&round);
+    assert_eq!(round.status.code(), Some(1), "{said_round}");
+    assert!(said_round.contains("3 problems found"), "{said_round}");
+    for (message, at) in [
+        ("`{date}` names one day, but slices are `week` long", "inputs.corrected"),
+        ("the table has no column `amont`", "amont <= 0"),
+        ("the table has no column `curency`", "by = "),
+    ] {
+        assert!(said_round.contains(message), "{message}: {said_round}");
+        let line = line_of(&mistaken, at);
+        assert!(
+            said_round.contains(&format!("--> plans/august.toml:{line}:")),
+            "{message} at {line}: {said_round}"
+        );
+    }
+
+    let fixed = mistaken
+        .replace("every = \"week\"", "every = \"day\"")
+        .replace("amont <= 0", "amount <= 0")
+        .replace("[\"curency\"]", "[\"currency\"]")
+        .replace("       fee\nFROM corrected", "       CAST(0.25 AS DOUBLE) AS fee\nFROM corrected");
+    std::fs::write(&path, &fixed).unwrap();
+    for args in [
+        &["validate", "plans/august.toml"][..],
+        &["plan", "plans/august.toml", "-q"],
+        &["apply", "--auto-approve"],
+    ] {
+        let out = bf(root, args);
+        assert!(out.status.success(), "{args:?}: {}\n{fixed}", said(&out));
+    }
+    assert_eq!(amounts(&table), [70.5, 71.5, 101.5], "August in euros, July untouched");
+    let rolled = bf(root, &["rollback", "--auto-approve"]);
+    assert!(rolled.status.success(), "{}", said(&rolled));
+    assert_eq!(amounts(&table), [70.5, 7150.0, 10150.0], "rolled back to the cents");
+}
