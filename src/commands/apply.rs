@@ -282,16 +282,21 @@ async fn approved(plan: &Plan, auto_approve: bool, whole: bool) -> anyhow::Resul
 /// its own thread is still stopped: if it has not stopped 5 seconds after the signal, the watcher
 /// ends the process itself, saying what it last read.
 async fn interruptible<T>(plan: &Plan, work: impl std::future::Future<Output = T>) -> Option<T> {
+    use std::sync::atomic::{AtomicBool, Ordering};
     let (heard, signal) = tokio::sync::oneshot::channel();
-    let stuck = plan.clone();
+    // Set once the apply's own task has stopped and says what is in the table itself.
+    let stopped = std::sync::Arc::new(AtomicBool::new(false));
+    let (stuck, said) = (plan.clone(), stopped.clone());
     let watcher = tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_err() {
             return;
         }
         let _ = heard.send(());
         tokio::time::sleep(std::time::Duration::from_secs(5)).await;
-        say!("\n{}", interrupted(&stuck).await);
-        std::process::exit(130);
+        if !said.load(Ordering::SeqCst) {
+            say!("\n{}", interrupted(&stuck).await);
+            std::process::exit(130);
+        }
     });
     tokio::select! {
         done = work => {
@@ -299,6 +304,7 @@ async fn interruptible<T>(plan: &Plan, work: impl std::future::Future<Output = T
             Some(done)
         }
         Ok(()) = signal => {
+            stopped.store(true, Ordering::SeqCst);
             say!("\n{}", interrupted(plan).await);
             None
         }

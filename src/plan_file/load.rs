@@ -77,10 +77,10 @@ impl PlanDocument {
     }
 }
 
-/// For a local path a plan in `plan_dir` names (`written`) that is not there from the plan's folder but is
-/// from the folder bf runs in — people write paths from where they stand, and a piped
-/// `bf init` writes them so — the path as the plan should write it, as "did you mean …?". A
-/// path with a `{date}` is judged by its folder.
+/// For a local path a plan in `plan_dir` names (`written`) that is not there from the plan's
+/// folder but is from the folder bf runs in — people write paths from where they stand, and a
+/// piped `bf init` writes them so — the path as the plan should write it, as "did you mean …?".
+/// A path with a `{date}` is judged by its folder.
 pub fn written_from_here(plan_dir: &Path, written: &str) -> Option<String> {
     let folder = match written.find('{') {
         Some(at) => &written[..written[..at].rfind('/')?],
@@ -387,10 +387,12 @@ fn from_toml_error_at(
     // One value where a list is expected (`key = "payment_id"`): the list it would be.
     let help = match (message.strip_prefix("invalid type: string "), message.ends_with("expected a sequence"))
     {
-        (Some(rest), true) => rest.split(", expected").next().map(|value| {
+        (Some(rest), true) => {
             let name = key.as_deref().and_then(|k| k.rsplit('.').next()).unwrap_or("key");
-            format!("write it as an array: {name} = [{value}]")
-        }),
+            // The value is shown again only where it cannot be a credential.
+            let value = rest.split(", expected").next().filter(|_| !looks_secret(name));
+            value.map(|value| format!("write it as an array: {name} = [{value}]"))
+        }
         _ => None,
     };
     let message = plain_words(&message);

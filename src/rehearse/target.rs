@@ -33,8 +33,8 @@ impl Target {
 
 /// Step 1: open the target at its latest version and refuse what the rehearsal or the apply could
 /// not do: a table bf may not write, a column the plan names that the table does not hold, a date
-/// column that is not one, parallel slices on a table not
-/// partitioned by it, a log table bf may not append to, a rehearsal that would be the target.
+/// column that is not one, parallel slices on a table not partitioned by it, a log table bf may
+/// not append to, a rehearsal that would be the target.
 pub(crate) async fn open_target(
     document: &PlanDocument,
     scope: &Scope,
