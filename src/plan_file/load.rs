@@ -389,8 +389,11 @@ fn from_toml_error_at(
     {
         (Some(rest), true) => {
             let name = key.as_deref().and_then(|k| k.rsplit('.').next()).unwrap_or("key");
-            // The value is shown again only where it cannot be a credential.
-            let value = rest.split(", expected").next().filter(|_| !looks_secret(name));
+            // The value is shown again only outside the tables that reach stores and receivers,
+            // where a credential could be written by mistake.
+            let sensitive =
+                key.as_deref().is_some_and(|k| k.starts_with("storage") || k.starts_with("notify"));
+            let value = rest.split(", expected").next().filter(|_| !sensitive || !looks_secret(name));
             value.map(|value| format!("write it as an array: {name} = [{value}]"))
         }
         _ => None,
