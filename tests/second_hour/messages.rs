@@ -1,17 +1,14 @@
 //! What bf says when something stops it or is off in the inputs: where, and what to do.
 
-use super::{august, bf, corrections, payments, said};
+use super::{august, bf, edit_day, said, workspace};
 
 /// Ctrl-C during an apply says how many slices are in (each a whole commit) and where `bf apply`
 /// resumes, exit 130; the resume's question says which slices are committed already; and once the
 /// backfill is applied, `bf apply` says so without asking anything.
-#[test]
-fn ctrl_c_says_what_is_committed_and_the_resume_says_what_is_in() {
-    let dir = tempfile::tempdir().unwrap();
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_says_what_is_committed_and_the_resume_says_what_is_in() {
+    let (dir, table) = workspace();
     let root = dir.path();
-    let table = payments(root);
-    corrections(root);
-    std::fs::create_dir(root.join("plans")).unwrap();
     std::fs::write(root.join("plans/august.toml"), august("pay_date", "payment_id", "")).unwrap();
     assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
 
@@ -41,18 +38,7 @@ fn ctrl_c_says_what_is_committed_and_the_resume_says_what_is_in() {
         "{said_stopping}"
     );
 
-    let bf_path = assert_cmd::cargo::cargo_bin("bf");
-    let mut asked = std::process::Command::new("script")
-        .args(["-qec", &format!("{} apply", bf_path.display()), "/dev/null"])
-        .current_dir(root)
-        .env_remove("BF_STATE_DIR")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::io::Write::write_all(asked.stdin.as_mut().unwrap(), b"no\n").unwrap();
-    let asked = asked.wait_with_output().unwrap();
-    let question = String::from_utf8_lossy(&asked.stdout);
+    let (_, question) = crate::common::answered_after(root, "apply", "no", async {}).await;
     assert!(
         question.contains(&format!("{n} of 29 slices are committed already (backfill"))
             && question.contains(&format!("this apply goes on from slice {}", n + 1)),
@@ -76,25 +62,9 @@ fn ctrl_c_says_what_is_committed_and_the_resume_says_what_is_in() {
 /// the slice and the file it came from — not once per slice, and not without where.
 #[test]
 fn a_type_warning_of_one_days_input_names_that_day_and_its_file() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, _) = workspace();
     let root = dir.path();
-    payments(root);
-    corrections(root);
-    std::fs::create_dir(root.join("plans")).unwrap();
-    let day = root.join("landing/payments/2026-08-02.csv");
-    let emptied: String = std::fs::read_to_string(&day)
-        .unwrap()
-        .lines()
-        .enumerate()
-        .map(|(i, line)| match i {
-            0 => format!("{line}\n"),
-            _ => {
-                let cells: Vec<&str> = line.split(',').collect();
-                format!("{},,{},{},{}\n", cells[0], cells[2], cells[3], cells[4])
-            }
-        })
-        .collect();
-    std::fs::write(&day, emptied).unwrap();
+    edit_day(root, "2026-08-02", |_, cells| cells[1].clear());
     let plan = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-03");
     std::fs::write(root.join("plans/august.toml"), plan).unwrap();
     let out = bf(root, &["plan", "plans/august.toml"]);
@@ -115,17 +85,13 @@ fn a_type_warning_of_one_days_input_names_that_day_and_its_file() {
 /// cast's failure names the file and the line holding the value.
 #[test]
 fn a_value_that_is_not_a_number_is_named_with_its_file_and_line() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, _) = workspace();
     let root = dir.path();
-    payments(root);
-    corrections(root);
-    std::fs::create_dir(root.join("plans")).unwrap();
-    let day = root.join("landing/payments/2026-08-02.csv");
-    let text = std::fs::read_to_string(&day).unwrap();
-    let mut lines: Vec<String> = text.lines().map(str::to_owned).collect();
-    let cells: Vec<&str> = lines[2].split(',').collect();
-    lines[2] = format!("{},{},n/a,{},{}", cells[0], cells[1], cells[3], cells[4]);
-    std::fs::write(&day, lines.join("\n") + "\n").unwrap();
+    edit_day(root, "2026-08-02", |row, cells| {
+        if row == 3 {
+            cells[2] = "n/a".to_owned();
+        }
+    });
     let plan = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-03");
     std::fs::write(root.join("plans/august.toml"), &plan).unwrap();
 
@@ -156,11 +122,8 @@ fn a_value_that_is_not_a_number_is_named_with_its_file_and_line() {
 /// the saved plan; a rollback lists its versions as ranges and says its rows are the window's.
 #[test]
 fn the_small_messages_say_what_to_do() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, _) = workspace();
     let root = dir.path();
-    payments(root);
-    corrections(root);
-    std::fs::create_dir(root.join("plans")).unwrap();
     let plan = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-03");
 
     let single = plan.replace("key = [\"payment_id\"]", "key = \"payment_id\"");

@@ -14,7 +14,7 @@ mod paths;
 /// 90 days from June 1, 2026, three payments a day, partitioned by `pay_date`, one commit a week;
 /// then a DELETE of payment 12 and a week written with a column added (`fee`). August's amounts
 /// were recorded in cents. Returns the table's folder (`lake/payments` under `root`).
-pub(crate) fn payments(root: &Path) -> PathBuf {
+fn payments(root: &Path) -> PathBuf {
     let table = root.join("lake/payments");
     let script = format!(
         r#"import datetime, pyarrow as pa
@@ -49,7 +49,7 @@ write_deltalake(t, rows(range(84, 90), True), mode='append', schema_mode='merge'
 }
 
 /// The corrected August, one CSV per day in `landing/payments/`, amounts in euros.
-pub(crate) fn corrections(root: &Path) {
+fn corrections(root: &Path) {
     let landing = root.join("landing/payments");
     std::fs::create_dir_all(&landing).unwrap();
     for d in 61..90 {
@@ -60,6 +60,30 @@ pub(crate) fn corrections(root: &Path) {
         }
         std::fs::write(landing.join(format!("{day}.csv")), text).unwrap();
     }
+}
+
+/// A workspace of one's own: the payments table another writer made (`lake/payments`), August's
+/// corrections (`landing/payments/`) and an empty `plans/`. Returns it and the table's folder.
+pub(crate) fn workspace() -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let table = payments(dir.path());
+    corrections(dir.path());
+    std::fs::create_dir(dir.path().join("plans")).unwrap();
+    (dir, table)
+}
+
+/// Rewrites the corrections file of `day`, each row's cells through `edit` with its line number
+/// (the header, line 1, kept).
+pub(crate) fn edit_day(root: &Path, day: &str, edit: impl Fn(usize, &mut Vec<String>)) {
+    let path = root.join(format!("landing/payments/{day}.csv"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut lines: Vec<String> = text.lines().take(1).map(str::to_owned).collect();
+    for (i, line) in text.lines().enumerate().skip(1) {
+        let mut cells: Vec<String> = line.split(',').map(str::to_owned).collect();
+        edit(i + 1, &mut cells);
+        lines.push(cells.join(","));
+    }
+    std::fs::write(path, lines.join("\n") + "\n").unwrap();
 }
 
 pub(crate) fn bf(root: &Path, args: &[&str]) -> Output {
@@ -100,11 +124,8 @@ pub(crate) fn august_every(every: &str, date_column: &str, key: &str, extra: &st
 /// right, the plan validates and rehearses.
 #[test]
 fn every_column_a_plan_names_is_checked_against_the_table_at_its_line() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, _) = workspace();
     let root = dir.path();
-    payments(root);
-    corrections(root);
-    std::fs::create_dir(root.join("plans")).unwrap();
     let mistakes = |every: &str| {
         august_every(
             every,
@@ -196,11 +217,8 @@ fn amounts(table: &Path) -> Vec<f64> {
 /// rolls back to the cents.
 #[test]
 fn the_newcomers_path_from_init_to_rollback_takes_one_validate_per_round() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, table) = workspace();
     let root = dir.path();
-    let table = payments(root);
-    corrections(root);
-    std::fs::create_dir(root.join("plans")).unwrap();
     assert_eq!(amounts(&table), [70.5, 7150.0, 10150.0], "as the other writer left it");
     let init = bf(root, &["init", "--table", "lake/payments", "--out", "plans/august.toml"]);
     assert!(init.status.success(), "{}", said(&init));

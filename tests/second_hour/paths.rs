@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use super::{august, bf, corrections, line_of, payments, said};
+use super::{august, bf, line_of, said, workspace};
 use crate::common::bf_in;
 
 /// The saved plan, its rehearsal and the next command agree whatever the folder and `--out`: a plan
@@ -12,13 +12,10 @@ use crate::common::bf_in;
 /// no saved plan says where plans are saved and how to name one.
 #[test]
 fn the_saved_plan_its_rehearsal_and_the_next_command_agree_whatever_the_folder() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, _) = workspace();
     let root = dir.path();
     // A git work tree: the root plans reach within, from any of its folders.
     assert!(std::process::Command::new("git").arg("init").arg("-q").arg(root).status().unwrap().success());
-    payments(root);
-    corrections(root);
-    std::fs::create_dir(root.join("plans")).unwrap();
     let plan = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02");
     std::fs::write(root.join("plans/august.toml"), plan).unwrap();
     let id_of = |saved: &Path| -> String {
@@ -83,11 +80,8 @@ fn the_saved_plan_its_rehearsal_and_the_next_command_agree_whatever_the_folder()
 /// day's file is named, never "did you mean" another day's.
 #[test]
 fn paths_written_from_the_wrong_folder_are_answered_with_the_path_meant() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, _) = workspace();
     let root = dir.path();
-    payments(root);
-    corrections(root);
-    std::fs::create_dir(root.join("plans")).unwrap();
 
     let piped = bf(root, &["init", "--table", "lake/payments"]);
     assert!(piped.status.success(), "{}", said(&piped));
@@ -141,11 +135,8 @@ fn paths_written_from_the_wrong_folder_are_answered_with_the_path_meant() {
 /// and the last day that has one — not one day per run.
 #[test]
 fn a_window_past_the_data_says_how_many_days_have_no_file() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, _) = workspace();
     let root = dir.path();
-    payments(root);
-    corrections(root);
-    std::fs::create_dir(root.join("plans")).unwrap();
     std::fs::remove_file(root.join("landing/payments/2026-08-10.csv")).unwrap();
     let plan = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-09-30");
     std::fs::write(root.join("plans/august.toml"), &plan).unwrap();
