@@ -173,3 +173,24 @@ fn the_small_messages_say_what_to_do() {
     assert_eq!(text.matches(reason).count(), 1, "{text}");
     assert!(text.contains("undo: restore"), "{text}");
 }
+
+/// A slice of several days is named by all of them wherever bf names it, its reconcile too.
+#[test]
+fn a_slice_of_several_days_is_reconciled_under_all_its_days() {
+    let (dir, _) = workspace();
+    let root = dir.path();
+    let weekly = august("pay_date", "payment_id", "")
+        .replace("every = \"day\"", "every = \"week\"")
+        .replace("../landing/payments/{date}.csv", "../landing/payments");
+    std::fs::write(root.join("plans/august.toml"), weekly).unwrap();
+    let out = bf(root, &["plan", "plans/august.toml", "--json"]);
+    assert!(out.status.success(), "{}", said(&out));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let first = &plan["slices"][0];
+    assert_ne!(first["first"], first["last"], "a slice of several days: {first}");
+    let reconcile =
+        plan["checks"].as_array().unwrap().iter().find(|c| c["kind"] == "reconcile" && c["slice"] == 1);
+    let detail = reconcile.unwrap()["detail"].as_str().unwrap().to_owned();
+    let days = format!("ok {}..{}: ", first["first"].as_str().unwrap(), first["last"].as_str().unwrap());
+    assert!(detail.starts_with(&days), "{detail}");
+}
