@@ -394,3 +394,47 @@ async fn a_rerun_rolls_back_to_the_first_apply_and_the_first_apply_after_it() {
     bf_in(root).args(["rollback", "--cascade", "--auto-approve", "--backfill", &first]).assert().success();
     assert_eq!(duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}")), before, "both undone");
 }
+
+/// Two backfills of one table on days apart (August 1–3, then August 10–12), then the first rolled
+/// back inside its window. Its rollback is a commit after the second's: the second's full RESTORE
+/// would take it away and bring the first backfill's rows back, so it is refused, nothing written;
+/// the second rolled back inside its own window leaves August 1–3 rolled back.
+#[test]
+fn a_restore_never_undoes_an_earlier_backfills_rollback_committed_after() {
+    use crate::second_hour::{august, bf, said, workspace};
+    let (dir, table) = workspace();
+    let root = dir.path();
+    let days = |first: &str, last: &str| {
+        august("pay_date", "payment_id", "")
+            .replace("start = 2026-08-01", &format!("start = 2026-08-{first}"))
+            .replace("end = 2026-08-29", &format!("end = 2026-08-{last}"))
+    };
+    std::fs::write(root.join("plans/first.toml"), days("01", "03")).unwrap();
+    std::fs::write(root.join("plans/second.toml"), days("10", "12")).unwrap();
+    let ok = |args: &[&str]| {
+        let out = bf(root, args);
+        assert!(out.status.success(), "{args:?}: {}", said(&out));
+    };
+    ok(&["plan", "plans/first.toml", "-q"]);
+    ok(&["apply", "--auto-approve"]);
+    ok(&["plan", "plans/second.toml", "-q", "--state-dir", "second"]);
+    ok(&["apply", "--auto-approve", "--state-dir", "second"]);
+    ok(&["rollback", "--auto-approve", "--window-only"]);
+    // Tenths of the amount, read by DuckDB: cents ×10, or euros ×10.
+    let amount = |id: i64| {
+        let sql = format!("SELECT CAST(amount * 10 AS BIGINT) FROM t WHERE payment_id = {id}");
+        crate::common::duckdb_count(&table, &sql)
+    };
+    assert_eq!(
+        (amount(610), amount(700)),
+        (71500, 805),
+        "the first rolled back to cents; the second in euros"
+    );
+
+    let untouched = crate::common::snapshot(&table);
+    let refused = bf(root, &["rollback", "--auto-approve", "--state-dir", "second"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", said(&refused));
+    assert_eq!(crate::common::snapshot(&table), untouched, "nothing written");
+    ok(&["rollback", "--auto-approve", "--window-only", "--state-dir", "second"]);
+    assert_eq!((amount(610), amount(700)), (71500, 80500), "both rolled back, each in its window");
+}
