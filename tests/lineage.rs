@@ -473,3 +473,54 @@ fn a_failed_slice_fails_its_run_and_the_backfill_and_the_resume_completes_them()
     let version = latest_version(&root.join(ORDERS));
     assert_eq!(restore[1]["outputs"][0]["facets"]["version"]["datasetVersion"], version.to_string());
 }
+
+/// The September backfill stopped by Ctrl-C after a few slices: the run of a slice it was writing,
+/// if any, and the backfill's run fail, saying how to go on; no slice's run is left open. The
+/// resume continues the same backfill run and completes it.
+#[test]
+fn an_apply_stopped_by_ctrl_c_fails_its_runs_and_the_resume_completes_them() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let receiver = Receiver::start(200);
+    let base = receiver.base();
+    let env = [("OPENLINEAGE_URL", base.as_str())];
+    ok(root, &["plan", "plans/september.toml", "-q"], &env);
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+        .current_dir(root)
+        .env_remove("BF_STATE_DIR")
+        .env_remove("OPENLINEAGE_CONFIG")
+        .env_remove("OPENLINEAGE_DISABLED")
+        .env_remove("OPENLINEAGE_PARENT_ID")
+        .envs(env)
+        .args(["apply", "--auto-approve"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let table = root.join(ORDERS);
+    crate::common::wait_for("three slices committed", || crate::common::slices_committed(&table).len() >= 3);
+    let signalled =
+        std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(signalled.success());
+    let stopped = child.wait_with_output().unwrap();
+    assert_eq!(stopped.status.code(), Some(130), "{}", String::from_utf8_lossy(&stopped.stderr));
+    assert!(crate::common::slices_committed(&table).len() < 30, "stopped before the end");
+
+    let events = receiver.bodies();
+    assert_valid(&events);
+    let last = events.last().unwrap();
+    assert_eq!((job(last), kind(last)), ("orders_daily/backfill", "FAIL"), "{events:#?}");
+    let message = last["run"]["facets"]["errorMessage"]["message"].as_str().unwrap();
+    assert!(message.contains("interrupted (Ctrl-C)"), "{message}");
+    let slices: Vec<&Value> = events.iter().filter(|e| job(e) == "orders_daily/backfill/slice").collect();
+    let open = slices.iter().filter(|e| kind(e) == "START").count();
+    let closed = slices.iter().filter(|e| kind(e) != "START").count();
+    assert_eq!(open, closed, "every slice's run that started ended: {slices:#?}");
+
+    ok(root, &["apply", "--auto-approve"], &env);
+    let resumed = receiver.bodies()[events.len()..].to_vec();
+    assert_valid(&resumed);
+    assert_eq!(run_id(&resumed[0]), run_id(&events[0]), "the same backfill run");
+    let end = resumed.last().unwrap();
+    assert_eq!((job(end), kind(end)), ("orders_daily/backfill", "COMPLETE"));
+}

@@ -151,6 +151,8 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     let (lineage, emitter) = super::lineage(&args.state);
     let runs = ApplyLineage::new(lineage, &emitter, &plan, fan_out);
     let Some(executed) = interruptible(&plan, execute(&plan, &args, only, &runs)).await else {
+        runs.interrupted("interrupted (Ctrl-C): `bf apply` resumes it");
+        super::delivered(emitter).await;
         return Ok(ExitCode::from(130));
     };
     let reports = match executed {

@@ -94,6 +94,34 @@ impl<'a> ApplyLineage<'a> {
             return;
         }
         let at = Utc::now();
+        let current = self.fail_slices(message, at);
+        if self.fan_out {
+            return;
+        }
+        for (position, report) in stopped.applied.iter().enumerate() {
+            self.emitter.emit(self.backfill_complete(self.table(position), report, at));
+        }
+        if let Some((position, backfill_id)) = current.filter(|(p, _)| *p == stopped.position) {
+            self.fail_backfill(position, &backfill_id, message, at);
+        }
+    }
+
+    /// The operator stopped the apply (Ctrl-C): the slices it was writing and the backfill of the
+    /// table it was at fail with `message`. The resume continues the same runs and completes them.
+    pub fn interrupted(&self, message: &str) {
+        if !self.emitter.is_on() {
+            return;
+        }
+        let at = Utc::now();
+        let current = self.fail_slices(message, at);
+        if let Some((position, backfill_id)) = current.filter(|_| !self.fan_out) {
+            self.fail_backfill(position, &backfill_id, message, at);
+        }
+    }
+
+    /// Fails the slices the apply started and did not finish; returns the table it was at (its
+    /// position) and its backfill.
+    fn fail_slices(&self, message: &str, at: chrono::DateTime<Utc>) -> Option<(usize, String)> {
         let (current, started) = {
             let mut state = self.state();
             (state.current.clone(), std::mem::take(&mut state.started))
@@ -106,17 +134,13 @@ impl<'a> ApplyLineage<'a> {
                 self.emitter.emit(event);
             }
         }
-        if self.fan_out {
-            return;
-        }
-        for (position, report) in stopped.applied.iter().enumerate() {
-            self.emitter.emit(self.backfill_complete(self.table(position), report, at));
-        }
-        if let Some((position, backfill_id)) = current.filter(|(p, _)| *p == stopped.position) {
-            let mut event = self.backfill_event(self.table(position), &backfill_id, EventType::Fail, at);
-            failure(&mut event, &self.lineage.producer, message);
-            self.emitter.emit(event);
-        }
+        current
+    }
+
+    fn fail_backfill(&self, position: usize, backfill_id: &str, message: &str, at: chrono::DateTime<Utc>) {
+        let mut event = self.backfill_event(self.table(position), backfill_id, EventType::Fail, at);
+        failure(&mut event, &self.lineage.producer, message);
+        self.emitter.emit(event);
     }
 
     /// The `bf` facet of a run of a table's backfill.
