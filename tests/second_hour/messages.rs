@@ -194,3 +194,29 @@ fn a_slice_of_several_days_is_reconciled_under_all_its_days() {
     let days = format!("ok {}..{}: ", first["first"].as_str().unwrap(), first["last"].as_str().unwrap());
     assert!(detail.starts_with(&days), "{detail}");
 }
+
+/// A day's file with a column the table does not have, read by `SELECT *`: refused naming the
+/// column, the slice and the file it came from.
+#[test]
+fn an_extra_column_names_the_file_it_came_from() {
+    let (dir, _) = workspace();
+    let root = dir.path();
+    edit_day(root, "2026-08-02", |_, cells| cells.push("late".into()));
+    let day = root.join("landing/payments/2026-08-02.csv");
+    let text = std::fs::read_to_string(&day).unwrap().replacen("pay_date\n", "pay_date,note\n", 1);
+    std::fs::write(&day, text).unwrap();
+    let plan = august("pay_date", "payment_id", "")
+        .replace("end = 2026-08-29", "end = 2026-08-03")
+        .replace("SELECT payment_id, customer, amount, currency, CAST(pay_date AS DATE) AS pay_date, CAST(0.25 AS DOUBLE) AS fee FROM corrected", "SELECT *, CAST(0.25 AS DOUBLE) AS fee FROM corrected");
+    std::fs::write(root.join("plans/august.toml"), plan).unwrap();
+    let out = bf(root, &["plan", "plans/august.toml"]);
+    let said = said(&out);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains("`note` (")
+            && said.contains("is in the query but not in the table")
+            && said.contains("(found in slice 2 (2026-08-02: ")
+            && said.contains("2026-08-02.csv))"),
+        "{said}"
+    );
+}
