@@ -438,3 +438,72 @@ fn a_restore_never_undoes_an_earlier_backfills_rollback_committed_after() {
     ok(&["rollback", "--auto-approve", "--window-only", "--state-dir", "second"]);
     assert_eq!((amount(610), amount(700)), (71500, 80500), "both rolled back, each in its window");
 }
+
+/// Until when a backfill can be undone, judged from the raw log: the first file removed since the
+/// pre-version plus `delta.deletedFileRetentionDuration` (7 days, then 1 day once the table says
+/// so), said by `bf apply` and `bf status` (and in its JSON); once a VACUUM deleted the
+/// pre-version's files, "no longer possible", and `bf rollback` refuses.
+#[test]
+fn until_when_a_backfill_can_be_undone_is_said_and_a_vacuum_ends_it() {
+    use crate::second_hour::{august, bf, said, workspace};
+    let (dir, table) = workspace();
+    let root = dir.path();
+    std::fs::write(
+        root.join("plans/august.toml"),
+        august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-03"),
+    )
+    .unwrap();
+    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
+    let applied = bf(root, &["apply", "--auto-approve"]);
+    assert!(applied.status.success(), "{}", said(&applied));
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let pre_version = saved["target"]["pre_version"].as_u64().unwrap();
+    let first_removed = crate::databricks::commits_from(&table, pre_version + 1)
+        .iter()
+        .flat_map(|(_, actions)| {
+            actions.iter().filter_map(|a| a.pointer("/remove/deletionTimestamp")?.as_i64())
+        })
+        .min()
+        .unwrap();
+    let until = |days: i64| {
+        let at =
+            chrono::DateTime::from_timestamp_millis(first_removed).unwrap() + chrono::Duration::days(days);
+        format!(
+            "rollback: possible until at least {} (delta.deletedFileRetentionDuration is {days} days;",
+            at.format("%Y-%m-%d %H:%M UTC")
+        )
+    };
+    assert!(said(&applied).contains(&until(7)), "{}", said(&applied));
+    let status = bf(root, &["status"]);
+    assert!(said(&status).contains(&until(7)), "{}", said(&status));
+
+    let python = |statement: &str| {
+        let script = format!(
+            "from deltalake import DeltaTable\ndt = DeltaTable({:?})\n{statement}",
+            table.to_str().unwrap()
+        );
+        crate::common::servers::python(&script, &[]);
+    };
+    python("dt.alter.set_table_properties({'delta.deletedFileRetentionDuration': 'interval 1 days'})");
+    let status = bf(root, &["status", "--json"]);
+    let json: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(json["rollback"]["state"], "possible_until", "{json}");
+    assert_eq!(json["rollback"]["property"], "delta.deletedFileRetentionDuration", "{json}");
+    assert_eq!(json["rollback"]["days"], 1.0, "{json}");
+    assert!(said(&bf(root, &["status"])).contains(&until(1)));
+
+    python("dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)");
+    let status = bf(root, &["status"]);
+    assert!(
+        said(&status).contains(&format!(
+            "rollback: no longer possible: VACUUM removed 3 of version {pre_version}'s data files"
+        )),
+        "{}",
+        said(&status)
+    );
+    // The ALTER is another writer's commit: only the window can be rolled back, and not that either.
+    let refused = bf(root, &["rollback", "--auto-approve", "--window-only"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", said(&refused));
+    assert!(said(&refused).contains("VACUUM removed 3 of its data files"), "{}", said(&refused));
+}

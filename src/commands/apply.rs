@@ -170,7 +170,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     let lineage = super::delivered(emitter).await;
     // One task of a fan-out tells nobody: `--finish` does, once every slice is in.
     let notices = if fan_out { Vec::new() } else { tell(&plan, &reports, policy).await };
-    print_outcome(reports, notices, lineage, args.json)?;
+    print_outcome(&plan, reports, notices, lineage, args.json).await?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -411,20 +411,36 @@ async fn tell(plan: &Plan, reports: &[ApplyReport], policy: &bf::plan_file::conf
 }
 
 /// The outcome on stdout, each table's report; with `--json`, the chain's as one document.
-fn print_outcome(
+async fn print_outcome(
+    plan: &Plan,
     reports: Vec<ApplyReport>,
     notices: Vec<String>,
     lineage: Option<String>,
     json: bool,
 ) -> anyhow::Result<()> {
+    // Until when each table's backfill can be undone, after the version to go back to.
+    let mut horizons = Vec::new();
+    if !json {
+        for (table, report) in plan.chain().into_iter().zip(&reports) {
+            let url = url::Url::parse(&table.target.uri)?;
+            let horizon = bf::rollback::horizon(&table.stores()?, &url, report.pre_version).await;
+            horizons.push(horizon.ok().map(|h| render::rollback::horizon(&h)));
+        }
+    }
     let mut reports = reports.into_iter();
     let first = reports.next().expect("a chain applies its first plan");
     let applied = Applied { first, downstream: reports.collect(), notices, lineage };
     let text = if json {
         render::json(&applied)
     } else {
-        let mut parts = vec![render::apply::report(&applied.first)];
-        parts.extend(applied.downstream.iter().map(render::apply::report));
+        let all = std::iter::once(&applied.first).chain(&applied.downstream);
+        let parts: Vec<String> = all
+            .zip(horizons.into_iter().chain(std::iter::repeat(None)))
+            .map(|(report, horizon)| match horizon {
+                Some(line) if !report.already_applied => format!("{}{line}\n", render::apply::report(report)),
+                _ => render::apply::report(report),
+            })
+            .collect();
         parts.join("\n")
     };
     crate::render::print(&text)?;

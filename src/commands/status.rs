@@ -29,6 +29,9 @@ struct Status {
     /// Committed slices whose rows are not the rehearsal's: the backfill cannot be finished.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     unverified: Vec<String>,
+    /// Until when `bf rollback` can undo the backfill in place (none applied, or rolled back: none).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    rollback: Option<bf::rollback::Horizon>,
     /// The tables downstream of the plan's, in apply order.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     downstream: Vec<Status>,
@@ -44,7 +47,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             true => Vec::new(),
             false => bf::apply::unverified(plan).await?.iter().map(ToString::to_string).collect(),
         };
-        statuses.push((plan, Status { state, cannot_publish, unverified, downstream: Vec::new() }));
+        let rollback = match (&state.backfill_id, state.rolled_back) {
+            (Some(_), None) => {
+                let url = url::Url::parse(&plan.target.uri)?;
+                Some(bf::rollback::horizon(&plan.stores()?, &url, plan.target.pre_version).await?)
+            }
+            _ => None,
+        };
+        statuses.push((plan, Status { state, cannot_publish, unverified, rollback, downstream: Vec::new() }));
     }
     let text = if args.json {
         let mut all = statuses.into_iter().map(|(_, status)| status);
@@ -55,12 +65,16 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         let parts: Vec<String> = statuses
             .iter()
             .map(|(plan, status)| {
-                render::status::text(
+                let mut text = render::status::text(
                     plan,
                     &status.state,
                     status.cannot_publish.as_deref(),
                     &status.unverified,
-                )
+                );
+                if let Some(horizon) = &status.rollback {
+                    text.push_str(&format!("  {}\n", render::rollback::horizon(horizon)));
+                }
+                text
             })
             .collect();
         parts.join("\n")

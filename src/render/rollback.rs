@@ -55,6 +55,21 @@ pub fn intent(plan: &RollbackPlan, window_only: bool) -> String {
     out
 }
 
+/// Until when `bf rollback` can undo a backfill: `rollback: possible until …`.
+pub fn horizon(horizon: &bf::rollback::Horizon) -> String {
+    use bf::rollback::Horizon;
+    match horizon {
+        Horizon::PossibleUntil { until, property, days } => format!(
+            "rollback: possible until at least {} ({property} is {} days; after that {} may delete what it reads)",
+            until.format("%Y-%m-%d %H:%M UTC"),
+            super::number(*days),
+            if property.contains("Log") { "log cleanup" } else { "VACUUM" }
+        ),
+        Horizon::Possible => "rollback: possible (nothing it reads was removed since)".to_owned(),
+        Horizon::Gone { why } => format!("rollback: no longer possible: {why}"),
+    }
+}
+
 /// `bf rollback --to-version N`'s question.
 pub fn restore_intent(table: &str, version: u64) -> String {
     format!("Will RESTORE {table} to version {version}; every commit after it is undone.\n")

@@ -38,11 +38,13 @@ use crate::window::{Slice, Window};
 
 mod files;
 mod history;
+mod horizon;
 mod inverse;
 
 use files::check_files_exist;
 pub use history::{Applied, backfills};
 use history::{bf_backfill_of, undone_since};
+pub use horizon::{Horizon, horizon};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RollbackError {

@@ -1,0 +1,91 @@
+//! Until when a backfill can be rolled back. A rollback reads its pre-version: the data files that
+//! version holds, which VACUUM may delete once a commit removed them and
+//! `delta.deletedFileRetentionDuration` (7 days by default) has passed since, and the version's log
+//! entry, which log cleanup may delete `delta.logRetentionDuration` (30 days by default) after it
+//! was written, once a later checkpoint stands for it. The horizon is the earlier of the two: the
+//! first file removed after the pre-version, plus the file retention; the pre-version's commit,
+//! plus the log retention. Both rollbacks read the same version, so one date holds for both.
+//!
+//! What has already happened is checked, not predicted: a file of the pre-version gone, or its
+//! log entry, makes the rollback no longer possible, whatever the dates say.
+
+use chrono::{DateTime, Utc};
+use deltalake::table::config::TablePropertiesExt;
+use serde_json::Value;
+use url::Url;
+
+use super::RollbackError;
+use super::files::check_files_exist;
+use crate::delta::ledger;
+use crate::delta::store::Stores;
+
+/// Whether and until when a backfill can be rolled back.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case", tag = "state")]
+pub enum Horizon {
+    /// Possible until `until` at least; after it, `property` (`days` long) lets VACUUM or log
+    /// cleanup take what the rollback reads.
+    PossibleUntil { until: DateTime<Utc>, property: &'static str, days: f64 },
+    /// Possible with no end in sight: nothing was removed since, and the log is kept for ever.
+    Possible,
+    /// No longer possible: why.
+    Gone { why: String },
+}
+
+/// Until when the pre-version `pre_version` of the table at `url` can be restored: what a
+/// rollback of a backfill applied after it needs.
+pub async fn horizon(stores: &Stores, url: &Url, pre_version: u64) -> Result<Horizon, RollbackError> {
+    let table = stores.open(url, None).await?;
+    let Some(pre) = ledger::read_log(&table, pre_version..=pre_version).await?.pop() else {
+        return Ok(Horizon::Gone {
+            why: format!(
+                "the log entry of version {pre_version} was cleaned up (delta.logRetentionDuration)"
+            ),
+        });
+    };
+    match check_files_exist(stores, url, pre_version).await {
+        Ok(()) => {}
+        Err(RollbackError::MissingFiles { count, .. }) => {
+            return Ok(Horizon::Gone {
+                why: format!("VACUUM removed {count} of version {pre_version}'s data files"),
+            });
+        }
+        Err(other) => return Err(other),
+    }
+    let config = table.snapshot().map_err(|e| RollbackError::Delta(e.to_string()))?.table_config();
+    let mut ends = Vec::new();
+    // VACUUM counts from each remove's deletion time; a remove without one, from its commit's.
+    let removed = ledger::logged_after(&table, pre_version)
+        .await?
+        .into_iter()
+        .flat_map(|logged| {
+            let committed = logged.entry.timestamp;
+            logged.actions.into_iter().filter_map(move |action| {
+                let remove = action.get("remove")?;
+                remove.get("deletionTimestamp").and_then(Value::as_i64).or(committed)
+            })
+        })
+        .min();
+    let files = config.deleted_file_retention_duration();
+    if let Some(first) = removed {
+        ends.push((first, "delta.deletedFileRetentionDuration", files));
+    }
+    let log = config.log_retention_duration();
+    if let Some(written) = pre.entry.timestamp {
+        ends.push((written, "delta.logRetentionDuration", log));
+    }
+    let end = ends
+        .into_iter()
+        .filter_map(|(from, property, kept)| {
+            let until = DateTime::from_timestamp_millis(from)?
+                .checked_add_signed(chrono::Duration::from_std(kept).ok()?)?;
+            Some((until, property, kept))
+        })
+        .min_by_key(|(until, ..)| *until);
+    Ok(match end {
+        Some((until, property, kept)) => {
+            Horizon::PossibleUntil { until, property, days: kept.as_secs_f64() / 86_400.0 }
+        }
+        None => Horizon::Possible,
+    })
+}
