@@ -507,3 +507,44 @@ fn until_when_a_backfill_can_be_undone_is_said_and_a_vacuum_ends_it() {
     assert_eq!(refused.status.code(), Some(1), "{}", said(&refused));
     assert!(said(&refused).contains("VACUUM removed 3 of its data files"), "{}", said(&refused));
 }
+
+/// `[guards] keep_rollback_for = "30 days"` on a table that keeps removed files for 7 days: refused
+/// before anything is rehearsed, at its line, naming the setting and the `ALTER TABLE` that would
+/// do; once the table keeps them 30 days, as that statement says, the plan rehearses.
+#[test]
+fn a_plan_that_must_stay_undoable_longer_than_the_table_keeps_its_files_is_refused() {
+    use crate::second_hour::{august, bf, line_of, said, workspace};
+    let (dir, table) = workspace();
+    let root = dir.path();
+    let text = august("pay_date", "payment_id", "[guards]\nkeep_rollback_for = \"30 days\"\n")
+        .replace("end = 2026-08-29", "end = 2026-08-02");
+    std::fs::write(root.join("plans/august.toml"), &text).unwrap();
+    let refused = bf(root, &["plan", "plans/august.toml"]);
+    let said_refused = said(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{said_refused}");
+    assert!(
+        said_refused.contains(&format!("--> plans/august.toml:{}:", line_of(&text, "keep_rollback_for"))),
+        "{said_refused}"
+    );
+    assert!(said_refused.contains("delta.deletedFileRetentionDuration is 7.0 days"), "{said_refused}");
+    assert!(
+        !said_refused.contains("delta.logRetentionDuration is"),
+        "the log is kept 30 days: {said_refused}"
+    );
+    let statement = said_refused.lines().find_map(|l| l.split("help: ").nth(1)).unwrap().to_owned();
+    assert!(
+        statement.starts_with("ALTER TABLE delta.`")
+            && statement
+                .ends_with("SET TBLPROPERTIES ('delta.deletedFileRetentionDuration' = 'interval 30 days')"),
+        "{statement}"
+    );
+    assert!(!root.join("lake/payments__rehearsal").exists(), "nothing rehearsed");
+
+    let script = format!(
+        "from deltalake import DeltaTable\nDeltaTable({:?}).alter.set_table_properties({{'delta.deletedFileRetentionDuration': 'interval 30 days'}})",
+        table.to_str().unwrap()
+    );
+    crate::common::servers::python(&script, &[]);
+    let planned = bf(root, &["plan", "plans/august.toml", "-q"]);
+    assert!(planned.status.success(), "{}", said(&planned));
+}

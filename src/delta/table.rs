@@ -41,6 +41,23 @@ pub fn arrow_schema(table: &DeltaTable) -> Result<SchemaRef, TableError> {
     Ok(snapshot.snapshot().arrow_schema())
 }
 
+/// The table's settings that bound how long a rollback stays possible, each with the days it keeps
+/// what a rollback reads: removed files (`delta.deletedFileRetentionDuration`, before VACUUM may
+/// delete them) and log entries (`delta.logRetentionDuration`).
+pub fn retention(table: &DeltaTable) -> Result<[(&'static str, f64); 2], TableError> {
+    use deltalake::table::config::TablePropertiesExt;
+    let location = display_url(table.table_url());
+    let snapshot = table
+        .snapshot()
+        .map_err(|source| TableError::Snapshot { location: location.clone(), source: Box::new(source) })?;
+    let config = snapshot.table_config();
+    let days = |kept: std::time::Duration| kept.as_secs_f64() / 86_400.0;
+    Ok([
+        ("delta.deletedFileRetentionDuration", days(config.deleted_file_retention_duration())),
+        ("delta.logRetentionDuration", days(config.log_retention_duration())),
+    ])
+}
+
 /// Refuses a date column that is missing or is not a DATE.
 pub fn check_date_column(table: &DeltaTable, column: &str) -> Result<(), TableError> {
     let schema = arrow_schema(table)?;

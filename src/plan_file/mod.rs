@@ -357,6 +357,12 @@ pub struct Guards {
     /// such a slice fails the plan (shown first); `true` when emptying those days is the fix.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_empty_slices: bool,
+    /// How long `bf rollback` must stay possible after the apply, e.g. `"30 days"`. A table that
+    /// keeps removed files (`delta.deletedFileRetentionDuration`) or its log
+    /// (`delta.logRetentionDuration`) for less is refused before anything is rehearsed, with the
+    /// `ALTER TABLE … SET TBLPROPERTIES` that would keep them long enough.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub keep_rollback_for: Option<DayCount>,
 }
 
 /// A size as people write it: `"50 GiB"`, `"1 KiB"`, `"1.5 GB"`, or a number of bytes.
@@ -510,6 +516,7 @@ impl Default for Guards {
             unfreeze: None,
             max_bytes_rewritten: None,
             allow_empty_slices: false,
+            keep_rollback_for: None,
         }
     }
 }

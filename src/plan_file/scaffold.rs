@@ -233,7 +233,9 @@ impl Scaffold<'_> {
              # a day's file missing) fails the plan; true when emptying those days is the fix.\n\
              allow_empty_slices = false\n\
              # The most the window's row count (or any metric) may change, in percent, e.g. {{ rows = 10 }}.\n\
-             # max_change_pct = {{ rows = 10 }}"
+             # max_change_pct = {{ rows = 10 }}\n\
+             # How long `bf rollback` must stay possible: a table keeping removed files or its log for less is refused.\n\
+             # keep_rollback_for = \"30 days\""
         );
         Ok(out)
     }

@@ -391,29 +391,17 @@ fn problems(
 /// Warnings for retention settings shorter than the undo must last: VACUUM past them deletes the
 /// files a rollback to the pre-version needs.
 fn retention_warnings(target: &deltalake::DeltaTable, keep_days: u32) -> Result<Vec<String>, RehearsalError> {
-    use deltalake::table::config::TablePropertiesExt;
-    let keep = std::time::Duration::from_secs(u64::from(keep_days) * 86_400);
-    let snapshot = target.snapshot().map_err(|e| RehearsalError::Refused(e.to_string()))?;
-    let config = snapshot.table_config();
-    let settings = [
-        (
-            "delta.deletedFileRetentionDuration",
-            "VACUUM may delete the files it needs",
-            config.deleted_file_retention_duration(),
-        ),
-        (
-            "delta.logRetentionDuration",
-            "log cleanup may delete its versions",
-            config.log_retention_duration(),
-        ),
-    ];
-    Ok(settings
+    let risk = |name: &str| match name {
+        "delta.logRetentionDuration" => "log cleanup may delete its versions",
+        _ => "VACUUM may delete the files it needs",
+    };
+    Ok(table::retention(target)?
         .into_iter()
-        .filter(|(_, _, kept)| *kept < keep)
-        .map(|(name, risk, kept)| {
+        .filter(|(_, kept)| *kept < f64::from(keep_days))
+        .map(|(name, kept)| {
             format!(
-                "{name} is {:.1} days, less than [record] keep_undo_for = {keep_days} days: after that, {risk} and this backfill cannot be rolled back",
-                kept.as_secs_f64() / 86_400.0
+                "{name} is {kept:.1} days, less than [record] keep_undo_for = {keep_days} days: after that, {} and this backfill cannot be rolled back",
+                risk(name)
             )
         })
         .collect())

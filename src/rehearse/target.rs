@@ -72,6 +72,9 @@ pub(crate) async fn open_target(
     })?;
     let column = spec.target.date_column.as_str();
     crate::delta::compat::check_writable(&target).await?;
+    if let Some(keep) = spec.guards.keep_rollback_for {
+        keeps_rollback_for(&target, &spec.target.table, catalog.as_ref(), keep.0)?;
+    }
     let columns = crate::plan_file::columns::check(spec, &*table::arrow_schema(&target)?).await;
     if !columns.is_empty() {
         return Err(RehearsalError::Columns(columns));
@@ -139,4 +142,37 @@ pub(crate) async fn open_target(
         )));
     }
     Ok(Target { url: target_url, table: target, partition_columns, rehearsal_url, catalog, frozen })
+}
+
+/// `[guards] keep_rollback_for`: refused when the table keeps what a rollback reads for less than
+/// `days` — removed files or log entries — naming each setting, and the `ALTER TABLE` (by the
+/// table's catalog name, or `delta.` and its location) that would keep them long enough.
+fn keeps_rollback_for(
+    target: &deltalake::DeltaTable,
+    written: &str,
+    catalog: Option<&CatalogTable>,
+    days: u32,
+) -> Result<(), RehearsalError> {
+    let short: Vec<(&str, f64)> =
+        table::retention(target)?.into_iter().filter(|(_, kept)| *kept < f64::from(days)).collect();
+    if short.is_empty() {
+        return Ok(());
+    }
+    let name = match catalog {
+        Some(pinned) => pinned.name.to_string(),
+        None => format!("delta.`{}`", display_url(target.table_url())),
+    };
+    let kept: Vec<String> =
+        short.iter().map(|(property, kept)| format!("{property} is {kept:.1} days")).collect();
+    let settings: Vec<String> =
+        short.iter().map(|(property, _)| format!("'{property}' = 'interval {days} days'")).collect();
+    Err(RehearsalError::At {
+        key: "guards.keep_rollback_for".to_owned(),
+        help: Some(format!("ALTER TABLE {name} SET TBLPROPERTIES ({})", settings.join(", "))),
+        source: Box::new(RehearsalError::Refused(format!(
+            "`bf rollback` must stay possible for {days} days after the apply, and {written}'s {}: after that, \
+             VACUUM or log cleanup may delete what a rollback reads",
+            kept.join(" and ")
+        ))),
+    })
 }
