@@ -441,7 +441,7 @@ fn a_restore_never_undoes_an_earlier_backfills_rollback_committed_after() {
 
 /// Until when a backfill can be undone, judged from the raw log: the first file removed since the
 /// pre-version plus `delta.deletedFileRetentionDuration` (7 days, then 1 day once the table says
-/// so), said by `bf apply` and `bf status` (and in its JSON); once a VACUUM deleted the
+/// so), said by `bf apply`, `bf status` (and in its JSON) and `bf history`; once a VACUUM deleted the
 /// pre-version's files, "no longer possible", and `bf rollback` refuses.
 #[test]
 fn until_when_a_backfill_can_be_undone_is_said_and_a_vacuum_ends_it() {
@@ -477,6 +477,12 @@ fn until_when_a_backfill_can_be_undone_is_said_and_a_vacuum_ends_it() {
     assert!(said(&applied).contains(&until(7)), "{}", said(&applied));
     let status = bf(root, &["status"]);
     assert!(said(&status).contains(&until(7)), "{}", said(&status));
+    let history = String::from_utf8_lossy(&bf(root, &["history", "lake/payments"]).stdout).into_owned();
+    let reason = history.lines().position(|l| l.contains("August's amounts were recorded in cents")).unwrap();
+    assert!(
+        history.lines().nth(reason + 1).unwrap().trim_start().starts_with(&until(7)),
+        "under its reason:\n{history}"
+    );
 
     let python = |statement: &str| {
         let script = format!(

@@ -174,7 +174,11 @@ async fn history_step(
         let shown = if in_store { display_url(&url) } else { format!("warehouse/{name}") };
         writeln!(out, "\n$ bf history {shown} --limit 3\n")?;
         let table = stores.open(&url, None).await?;
-        writeln!(out, "{}", render::history::table(&ledger::history(&table, Some(3)).await?))?;
+        writeln!(
+            out,
+            "{}",
+            render::history::table(&ledger::history(&table, Some(3)).await?, &Default::default())
+        )?;
     }
     Ok(())
 }

@@ -27,12 +27,28 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let located = catalog::locate(&std::env::current_dir()?, &args.table).await?;
     let target = Stores::from_environment().open(&located.url, None).await?;
     let entries = ledger::history(&target, args.limit).await?;
-    let text = match (args.json, &located.catalog) {
-        (true, _) => render::json(&entries),
-        (false, None) => format!("{}\n", render::history::table(&entries)),
-        (false, Some(pinned)) => {
-            format!("{}{}\n", render::history::named(pinned), render::history::table(&entries))
+    if args.json {
+        crate::render::print(&render::json(&entries))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    // Until when each backfill shown and still in place can be rolled back, under its reason; a
+    // history is shown whether or not that can be told.
+    let stores = Stores::from_environment();
+    let shown: std::collections::BTreeSet<&str> =
+        entries.iter().filter_map(|e| e.backfill().map(|b| b.backfill_id.as_str())).collect();
+    let mut horizons = std::collections::BTreeMap::new();
+    for applied in bf::rollback::backfills(&stores, &located.url).await.unwrap_or_default() {
+        if applied.rolled_back_at.is_none()
+            && shown.contains(applied.backfill_id.as_str())
+            && let Ok(horizon) = bf::rollback::horizon(&stores, &located.url, applied.pre_version).await
+        {
+            horizons.insert(applied.backfill_id, render::rollback::horizon(&horizon));
         }
+    }
+    let table = render::history::table(&entries, &horizons);
+    let text = match &located.catalog {
+        None => format!("{table}\n"),
+        Some(pinned) => format!("{}{table}\n", render::history::named(pinned)),
     };
     crate::render::print(&text)?;
     Ok(ExitCode::SUCCESS)

@@ -14,9 +14,10 @@ pub fn named(pinned: &CatalogTable) -> String {
 
 /// The commits, newest first: a table of DESCRIBE HISTORY's columns and bf's, one line a commit
 /// (fits 100 columns: no borders, the longest operation name and a backfill id whole), then the
-/// predicates and reasons by version and by backfill, each whole, where a table would cut them.
+/// predicates and reasons by version and by backfill, each whole, where a table would cut them,
+/// and under a backfill's reason its line of `horizons` (until when it can be rolled back).
 /// `--json` has every field.
-pub fn table(entries: &[Entry]) -> String {
+pub fn table(entries: &[Entry], horizons: &std::collections::BTreeMap<String, String>) -> String {
     let mut rows = comfy_table::Table::new();
     rows.load_preset(comfy_table::presets::NOTHING)
         .set_content_arrangement(comfy_table::ContentArrangement::Disabled)
@@ -107,6 +108,9 @@ pub fn table(entries: &[Entry]) -> String {
         out.push_str("\n\nreasons:");
         for (key, reason) in reasons {
             out.push_str(&format!("\n  {key}  {reason}"));
+            if let Some(horizon) = horizons.get(&key) {
+                out.push_str(&format!("\n  {:width$}  {horizon}", "", width = key.chars().count()));
+            }
         }
     }
     out
