@@ -421,9 +421,13 @@ async fn print_outcome(
     // Until when each table's backfill can be undone, after the version to go back to.
     let mut horizons = Vec::new();
     if !json {
+        // The apply is done: what cannot be told now is left out, never an error.
         for (table, report) in plan.chain().into_iter().zip(&reports) {
-            let url = url::Url::parse(&table.target.uri)?;
-            let horizon = bf::rollback::horizon(&table.stores()?, &url, report.pre_version).await;
+            let (Ok(url), Ok(stores)) = (url::Url::parse(&table.target.uri), table.stores()) else {
+                horizons.push(None);
+                continue;
+            };
+            let horizon = bf::rollback::horizon(&stores, &url, report.pre_version).await;
             horizons.push(horizon.ok().map(|h| render::rollback::horizon(&h)));
         }
     }

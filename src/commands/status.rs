@@ -47,11 +47,13 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
             true => Vec::new(),
             false => bf::apply::unverified(plan).await?.iter().map(ToString::to_string).collect(),
         };
-        let rollback = match (&state.backfill_id, state.rolled_back) {
-            (Some(_), None) => {
-                let url = url::Url::parse(&plan.target.uri)?;
-                Some(bf::rollback::horizon(&plan.stores()?, &url, plan.target.pre_version).await?)
-            }
+        // What the table says of it; a store that cannot tell now leaves the line out, as
+        // `bf rollback` will say what it finds.
+        let rollback = match (&state.backfill_id, state.rolled_back, url::Url::parse(&plan.target.uri)) {
+            (Some(_), None, Ok(url)) => match plan.stores() {
+                Ok(stores) => bf::rollback::horizon(&stores, &url, plan.target.pre_version).await.ok(),
+                Err(_) => None,
+            },
             _ => None,
         };
         statuses.push((plan, Status { state, cannot_publish, unverified, rollback, downstream: Vec::new() }));
