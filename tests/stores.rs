@@ -865,6 +865,11 @@ fn a_rollback_on_s3_refuses_when_a_file_it_needs_is_gone_and_writes_nothing() {
     shop.ok(&["apply", "--auto-approve"]);
     let status = shop.ok(&["status"]);
     assert!(status.contains("done: every slice committed and the comment set"), "{status}");
+    assert!(
+        status.contains("rollback: possible until at least")
+            && status.contains("(delta.deletedFileRetentionDuration is 7 days;"),
+        "the horizon, from the bucket: {status}"
+    );
     // What VACUUM does to a file the pre-version needs and the backfill removed: delete it.
     let deleted = servers::python(
         r#"
@@ -890,6 +895,8 @@ print(removed[0])
         recorder.data_requests("orders_silver/").into_iter().filter(|r| r.method == "HEAD").collect();
     assert!(heads.is_empty(), "{heads:?}");
     assert_eq!(shop.history("orders_silver"), versions, "nothing was written");
+    let status = shop.ok(&["status"]);
+    assert!(status.contains("rollback: no longer possible: VACUUM removed 1 of version"), "{status}");
 }
 
 #[test]
