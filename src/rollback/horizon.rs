@@ -10,7 +10,6 @@
 //! log entry, makes the rollback no longer possible, whatever the dates say.
 
 use chrono::{DateTime, Utc};
-use deltalake::table::config::TablePropertiesExt;
 use serde_json::Value;
 use url::Url;
 
@@ -52,8 +51,8 @@ pub async fn horizon(stores: &Stores, url: &Url, pre_version: u64) -> Result<Hor
         }
         Err(other) => return Err(other),
     }
-    let config = table.snapshot().map_err(|e| RollbackError::Delta(e.to_string()))?.table_config();
-    let mut ends = Vec::new();
+    let [(files_property, files_days), (log_property, log_days)] =
+        crate::delta::table::retention(&table).map_err(|e| RollbackError::Delta(e.to_string()))?;
     // VACUUM counts from each remove's deletion time; a remove without one, from its commit's.
     let removed = ledger::logged_after(&table, pre_version)
         .await?
@@ -66,26 +65,17 @@ pub async fn horizon(stores: &Stores, url: &Url, pre_version: u64) -> Result<Hor
             })
         })
         .min();
-    let files = config.deleted_file_retention_duration();
-    if let Some(first) = removed {
-        ends.push((first, "delta.deletedFileRetentionDuration", files));
-    }
-    let log = config.log_retention_duration();
-    if let Some(written) = pre.entry.timestamp {
-        ends.push((written, "delta.logRetentionDuration", log));
-    }
+    let ends = [(removed, files_property, files_days), (pre.entry.timestamp, log_property, log_days)];
     let end = ends
         .into_iter()
-        .filter_map(|(from, property, kept)| {
-            let until = DateTime::from_timestamp_millis(from)?
-                .checked_add_signed(chrono::Duration::from_std(kept).ok()?)?;
-            Some((until, property, kept))
+        .filter_map(|(from, property, days)| {
+            let kept = chrono::Duration::milliseconds((days * 86_400_000.0).min(i64::MAX as f64) as i64);
+            let until = DateTime::from_timestamp_millis(from?)?.checked_add_signed(kept)?;
+            Some((until, property, days))
         })
         .min_by_key(|(until, ..)| *until);
     Ok(match end {
-        Some((until, property, kept)) => {
-            Horizon::PossibleUntil { until, property, days: kept.as_secs_f64() / 86_400.0 }
-        }
+        Some((until, property, days)) => Horizon::PossibleUntil { until, property, days },
         None => Horizon::Possible,
     })
 }

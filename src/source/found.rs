@@ -69,12 +69,14 @@ pub fn missing_elsewhere(document: &PlanDocument, path: &str) -> String {
         match exists(s) {
             None => return String::new(),
             Some(false) => missing.push(s),
-            Some(true) => last_found = Some(s.last),
+            Some(true) => last_found = last_found.max(Some(s.last)),
         }
     }
     if missing.len() <= 1 {
         return String::new();
     }
+    // In the calendar's order, whichever order the slices run in.
+    missing.sort_by_key(|s| s.first);
     // Runs of slices in a row, as `first..last`.
     let mut runs: Vec<(chrono::NaiveDate, chrono::NaiveDate)> = Vec::new();
     for s in &missing {
