@@ -5,5 +5,6 @@
 //! options here; slice bounds reach it as typed values, never as text.
 
 pub mod align;
+mod files;
 pub mod found;
 pub mod run;

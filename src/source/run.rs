@@ -22,9 +22,7 @@ use deltalake::datafusion::common::{Column, ScalarValue};
 use deltalake::datafusion::execution::context::SQLOptions;
 use deltalake::datafusion::functions_aggregate::expr_fn::count;
 use deltalake::datafusion::logical_expr::{Expr, ExprFunctionExt, lit, not};
-use deltalake::datafusion::prelude::{
-    CsvReadOptions, DataFrame, JsonReadOptions, ParquetReadOptions, SessionContext,
-};
+use deltalake::datafusion::prelude::{DataFrame, SessionContext};
 use deltalake::datafusion::scalar::ScalarValue as Scalar;
 use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
@@ -36,6 +34,7 @@ use crate::delta::store::{self, Found, Location, StoreError, Stores};
 use crate::plan_file::template::expand;
 use crate::plan_file::{Format, PlanDocument, Size};
 use crate::source::align::{align, type_warnings};
+use crate::source::files::{format_extension, listed, listing, register};
 use crate::window::{Slice, Window};
 
 /// What the source produced for a slice, before anything is written.
@@ -496,84 +495,6 @@ impl<'a> Source<'a> {
         let provider = crate::delta::row_tracking::visible(&delta).await.map_err(|e| e.to_string())?;
         Ok((provider, size))
     }
-}
-
-async fn register(
-    ctx: &SessionContext,
-    name: &str,
-    path: &str,
-    format: Format,
-    extension: &str,
-) -> Result<(), String> {
-    let result = match format {
-        Format::Csv => {
-            ctx.register_csv(name, path, CsvReadOptions::new().has_header(true).file_extension(extension))
-                .await
-        }
-        Format::Parquet => {
-            ctx.register_parquet(
-                name,
-                path,
-                ParquetReadOptions { file_extension: extension, ..Default::default() },
-            )
-            .await
-        }
-        Format::Json => {
-            ctx.register_json(name, path, JsonReadOptions { file_extension: extension, ..Default::default() })
-                .await
-        }
-        Format::Delta => unreachable!("Delta inputs are registered at their pinned version"),
-    };
-    result.map_err(|e| e.to_string())
-}
-
-/// The extension of the files a folder input of `format` is read by.
-fn format_extension(format: Format) -> &'static str {
-    match format {
-        Format::Csv => ".csv",
-        Format::Parquet => ".parquet",
-        Format::Json => ".json",
-        Format::Delta => "",
-    }
-}
-
-/// The files under a folder with the extension the query reads, sorted, relative to the folder: its
-/// own files and those of `key=value` partition folders, as DataFusion lists a folder (it skips
-/// other sub-folders, `listing_table_ignore_subdirectory`). A listing by prefix: nothing is read.
-async fn listing(
-    stores: &Stores,
-    input: &str,
-    folder: &Url,
-    extension: &str,
-) -> Result<FolderListing, StoreError> {
-    Ok(listed(stores, input, folder, extension).await?.0)
-}
-
-/// [`listing`], and the bytes of the files listed.
-async fn listed(
-    stores: &Stores,
-    input: &str,
-    folder: &Url,
-    extension: &str,
-) -> Result<(FolderListing, u64), StoreError> {
-    let (files, sizes): (Vec<String>, Vec<u64>) = stores
-        .list(folder)
-        .await?
-        .into_iter()
-        .filter(|(relative, _)| {
-            let mut parts: Vec<&str> = relative.split('/').collect();
-            let file = parts.pop().unwrap_or_default();
-            file.ends_with(extension) && parts.iter().all(|p| p.contains('='))
-        })
-        .map(|(relative, meta)| (relative, meta.size))
-        .unzip();
-    let listing = FolderListing {
-        input: input.to_owned(),
-        location: folder.to_string(),
-        extension: extension.to_owned(),
-        files,
-    };
-    Ok((listing, sizes.iter().sum()))
 }
 
 /// Counts the query's rows by where their date falls, in one pass.
