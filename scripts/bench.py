@@ -833,12 +833,16 @@ def w5_daily(args, work: Path, results: Results, ratios: dict):
         name = f"W5 {slices} one-day slices"
         last = first + dt.timedelta(days=slices - 1)
         for run in range(args.runs):
-            for contender in rotate(["bf", "loop"], run):
+            for contender in rotate(["bf", "loop", "sample"], run):
                 scratch = fresh_scratch(work)
                 table = fresh_copy(base, scratch / "table")
                 if contender == "bf":
                     (scratch / "plan.toml").write_text(plan_text(table, inputs, first, last, "day", scratch / "rehearsal"))
                     plan_and_apply(args, scratch, results, name)
+                elif contender == "sample":
+                    # A first look (`bf plan --sample 3`) at the same plan, on a table of its own.
+                    (scratch / "plan.toml").write_text(plan_text(table, inputs, first, last, "day", scratch / "rehearsal"))
+                    results.add(name, "bf plan --sample 3", measure([args.bf, "plan", "plan.toml", "--sample", "3", "-q"], scratch))
                 else:
                     results.add(name, "loop", measure(this_script("_daily", table, inputs, first, last), scratch))
                 if run == 0:
@@ -850,6 +854,7 @@ def w5_daily(args, work: Path, results: Results, ratios: dict):
             "loop ms per slice": loop / slices * 1000,
             "bf apply / loop": results.median(name, "bf apply") / loop,
             "bf plan + apply / loop": results.median(name, "bf plan + apply") / loop,
+            "bf plan --sample 3 / bf plan": results.median(name, "bf plan --sample 3") / results.median(name, "bf plan"),
         }
 
 

@@ -392,7 +392,7 @@ async fn a_shallow_clone_of_a_table_with_deletion_vectors_reads_the_rows_the_tab
             let url = bf::delta::store::folder_url(&clone_dir).unwrap();
             let mut clone = bf::rehearse::clone::ShallowClone::new(&source, url, &stores);
             if let Some((column, window)) = localize {
-                clone = clone.with_localized_window(column, window);
+                clone = clone.with_localized_days(column, vec![window]);
             }
             let metrics = clone.execute().await.unwrap();
             if localize.is_some() {

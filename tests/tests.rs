@@ -18,6 +18,7 @@ mod features;
 mod first_hour;
 mod freeze;
 mod fuzz;
+mod gaps;
 mod identity;
 mod inputs;
 mod ledger;

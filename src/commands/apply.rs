@@ -212,6 +212,11 @@ async fn plan_to_apply(args: &Args, policy: &bf::plan_file::confine::Policy) -> 
         // A saved plan is applied only as it was reviewed (bf::rehearse::seal).
         saved => {
             let saved = saved.clone().unwrap_or_else(|| args.state.saved_plan());
+            let preview = args.state.saved_preview();
+            if !saved.exists() && preview.exists() {
+                // The last `bf plan` here was `--sample`: its refusal says so, not "no saved plan".
+                bf::rehearse::seal::load_reviewed(&preview, policy)?;
+            }
             let mut plan = bf::rehearse::seal::load_reviewed(&saved, policy)?;
             if let Some(policies) = &policies {
                 bf::rehearse::policy::Policies::load(policies)?.apply_to(&mut plan)?;
@@ -219,10 +224,9 @@ async fn plan_to_apply(args: &Args, policy: &bf::plan_file::confine::Policy) -> 
             return Ok(Some(plan));
         }
     };
-    let samples = super::plan::Samples::from_env();
+    let how = super::plan::How { samples: super::plan::Samples::from_env(), ..Default::default() };
     let Some((plan, _)) =
-        super::plan::rehearse_and_save(path, policy, policies.as_deref(), samples, &args.state, None, &Quiet)
-            .await?
+        super::plan::rehearse_and_save(path, policy, policies.as_deref(), how, &args.state, &Quiet).await?
     else {
         return Ok(None);
     };

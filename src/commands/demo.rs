@@ -111,16 +111,10 @@ async fn plan_step(
     policy: &bf::plan_file::confine::Policy,
 ) -> anyhow::Result<Plan> {
     let state = super::StateDir { dir: shop.root.join(".bf") };
-    let Some((plan, saved)) = super::plan::rehearse_and_save(
-        &shop.plans().join("march.toml"),
-        policy,
-        None,
-        super::plan::Samples::from_env(),
-        &state,
-        None,
-        &Quiet,
-    )
-    .await?
+    let how = super::plan::How { samples: super::plan::Samples::from_env(), ..Default::default() };
+    let Some((plan, saved)) =
+        super::plan::rehearse_and_save(&shop.plans().join("march.toml"), policy, None, how, &state, &Quiet)
+            .await?
     else {
         anyhow::bail!("the bundled March plan was refused (above)");
     };

@@ -151,6 +151,11 @@ impl StateDir {
         self.dir.join("plan.json")
     }
 
+    /// The preview the last `bf plan --sample` saved: never a plan `bf apply` takes.
+    pub fn saved_preview(&self) -> PathBuf {
+        self.dir.join("preview.json")
+    }
+
     pub fn path(&self) -> &Path {
         &self.dir
     }

@@ -50,6 +50,12 @@ pub struct Args {
     /// offending rows, breakdown groups): for runners that plan pull requests from forks.
     #[arg(long, value_enum, env = "BF_SAMPLES", default_value_t = Samples::Show)]
     samples: Samples,
+    /// Rehearse only N of the plan's slices — the first, the last, the one where the table holds the
+    /// most rows, the rest spread over the window — for a first look at a long window. Saved as a
+    /// preview (`<state-dir>/preview.json`) that `bf apply` refuses, rehearsed in a table of its own
+    /// beside the plan's rehearsal.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    sample: Option<u32>,
     /// Rego policies (`package main`, `deny` and `warn` sets of messages, as conftest reads them)
     /// evaluated against the saved plan: a `deny` makes the plan fail. `bf policy test DIR` runs
     /// the folder's fixtures.
@@ -81,9 +87,8 @@ impl Samples {
 pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
     let progress = Bar::new(args.quiet);
     let policies = args.policies.as_deref();
-    let out = args.out.as_deref();
-    let planned =
-        rehearse_and_save(&args.plan, policy, policies, args.samples, &args.state, out, &progress).await;
+    let how = How { samples: args.samples, sample: args.sample.map(|n| n as usize), out: args.out.as_deref() };
+    let planned = rehearse_and_save(&args.plan, policy, policies, how, &args.state, &progress).await;
     progress.clear();
     let Some((plan, saved)) = planned? else { return Ok(ExitCode::FAILURE) };
     let format = if args.json { Format::Json } else { args.format };
@@ -99,6 +104,17 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     })
 }
 
+/// How [`rehearse_and_save`] plans: which values it shows, how many slices it rehearses, where it
+/// saves the plan.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct How<'a> {
+    pub samples: Samples,
+    /// A preview of this many slices (`--sample`).
+    pub sample: Option<usize>,
+    /// Where to save it instead of the state dir (`--out`).
+    pub out: Option<&'a Path>,
+}
+
 /// Plans the plan file at `path`: load it, rehearse it, save the plan (in the state dir, or `out`)
 /// and remember its rehearsal for `bf clean` — the one sequence `bf plan`, `bf apply PLAN.toml` and
 /// `bf demo` share. `None` when the plan file or the rehearsal was refused: the reason is on stderr
@@ -107,11 +123,11 @@ pub async fn rehearse_and_save(
     path: &Path,
     policy: &bf::plan_file::confine::Policy,
     policies: Option<&Path>,
-    samples: Samples,
+    how: How<'_>,
     state: &super::StateDir,
-    out: Option<&Path>,
     progress: &dyn Progress,
 ) -> anyhow::Result<Option<(Plan, PathBuf)>> {
+    let How { samples, sample, out } = how;
     let chain = match Chain::load(path, policy) {
         Ok(chain) => chain,
         Err(error) => {
@@ -127,7 +143,11 @@ pub async fn rehearse_and_save(
             return Ok(None);
         }
     };
-    let mut plan = match rehearsal::rehearse_chain(&chain, progress).await {
+    let rehearsed = match sample {
+        Some(n) => rehearsal::preview(&chain, n, progress).await,
+        None => rehearsal::rehearse_chain(&chain, progress).await,
+    };
+    let mut plan = match rehearsed {
         Ok(plan) => plan,
         Err(error) => {
             let said = at_its_line(&chain, &error);
@@ -148,7 +168,12 @@ pub async fn rehearse_and_save(
         // Decided on the plan as it is saved: what `bf show --json` prints, and conftest reads.
         policies.apply_to(&mut plan)?;
     }
-    let saved = out.map_or_else(|| state.saved_plan(), Path::to_owned);
+    // A preview is saved where `bf apply` does not look.
+    let saved = match (out, sample) {
+        (Some(out), _) => out.to_owned(),
+        (None, Some(_)) => state.saved_preview(),
+        (None, None) => state.saved_plan(),
+    };
     if let Some(replaced) = &plan.replaced_rehearsal_of {
         // The plan saved where this one goes is replaced with its rehearsal; any other is left
         // without the files it would publish, and is named.
@@ -200,7 +225,14 @@ fn at_its_line(chain: &Chain, error: &bf::rehearse::rehearsal::RehearsalError) -
 /// Where the plan was saved and what to run next: `bf apply` for the state dir's saved plan, `bf
 /// apply FILE` for one saved elsewhere (`--out`).
 pub fn saved_line(plan: &Plan, saved: &Path, state: &super::StateDir) -> String {
-    if plan.appliable() {
+    if plan.preview.is_some() {
+        format!(
+            "Saved the preview to {} for `bf show`; `bf apply` takes only a plan made without `--sample`: \
+             `bf plan {}`.",
+            saved.display(),
+            plan.plan_file.path
+        )
+    } else if plan.appliable() {
         let apply = match saved == state.saved_plan() {
             true => "bf apply".to_owned(),
             false => format!("bf apply {}", saved.display()),

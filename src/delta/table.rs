@@ -243,6 +243,26 @@ async fn rows_in_file(
     column: &str,
     slice: &Slice,
 ) -> Result<Option<u64>, DeltaTableError> {
+    let mut rows = 0;
+    let found = each_day_in_file(store, path, size, column, |day| {
+        if slice.first <= day && day <= slice.last {
+            rows += 1;
+        }
+    })
+    .await?;
+    Ok(found.then_some(rows))
+}
+
+/// Calls `each` with the day of every row of one data file that has one, reading its date column
+/// alone (a DATE is a Date32 in Parquet; NULL is on no day). `false` when the file has no such
+/// column by that name: the table's reader, which maps columns, answers.
+pub(crate) async fn each_day_in_file(
+    store: std::sync::Arc<dyn deltalake::ObjectStore>,
+    path: deltalake::Path,
+    size: u64,
+    column: &str,
+    mut each: impl FnMut(NaiveDate),
+) -> Result<bool, DeltaTableError> {
     use deltalake::arrow::array::AsArray;
     use deltalake::arrow::datatypes::Date32Type;
     use deltalake::datafusion::parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
@@ -250,17 +270,19 @@ async fn rows_in_file(
     let file = ParquetRecordBatchStreamBuilder::new(file_reader(store, path, size)?).await?;
     let found = file.schema().fields().iter().position(|field| field.name() == column);
     let Some(index) = found.filter(|&i| file.schema().field(i).data_type() == &DataType::Date32) else {
-        return Ok(None);
+        return Ok(false);
     };
-    let days = Date32Type::from_naive_date(slice.first)..=Date32Type::from_naive_date(slice.last);
     let projection = ProjectionMask::roots(file.parquet_schema(), [index]);
     let mut batches = file.with_projection(projection).build()?;
-    let mut rows = 0;
     while let Some(batch) = batches.try_next().await? {
         let dates = batch.column(0).as_primitive::<Date32Type>();
-        rows += dates.iter().flatten().filter(|day| days.contains(day)).count() as u64;
+        for day in dates.iter().flatten() {
+            if let Some(day) = Date32Type::to_naive_date_opt(day) {
+                each(day);
+            }
+        }
     }
-    Ok(Some(rows))
+    Ok(true)
 }
 
 /// A reader of the Parquet file at `path`, `size` bytes: the one DataFusion's scans use, a small

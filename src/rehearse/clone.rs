@@ -47,8 +47,9 @@ pub struct ShallowClone<'a> {
 /// Which of the source's files are copied into the clone rather than referenced.
 enum Localize {
     Nothing,
-    /// Files that may hold rows of the window on this date column.
-    Window(String, Window),
+    /// Files that may hold rows of these day ranges on this date column: the window, or the
+    /// slices a preview rehearses.
+    Window(String, Vec<Window>),
 }
 
 /// What a clone cost: files referenced in place and files copied.
@@ -96,10 +97,10 @@ impl<'a> ShallowClone<'a> {
         ShallowClone { source, destination, stores, localize: Localize::Nothing }
     }
 
-    /// Copies the files that hold rows of `window` on `date_column` into the clone, so that writes
-    /// to the window can rewrite them.
-    pub fn with_localized_window(mut self, date_column: &str, window: Window) -> Self {
-        self.localize = Localize::Window(date_column.to_owned(), window);
+    /// Copies the files that hold rows of `ranges` (the window, or a preview's slices) on
+    /// `date_column` into the clone, so that writes to them can rewrite those files.
+    pub fn with_localized_days(mut self, date_column: &str, ranges: Vec<Window>) -> Self {
+        self.localize = Localize::Window(date_column.to_owned(), ranges);
         self
     }
 
@@ -183,8 +184,10 @@ impl<'a> ShallowClone<'a> {
         let inside_source = absolute.as_str().starts_with(source_root.as_str());
         let mut localized_size = None;
         let localize = match &self.localize {
-            Localize::Window(_, window) => {
-                inside_source && overlaps(window, physical, &partition_values, file.stats().as_deref())
+            Localize::Window(_, ranges) => {
+                let stats = file.stats();
+                inside_source
+                    && ranges.iter().any(|range| overlaps(range, physical, &partition_values, stats.as_deref()))
             }
             Localize::Nothing => false,
         };

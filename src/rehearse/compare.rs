@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use deltalake::datafusion::common::Column;
 use deltalake::datafusion::error::{DataFusionError, Result as DfResult};
-use deltalake::datafusion::logical_expr::{Expr, not};
+use deltalake::datafusion::logical_expr::{Expr, lit, not};
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
 
@@ -30,6 +30,7 @@ pub(crate) async fn compare_window(
     rehearsal: &DeltaTable,
     schema: deltalake::arrow::datatypes::SchemaRef,
     reports: &[SliceReport],
+    rewritten: &[Window],
 ) -> Result<(BeforeAfter, OutsideWindow, Vec<crate::rehearse::diff::BreakdownRow>), RehearsalError> {
     let comparison =
         Comparison::new(stores, target, rehearsal, schema).await.map_err(|e| RehearsalError::Query {
@@ -38,8 +39,10 @@ pub(crate) async fn compare_window(
         })?;
     let metrics = &spec.metrics;
     let column = spec.target.date_column.as_str();
-    let window = spec.window();
-    let in_window = window_predicate(column, &window);
+    // The days the slices rewrote: the window, or the slices a preview rehearsed. A preview's
+    // other slices are outside them, and must not move either.
+    let in_window =
+        rewritten.iter().map(|range| window_predicate(column, range)).reduce(Expr::or).unwrap_or(lit(false));
     let date = Expr::Column(Column::new_unqualified(column));
     let outside = not(in_window.clone()).or(date.is_null());
     // The slices make up the window: where their measures add up, they are its totals.
@@ -59,7 +62,7 @@ pub(crate) async fn compare_window(
                 .map_err(query_error("the window"))?,
         },
     };
-    let outside_window = compare_outside(target, rehearsal, &comparison, column, &window, outside, metrics)
+    let outside_window = compare_outside(target, rehearsal, &comparison, column, rewritten, outside, metrics)
         .await
         .map_err(query_error("outside the window"))?;
     let breakdown = if spec.diff.by.is_empty() {
@@ -197,7 +200,7 @@ async fn compare_outside(
     rehearsal: &DeltaTable,
     comparison: &Comparison,
     column: &str,
-    window: &Window,
+    rewritten: &[Window],
     outside: Expr,
     metrics: &[Metric],
 ) -> DfResult<OutsideWindow> {
@@ -225,7 +228,7 @@ async fn compare_outside(
                 .cloned()
                 .flatten()
                 .and_then(|d| d.parse().ok())
-                .is_some_and(|d| window.contains(d))
+                .is_some_and(|d| rewritten.iter().any(|range| range.contains(d)))
         };
         if replaced.iter().all(|f| inside(&before[f])) && written.iter().all(|f| inside(&after[f])) {
             let none = comparison.measure_files(&[], outside, metrics).await?;

@@ -16,6 +16,7 @@ pub mod plan;
 pub mod policy;
 mod progress;
 pub mod rehearsal;
+pub mod sample;
 pub mod seal;
 pub mod slice_writer;
 mod target;

@@ -86,6 +86,10 @@ pub struct Plan {
     /// of it can no longer be published. Known to the `bf plan` run only; never saved.
     #[serde(skip)]
     pub replaced_rehearsal_of: Option<String>,
+    /// Set on a preview (`bf plan --sample N`): which of the plan's slices it rehearsed. Its slices,
+    /// totals and comparison are theirs alone; `bf apply` refuses it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub preview: Option<crate::rehearse::sample::Preview>,
 }
 
 /// Where `bf plan`'s time went, step by step, in milliseconds: what to make cheaper, measured on

@@ -35,6 +35,7 @@ use crate::window::Window;
 
 pub use crate::rehearse::error::{RehearsalError, without_values};
 use crate::rehearse::progress::Stopwatch;
+use crate::rehearse::sample::Preview;
 pub use crate::rehearse::progress::{Progress, Quiet};
 
 /// Rehearses a chain: its first plan, then each downstream plan reading the rehearsals of the
@@ -53,7 +54,7 @@ fn rehearse_below<'a>(
     progress: &'a dyn Progress,
 ) -> futures::future::LocalBoxFuture<'a, Result<Plan, RehearsalError>> {
     Box::pin(async move {
-        let mut plan = rehearse(&chain.document, &chain.scope, redirects, progress).await?;
+        let mut plan = rehearse(&chain.document, &chain.scope, redirects, progress, None).await?;
         let mut below = redirects.to_vec();
         below.push(DeltaInput {
             input: String::new(),
@@ -76,19 +77,36 @@ fn rehearse_below<'a>(
     })
 }
 
+/// A first look at a long window (`bf plan --sample N`): `n` of the plan's slices, chosen to stand
+/// for the rest ([`Preview::choose`]), rehearsed as a plan rehearses them. The plan returned says
+/// it is a preview, and `bf apply` refuses it. A chain's downstream plans are rehearsed on every
+/// slice of the table above them, so a plan with downstream plans is previewed one plan at a time.
+pub async fn preview(chain: &Chain, n: usize, progress: &dyn Progress) -> Result<Plan, RehearsalError> {
+    if !chain.downstream.is_empty() {
+        return Err(RehearsalError::Refused(format!(
+            "`--sample` previews one table's plan, and {} has downstream plans ({}), which are rehearsed on every \
+             slice of the table above them: preview each plan file on its own, or plan the chain without `--sample`",
+            chain.document.path.display(),
+            chain.downstream.iter().map(|d| d.document.path.display().to_string()).collect::<Vec<_>>().join(", ")
+        )));
+    }
+    rehearse(&chain.document, &chain.scope, &[], progress, Some(n)).await
+}
+
 /// Rehearses one plan, within `scope`; `redirects` are the upstream tables its Delta inputs read
-/// from their rehearsals instead.
+/// from their rehearsals instead. With `sample`, only that many of its slices ([`preview`]).
 pub async fn rehearse(
     document: &PlanDocument,
     scope: &Scope,
     redirects: &[DeltaInput],
     progress: &dyn Progress,
+    sample: Option<usize>,
 ) -> Result<Plan, RehearsalError> {
     let spec = &document.plan;
     let stores = document.stores();
     let mut timings = PlanTimings::default();
     let mut watch = Stopwatch::start();
-    let target = open_target(document, scope, &stores, progress).await?;
+    let target = open_target(document, scope, &stores, progress, sample.is_some()).await?;
     let pre_version = target.table.version().unwrap_or(0);
 
     let schema = table::arrow_schema(&target.table)?;
@@ -99,15 +117,31 @@ pub async fn rehearse(
         .with_columns_made_by_writers(always.into_iter().map(|c| c.column))
         .with_redirects(redirects)
         .within(scope);
-    let slices = spec.slices();
+    let mut slices = spec.slices();
+    let preview = match sample {
+        Some(n) => Some(choose_preview(spec, &target, &slices, n).await?),
+        None => None,
+    };
+    if let Some(preview) = &preview {
+        slices.retain(|slice| preview.has(slice.index));
+    }
+    // The days the rehearsal rewrites: the window, or a preview's slices.
+    let rewritten: Vec<Window> = match &preview {
+        None => vec![spec.window()],
+        Some(_) => slices.iter().map(|s| Window { start: s.first, end: s.last }).collect(),
+    };
     if let Some(first) = slices.first() {
         source.pin_inputs(first).await?;
     }
 
     timings.open += watch.lap();
     progress.step("cloning the target");
-    let replaced = in_use(document, &target, &stores).await?;
-    let clone_metrics = clone_target(spec, &target, &stores).await?;
+    // A preview's rehearsal is its own, and never published from.
+    let replaced = match sample {
+        None => in_use(document, &target, &stores).await?,
+        Some(_) => None,
+    };
+    let clone_metrics = clone_target(spec, &target, &stores, rewritten.clone()).await?;
     // The rehearsal opened once, through a store that checksums what its writer writes: the files
     // the saved plan records are not read back.
     let (rehearsal, written) = stores.open_checksummed(&target.rehearsal_url).await?;
@@ -133,7 +167,7 @@ pub async fn rehearse(
 
     let window = spec.window();
     let (total, outside_window, breakdown) =
-        compare_window(spec, &stores, &target.table, &rehearsal, schema, &reports).await?;
+        compare_window(spec, &stores, &target.table, &rehearsal, schema, &reports, &rewritten).await?;
     timings.compare += watch.lap();
     let blast_radius = BlastRadius::sum(reports.iter().filter_map(|r| r.blast_radius.as_ref()));
     let slice_rows: Vec<_> = reports.iter().map(SliceReport::rows).collect();
@@ -186,7 +220,23 @@ pub async fn rehearse(
         timings,
         downstream: Vec::new(),
         replaced_rehearsal_of: replaced,
+        preview,
     })
+}
+
+/// The slices a preview rehearses, chosen by the rows the table holds on each of their days.
+async fn choose_preview(
+    spec: &crate::plan_file::PlanFile,
+    target: &Target,
+    slices: &[crate::window::Slice],
+    n: usize,
+) -> Result<Preview, RehearsalError> {
+    let window = spec.window();
+    let column = &spec.target.date_column;
+    let counted = crate::delta::days::rows_per_day(&target.table, column, window.start, window.end)
+        .await
+        .map_err(|e| RehearsalError::Query { what: "counting the table's rows per day".into(), message: e.to_string() })?;
+    Ok(Preview::choose(slices, n, |slice| counted.between(slice.first, slice.last)))
 }
 
 /// Before step 2: the rehearsal is replaced by every plan, so one holding the files a half-applied
@@ -258,6 +308,7 @@ async fn clone_target(
     spec: &crate::plan_file::PlanFile,
     target: &Target,
     stores: &store::Stores,
+    rewritten: Vec<Window>,
 ) -> Result<crate::rehearse::clone::CloneMetrics, RehearsalError> {
     let column = spec.target.date_column.as_str();
     let mut clone = ShallowClone::new(&target.table, target.rehearsal_url.clone(), stores);
@@ -267,7 +318,7 @@ async fn clone_target(
     let merge_keeps_ids = spec.write.mode == crate::plan_file::WriteMode::Merge && keeps_row_ids;
     if !target.partitioned_by_date(column) || merge_keeps_ids {
         // Merge slices are replaceWheres too (crate::rehearse::slice_writer): the same files are rewritten.
-        clone = clone.with_localized_window(column, spec.window());
+        clone = clone.with_localized_days(column, rewritten);
     }
     Ok(clone.execute().await?)
 }

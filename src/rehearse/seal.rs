@@ -95,6 +95,11 @@ pub enum SealError {
     Signature { path: String },
     #[error("the saved plan {path} is not what its plan text says, so it is not the plan that was reviewed:\n{}\nRun `bf plan` again and review it.", reasons.join("\n"))]
     Unbound { path: String, reasons: Vec<String> },
+    #[error(
+        "{path} is a preview of {rehearsed} of its plan's {of} slices (`bf plan --sample`): `bf apply` takes only a \
+         plan of every slice. Run `bf plan {plan_file}` without `--sample`, review it, and apply that. Nothing was written."
+    )]
+    Preview { path: String, rehearsed: usize, of: usize, plan_file: String },
     #[error("this plan cannot be applied: the saved plan {path} records what failed, whatever its `problems` say:\n{}", reasons.join("\n"))]
     Failed { path: String, reasons: Vec<String> },
 }
@@ -103,6 +108,15 @@ pub enum SealError {
 /// there is one, bound to its plan text, and with nothing recorded as failed ([`examine`]).
 pub fn load_reviewed(path: &Path, policy: &Policy) -> Result<Plan, SealError> {
     let plan = Plan::load(path)?;
+    // A preview's slices are not the ones its text makes: said plainly, before the seal says so.
+    if let Some(preview) = &plan.preview {
+        return Err(SealError::Preview {
+            path: path.display().to_string(),
+            rehearsed: plan.slices.len(),
+            of: preview.of,
+            plan_file: plan.plan_file.path.clone(),
+        });
+    }
     if let Some(key) = PlanKey::from_env() {
         let text = std::fs::read_to_string(path)
             .map_err(|source| SavedPlanError::Read { path: path.to_owned(), source })?;

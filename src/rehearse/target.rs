@@ -34,12 +34,15 @@ impl Target {
 /// Step 1: open the target at its latest version and refuse what the rehearsal or the apply could
 /// not do: a table bf may not write, a column the plan names that the table does not hold, a date
 /// column that is not one, parallel slices on a table not partitioned by it, a log table bf may
-/// not append to, a rehearsal that would be the target.
+/// not append to, a rehearsal that would be the target. A preview (`bf plan --sample`) is
+/// rehearsed beside the plan's rehearsal, in a table of its own (`…__preview`), so that it never
+/// replaces the files a saved plan publishes.
 pub(crate) async fn open_target(
     document: &PlanDocument,
     scope: &Scope,
     stores: &store::Stores,
     progress: &dyn Progress,
+    preview: bool,
 ) -> Result<Target, RehearsalError> {
     let spec = &document.plan;
     progress.step("opening the target");
@@ -126,7 +129,10 @@ pub(crate) async fn open_target(
             .require_one_writer(&target_url, Some("`slicing.parallel` slices at once"))
             .map_err(|e| RehearsalError::Refused(e.to_string()))?;
     }
-    let rehearsal_url = document.rehearsal_url(&target_url)?;
+    let mut rehearsal_url = document.rehearsal_url(&target_url)?;
+    if preview {
+        rehearsal_url = preview_url(&rehearsal_url);
+    }
     // A rehearsal is replaced by every plan: it must be neither the target, nor inside it, nor
     // hold it, nor a bucket's root.
     if rehearsal_url.path_segments().is_none_or(|mut s| s.all(str::is_empty)) {
@@ -142,6 +148,19 @@ pub(crate) async fn open_target(
         )));
     }
     Ok(Target { url: target_url, table: target, partition_columns, rehearsal_url, catalog, frozen })
+}
+
+/// Where a preview of the plan whose rehearsal is `rehearsal` is rehearsed: beside it, its name
+/// followed by `__preview`.
+fn preview_url(rehearsal: &Url) -> Url {
+    let mut url = rehearsal.clone();
+    let name = url.path_segments().and_then(|mut s| s.rfind(|s| !s.is_empty())).map(|encoded| {
+        percent_encoding::percent_decode_str(encoded).decode_utf8_lossy().into_owned()
+    });
+    if let (Some(name), Ok(mut segments)) = (name, url.path_segments_mut()) {
+        segments.pop_if_empty().pop().push(&format!("{name}__preview")).push("");
+    }
+    url
 }
 
 /// `[guards] keep_rollback_for`: refused when the table keeps what a rollback reads for less than

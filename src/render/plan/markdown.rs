@@ -107,7 +107,7 @@ fn heading(w: &mut String, plan: &Plan, level: usize) {
         md::code(&table),
         plan.target.pre_version,
         plan.window,
-        count(plan.slices.len(), "slice"),
+        count(plan.preview.as_ref().map_or(plan.slices.len(), |p| p.of), "slice"),
         plan.every,
         md::code(&plan.target.date_column),
         mode_verb(plan),
@@ -124,6 +124,12 @@ fn heading(w: &mut String, plan: &Plan, level: usize) {
 /// What approving means: the commits `bf apply` writes and the version `bf rollback` returns to;
 /// or, for a plan that cannot be applied, why not.
 fn apply_or_problems(w: &mut String, plan: &Plan) {
+    if let Some(preview) = super::preview_line(plan) {
+        let _ = writeln!(w, "**{}**\n", md::text(&preview));
+        if plan.problems.is_empty() {
+            return;
+        }
+    }
     if plan.problems.is_empty() {
         let _ = writeln!(
             w,
@@ -177,7 +183,8 @@ fn outside_window(w: &mut String, plan: &Plan) {
     let outside = &plan.outside_window;
     let _ = writeln!(
         w,
-        "\n**Outside the window** {}",
+        "\n**{}** {}",
+        super::outside_label(plan),
         if outside.unchanged { "unchanged ✅" } else { "**changed** ❌" }
     );
     for note in &outside.within_error {

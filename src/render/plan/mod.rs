@@ -63,17 +63,21 @@ pub fn render_with(plan: &Plan, format: Format, detail: Detail) -> String {
 
 /// `Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue 18,204.10 → 16,880.55 (−7.3%)`.
 pub fn summary(plan: &Plan) -> String {
+    // A preview's figures are its slices' alone, and say so.
+    let (what, slices) = match &plan.preview {
+        Some(preview) => ("Preview", format!("{} of {} slices", plan.slices.len(), preview.of)),
+        None => ("Plan", count(plan.slices.len(), "slice")),
+    };
     if plan.rows_proven_unchanged() {
         let key = plan.target.key.as_deref().unwrap_or_default().join(", ");
         return format!(
-            "Plan: no changes. Every slice's rows equal the table's ({}, {}, compared on {key}): applying \
+            "{what}: no changes. Every slice's rows equal the table's ({slices}, {}, compared on {key}): applying \
              it would write nothing.",
-            count(plan.slices.len(), "slice"),
             count(plan.total.before.rows as usize, "row"),
         );
     }
     let verb = mode_verb(plan);
-    let mut parts = vec![format!("Plan: {} to {verb}", count(plan.slices.len(), "slice"))];
+    let mut parts = vec![format!("{what}: {slices} to {verb}")];
     let (before, after) = (&plan.total.before, &plan.total.after);
     parts.push(format!("rows {}", before_after(Some(before.rows as f64), Some(after.rows as f64))));
     for (name, b) in &before.metrics {
@@ -81,6 +85,35 @@ pub fn summary(plan: &Plan) -> String {
         parts.push(format!("{name} {}", before_after(*b, a)));
     }
     parts.join("; ")
+}
+
+/// What a preview (`bf plan --sample N`) rehearsed, and that `bf apply` will not take it:
+/// `preview: 3 of 365 slices — 1 (first), 200 (largest by rows), 365 (last); …`.
+pub(super) fn preview_line(plan: &Plan) -> Option<String> {
+    let preview = plan.preview.as_ref()?;
+    let chosen: Vec<String> = preview
+        .chosen
+        .iter()
+        .map(|c| {
+            let why: Vec<String> = c.why.iter().map(ToString::to_string).collect();
+            format!("{} ({})", c.index, why.join(", "))
+        })
+        .collect();
+    Some(format!(
+        "preview: {} of {} slices — {}; `bf apply` takes only a plan made without `--sample`",
+        plan.slices.len(),
+        preview.of,
+        chosen.join(", ")
+    ))
+}
+
+/// What the rows a backfill must not touch are called: those outside the window, or, in a preview,
+/// outside the slices it rehearsed (the window's other slices among them).
+pub(super) fn outside_label(plan: &Plan) -> &'static str {
+    match plan.preview {
+        Some(_) => "Outside the previewed slices",
+        None => "Outside the window",
+    }
 }
 
 /// `replace` or `merge`: what each slice does to the table's rows in its window.

@@ -82,13 +82,16 @@ fn header(w: &mut String, plan: &Plan) {
         format!("partitioned by {}", plan.target.partition_columns.join(", "))
     };
     let _ = writeln!(w, "bf plan {}", plan.plan_file.path);
+    if let Some(preview) = super::preview_line(plan) {
+        let _ = writeln!(w, "  {preview}");
+    }
     let _ = writeln!(w, "  table      {target} (version {}, {partitioning})", plan.target.pre_version);
     let _ = writeln!(w, "  reason     {}", plan.reason);
     let _ = writeln!(
         w,
         "  window     {} in {} of `{}` on {}",
         plan.window,
-        count(plan.slices.len(), "slice"),
+        count(plan.preview.as_ref().map_or(plan.slices.len(), |p| p.of), "slice"),
         plan.every,
         plan.target.date_column
     );
@@ -175,7 +178,10 @@ fn slices_table(w: &mut String, plan: &Plan, shown: &Shown) {
     if plan.slices.len() > 1 {
         let mut row = measured_cells(
             "total".into(),
-            plan.window.to_string(),
+            match &plan.preview {
+                Some(preview) => format!("the {} of {} previewed", plan.slices.len(), preview.of),
+                None => plan.window.to_string(),
+            },
             &plan.total.before,
             &plan.total.after,
             &columns.metrics,
@@ -200,6 +206,7 @@ fn slices_table(w: &mut String, plan: &Plan, shown: &Shown) {
 /// known), or changed.
 fn outside_window(w: &mut String, plan: &Plan) {
     let outside = &plan.outside_window;
+    let label = super::outside_label(plan);
     let mut outside_line = format!("{} rows", number(outside.before.rows as f64));
     for (name, value) in &outside.before.metrics {
         let _ = write!(outside_line, ", {name} {}", crate::render::value(*value));
@@ -213,17 +220,17 @@ fn outside_window(w: &mut String, plan: &Plan) {
         };
         let _ = writeln!(
             w,
-            "Outside the window: unchanged ✓ ({} shared untouched; the {} the slices replaced and the {} they wrote {held})",
+            "{label}: unchanged ✓ ({} shared untouched; the {} the slices replaced and the {} they wrote {held})",
             count(outside.shared_files as usize, "file"),
             count(outside.replaced_files as usize, "file"),
             outside.written_files,
         );
     } else if outside.unchanged {
-        let _ = writeln!(w, "Outside the window: {outside_line}: unchanged ✓");
+        let _ = writeln!(w, "{label}: {outside_line}: unchanged ✓");
     } else {
         let _ = writeln!(
             w,
-            "Outside the window: CHANGED ✗ rows {}",
+            "{label}: CHANGED ✗ rows {}",
             change(Some(outside.before.rows as f64), Some(outside.after.rows as f64))
         );
     }
