@@ -27,6 +27,10 @@
 //!    [`lineage`], beside it: the apply and the rollback as OpenLineage runs, for the tools that
 //!    learn what changed from lineage.
 //!
+//! [`gaps`] comes before a plan and uses the stages below it: which days of a table need a backfill
+//! (days without rows, days far below their usual level, from [`delta::days`]; backfills left
+//! unfinished, from the ledger as [`rollback`] reads it), and a plan for exactly those days.
+//!
 //! Rollback sits below apply although it runs after it: it needs nothing of apply, and a cascade
 //! that fails half way rolls back what it applied.
 //!
@@ -37,6 +41,7 @@
 pub mod apply;
 pub mod delta;
 pub mod fault;
+pub mod gaps;
 pub mod lineage;
 pub mod notify;
 pub mod plan_file;

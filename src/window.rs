@@ -78,6 +78,21 @@ impl Window {
         self.start <= day && day <= self.end
     }
 
+    /// The days `slices` cover, as the fewest ranges: neighbouring slices joined. A plan's slices
+    /// make its window; a preview's or a `slicing.only` plan's, the runs of days they rewrite.
+    pub fn runs(slices: &[Slice]) -> Vec<Window> {
+        let mut days: Vec<Window> = slices.iter().map(|s| Window { start: s.first, end: s.last }).collect();
+        days.sort_by_key(|range| range.start);
+        let mut runs: Vec<Window> = Vec::with_capacity(days.len());
+        for range in days {
+            match runs.last_mut() {
+                Some(run) if run.end.succ_opt() == Some(range.start) => run.end = range.end,
+                _ => runs.push(range),
+            }
+        }
+        runs
+    }
+
     /// The slices covering the window, lazily, in calendar order. Lazy because a hostile plan can ask
     /// for millions of slices and validation only needs to know there are more than the guard allows.
     pub fn slices(&self, cadence: Cadence, offset: RunOffset) -> SliceIter {
@@ -361,6 +376,21 @@ mod tests {
         );
         let feb = Window { start: d("2024-02-01"), end: d("2024-02-29") };
         assert_eq!(spans(feb, "month"), [("2024-02-01".into(), "2024-02-29".into())]);
+    }
+
+    #[test]
+    fn runs_join_neighbouring_slices_in_either_order() {
+        let window = Window { start: d("2026-03-01"), end: d("2026-03-31") };
+        let weeks: Vec<Slice> = window.slices(Cadence::Week, RunOffset(0)).collect();
+        assert_eq!(Window::runs(&weeks), [window], "a plan's slices make its window");
+        let picked: Vec<Slice> = Order::Backward.arrange(vec![weeks[0], weeks[1], weeks[3]]);
+        assert_eq!(
+            Window::runs(&picked),
+            [
+                Window { start: d("2026-03-01"), end: d("2026-03-08") },
+                Window { start: d("2026-03-16"), end: d("2026-03-22") },
+            ]
+        );
     }
 
     #[test]

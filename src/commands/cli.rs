@@ -3,8 +3,8 @@
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    apply, clean, demo, export, freeze, history, init, lineage, plan, policy, rollback, schema, show, slices,
-    status, unfreeze, validate,
+    apply, clean, demo, export, freeze, gaps, history, init, lineage, plan, policy, rollback, schema, show,
+    slices, status, unfreeze, validate,
 };
 
 /// Backfills of Delta Lake tables as a reviewed, rehearsed and reversible change.
@@ -33,6 +33,7 @@ pub enum Command {
     Apply(apply::Args),
     Rollback(rollback::Args),
     History(history::Args),
+    Gaps(gaps::Args),
     Status(status::Args),
     Freeze(freeze::Args),
     Unfreeze(unfreeze::Args),

@@ -8,6 +8,7 @@ pub mod cli;
 pub mod demo;
 pub mod export;
 pub mod freeze;
+pub mod gaps;
 pub mod history;
 pub mod init;
 pub mod lineage;
@@ -39,6 +40,7 @@ pub async fn run(command: Command, root: Option<&Path>) -> anyhow::Result<ExitCo
         Command::Apply(args) => apply::run(args, &policy).await,
         Command::Rollback(args) => rollback::run(args, &policy).await,
         Command::History(args) => history::run(args).await,
+        Command::Gaps(args) => gaps::run(args, &policy).await,
         Command::Freeze(args) => freeze::run(args).await,
         Command::Policy(args) => policy::run(args),
         Command::Unfreeze(args) => unfreeze::run(args).await,

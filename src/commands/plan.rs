@@ -87,7 +87,8 @@ impl Samples {
 pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
     let progress = Bar::new(args.quiet);
     let policies = args.policies.as_deref();
-    let how = How { samples: args.samples, sample: args.sample.map(|n| n as usize), out: args.out.as_deref() };
+    let how =
+        How { samples: args.samples, sample: args.sample.map(|n| n as usize), out: args.out.as_deref() };
     let planned = rehearse_and_save(&args.plan, policy, policies, how, &args.state, &progress).await;
     progress.clear();
     let Some((plan, saved)) = planned? else { return Ok(ExitCode::FAILURE) };

@@ -77,11 +77,10 @@ async fn from_files(
         let records = file.num_records().map(|n| n as u64);
         match (dates, records) {
             (FileDates::Partition(Some(day)), Some(records)) => *rows.entry(day).or_default() += records,
-            (FileDates::Statistics { min: Some(min), max: Some(max), nulls: Some(nulls), .. }, Some(records))
-                if min == max =>
-            {
-                *rows.entry(min).or_default() += records.saturating_sub(nulls)
-            }
+            (
+                FileDates::Statistics { min: Some(min), max: Some(max), nulls: Some(nulls), .. },
+                Some(records),
+            ) if min == max => *rows.entry(min).or_default() += records.saturating_sub(nulls),
             _ if by_partition => return Ok(None),
             _ => unsettled.push((file.object_store_path(), file.size() as u64)),
         }

@@ -217,7 +217,7 @@ pub fn parse_within(path: &Path, text: String, scope: Option<&Scope>) -> Result<
         .into_iter()
         .map(|(key, span, placeholder)| Diagnostic {
             key: Some(key.to_owned()),
-            message: format!("`{key}` is still the placeholder `bf init` wrote"),
+            message: format!("`{key}` is still the placeholder `bf init` or `bf gaps` wrote"),
             help: Some(format!("replace it with {}", &placeholder[1..placeholder.len() - 1])),
             span: Some(span),
         })

@@ -179,6 +179,11 @@ pub struct Slicing {
     #[serde(default = "one")]
     #[schemars(range(min = 1))]
     pub parallel: u32,
+    /// Only the window's slices holding one of these days run, e.g. `only = [2026-03-14,
+    /// 2026-07-04]`: the days `bf gaps --write-plan` found missing or thin, without rewriting the
+    /// days between them. Each day must lie in the window. Empty (the default): every slice.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub only: Vec<PlanDate>,
 }
 
 /// Where the corrected rows come from: named inputs, and one read-only SQL query over them.
@@ -526,9 +531,18 @@ impl PlanFile {
         Window { start: self.window.start.0, end: self.window.end.0 }
     }
 
-    /// The plan's slices in execution order.
+    /// The plan's slices in execution order: the window's, or those holding a day of
+    /// `slicing.only`, numbered 1, 2, … in calendar order either way.
     pub fn slices(&self) -> Vec<Slice> {
-        let slices = self.window().slices(self.slicing.every, self.slicing.run_offset).collect();
+        let made = self.window().slices(self.slicing.every, self.slicing.run_offset);
+        let slices = match self.slicing.only.as_slice() {
+            [] => made.collect(),
+            only => made
+                .filter(|slice| only.iter().any(|day| slice.first <= day.0 && day.0 <= slice.last))
+                .enumerate()
+                .map(|(at, slice)| Slice { index: at + 1, ..slice })
+                .collect(),
+        };
         self.slicing.order.arrange(slices)
     }
 }

@@ -131,12 +131,35 @@ impl PlanFile {
         if max == 0 {
             issues.add("guards.max_slices", "`guards.max_slices` must be at least 1");
         }
+        let outside: Vec<String> = self
+            .slicing
+            .only
+            .iter()
+            .filter(|day| !window.contains(day.0))
+            .map(|day| day.to_string())
+            .collect();
+        if !outside.is_empty() {
+            issues.add(
+                "slicing.only",
+                format!(
+                    "{} outside the window {window}: `only` picks slices of the window",
+                    outside.join(", ")
+                ),
+            );
+        }
         // Count lazily: a window of a million days must not allocate a million slices to say so.
+        // With `only`, at most one slice a day named.
         let cap = usize::try_from(max).unwrap_or(usize::MAX);
-        let counted =
-            window.slices(self.slicing.every, self.slicing.run_offset).take(cap.saturating_add(1)).count();
+        let made = || window.slices(self.slicing.every, self.slicing.run_offset);
+        let counted = match self.slicing.only.len() {
+            0 => made().take(cap.saturating_add(1)).count(),
+            _ => self.slices().len(),
+        };
         if max > 0 && counted > cap {
-            let total = window.slices(self.slicing.every, self.slicing.run_offset).count();
+            let total = match self.slicing.only.len() {
+                0 => made().count(),
+                _ => counted,
+            };
             issues.add_with_help(
                 "window",
                 format!(

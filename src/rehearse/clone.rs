@@ -187,7 +187,9 @@ impl<'a> ShallowClone<'a> {
             Localize::Window(_, ranges) => {
                 let stats = file.stats();
                 inside_source
-                    && ranges.iter().any(|range| overlaps(range, physical, &partition_values, stats.as_deref()))
+                    && ranges
+                        .iter()
+                        .any(|range| overlaps(range, physical, &partition_values, stats.as_deref()))
             }
             Localize::Nothing => false,
         };

@@ -35,8 +35,8 @@ use crate::window::Window;
 
 pub use crate::rehearse::error::{RehearsalError, without_values};
 use crate::rehearse::progress::Stopwatch;
-use crate::rehearse::sample::Preview;
 pub use crate::rehearse::progress::{Progress, Quiet};
+use crate::rehearse::sample::Preview;
 
 /// Rehearses a chain: its first plan, then each downstream plan reading the rehearsals of the
 /// tables above it (its Delta inputs naming them are redirected), so the reviewer sees the
@@ -87,7 +87,12 @@ pub async fn preview(chain: &Chain, n: usize, progress: &dyn Progress) -> Result
             "`--sample` previews one table's plan, and {} has downstream plans ({}), which are rehearsed on every \
              slice of the table above them: preview each plan file on its own, or plan the chain without `--sample`",
             chain.document.path.display(),
-            chain.downstream.iter().map(|d| d.document.path.display().to_string()).collect::<Vec<_>>().join(", ")
+            chain
+                .downstream
+                .iter()
+                .map(|d| d.document.path.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
     rehearse(&chain.document, &chain.scope, &[], progress, Some(n)).await
@@ -125,11 +130,8 @@ pub async fn rehearse(
     if let Some(preview) = &preview {
         slices.retain(|slice| preview.has(slice.index));
     }
-    // The days the rehearsal rewrites: the window, or a preview's slices.
-    let rewritten: Vec<Window> = match &preview {
-        None => vec![spec.window()],
-        Some(_) => slices.iter().map(|s| Window { start: s.first, end: s.last }).collect(),
-    };
+    // The days the rehearsal rewrites: the window, or the runs of a preview's or `only` slices.
+    let rewritten = Window::runs(&slices);
     if let Some(first) = slices.first() {
         source.pin_inputs(first).await?;
     }
@@ -235,7 +237,10 @@ async fn choose_preview(
     let column = &spec.target.date_column;
     let counted = crate::delta::days::rows_per_day(&target.table, column, window.start, window.end)
         .await
-        .map_err(|e| RehearsalError::Query { what: "counting the table's rows per day".into(), message: e.to_string() })?;
+        .map_err(|e| RehearsalError::Query {
+            what: "counting the table's rows per day".into(),
+            message: e.to_string(),
+        })?;
     Ok(Preview::choose(slices, n, |slice| counted.between(slice.first, slice.last)))
 }
 

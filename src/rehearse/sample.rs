@@ -29,7 +29,9 @@ pub struct Chosen {
     pub rows: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Why {
     /// The window's first slice.
@@ -83,8 +85,9 @@ impl Preview {
         }
         let spread = n.saturating_sub(chosen.len());
         for k in 1..=spread {
-            // Its share of the window: k/(spread+1) of the way from the first to the last.
-            let aim = (k * (calendar.len() - 1) + (spread + 1) / 2) / (spread + 1);
+            // Its share of the window: k/(spread+1) of the way from the first to the last, rounded.
+            let share = spread + 1;
+            let aim = (2 * k * (calendar.len() - 1) + share) / (2 * share);
             let free = (0..calendar.len())
                 .filter(|at| !chosen.contains_key(at))
                 .min_by_key(|at| (at.abs_diff(aim), *at));
@@ -152,7 +155,10 @@ mod tests {
         assert_eq!(whys, [(1, vec![Why::First]), (183, vec![Why::Spread]), (365, vec![Why::Last])]);
         let few = &slices[..4];
         assert_eq!(Preview::choose(few, 10, |_| 1).chosen.len(), 4);
-        assert_eq!(Preview::choose(&slices, 1, |_| 1).chosen.iter().map(|c| c.index).collect::<Vec<_>>(), [1]);
+        assert_eq!(
+            Preview::choose(&slices, 1, |_| 1).chosen.iter().map(|c| c.index).collect::<Vec<_>>(),
+            [1]
+        );
     }
 
     #[test]

@@ -154,9 +154,10 @@ pub(crate) async fn open_target(
 /// followed by `__preview`.
 fn preview_url(rehearsal: &Url) -> Url {
     let mut url = rehearsal.clone();
-    let name = url.path_segments().and_then(|mut s| s.rfind(|s| !s.is_empty())).map(|encoded| {
-        percent_encoding::percent_decode_str(encoded).decode_utf8_lossy().into_owned()
-    });
+    let name = url
+        .path_segments()
+        .and_then(|mut s| s.rfind(|s| !s.is_empty()))
+        .map(|encoded| percent_encoding::percent_decode_str(encoded).decode_utf8_lossy().into_owned());
     if let (Some(name), Ok(mut segments)) = (name, url.path_segments_mut()) {
         segments.pop_if_empty().pop().push(&format!("{name}__preview")).push("");
     }

@@ -5,6 +5,7 @@
 pub mod airflow;
 pub mod apply;
 pub mod freeze;
+pub mod gaps;
 pub mod history;
 pub mod plan;
 pub mod policy;

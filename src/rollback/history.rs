@@ -22,6 +22,8 @@ pub struct Applied {
     /// Its first and last slice commits.
     pub versions: (u64, u64),
     pub slices: usize,
+    /// The slices its plan has: more than `slices` while its apply is unfinished.
+    pub planned: usize,
     /// Whether its apply finished (its comment is in the table).
     pub finished: bool,
     /// The version at which a rollback undid it.
@@ -54,6 +56,7 @@ pub async fn backfills(stores: &Stores, url: &Url) -> Result<Vec<Applied>, Rollb
                 versions.iter().copied().max().unwrap_or_default(),
             ),
             slices: recorded.slices.len(),
+            planned: recorded.backfill.slices,
             finished: recorded.commented,
             rolled_back_at: ledger::undone_at(&history, &recorded),
         });

@@ -4,6 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
+mod find;
 mod preview;
 
 /// How many orders the job loads on a day: 20 on weekdays, 10 at weekends, 40 on 2025-06-18 (a

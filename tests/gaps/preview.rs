@@ -48,18 +48,23 @@ fn a_preview_of_a_year_rehearses_its_first_last_and_largest_day_and_apply_refuse
             )),
             "{text}"
         );
-        let orders: usize = ["2025-01-01", "2025-06-18", "2025-12-31"]
-            .iter()
-            .map(|d| loaded(d.parse().unwrap()))
-            .sum();
-        assert!(text.contains(&format!("Preview: 3 of 365 slices to replace; rows {orders} (unchanged)")), "{text}");
+        let orders: usize =
+            ["2025-01-01", "2025-06-18", "2025-12-31"].iter().map(|d| loaded(d.parse().unwrap())).sum();
+        assert!(
+            text.contains(&format!("Preview: 3 of 365 slices to replace; rows {orders} (unchanged)")),
+            "{text}"
+        );
         assert!(text.contains("Outside the previewed slices: unchanged ✓"), "{text}");
         assert!(text.contains("plans/year.toml`") && text.contains("without `--sample`"), "{text}");
         assert!(root.join(".bf/preview.json").exists() && root.join(".bf/plan.json").exists());
 
         let preview = saved(&root.join(".bf/preview.json"));
-        let chosen: Vec<u64> =
-            preview["preview"]["chosen"].as_array().unwrap().iter().map(|c| c["index"].as_u64().unwrap()).collect();
+        let chosen: Vec<u64> = preview["preview"]["chosen"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["index"].as_u64().unwrap())
+            .collect();
         assert_eq!(chosen, [1, largest as u64, 365]);
         assert_eq!(preview["preview"]["of"], 365);
         assert_eq!(preview["slices"].as_array().unwrap().len(), 3);
@@ -83,7 +88,9 @@ fn a_preview_of_a_year_rehearses_its_first_last_and_largest_day_and_apply_refuse
         // Its rehearsal is its own, read by another implementation: the three days corrected.
         let rehearsal = root.join("lake/orders__rehearsal__preview");
         let revenue = |day: &str| {
-            let sql = format!("SELECT CAST(ROUND(SUM(amount) * 100) AS BIGINT) FROM t WHERE order_date = DATE '{day}'");
+            let sql = format!(
+                "SELECT CAST(ROUND(SUM(amount) * 100) AS BIGINT) FROM t WHERE order_date = DATE '{day}'"
+            );
             duckdb_count(&rehearsal, &sql)
         };
         let corrected = |day: &str| {
@@ -96,9 +103,13 @@ fn a_preview_of_a_year_rehearses_its_first_last_and_largest_day_and_apply_refuse
         assert_eq!(snapshot(&table), untouched, "a preview writes nothing to the table");
 
         // Applied: the refusal names the preview and the way out; nothing is written.
-        for args in [&["apply", "--auto-approve", "--state-dir", "fresh"][..], &["apply", ".bf/preview.json", "--auto-approve"]] {
+        for args in [
+            &["apply", "--auto-approve", "--state-dir", "fresh"][..],
+            &["apply", ".bf/preview.json", "--auto-approve"],
+        ] {
             if args.contains(&"fresh") {
-                let fresh = bf(root, &["plan", "plans/year.toml", "--sample", "3", "-q", "--state-dir", "fresh"]);
+                let fresh =
+                    bf(root, &["plan", "plans/year.toml", "--sample", "3", "-q", "--state-dir", "fresh"]);
                 assert_eq!(fresh.status.code(), Some(0), "{}", said(&fresh));
                 assert!(!root.join("fresh/plan.json").exists());
             }
@@ -124,12 +135,18 @@ fn a_preview_of_a_year_rehearses_its_first_last_and_largest_day_and_apply_refuse
         let applied = bf(root, &["apply", "--auto-approve"]);
         assert_eq!(applied.status.code(), Some(0), "{}", said(&applied));
         let revenue = |day: &str| {
-            let sql = format!("SELECT CAST(ROUND(SUM(amount) * 100) AS BIGINT) FROM t WHERE order_date = DATE '{day}'");
+            let sql = format!(
+                "SELECT CAST(ROUND(SUM(amount) * 100) AS BIGINT) FROM t WHERE order_date = DATE '{day}'"
+            );
             duckdb_count(&table, &sql)
         };
         for day in ["2025-01-01", "2025-01-03"] {
             assert_eq!(revenue(day), corrected(day), "{day} applied");
         }
-        assert_eq!(revenue("2025-06-18"), corrected("2025-06-18") - 40, "the preview's days are not the table's");
+        assert_eq!(
+            revenue("2025-06-18"),
+            corrected("2025-06-18") - 40,
+            "the preview's days are not the table's"
+        );
     }
 }
