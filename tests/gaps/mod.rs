@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 mod find;
 mod preview;
+mod s3;
 
 /// How many orders the job loads on a day: 20 on weekdays, 10 at weekends, 40 on 2025-06-18 (a
 /// sale).
@@ -37,10 +38,17 @@ pub(crate) fn loaded(day: chrono::NaiveDate) -> usize {
 /// `lake/orders` under `root`.
 pub(crate) fn year_of_orders(root: &Path, partitioned: bool) -> PathBuf {
     let table = root.join("lake/orders");
+    write_year(table.to_str().unwrap(), partitioned, &[]);
+    table
+}
+
+/// [`year_of_orders`] at `uri`, a folder or a bucket's (its `AWS_*` settings in `env`).
+pub(crate) fn write_year(uri: &str, partitioned: bool, env: &[(&str, String)]) {
     let counts: Vec<String> = days().map(|d| loaded(d).to_string()).collect();
     let script = format!(
-        r#"import datetime, pyarrow as pa
+        r#"import datetime, os, pyarrow as pa
 from deltalake import write_deltalake
+options = {{k: v for k, v in os.environ.items() if k.startswith("AWS_")}}
 counts = [{counts}]
 start = datetime.date(2025, 1, 1)
 for week in range(0, 365, 7):
@@ -54,14 +62,12 @@ for week in range(0, 365, 7):
             dates.append(day)
     batch = pa.table({{'order_id': pa.array(ids, pa.int64()), 'customer': customers,
         'amount': pa.array(amounts, pa.float64()), 'order_date': pa.array(dates, pa.date32())}})
-    write_deltalake({table:?}, batch, mode='append', partition_by={partition_by})
+    write_deltalake({uri:?}, batch, mode='append', partition_by={partition_by}, storage_options=options)
 "#,
         counts = counts.join(","),
-        table = table.to_str().unwrap(),
         partition_by = if partitioned { "['order_date']" } else { "None" },
     );
-    crate::common::servers::python(&script, &[]);
-    table
+    crate::common::servers::python(&script, env);
 }
 
 /// Every day of 2025.
@@ -86,9 +92,14 @@ pub(crate) fn corrections(root: &Path) {
 
 /// A plan reloading `start..=end` of the orders from the corrections, a slice a day.
 pub(crate) fn reload(start: &str, end: &str) -> String {
+    reload_of("../lake/orders", start, end)
+}
+
+/// [`reload`] of the table at `table`, as a plan in `plans/` names it.
+pub(crate) fn reload_of(table: &str, start: &str, end: &str) -> String {
     format!(
         "reason = \"The job loaded some days short; reload them from the landing files.\"\n\
-         [target]\ntable = \"../lake/orders\"\ndate_column = \"order_date\"\nkey = [\"order_id\"]\n\
+         [target]\ntable = \"{table}\"\ndate_column = \"order_date\"\nkey = [\"order_id\"]\n\
          [window]\nstart = {start}\nend = {end}\n[slicing]\nevery = \"day\"\n\
          [source]\ninputs.landed = {{ path = \"../landing/orders/{{date}}.csv\", format = \"csv\" }}\n\
          query = \"SELECT order_id, customer, amount, CAST(order_date AS DATE) AS order_date FROM landed\"\n\
