@@ -19,6 +19,7 @@ mod first_hour;
 mod freeze;
 mod fuzz;
 mod gaps;
+mod horizon;
 mod identity;
 mod inputs;
 mod ledger;

@@ -34,6 +34,11 @@ pub struct ApplyState {
     /// The periods frozen on the table (`bf freeze`), whatever the window.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub frozen: Vec<crate::delta::freeze::Frozen>,
+    /// Set when the log since the plan was cleaned up before this version: the committed slices
+    /// are then known by their Delta transactions (which checkpoints keep), whether the apply
+    /// finished or was rolled back is not, and `bf apply` refuses the plan as stale.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_cleaned_before: Option<u64>,
 }
 
 impl ApplyState {
@@ -49,8 +54,16 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
     plan.reach_target().await?;
     let target = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?.open(&url, None).await?;
     // One read of the history answers both: which backfill, and what it committed. The plan's
-    // backfills, and their rollbacks, all follow the version it was made at.
-    let history = ledger::commits_after(&target, plan.target.pre_version).await?;
+    // backfills, and their rollbacks, all follow the version it was made at. Read whole: a
+    // backfill whose commits were cleaned up is not "not applied".
+    let history: Vec<ledger::Entry> = match ledger::logged_after_whole(&target, plan.target.pre_version).await
+    {
+        Ok(logged) => logged.into_iter().map(|l| l.entry).collect(),
+        Err(ledger::WholeLogError::Cleaned { first_kept }) => {
+            return by_transactions(plan, &url, &target, first_kept).await;
+        }
+        Err(ledger::WholeLogError::Delta(error)) => return Err(error.into()),
+    };
     let backfill_id = ledger::backfill_ids(&history, &plan.id).pop();
     let recorded = match &backfill_id {
         Some(id) => ledger::recorded(&history, id).map_err(ledger::LedgerError::from)?,
@@ -76,6 +89,37 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
         commented: recorded.is_some_and(|r| r.commented),
         committed_by,
         frozen: crate::delta::freeze::frozen(&target)?,
+        log_cleaned_before: None,
+    })
+}
+
+/// [`state`] when the commits since the plan were cleaned up behind a checkpoint: the plan's first
+/// backfill's slices are found by their Delta transactions, which checkpoints keep; its comment and
+/// any rollback, recorded in commits only, cannot be read.
+async fn by_transactions(
+    plan: &Plan,
+    url: &url::Url,
+    target: &deltalake::DeltaTable,
+    first_kept: u64,
+) -> Result<ApplyState, ApplyError> {
+    let backfill = backfill_for(plan, &[], false, plan.target.pre_version);
+    let slices: Vec<Slice> = plan
+        .slices
+        .iter()
+        .map(|r| Slice { index: r.index, first: r.first, last: r.last, run_date: r.run_date })
+        .collect();
+    let committed: BTreeSet<usize> = backfill.committed_slices(target, &slices).await?.into_iter().collect();
+    Ok(ApplyState {
+        table: display_url(url),
+        table_version: target.version().unwrap_or(0),
+        backfill_id: (!committed.is_empty()).then_some(backfill.backfill_id),
+        committed: plan.slices.iter().map(|s| s.index).filter(|i| committed.contains(i)).collect(),
+        pending: plan.slices.iter().filter(|s| !committed.contains(&s.index)).map(|s| s.first).collect(),
+        commented: false,
+        rolled_back: None,
+        committed_by: BTreeMap::new(),
+        frozen: crate::delta::freeze::frozen(target)?,
+        log_cleaned_before: Some(first_kept),
     })
 }
 

@@ -20,6 +20,19 @@ pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>, unver
     );
     let _ = writeln!(out, "  {}", summary(plan));
     out.push_str(&super::freeze::periods(&state.frozen));
+    if let Some(first_kept) = state.log_cleaned_before {
+        let _ = writeln!(
+            out,
+            "  the table's log before version {first_kept} was cleaned up since the plan \
+             (delta.logRetentionDuration): {} of {} slices committed, by their Delta transactions{}; whether the \
+             apply finished or was rolled back can no longer be read. `bf apply` refuses this plan as stale: plan \
+             again for what the table needs now (`bf gaps` finds missing days).",
+            state.committed.len(),
+            plan.slices.len(),
+            state.backfill_id.as_ref().map(|id| format!(" (backfill {id})")).unwrap_or_default(),
+        );
+        return out;
+    }
     match &state.backfill_id {
         None => {
             let why = if plan.appliable() {

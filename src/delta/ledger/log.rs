@@ -65,7 +65,14 @@ pub async fn backfills_of_plan(
     plan_id: &str,
     planned_at: u64,
 ) -> Result<Vec<String>, LedgerError> {
-    Ok(backfill_ids(&commits_after(table, planned_at).await?, plan_id))
+    // Read whole: commits cleaned up since may have been the plan's, and "never applied" would be
+    // a guess.
+    let logged = logged_after_whole(table, planned_at).await.map_err(|source| match source {
+        WholeLogError::Delta(error) => LedgerError::Delta(error),
+        cleaned => LedgerError::Cleaned { after: planned_at, source: cleaned },
+    })?;
+    let entries: Vec<Entry> = logged.into_iter().map(|l| l.entry).collect();
+    Ok(backfill_ids(&entries, plan_id))
 }
 
 /// The backfill ids of `plan_id` among `entries`, in the order their first commits appear.
@@ -86,6 +93,14 @@ pub enum LedgerError {
     Delta(#[from] DeltaTableError),
     #[error(transparent)]
     Malformed(#[from] Malformed),
+    /// The commits after `after` were cleaned up: which backfills they hold cannot be read, nor
+    /// version `after` restored.
+    #[error(
+        "{source}: the backfills applied after version {after} can no longer be read from the table's history, \
+         nor version {after} restored. `bf history TABLE` lists the versions left; `bf rollback --to-version N` \
+         restores one of them"
+    )]
+    Cleaned { after: u64, source: WholeLogError },
 }
 
 /// One commit of the table's history, with bf's keys when bf made it.

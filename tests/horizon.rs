@@ -1,0 +1,185 @@
+//! Until when a backfill can be undone (`rollback/horizon.rs`): said by `bf apply`, `bf status` and
+//! `bf history`, ended by VACUUM or log cleanup, and demanded by `[guards] keep_rollback_for`.
+
+use serde_json::Value;
+
+/// Until when a backfill can be undone, judged from the raw log: the first file removed since the
+/// pre-version plus `delta.deletedFileRetentionDuration` (7 days, then 1 day once the table says
+/// so), said by `bf apply`, `bf status` (and in its JSON) and `bf history`; once a VACUUM deleted the
+/// pre-version's files, "no longer possible", and `bf rollback` refuses.
+#[test]
+fn until_when_a_backfill_can_be_undone_is_said_and_a_vacuum_ends_it() {
+    use crate::second_hour::{august, bf, said, workspace};
+    let (dir, table) = workspace();
+    let root = dir.path();
+    std::fs::write(
+        root.join("plans/august.toml"),
+        august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-03"),
+    )
+    .unwrap();
+    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
+    let applied = bf(root, &["apply", "--auto-approve"]);
+    assert!(applied.status.success(), "{}", said(&applied));
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let pre_version = saved["target"]["pre_version"].as_u64().unwrap();
+    let first_removed = crate::databricks::commits_from(&table, pre_version + 1)
+        .iter()
+        .flat_map(|(_, actions)| {
+            actions.iter().filter_map(|a| a.pointer("/remove/deletionTimestamp")?.as_i64())
+        })
+        .min()
+        .unwrap();
+    let until = |days: i64| {
+        let at =
+            chrono::DateTime::from_timestamp_millis(first_removed).unwrap() + chrono::Duration::days(days);
+        format!(
+            "rollback: possible until at least {} (delta.deletedFileRetentionDuration is {days} days;",
+            at.format("%Y-%m-%d %H:%M UTC")
+        )
+    };
+    assert!(said(&applied).contains(&until(7)), "{}", said(&applied));
+    let status = bf(root, &["status"]);
+    assert!(said(&status).contains(&until(7)), "{}", said(&status));
+    let history = String::from_utf8_lossy(&bf(root, &["history", "lake/payments"]).stdout).into_owned();
+    let reason = history.lines().position(|l| l.contains("August's amounts were recorded in cents")).unwrap();
+    assert!(
+        history.lines().nth(reason + 1).unwrap().trim_start().starts_with(&until(7)),
+        "under its reason:\n{history}"
+    );
+
+    let python = |statement: &str| {
+        let script = format!(
+            "from deltalake import DeltaTable\ndt = DeltaTable({:?})\n{statement}",
+            table.to_str().unwrap()
+        );
+        crate::common::servers::python(&script, &[]);
+    };
+    python("dt.alter.set_table_properties({'delta.deletedFileRetentionDuration': 'interval 1 days'})");
+    let status = bf(root, &["status", "--json"]);
+    let json: Value = serde_json::from_slice(&status.stdout).unwrap();
+    assert_eq!(json["rollback"]["state"], "possible_until", "{json}");
+    assert_eq!(json["rollback"]["property"], "delta.deletedFileRetentionDuration", "{json}");
+    assert_eq!(json["rollback"]["days"], 1.0, "{json}");
+    assert!(said(&bf(root, &["status"])).contains(&until(1)));
+
+    python("dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)");
+    let status = bf(root, &["status"]);
+    assert!(
+        said(&status).contains(&format!(
+            "rollback: no longer possible: VACUUM removed 3 of version {pre_version}'s data files"
+        )),
+        "{}",
+        said(&status)
+    );
+    // The ALTER is another writer's commit: only the window can be rolled back, and not that either.
+    let refused = bf(root, &["rollback", "--auto-approve", "--window-only"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", said(&refused));
+    assert!(said(&refused).contains("VACUUM removed 3 of its data files"), "{}", said(&refused));
+}
+
+/// `[guards] keep_rollback_for = "30 days"` on a table that keeps removed files for 7 days: refused
+/// before anything is rehearsed, at its line, naming the setting and the `ALTER TABLE` that would
+/// do; once the table keeps them 30 days, as that statement says, the plan rehearses.
+#[test]
+fn a_plan_that_must_stay_undoable_longer_than_the_table_keeps_its_files_is_refused() {
+    use crate::second_hour::{august, bf, line_of, said, workspace};
+    let (dir, table) = workspace();
+    let root = dir.path();
+    let text = august("pay_date", "payment_id", "[guards]\nkeep_rollback_for = \"30 days\"\n")
+        .replace("end = 2026-08-29", "end = 2026-08-02");
+    std::fs::write(root.join("plans/august.toml"), &text).unwrap();
+    let refused = bf(root, &["plan", "plans/august.toml"]);
+    let said_refused = said(&refused);
+    assert_eq!(refused.status.code(), Some(1), "{said_refused}");
+    assert!(
+        said_refused.contains(&format!("--> plans/august.toml:{}:", line_of(&text, "keep_rollback_for"))),
+        "{said_refused}"
+    );
+    assert!(said_refused.contains("delta.deletedFileRetentionDuration is 7.0 days"), "{said_refused}");
+    assert!(
+        !said_refused.contains("delta.logRetentionDuration is"),
+        "the log is kept 30 days: {said_refused}"
+    );
+    let statement = said_refused.lines().find_map(|l| l.split("help: ").nth(1)).unwrap().to_owned();
+    assert!(
+        statement.starts_with("ALTER TABLE delta.`")
+            && statement
+                .ends_with("SET TBLPROPERTIES ('delta.deletedFileRetentionDuration' = 'interval 30 days')"),
+        "{statement}"
+    );
+    assert!(!root.join("lake/payments__rehearsal").exists(), "nothing rehearsed");
+
+    let script = format!(
+        "from deltalake import DeltaTable\nDeltaTable({:?}).alter.set_table_properties({{'delta.deletedFileRetentionDuration': 'interval 30 days'}})",
+        table.to_str().unwrap()
+    );
+    crate::common::servers::python(&script, &[]);
+    let planned = bf(root, &["plan", "plans/august.toml", "-q"]);
+    assert!(planned.status.success(), "{}", said(&planned));
+}
+
+/// Log cleanup behind a checkpoint deletes the pre-version's commit once
+/// `delta.logRetentionDuration` has passed (here 0 days): `bf status` says the rollback is no
+/// longer possible and why, and how many slices the backfill committed (by their transactions,
+/// which the checkpoint keeps) rather than "not applied yet"; `bf rollback` refuses, saying what
+/// was cleaned up rather than "never applied", and writes nothing.
+#[test]
+fn a_log_cleaned_up_past_the_pre_version_ends_the_rollback() {
+    use crate::second_hour::{august, bf, said, workspace};
+    let (dir, table) = workspace();
+    let root = dir.path();
+    std::fs::write(
+        root.join("plans/august.toml"),
+        august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02"),
+    )
+    .unwrap();
+    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
+    let applied = bf(root, &["apply", "--auto-approve"]);
+    assert!(applied.status.success(), "{}", said(&applied));
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let pre_version = saved["target"]["pre_version"].as_u64().unwrap();
+    let script = format!(
+        "from deltalake import DeltaTable\ndt = DeltaTable({:?})\n\
+         dt.alter.set_table_properties({{'delta.logRetentionDuration': 'interval 0 days'}})\n\
+         dt = DeltaTable({0:?})\ndt.create_checkpoint()\ndt.cleanup_metadata()",
+        table.to_str().unwrap()
+    );
+    crate::common::servers::python(&script, &[]);
+    let entry = table.join(format!("_delta_log/{pre_version:020}.json"));
+    assert!(!entry.exists(), "the cleanup deleted the pre-version's commit");
+
+    // The oldest commit the cleanup kept, read from the log's folder.
+    let first_kept = std::fs::read_dir(table.join("_delta_log"))
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().to_str()?.strip_suffix(".json")?.parse::<u64>().ok())
+        .min()
+        .unwrap();
+    let status = bf(root, &["status"]);
+    let expected = format!(
+        "rollback: no longer possible: the log entry of version {pre_version} was cleaned up (delta.logRetentionDuration)"
+    );
+    assert!(said(&status).contains(&expected), "{}", said(&status));
+    assert!(
+        said(&status).contains(&format!(
+            "the table's log before version {} was cleaned up since the plan (delta.logRetentionDuration): 2 of 2 \
+             slices committed, by their Delta transactions",
+            first_kept
+        )),
+        "not \"not applied yet\": {}",
+        said(&status)
+    );
+    let untouched = crate::common::snapshot(&table);
+    let refused = bf(root, &["rollback", "--auto-approve"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", said(&refused));
+    assert!(
+        said(&refused).contains(&format!(
+            "the table's log before version {first_kept} was cleaned up (delta.logRetentionDuration): the backfills \
+             applied after version {pre_version} can no longer be read"
+        )),
+        "not \"never applied\": {}",
+        said(&refused)
+    );
+    assert_eq!(crate::common::snapshot(&table), untouched, "nothing written");
+}
