@@ -20,6 +20,17 @@ pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>, unver
     );
     let _ = writeln!(out, "  {}", summary(plan));
     out.push_str(&super::freeze::periods(&state.frozen));
+    if let Some(preview) = &plan.preview {
+        let _ = writeln!(
+            out,
+            "  a preview of {} of its {} slices (`bf plan --sample`): never applied; `bf plan {}` without `--sample` \
+             makes the plan `bf apply` takes",
+            plan.slices.len(),
+            preview.of,
+            plan.plan_file.path
+        );
+        return out;
+    }
     if let Some(first_kept) = state.log_cleaned_before {
         let _ = writeln!(
             out,

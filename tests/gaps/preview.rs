@@ -123,6 +123,12 @@ fn a_preview_of_a_year_rehearses_its_first_last_and_largest_day_and_apply_refuse
             );
             assert_eq!(snapshot(&table), untouched, "{args:?} wrote nothing");
         }
+        let status = bf(root, &["status", ".bf/preview.json"]);
+        assert!(
+            said(&status).contains("a preview of 3 of its 365 slices (`bf plan --sample`): never applied"),
+            "{}",
+            said(&status)
+        );
         let mut tampered = preview.clone();
         tampered.as_object_mut().unwrap().remove("preview");
         std::fs::write(root.join("tampered.json"), tampered.to_string()).unwrap();
