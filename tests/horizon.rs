@@ -3,26 +3,38 @@
 
 use serde_json::Value;
 
-/// Until when a backfill can be undone, judged from the raw log: the first file removed since the
-/// pre-version plus `delta.deletedFileRetentionDuration` (7 days, then 1 day once the table says
-/// so), said by `bf apply`, `bf status` (and in its JSON) and `bf history`; once a VACUUM deleted the
-/// pre-version's files, "no longer possible", and `bf rollback` refuses.
-#[test]
-fn until_when_a_backfill_can_be_undone_is_said_and_a_vacuum_ends_it() {
-    use crate::second_hour::{august, bf, said, workspace};
+use crate::second_hour::{august, bf, said, workspace};
+
+/// The payments table with August's first days reloaded through `last`, applied.
+struct Applied {
+    dir: tempfile::TempDir,
+    table: std::path::PathBuf,
+    applied: std::process::Output,
+    pre_version: u64,
+}
+
+fn applied_august(last: &str) -> Applied {
     let (dir, table) = workspace();
     let root = dir.path();
-    std::fs::write(
-        root.join("plans/august.toml"),
-        august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-03"),
-    )
-    .unwrap();
+    let text = august("pay_date", "payment_id", "").replace("end = 2026-08-29", &format!("end = {last}"));
+    std::fs::write(root.join("plans/august.toml"), text).unwrap();
     assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
     let applied = bf(root, &["apply", "--auto-approve"]);
     assert!(applied.status.success(), "{}", said(&applied));
     let saved: Value =
         serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
     let pre_version = saved["target"]["pre_version"].as_u64().unwrap();
+    Applied { dir, table, applied, pre_version }
+}
+
+/// Until when a backfill can be undone, judged from the raw log: the first file removed since the
+/// pre-version plus `delta.deletedFileRetentionDuration` (7 days, then 1 day once the table says
+/// so), said by `bf apply`, `bf status` (and in its JSON) and `bf history`; once a VACUUM deleted the
+/// pre-version's files, "no longer possible", and `bf rollback` refuses.
+#[test]
+fn until_when_a_backfill_can_be_undone_is_said_and_a_vacuum_ends_it() {
+    let Applied { dir, table, applied, pre_version } = applied_august("2026-08-03");
+    let root = dir.path();
     let first_removed = crate::databricks::commits_from(&table, pre_version + 1)
         .iter()
         .flat_map(|(_, actions)| {
@@ -83,7 +95,7 @@ fn until_when_a_backfill_can_be_undone_is_said_and_a_vacuum_ends_it() {
 /// do; once the table keeps them 30 days, as that statement says, the plan rehearses.
 #[test]
 fn a_plan_that_must_stay_undoable_longer_than_the_table_keeps_its_files_is_refused() {
-    use crate::second_hour::{august, bf, line_of, said, workspace};
+    use crate::second_hour::line_of;
     let (dir, table) = workspace();
     let root = dir.path();
     let text = august("pay_date", "payment_id", "[guards]\nkeep_rollback_for = \"30 days\"\n")
@@ -126,20 +138,9 @@ fn a_plan_that_must_stay_undoable_longer_than_the_table_keeps_its_files_is_refus
 /// was cleaned up rather than "never applied", and writes nothing.
 #[test]
 fn a_log_cleaned_up_past_the_pre_version_ends_the_rollback() {
-    use crate::second_hour::{august, bf, said, workspace};
-    let (dir, table) = workspace();
+    let Applied { dir, table, applied, pre_version } = applied_august("2026-08-02");
+    assert!(applied.status.success());
     let root = dir.path();
-    std::fs::write(
-        root.join("plans/august.toml"),
-        august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02"),
-    )
-    .unwrap();
-    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
-    let applied = bf(root, &["apply", "--auto-approve"]);
-    assert!(applied.status.success(), "{}", said(&applied));
-    let saved: Value =
-        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
-    let pre_version = saved["target"]["pre_version"].as_u64().unwrap();
     let script = format!(
         "from deltalake import DeltaTable\ndt = DeltaTable({:?})\n\
          dt.alter.set_table_properties({{'delta.logRetentionDuration': 'interval 0 days'}})\n\
