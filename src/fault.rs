@@ -11,7 +11,8 @@ use std::path::Path;
 /// real table), `corrupt-published:N` (the copy of a file slice N publishes is not the rehearsed
 /// one) and `rollback-verify` (the rollback's comparison reads the table as the backfill left it).
 /// `before-publish-commit:N` aborts after slice N's files are placed in the target, before its
-/// commit. In a chain, `before-table:N` aborts before its Nth table (from 0), and `NAME/POINT`
+/// commit. `lose-races:N` makes every attempt at slice N's commit, on a table where bf checks
+/// concurrent commits itself, lose to a writer that committed first (nothing is committed). In a chain, `before-table:N` aborts before its Nth table (from 0), and `NAME/POINT`
 /// names a point in the table called NAME only (`revenue_by_day/before-comment`).
 pub const FAULT_ENV: &str = "BF_FAULT";
 

@@ -473,3 +473,26 @@ pub(crate) fn last_metadata(table: &Path) -> Value {
         .find_map(|(_, actions)| actions.iter().find_map(|a| a.get("metaData").cloned()))
         .unwrap()
 }
+
+/// Where bf checks concurrent commits itself (in-commit timestamps), a slice whose commit loses
+/// every race (`BF_FAULT=lose-races:2`: a writer that always commits first) is tried a bounded
+/// number of times and then stops the apply with the commit's error — exit 1, never a panic or a
+/// loop — slice 1 committed, slice 2 not; the next apply resumes and finishes.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_slice_that_loses_every_race_stops_the_apply_after_bounded_attempts() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders");
+    orders_table(&table, false, &ROWS).await;
+    upgrade(&table, Clustering::None);
+    std::fs::write(dir.path().join("march.csv"), CORRECTED).unwrap();
+    march_plan(dir.path(), "week");
+    let planned = bf(dir.path(), &["plan", "march.toml"], &[]);
+    assert!(planned.status.success(), "{}", said(&planned));
+    let lost = bf(dir.path(), &["apply", "--auto-approve"], &[("BF_FAULT", "lose-races:2")]);
+    assert_eq!(lost.status.code(), Some(1), "{}", said(&lost));
+    assert!(said(&lost).contains("another writer committed first at each of 16 attempts"), "{}", said(&lost));
+    assert_eq!(crate::common::slices_committed(&table), [1]);
+    let resumed = bf(dir.path(), &["apply", "--auto-approve"], &[]);
+    assert!(resumed.status.success(), "{}", said(&resumed));
+    assert_eq!(crate::common::slices_committed(&table), [1, 2, 3, 4, 5, 6]);
+}

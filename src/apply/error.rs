@@ -38,6 +38,11 @@ pub enum ApplyError {
     )]
     Conflict { slice: Slice, kind: String, commits: String },
     #[error(
+        "{slice}: another writer committed first at each of {attempts} attempts at its commit, so it was not \
+         written. The slices committed before it stay recorded; run `bf apply` again to resume."
+    )]
+    Raced { slice: Slice, attempts: usize },
+    #[error(
         "bf cannot publish the rehearsed slices: {0}.\nRun `bf plan` to rehearse again, or `bf apply --recompute` \
          to run each slice's query again and write its rows (what lands may then differ from what was reviewed)."
     )]

@@ -126,6 +126,10 @@ impl SliceRun<'_> {
                     return Ok(done);
                 }
                 return Err(match failed {
+                    // Every attempt lost to a commit that landed first: bounded, and said so.
+                    Failed::Write(error) if own_conflict_check && lost_race(&error) => {
+                        ApplyError::Raced { slice: *slice, attempts }
+                    }
                     Failed::Write(error) => {
                         conflict_or(
                             &self.preflight.stores,
@@ -190,6 +194,9 @@ impl SliceRun<'_> {
                     Ready::Done(table) => return Ok((Err(Failed::Done(table)), 0)),
                 };
                 let read_version = table.version().unwrap_or(0);
+                if let Some(lost) = losing_on_purpose(slice, no_retries, read_version) {
+                    return Ok((Err(lost), read_version));
+                }
                 let commit = |info| retries(backfill.slice_commit_with(slice, info));
                 let published =
                     publisher.publish(table, slice, publication, rehearsed.predicate.clone(), commit).await;
@@ -221,6 +228,9 @@ impl SliceRun<'_> {
                     Ready::Done(table) => return Ok((Err(Failed::Done(table)), 0)),
                 };
                 let read_version = table.version().unwrap_or(0);
+                if let Some(lost) = losing_on_purpose(slice, no_retries, read_version) {
+                    return Ok((Err(lost), read_version));
+                }
                 let written =
                     self.writer.write(table, slice, &rows, retries(backfill.slice_commit(slice))).await;
                 (written.map_err(Failed::Write), read_version)
@@ -231,6 +241,25 @@ impl SliceRun<'_> {
 
 /// How many times a slice's commit is tried on a table where bf checks concurrent commits itself.
 const RACE_ATTEMPTS: usize = 16;
+
+/// A test hook (`BF_FAULT=lose-races:N`): every attempt at slice N's commit, where bf checks
+/// concurrent commits itself, fails as a commit another writer beat, without committing — a
+/// writer that wins every race, so the attempts' bound is proven to end in a named error.
+fn losing_on_purpose(slice: &Slice, no_retries: bool, read_version: u64) -> Option<Failed> {
+    use deltalake::kernel::transaction::TransactionError;
+    (no_retries && crate::fault::corrupt(&format!("lose-races:{}", slice.index))).then(|| {
+        Failed::Write(crate::rehearse::slice_writer::WriteError {
+            slice: slice.index,
+            first: slice.first.to_string(),
+            last: slice.last.to_string(),
+            broken: None,
+            at: None,
+            source: Box::new(DeltaTableError::Transaction {
+                source: TransactionError::VersionAlreadyExists(read_version + 1),
+            }),
+        })
+    })
+}
 
 /// Whether a commit tried without retries failed because another landed first.
 fn lost_race(error: &crate::rehearse::slice_writer::WriteError) -> bool {
