@@ -10,7 +10,7 @@
 
 pub mod write;
 
-use chrono::{Days, NaiveDate};
+use chrono::{Datelike, Days, NaiveDate, Weekday};
 use deltalake::DeltaTable;
 use serde::Serialize;
 use url::Url;
@@ -41,7 +41,10 @@ pub struct Gaps {
     pub date_column: String,
     pub range: Window,
     pub thinness: Thinness,
-    /// Days of the range without a row.
+    /// The weekdays without a row anywhere in the range and the weeks around it (`Sat`, `Sun`): a
+    /// business's closed days, not counted as missing.
+    pub closed: Vec<String>,
+    /// Days of the range without a row, on weekdays the table is open.
     pub missing: Vec<NaiveDate>,
     /// Days far below their usual level.
     pub thin: Vec<Thin>,
@@ -122,12 +125,15 @@ pub async fn find(
         .await
         .map_err(|source| GapsError::Count { table: display_url(url), source })?;
     let rows = |day: NaiveDate| counted.rows.get(&day).copied().unwrap_or(0);
+    let closed = closed_weekdays(first, last, &rows);
     let mut missing = Vec::new();
     let mut thin = Vec::new();
     for day in range.start.iter_days().take_while(|d| *d <= range.end) {
         let found = rows(day);
         if found == 0 {
-            missing.push(day);
+            if !closed.contains(&day.weekday()) {
+                missing.push(day);
+            }
             continue;
         }
         if let Some((usual, compared_with)) = usual(day, thinness.weeks, &rows)
@@ -155,11 +161,29 @@ pub async fn find(
         date_column: date_column.to_owned(),
         range,
         thinness,
+        closed: closed.iter().map(|d| d.to_string()).collect(),
         missing,
         thin,
         unfinished,
         files_read: counted.files_read,
     })
+}
+
+/// The weekdays on which the table holds no row on any day from `first` to `last` when each comes
+/// at least four times there: a business's closed days (a B2B shop's weekends), which are not gaps.
+/// One weekday with a row anywhere is open; an outage, however long, leaves the weekdays around it
+/// open.
+fn closed_weekdays(first: NaiveDate, last: NaiveDate, rows: &impl Fn(NaiveDate) -> u64) -> Vec<Weekday> {
+    let mut seen: [(u32, bool); 7] = [(0, false); 7];
+    for day in first.iter_days().take_while(|d| *d <= last) {
+        let (count, open) = &mut seen[day.weekday().num_days_from_monday() as usize];
+        *count += 1;
+        *open |= rows(day) > 0;
+    }
+    (0..7u8)
+        .filter(|&at| seen[at as usize].0 >= 4 && !seen[at as usize].1)
+        .filter_map(|at| Weekday::try_from(at).ok())
+        .collect()
 }
 
 /// The usual rows of `day`'s weekday around it — the median over up to `weeks` weeks either side,
@@ -185,8 +209,6 @@ fn usual(day: NaiveDate, weeks: u32, rows: &impl Fn(NaiveDate) -> u64) -> Option
 
 #[cfg(test)]
 mod tests {
-    use chrono::Datelike;
-
     use super::*;
 
     fn d(text: &str) -> NaiveDate {
@@ -208,5 +230,18 @@ mod tests {
         assert_eq!(usual(d("2025-05-20"), 4, &lonely), None, "one neighbour is not a level");
         let even = |day: NaiveDate| if day < d("2025-05-20") { 10 } else { 30 };
         assert_eq!(usual(d("2025-05-20"), 1, &even), Some((20, 2)), "the median of two is their mean");
+    }
+
+    #[test]
+    fn weekdays_without_any_row_are_closed_and_an_outage_closes_none() {
+        let weekdays_only = |day: NaiveDate| u64::from(day.weekday().num_days_from_monday() < 5) * 20;
+        let (first, last) = (d("2025-03-01"), d("2025-05-31"));
+        assert_eq!(closed_weekdays(first, last, &weekdays_only), [Weekday::Sat, Weekday::Sun]);
+        let outage = |day: NaiveDate| u64::from(!(d("2025-03-10") <= day && day <= d("2025-05-20"))) * 20;
+        assert!(closed_weekdays(first, last, &outage).is_empty(), "ten weeks out, every weekday still open");
+        assert!(
+            closed_weekdays(d("2025-03-01"), d("2025-03-21"), &|_| 0).is_empty(),
+            "three weeks say nothing"
+        );
     }
 }

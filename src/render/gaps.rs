@@ -25,6 +25,14 @@ pub fn text(gaps: &Gaps, rerun: &str) -> String {
             None => "read through the table (the log alone could not tell them)".to_owned(),
         }
     );
+    if !gaps.closed.is_empty() {
+        let _ = writeln!(
+            out,
+            "  closed on {}: no rows on any of them in the range and {} around it, so none is missing",
+            gaps.closed.join(", "),
+            count(gaps.thinness.weeks as usize, "week")
+        );
+    }
     if gaps.is_empty() {
         let _ = writeln!(
             out,
