@@ -186,6 +186,18 @@ fn closed_weekdays(first: NaiveDate, last: NaiveDate, rows: &impl Fn(NaiveDate) 
         .collect()
 }
 
+/// Consecutive days (sorted) as `(first, last)` runs: a month without rows is one run.
+pub fn runs(days: &[NaiveDate]) -> Vec<(NaiveDate, NaiveDate)> {
+    let mut runs: Vec<(NaiveDate, NaiveDate)> = Vec::new();
+    for &day in days {
+        match runs.last_mut() {
+            Some((_, last)) if last.succ_opt() == Some(day) => *last = day,
+            _ => runs.push((day, day)),
+        }
+    }
+    runs
+}
+
 /// The usual rows of `day`'s weekday around it — the median over up to `weeks` weeks either side,
 /// days without rows left out — and how many days it was taken over; `None` under two.
 fn usual(day: NaiveDate, weeks: u32, rows: &impl Fn(NaiveDate) -> u64) -> Option<(u64, usize)> {

@@ -43,7 +43,13 @@ pub fn plan_like(like: &Path, like_text: &str, out: &Path, gaps: &Gaps) -> Resul
     let mut reason = Value::from(REASON.trim_matches('"'));
     reason.decor_mut().set_prefix(" ");
     match plan.get_mut("reason") {
-        Some(item) => *item = Item::Value(reason),
+        Some(item) => {
+            // A comment after it stays.
+            if let Some(suffix) = item.as_value().and_then(|v| v.decor().suffix()).and_then(|s| s.as_str()) {
+                reason.decor_mut().set_suffix(suffix.to_owned());
+            }
+            *item = Item::Value(reason);
+        }
         None => {
             plan.insert("reason", Item::Value(reason));
         }
@@ -67,10 +73,16 @@ pub fn plan_like(like: &Path, like_text: &str, out: &Path, gaps: &Gaps) -> Resul
     }
     slicing.insert("only", value(only));
 
-    // More days than the plan's guard allows would be refused: the days found are the plan.
-    if let Some(guards) = plan.get_mut("guards").and_then(Item::as_table_mut)
-        && guards.get("max_slices").and_then(Item::as_integer).is_some_and(|max| max < days.len() as i64)
-    {
+    // More days than the plan's guard allows (its own, or the default) would be refused: the days
+    // found are the plan.
+    let allowed = plan
+        .get("guards")
+        .and_then(|g| g.get("max_slices"))
+        .and_then(Item::as_integer)
+        .unwrap_or(i64::from(crate::plan_file::Guards::default().max_slices));
+    if allowed < days.len() as i64 {
+        let guards = plan.entry("guards").or_insert(toml_edit::table());
+        let guards = guards.as_table_mut().ok_or_else(|| refused("its `guards` is not a table"))?;
         guards.insert("max_slices", value(days.len() as i64));
     }
     plan.remove("downstream");
@@ -114,11 +126,18 @@ fn found(gaps: &Gaps, like: &Path) -> String {
         gaps.date_column,
         gaps.version
     )];
-    let mut days: Vec<(NaiveDate, String)> =
-        gaps.missing.iter().map(|d| (*d, "no rows".to_owned())).collect();
-    days.extend(gaps.thin.iter().map(|t| (t.day, format!("{} rows, usually {}", t.rows, t.usual))));
-    days.sort();
-    lines.extend(days.iter().map(|(day, what)| format!("#   {day} {what}")));
+    // Missing days in runs, each thin day on its own: a month without rows is one line.
+    let mut found: Vec<(NaiveDate, String)> = super::runs(&gaps.missing)
+        .into_iter()
+        .map(|(first, last)| match first == last {
+            true => (first, format!("{first} no rows")),
+            false => (first, format!("{first}..{last} no rows ({} days)", (last - first).num_days() + 1)),
+        })
+        .collect();
+    found
+        .extend(gaps.thin.iter().map(|t| (t.day, format!("{} {} rows, usually {}", t.day, t.rows, t.usual))));
+    found.sort();
+    lines.extend(found.iter().map(|(_, what)| format!("#   {what}")));
     lines.push(
         "# Its window runs from the first to the last of them, and `[slicing] only` keeps the days between \
          untouched."
@@ -140,4 +159,80 @@ fn toml_date(day: NaiveDate) -> toml_edit::Date {
 
 fn date(day: NaiveDate) -> Item {
     value(toml_edit::Datetime { date: Some(toml_date(day)), time: None, offset: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gaps::{Thin, Thinness};
+    use crate::window::Window;
+
+    fn found(missing: Vec<NaiveDate>) -> Gaps {
+        let d = |t: &str| t.parse().unwrap();
+        Gaps {
+            table: "/lake/orders".into(),
+            version: 7,
+            date_column: "order_date".into(),
+            range: Window { start: d("2025-01-01"), end: d("2025-12-31") },
+            thinness: Thinness::default(),
+            closed: Vec::new(),
+            missing,
+            thin: vec![Thin { day: d("2025-12-24"), rows: 1, usual: 30, compared_with: 8 }],
+            unfinished: Vec::new(),
+            files_read: Some(0),
+        }
+    }
+
+    const LIKE: &str = "reason = \"Reload.\"  # why\n\
+        [target]\ntable = \"../lake/orders\"\ndate_column = \"order_date\"\n\
+        [window]\nstart = 2025-09-01\nend = 2025-09-30\n[slicing]\nevery = \"week\"\n\
+        [source]\ninputs.landed = { path = \"../landing/{date}.csv\", format = \"csv\" }\n\
+        inputs.rates = { path = \"s3://lake/rates\", format = \"delta\" }\nquery = \"SELECT 1\"\n\
+        [[downstream]]\nplan = \"revenue.toml\"\n";
+
+    #[test]
+    fn the_plan_keeps_what_was_reviewed_and_changes_what_the_days_need() {
+        let first: NaiveDate = "2025-02-01".parse().unwrap();
+        let days: Vec<NaiveDate> = (0..150).map(|k| first + chrono::Days::new(k)).collect();
+        let text = plan_like(
+            Path::new("/work/plans/sep.toml"),
+            LIKE,
+            Path::new("/work/plans/gaps/holes.toml"),
+            &found(days),
+        )
+        .unwrap();
+        let plan: toml::Value = toml::from_str(&text).unwrap();
+        assert_eq!(plan["reason"].as_str(), Some("<why these days are reloaded>"));
+        assert!(
+            text.contains("reason = \"<why these days are reloaded>\"  # why"),
+            "its comment kept:\n{text}"
+        );
+        assert!(
+            text.contains(
+                "#   2025-02-01..2025-06-30 no rows (150 days)\n#   2025-12-24 1 rows, usually 30\n"
+            ),
+            "{text}"
+        );
+        assert_eq!(plan["window"]["start"].to_string(), "2025-02-01");
+        assert_eq!(plan["window"]["end"].to_string(), "2025-12-24");
+        assert_eq!(plan["slicing"]["every"].as_str(), Some("day"));
+        assert_eq!(plan["slicing"]["only"].as_array().unwrap().len(), 151);
+        assert_eq!(plan["guards"]["max_slices"].as_integer(), Some(151), "more days than the default 100");
+        assert_eq!(plan["target"]["table"].as_str(), Some("../../lake/orders"), "rebased for the new folder");
+        assert_eq!(plan["source"]["inputs"]["landed"]["path"].as_str(), Some("../../landing/{date}.csv"));
+        assert_eq!(
+            plan["source"]["inputs"]["rates"]["path"].as_str(),
+            Some("s3://lake/rates"),
+            "a URI as written"
+        );
+        assert!(plan.get("downstream").is_none(), "downstream plans were reviewed for another window");
+    }
+
+    #[test]
+    fn nothing_found_writes_nothing() {
+        let mut gaps = found(Vec::new());
+        gaps.thin.clear();
+        let refused = plan_like(Path::new("sep.toml"), LIKE, Path::new("holes.toml"), &gaps);
+        assert!(matches!(refused, Err(WriteError::Nothing { .. })));
+    }
 }

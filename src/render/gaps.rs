@@ -4,7 +4,6 @@
 use std::fmt::Write;
 
 use bf::gaps::Gaps;
-use chrono::NaiveDate;
 
 use crate::render::count;
 
@@ -42,7 +41,7 @@ pub fn text(gaps: &Gaps, rerun: &str) -> String {
     }
     if !gaps.missing.is_empty() {
         let _ = writeln!(out, "\nMissing: {} without a row", count(gaps.missing.len(), "day"));
-        for (first, last) in runs(&gaps.missing) {
+        for (first, last) in bf::gaps::runs(&gaps.missing) {
             let _ = match first == last {
                 true => writeln!(out, "  {first} ({})", first.format("%a")),
                 false => writeln!(out, "  {first}..{last} ({} days)", (last - first).num_days() + 1),
@@ -94,16 +93,4 @@ pub fn text(gaps: &Gaps, rerun: &str) -> String {
         );
     }
     out
-}
-
-/// Consecutive days as `(first, last)` runs.
-fn runs(days: &[NaiveDate]) -> Vec<(NaiveDate, NaiveDate)> {
-    let mut runs: Vec<(NaiveDate, NaiveDate)> = Vec::new();
-    for day in days {
-        match runs.last_mut() {
-            Some((_, last)) if last.succ_opt() == Some(*day) => *last = *day,
-            _ => runs.push((*day, *day)),
-        }
-    }
-    runs
 }
