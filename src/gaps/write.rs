@@ -209,7 +209,7 @@ mod tests {
         );
         assert!(
             text.contains(
-                "#   2025-02-01..2025-06-30 no rows (150 days)\n#   2025-12-24 1 rows, usually 30\n"
+                "#   2025-02-01..2025-06-30 no rows (150 days)\n#   2025-12-24 1 row, usually 30\n"
             ),
             "{text}"
         );
