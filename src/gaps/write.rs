@@ -134,8 +134,11 @@ fn found(gaps: &Gaps, like: &Path) -> String {
             false => (first, format!("{first}..{last} no rows ({} days)", (last - first).num_days() + 1)),
         })
         .collect();
-    found
-        .extend(gaps.thin.iter().map(|t| (t.day, format!("{} {} rows, usually {}", t.day, t.rows, t.usual))));
+    found.extend(
+        gaps.thin.iter().map(|t| {
+            (t.day, format!("{} {}, usually {}", t.day, crate::words::count(t.rows, "row"), t.usual))
+        }),
+    );
     found.sort();
     lines.extend(found.iter().map(|(_, what)| format!("#   {what}")));
     lines.push(
