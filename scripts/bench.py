@@ -512,25 +512,35 @@ def w3_memory(args, work: Path, results: Results, ratios: dict):
     make_table(base, args.seed, range(month, month + 1), args.w3_rows, partitioned=False)
     name = f"W3 one slice of {args.w3_rows:,} rows"
     for run in range(max(1, min(args.runs, 3))):
-        for contender in rotate(["bf", "loop", "limit"], run):
+        for contender in rotate(["bf", "bounded", "loop", "limit"], run):
             scratch = fresh_scratch(work)
-            if contender == "bf":
+            if contender in ("bf", "bounded"):
+                # `bounded`: the same with the operator's memory bound (BF_MEMORY_LIMIT), which bf's
+                # queries spill to disk beyond.
+                env, label = ({"BF_MEMORY_LIMIT": args.w3_memory_limit}, f" (BF_MEMORY_LIMIT={args.w3_memory_limit})") if contender == "bounded" else ({}, "")
                 table = fresh_copy(base, scratch / "table")
                 (scratch / "plan.toml").write_text(
                     plan_text(table, inputs, month_start(month), month_end(month), "month", scratch / "rehearsal")
                 )
-                results.add(name, "bf plan", measure([args.bf, "plan", "plan.toml", "-q"], scratch))
-                results.add(name, "bf apply", measure([args.bf, "apply", "--auto-approve", "-q"], scratch))
+                results.add(name, "bf plan" + label, measure([args.bf, "plan", "plan.toml", "-q"], scratch, env))
+                results.add(name, "bf apply" + label, measure([args.bf, "apply", "--auto-approve", "-q"], scratch, env))
+                if run == 0:
+                    check_rows(table, args.w3_rows, contender)
             elif contender == "loop":
                 table = fresh_copy(base, scratch / "table")
                 results.add(name, "loop", measure(this_script("_loop", table, inputs, month), scratch))
             else:
                 results.add(name, "limit", measure(this_script("_limit", inputs, scratch / "out", "unpartitioned", month), scratch))
     peak = {c: max(m.peak_rss_mb for m in runs) for c, runs in results.samples[name].items()}
+    bounded = f" (BF_MEMORY_LIMIT={args.w3_memory_limit})"
     ratios[name] = {
         "bf apply peak RSS / loop": peak["bf apply"] / peak["loop"],
         "bf plan peak RSS / loop": peak["bf plan"] / peak["loop"],
         "bf apply peak RSS MiB": peak["bf apply"],
+        "bf plan peak RSS MiB": peak["bf plan"],
+        "bounded bf plan peak RSS MiB": peak["bf plan" + bounded],
+        "bounded bf apply peak RSS MiB": peak["bf apply" + bounded],
+        "bounded bf plan s / bf plan s": results.median(name, "bf plan" + bounded) / results.median(name, "bf plan"),
     }
 
 
@@ -889,6 +899,7 @@ def main():
     parser.add_argument("--slices", type=int, default=12)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--w3-rows", type=int, default=10_000_000)
+    parser.add_argument("--w3-memory-limit", default="256MiB", help="BF_MEMORY_LIMIT for W3's bounded bf")
     parser.add_argument("--clone-files", type=int, default=10_000)
     parser.add_argument("--w5-rows-per-day", type=int, default=200)
     parser.add_argument("--w5-slices", default="30,90,365", help="W5's slice counts, comma-separated")

@@ -25,6 +25,7 @@ mod inputs;
 mod ledger;
 mod lineage;
 mod live;
+mod memory;
 mod merge;
 mod partitions;
 mod plan;

@@ -219,7 +219,9 @@ fn at_its_line(chain: &Chain, error: &bf::rehearse::rehearsal::RehearsalError) -
     let issues = inner.issues();
     match issues.is_empty() {
         false => document.invalid(issues).to_string(),
-        true => format!("error: {}", bf::delta::store::redact(&error.to_string())),
+        true => {
+            format!("error: {}", bf::delta::memory::explain(&bf::delta::store::redact(&error.to_string())))
+        }
     }
 }
 

@@ -12,6 +12,7 @@ pub mod days;
 pub mod freeze;
 pub mod identity;
 pub mod ledger;
+pub mod memory;
 pub mod predicate;
 pub mod publish;
 pub mod row_rules;

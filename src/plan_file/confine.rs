@@ -128,6 +128,8 @@ pub struct Policy {
 impl Policy {
     /// The operator's root (`--root` / `BF_ROOT`, when given) and the environment's lists.
     pub fn from_env(root: Option<&Path>) -> Result<Policy, PolicyError> {
+        // Read where each query's session is made; a value that is not a size is refused here, first.
+        crate::delta::memory::limit().map_err(PolicyError)?;
         let list = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
         Ok(Policy {
             root: root.map(Root::given).transpose()?,

@@ -43,7 +43,13 @@ impl RehearsalError {
             return issues.clone();
         }
         let message = crate::delta::store::redact(&self.to_string());
-        self.place().map(|(key, help)| crate::plan_file::Issue { key, message, help }).into_iter().collect()
+        self.place()
+            .map(|(key, help)| {
+                let help = help.or_else(|| crate::delta::memory::hint(&message));
+                crate::plan_file::Issue { key, message, help }
+            })
+            .into_iter()
+            .collect()
     }
 
     /// The key of the plan file this error is about, and a suggestion when one is known.

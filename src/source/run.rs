@@ -295,7 +295,8 @@ impl<'a> Source<'a> {
             first: first.clone(),
             message: e.to_string(),
         };
-        let ctx = deltalake::delta_datafusion::create_session().into_inner();
+        // The slice's query and its write share one session, bounded by the operator's memory limit.
+        let ctx = SessionContext::new_with_state(crate::delta::memory::session_state(None));
         // Parquet strings as the table's own Utf8: read as Utf8View they were cast back row by row
         // on the way to the writer (1.8% of an apply, docs/BENCHMARKS.md).
         ctx.state_ref().write().config_mut().options_mut().execution.parquet.schema_force_view_types = false;

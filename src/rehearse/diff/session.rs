@@ -61,8 +61,7 @@ impl Comparison {
         // A bounded memory pool that sorts and aggregations spill from, and sort-merge joins (which
         // spill) instead of hash joins (which hold a whole side): pairing the rows of a 10M-row
         // slice held 2.3 GB otherwise (docs/BENCHMARKS.md, W3).
-        let state =
-            deltalake::delta_datafusion::create_session_state_with_spill_config(Some(MEMORY_POOL), None);
+        let state = crate::delta::memory::session_state(Some(MEMORY_POOL));
         let ctx = SessionContext::new_with_state(state);
         ctx.state_ref().write().config_mut().options_mut().optimizer.prefer_hash_join = false;
         ctx.register_udaf(crate::rehearse::exact_sum::udaf());
