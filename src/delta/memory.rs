@@ -1,9 +1,10 @@
 //! The operator's memory bound for bf's queries (`BF_MEMORY_LIMIT=256MiB`): each DataFusion
 //! session bf runs a slice in — its source query and its write, and the comparison — gets a memory
-//! pool of that size, which sorts, aggregations and sort-merge joins spill to disk beyond, so a
-//! slice bigger than memory is planned and applied rather than killed. A query that cannot fit even
-//! so fails with DataFusion's "Resources exhausted", which [`explain`] names the setting in. Unset,
-//! nothing changes: the source and the write are unbounded, the comparison keeps its own bound.
+//! pool of that size, which sorts, aggregations and sort-merge joins spill to disk beyond. A query
+//! that cannot fit even so fails with DataFusion's "Resources exhausted", which [`hint`] names the
+//! setting in, rather than growing until the process is killed. It bounds the operators, not what
+//! no pool accounts for (the writer's Parquet buffers, batches in flight: docs/BENCHMARKS.md, W3).
+//! Unset, nothing changes: the source and the write are unbounded, the comparison keeps its own.
 
 use deltalake::datafusion::execution::SessionState;
 
