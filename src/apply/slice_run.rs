@@ -202,16 +202,7 @@ impl SliceRun<'_> {
                     publisher.publish(table, slice, publication, rehearsed.predicate.clone(), commit).await;
                 let written = published.map_err(|error| match error {
                     // A commit that failed reads as a write's does: a conflict is named the same way.
-                    crate::delta::publish::PublishError::Delta(error) => {
-                        Failed::Write(crate::rehearse::slice_writer::WriteError {
-                            slice: slice.index,
-                            first: slice.first.to_string(),
-                            last: slice.last.to_string(),
-                            broken: None,
-                            at: None,
-                            source: Box::new(error),
-                        })
-                    }
+                    crate::delta::publish::PublishError::Delta(error) => commit_failed(slice, error),
                     other => Failed::Other(ApplyError::Publish {
                         slice: slice.index,
                         first: slice.first.to_string(),
@@ -248,16 +239,20 @@ const RACE_ATTEMPTS: usize = 16;
 fn losing_on_purpose(slice: &Slice, no_retries: bool, read_version: u64) -> Option<Failed> {
     use deltalake::kernel::transaction::TransactionError;
     (no_retries && crate::fault::corrupt(&format!("lose-races:{}", slice.index))).then(|| {
-        Failed::Write(crate::rehearse::slice_writer::WriteError {
-            slice: slice.index,
-            first: slice.first.to_string(),
-            last: slice.last.to_string(),
-            broken: None,
-            at: None,
-            source: Box::new(DeltaTableError::Transaction {
-                source: TransactionError::VersionAlreadyExists(read_version + 1),
-            }),
-        })
+        let lost = TransactionError::VersionAlreadyExists(read_version + 1);
+        commit_failed(slice, DeltaTableError::Transaction { source: lost })
+    })
+}
+
+/// A slice's commit that deltalake refused, as a write's refusal reads.
+fn commit_failed(slice: &Slice, error: DeltaTableError) -> Failed {
+    Failed::Write(crate::rehearse::slice_writer::WriteError {
+        slice: slice.index,
+        first: slice.first.to_string(),
+        last: slice.last.to_string(),
+        broken: None,
+        at: None,
+        source: Box::new(error),
     })
 }
 
