@@ -154,6 +154,26 @@ fn gaps_finds_the_missing_thin_and_unfinished_days_and_a_plan_like_another_fills
 
         let none = said(&gaps(root, &[]));
         assert!(none.contains("No gaps"), "{none}");
+
+        // Rolled back window-only: one commit per slice, each on its own day (on the partitioned
+        // table, only those days' files), the days between as loaded; the gaps are back.
+        let before = commit_infos(&table).len();
+        let undone = bf(root, &["rollback", "--window-only", "--auto-approve"]);
+        assert_eq!(undone.status.code(), Some(0), "{}", said(&undone));
+        let commits = crate::databricks::commits_from(&table, before as u64);
+        assert_eq!(commits.len(), 3, "three slices put back: {commits:?}");
+        if partitioned {
+            let days: std::collections::BTreeSet<String> = commits
+                .iter()
+                .flat_map(|(_, actions)| actions.iter())
+                .filter_map(|a| a.get("add").or_else(|| a.get("remove")))
+                .map(|file| file["partitionValues"]["order_date"].as_str().unwrap().to_owned())
+                .collect();
+            assert_eq!(days, filled.iter().map(|d| d.to_string()).collect(), "only the three days' files");
+        }
+        assert_eq!(by_day(&table, &between), untouched);
+        let json: Value = serde_json::from_slice(&gaps(root, &["--json"]).stdout).unwrap();
+        assert_eq!(strings(&json["days"]), [MISSING[0], THIN, MISSING[1]], "{json}");
     }
 }
 
