@@ -485,24 +485,8 @@ fn an_apply_stopped_by_ctrl_c_fails_its_runs_and_the_resume_completes_them() {
     let base = receiver.base();
     let env = [("OPENLINEAGE_URL", base.as_str())];
     ok(root, &["plan", "plans/september.toml", "-q"], &env);
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
-        .current_dir(root)
-        .env_remove("BF_STATE_DIR")
-        .env_remove("OPENLINEAGE_CONFIG")
-        .env_remove("OPENLINEAGE_DISABLED")
-        .env_remove("OPENLINEAGE_PARENT_ID")
-        .envs(env)
-        .args(["apply", "--auto-approve"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     let table = root.join(ORDERS);
-    crate::common::wait_for("three slices committed", || crate::common::slices_committed(&table).len() >= 3);
-    let signalled =
-        std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(signalled.success());
-    let stopped = child.wait_with_output().unwrap();
+    let stopped = crate::common::apply_interrupted_after(root, &table, 3, &env);
     assert_eq!(stopped.status.code(), Some(130), "{}", String::from_utf8_lossy(&stopped.stderr));
     assert!(crate::common::slices_committed(&table).len() < 30, "stopped before the end");
 

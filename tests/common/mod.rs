@@ -810,3 +810,31 @@ impl Drop for Receiver {
         }
     }
 }
+
+/// `bf apply --auto-approve` in `root` with `env` (and the OpenLineage settings of the test's own
+/// environment removed), stopped by a SIGINT — Ctrl-C — once `slices` slices of `table` are
+/// committed (read from its log); returns what it said and its exit status.
+pub fn apply_interrupted_after(
+    root: &Path,
+    table: &Path,
+    slices: usize,
+    env: &[(&str, &str)],
+) -> std::process::Output {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+        .current_dir(root)
+        .env_remove("BF_STATE_DIR")
+        .env_remove("OPENLINEAGE_CONFIG")
+        .env_remove("OPENLINEAGE_DISABLED")
+        .env_remove("OPENLINEAGE_PARENT_ID")
+        .envs(env.iter().copied())
+        .args(["apply", "--auto-approve"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&format!("{slices} slices committed"), || slices_committed(table).len() >= slices);
+    let signalled =
+        std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(signalled.success());
+    child.wait_with_output().unwrap()
+}

@@ -12,19 +12,7 @@ async fn ctrl_c_says_what_is_committed_and_the_resume_says_what_is_in() {
     std::fs::write(root.join("plans/august.toml"), august("pay_date", "payment_id", "")).unwrap();
     assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
 
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
-        .current_dir(root)
-        .env_remove("BF_STATE_DIR")
-        .args(["apply", "--auto-approve"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::common::wait_for("three slices committed", || crate::common::slices_committed(&table).len() >= 3);
-    let signalled =
-        std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
-    assert!(signalled.success());
-    let stopped = child.wait_with_output().unwrap();
+    let stopped = crate::common::apply_interrupted_after(root, &table, 3, &[]);
     let said_stopping = said(&stopped);
     assert_eq!(stopped.status.code(), Some(130), "{said_stopping}");
     let committed = crate::common::slices_committed(&table);
