@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use bf::delta::catalog;
 use bf::delta::store::Stores;
 use bf::gaps::{Gaps, Thinness};
@@ -195,14 +194,12 @@ async fn write_plan(
         say!("the plan for these days would not validate (above), so it was not written");
         return Ok(None);
     }
-    if let Some(folder) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(folder).with_context(|| format!("creating {}", folder.display()))?;
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(out)
-        .with_context(|| format!("writing {}", out.display()))?;
+    // As `bf init --out` does: a folder that does not exist is named, not made (a typo in it would
+    // put the plan where nobody looks).
+    let mut file =
+        std::fs::OpenOptions::new().write(true).create_new(true).open(out).map_err(|e| {
+            anyhow::anyhow!("cannot write {}: {}", out.display(), bf::words::io_problem(out, &e))
+        })?;
     std::io::Write::write_all(&mut file, text.as_bytes())?;
     Ok(Some(out.to_owned()))
 }

@@ -109,6 +109,12 @@ fn gaps_finds_the_missing_thin_and_unfinished_days_and_a_plan_like_another_fills
         assert!(holes.contains("#   2025-05-20 2 rows, usually 20"), "{holes}");
         let again = gaps(root, &["--write-plan", "plans/holes.toml", "--like", "plans/september.toml"]);
         assert_eq!(again.status.code(), Some(1), "never over an existing file: {}", said(&again));
+        let elsewhere = gaps(root, &["--write-plan", "plan/holes.toml", "--like", "plans/september.toml"]);
+        assert!(
+            said(&elsewhere).contains("the folder plan does not exist; make it first"),
+            "{}",
+            said(&elsewhere)
+        );
         let refused = bf(root, &["validate", "plans/holes.toml"]);
         assert_eq!(refused.status.code(), Some(1), "{}", said(&refused));
         assert!(said(&refused).contains("`reason` is still the placeholder"), "{}", said(&refused));
