@@ -16,8 +16,9 @@ use deltalake::datafusion::prelude::{SessionContext, lit};
 use deltalake::{DeltaTable, DeltaTableError};
 use futures::TryStreamExt;
 
+use crate::delta::data_file::each_day;
 use crate::delta::predicate::slice_predicate;
-use crate::delta::table::{FileDates, each_day_in_file, partition_columns, physical_name};
+use crate::delta::table::{FileDates, partition_columns, physical_name};
 use crate::window::Slice;
 
 /// The rows `table` holds on each day from `first` to `last` that has any (a day without rows is
@@ -88,7 +89,7 @@ async fn from_files(
     let store = table.log_store().object_store(None);
     let files_read = unsettled.len();
     for (path, size) in unsettled {
-        let read = each_day_in_file(store.clone(), path, size, &column, |day| {
+        let read = each_day(store.clone(), path, size, &column, |day| {
             *rows.entry(day).or_default() += 1;
         })
         .await?;

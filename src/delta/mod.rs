@@ -8,6 +8,7 @@
 pub mod catalog;
 pub mod commit;
 pub mod compat;
+pub mod data_file;
 pub mod days;
 pub mod freeze;
 pub mod identity;

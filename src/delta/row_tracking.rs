@@ -338,7 +338,7 @@ pub async fn materialize_file(
     let (source, from_key) = stores.object_store(from).map_err(|e| fail(&e))?;
     let (destination, to_key) = stores.object_store(to).map_err(|e| fail(&e))?;
     let size = source.head(&from_key).await.map_err(|e| fail(&e))?.size;
-    let reader = crate::delta::table::file_reader(source, from_key, size)?;
+    let reader = crate::delta::data_file::file_reader(source, from_key, size)?;
     let builder = ParquetRecordBatchStreamBuilder::new(reader).await?;
     let empty = RecordBatch::new_empty(builder.schema().clone());
     let schema = materialize(&empty, 0, columns, base_row_id, commit_version)?.schema();

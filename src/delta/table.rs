@@ -230,9 +230,6 @@ impl LogCount {
     }
 }
 
-/// The bytes read with a file's footer on the first request: its metadata, and a small file whole.
-const FOOTER_HINT: usize = 512 * 1024;
-
 /// How many rows of one data file fall on the slice's days, from its date column alone (a DATE is
 /// a Date32 in Parquet, compared as the slice's predicate compares it: NULL is on no day). `None`
 /// when the file has no such column by that name: the table's reader, which maps columns, answers.
@@ -244,68 +241,13 @@ async fn rows_in_file(
     slice: &Slice,
 ) -> Result<Option<u64>, DeltaTableError> {
     let mut rows = 0;
-    let found = each_day_in_file(store, path, size, column, |day| {
+    let found = crate::delta::data_file::each_day(store, path, size, column, |day| {
         if slice.first <= day && day <= slice.last {
             rows += 1;
         }
     })
     .await?;
     Ok(found.then_some(rows))
-}
-
-/// Calls `each` with the day of every row of one data file that has one, reading its date column
-/// alone (a DATE is a Date32 in Parquet; NULL is on no day). `false` when the file has no such
-/// column by that name: the table's reader, which maps columns, answers.
-pub(crate) async fn each_day_in_file(
-    store: std::sync::Arc<dyn deltalake::ObjectStore>,
-    path: deltalake::Path,
-    size: u64,
-    column: &str,
-    mut each: impl FnMut(NaiveDate),
-) -> Result<bool, DeltaTableError> {
-    use deltalake::arrow::array::AsArray;
-    use deltalake::arrow::datatypes::Date32Type;
-    use deltalake::datafusion::parquet::arrow::{ParquetRecordBatchStreamBuilder, ProjectionMask};
-
-    let file = ParquetRecordBatchStreamBuilder::new(file_reader(store, path, size)?).await?;
-    let found = file.schema().fields().iter().position(|field| field.name() == column);
-    let Some(index) = found.filter(|&i| file.schema().field(i).data_type() == &DataType::Date32) else {
-        return Ok(false);
-    };
-    let projection = ProjectionMask::roots(file.parquet_schema(), [index]);
-    let mut batches = file.with_projection(projection).build()?;
-    while let Some(batch) = batches.try_next().await? {
-        let dates = batch.column(0).as_primitive::<Date32Type>();
-        for day in dates.iter().flatten() {
-            if let Some(day) = Date32Type::to_naive_date_opt(day) {
-                each(day);
-            }
-        }
-    }
-    Ok(true)
-}
-
-/// A reader of the Parquet file at `path`, `size` bytes: the one DataFusion's scans use, a small
-/// file one request with its footer.
-pub(crate) fn file_reader(
-    store: std::sync::Arc<dyn deltalake::ObjectStore>,
-    path: deltalake::Path,
-    size: u64,
-) -> Result<Box<dyn deltalake::datafusion::parquet::arrow::async_reader::AsyncFileReader>, DeltaTableError> {
-    use deltalake::ObjectMeta;
-    use deltalake::datafusion::datasource::listing::PartitionedFile;
-    use deltalake::datafusion::datasource::physical_plan::parquet::{
-        DefaultParquetFileReaderFactory, ParquetFileReaderFactory,
-    };
-    use deltalake::datafusion::physical_plan::metrics::ExecutionPlanMetricsSet;
-    let meta =
-        ObjectMeta { location: path, last_modified: Default::default(), size, e_tag: None, version: None };
-    Ok(DefaultParquetFileReaderFactory::new(store).create_reader(
-        0,
-        PartitionedFile::from(meta),
-        Some(FOOTER_HINT),
-        &ExecutionPlanMetricsSet::new(),
-    )?)
 }
 
 /// The slice's rows as deltalake's reader reads the table: the answer for any file.

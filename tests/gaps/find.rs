@@ -28,6 +28,19 @@ fn by_day(table: &std::path::Path, days: &[&str]) -> Vec<String> {
     )
 }
 
+/// What [`by_day`] reads on `days` as the job loaded them, or as the corrections reload them (a
+/// day without rows reads as no row).
+fn expected(days: &[&str], corrected: bool) -> Vec<String> {
+    let mut rows: Vec<String> = days
+        .iter()
+        .map(|d| (d, if corrected { usual(d.parse().unwrap()) } else { loaded(d.parse().unwrap()) }))
+        .filter(|(_, n)| *n > 0)
+        .map(|(d, n)| format!("{d}|{n}|{}", cents(n, corrected)))
+        .collect();
+    rows.sort();
+    rows
+}
+
 /// Revenue in cents of `n` orders as the job loaded them (10.00, 11.00, …), or corrected (a cent
 /// more each).
 fn cents(n: usize, corrected: bool) -> usize {
@@ -138,22 +151,9 @@ fn gaps_finds_the_missing_thin_and_unfinished_days_and_a_plan_like_another_fills
             commit_infos(&table)[before..].iter().filter(|(_, info)| info.get("bf.slice").is_some()).count();
         assert_eq!(slices, 3, "one commit per day found, none for the days between");
         let filled = [MISSING[0], THIN, MISSING[1]];
-        let expected: Vec<String> = filled
-            .iter()
-            .map(|d| {
-                let n = usual(d.parse().unwrap());
-                format!("{d}|{n}|{}", cents(n, true))
-            })
-            .collect();
-        assert_eq!(by_day(&table, &filled), expected);
+        assert_eq!(by_day(&table, &filled), expected(&filled, true));
         let between = ["2025-03-15", "2025-05-19", "2025-05-21", "2025-07-03"];
-        let untouched: Vec<String> = between
-            .iter()
-            .map(|d| {
-                let n = loaded(d.parse().unwrap());
-                format!("{d}|{n}|{}", cents(n, false))
-            })
-            .collect();
+        let untouched = expected(&between, false);
         assert_eq!(by_day(&table, &between), untouched, "the days between are as the job loaded them");
         let total: usize = days().map(usual).sum();
         assert_eq!(duckdb_rows(&table, "SELECT COUNT(*) FROM t"), [total.to_string()]);
@@ -178,6 +178,7 @@ fn gaps_finds_the_missing_thin_and_unfinished_days_and_a_plan_like_another_fills
             assert_eq!(days, filled.iter().map(|d| d.to_string()).collect(), "only the three days' files");
         }
         assert_eq!(by_day(&table, &between), untouched);
+        assert_eq!(by_day(&table, &filled), expected(&filled, false), "the three days as loaded again");
         let json: Value = serde_json::from_slice(&gaps(root, &["--json"]).stdout).unwrap();
         assert_eq!(strings(&json["days"]), [MISSING[0], THIN, MISSING[1]], "{json}");
     }
