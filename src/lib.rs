@@ -39,6 +39,7 @@
 //! days.
 
 pub mod apply;
+pub mod cluster;
 pub mod delta;
 pub mod fault;
 pub mod gaps;

@@ -8,6 +8,7 @@ mod bench;
 mod build;
 mod catalogs;
 mod chain;
+mod cluster;
 mod corpus;
 mod databricks;
 mod demo;

@@ -21,6 +21,7 @@ pub struct ChainApply<'a> {
     root: &'a Plan,
     rerun: bool,
     recompute: bool,
+    cluster: Option<crate::cluster::Reached>,
     only: Option<std::collections::BTreeSet<usize>>,
     finish: bool,
 }
@@ -54,7 +55,7 @@ impl<A: ChainProgress + ?Sized, B: ChainProgress + ?Sized> ChainProgress for (&A
 
 impl<'a> ChainApply<'a> {
     pub fn new(root: &'a Plan) -> Self {
-        ChainApply { root, rerun: false, recompute: false, only: None, finish: false }
+        ChainApply { root, rerun: false, recompute: false, cluster: None, only: None, finish: false }
     }
 
     /// Only these slices of a plan without downstream plans ([`Apply::with_only`]).
@@ -76,6 +77,12 @@ impl<'a> ChainApply<'a> {
 
     pub fn with_recompute(mut self, recompute: bool) -> Self {
         self.recompute = recompute;
+        self
+    }
+
+    /// Runs the queries of slices written by their queries on `cluster`.
+    pub fn on_cluster(mut self, cluster: Option<crate::cluster::Reached>) -> Self {
+        self.cluster = cluster;
         self
     }
 
@@ -114,6 +121,7 @@ impl<'a> ChainApply<'a> {
         Apply::new(plan)
             .with_rerun(self.rerun)
             .with_recompute(self.recompute)
+            .on_cluster(self.cluster.as_ref())
             .with_cascade(cascade.clone())
             .with_only(self.only.clone())
             .finishing(self.finish)

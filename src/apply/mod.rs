@@ -153,6 +153,8 @@ pub struct Apply<'a> {
     plan: &'a Plan,
     rerun: bool,
     recompute: bool,
+    /// Where the queries of slices written by their queries run: the operator's cluster.
+    cluster: Option<crate::cluster::Cluster>,
     cascade: Option<ledger::Cascade>,
     /// Only these slices, by number: one task of a fan-out. The end of the apply waits for `finish`.
     only: Option<BTreeSet<usize>>,
@@ -179,7 +181,15 @@ struct Preflight {
 
 impl<'a> Apply<'a> {
     pub fn new(plan: &'a Plan) -> Self {
-        Apply { plan, rerun: false, recompute: false, cascade: None, only: None, finish: false }
+        Apply {
+            plan,
+            rerun: false,
+            recompute: false,
+            cluster: None,
+            cascade: None,
+            only: None,
+            finish: false,
+        }
     }
 
     /// Applies only these slices (by number), each with every guarantee of a full apply; a slice
@@ -206,6 +216,12 @@ impl<'a> Apply<'a> {
     /// Runs each slice's query again and writes its rows, instead of publishing the rehearsed files.
     pub fn with_recompute(mut self, recompute: bool) -> Self {
         self.recompute = recompute;
+        self
+    }
+
+    /// Runs the queries of slices written by their queries on `cluster`.
+    pub fn on_cluster(mut self, cluster: Option<&crate::cluster::Reached>) -> Self {
+        self.cluster = cluster.map(|c| c.cluster.clone());
         self
     }
 
@@ -398,7 +414,8 @@ impl<'a> Apply<'a> {
         let generated = crate::delta::row_rules::generated_columns(&preflight.target);
         let source = Source::new(&preflight.document, schema)
             .with_computed_columns(generated.iter().map(String::as_str))
-            .with_delta_inputs(&plan.delta_inputs);
+            .with_delta_inputs(&plan.delta_inputs)
+            .on_cluster(self.cluster.as_ref());
         if self.finish {
             let missing: Vec<String> = slices
                 .iter()

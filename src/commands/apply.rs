@@ -65,6 +65,8 @@ pub struct Args {
     /// Print only the outcome.
     #[arg(long, short)]
     quiet: bool,
+    #[command(flatten)]
+    on: super::cluster::On,
 }
 
 /// One line per slice on stderr ("ok 2026-09-15: 4 rows for the source's 4, 0 missing"), under a
@@ -131,7 +133,13 @@ impl ApplyProgress for Lines {
 
 pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
     refuse_fan_out_of_a_plan_file(&args)?;
-    let Some(plan) = plan_to_apply(&args, policy).await? else {
+    // The cluster is asked only when slices' queries run here: planning a plan file, or writing
+    // slices by their queries (`--recompute`, `--rerun`); publishing rehearsed files runs none.
+    let cluster = match plan_file(&args).is_some() || args.recompute || args.rerun.is_some() {
+        true => args.on.reach().await?,
+        false => None,
+    };
+    let Some(plan) = plan_to_apply(&args, policy, cluster.as_ref()).await? else {
         return Ok(ExitCode::FAILURE);
     };
     if plan.proven_unchanged()
@@ -150,7 +158,10 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     let fan_out = only.is_some();
     let (lineage, emitter) = super::lineage(&args.state);
     let runs = ApplyLineage::new(lineage, &emitter, &plan, fan_out);
-    let Some(executed) = interruptible(&plan, execute(&plan, &args, only, &runs)).await else {
+    if let Some(cluster) = cluster.as_ref().filter(|_| args.recompute || args.rerun.is_some()) {
+        say!("Slices' source queries run {}.", cluster.ran_on());
+    }
+    let Some(executed) = interruptible(&plan, execute(&plan, &args, only, cluster, &runs)).await else {
         runs.interrupted("interrupted (Ctrl-C): `bf apply` resumes it");
         super::delivered(emitter).await;
         return Ok(ExitCode::from(130));
@@ -187,11 +198,16 @@ fn nothing_to_apply(json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The plan file to plan and apply (`bf apply PLAN.toml`), if one was given rather than a saved plan.
+fn plan_file(args: &Args) -> Option<&PathBuf> {
+    args.plan.as_ref().filter(|path| path.extension().is_some_and(|e| e == "toml"))
+}
+
 /// Tasks of one fanned-out run must apply the same plan: planning a `.toml` in each task would
 /// give each its own plan, and its own backfill id.
 fn refuse_fan_out_of_a_plan_file(args: &Args) -> anyhow::Result<()> {
     let fanned = !args.slice.is_empty() || args.slices.is_some() || args.finish;
-    if fanned && args.plan.as_ref().is_some_and(|p| p.extension().is_some_and(|e| e == "toml")) {
+    if fanned && plan_file(args).is_some() {
         anyhow::bail!(
             "`--slice`, `--slices` and `--finish` apply a saved plan, the one every task shares: run `bf plan` once, \
              then give each task the saved plan (`.bf/plan.json`, or the file `bf plan --out` wrote)"
@@ -203,14 +219,19 @@ fn refuse_fan_out_of_a_plan_file(args: &Args) -> anyhow::Result<()> {
 /// The plan to apply: a plan file planned now and shown, to decide on before anything is
 /// written; or a saved plan, as it was reviewed. `None` when planning refused the plan file
 /// (it said why).
-async fn plan_to_apply(args: &Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<Option<Plan>> {
+async fn plan_to_apply(
+    args: &Args,
+    policy: &bf::plan_file::confine::Policy,
+    cluster: Option<&bf::cluster::Reached>,
+) -> anyhow::Result<Option<Plan>> {
     // The operator's policies (`BF_POLICY`) hold for a plan made here as for `bf plan`, and are
     // decided again on a saved plan: a denial erased from the file is made again.
     let policies = std::env::var_os("BF_POLICY").map(std::path::PathBuf::from);
-    let path = match &args.plan {
-        Some(path) if path.extension().is_some_and(|e| e == "toml") => path,
+    let path = match plan_file(args) {
+        Some(path) => path,
         // A saved plan is applied only as it was reviewed (bf::rehearse::seal).
-        saved => {
+        None => {
+            let saved = &args.plan;
             let saved = saved.clone().unwrap_or_else(|| args.state.saved_plan());
             let preview = args.state.saved_preview();
             if !saved.exists() && preview.exists() {
@@ -224,7 +245,7 @@ async fn plan_to_apply(args: &Args, policy: &bf::plan_file::confine::Policy) -> 
             return Ok(Some(plan));
         }
     };
-    let how = super::plan::How { samples: super::plan::Samples::from_env(), ..Default::default() };
+    let how = super::plan::How { samples: super::plan::Samples::from_env(), cluster, ..Default::default() };
     let Some((plan, _)) =
         super::plan::rehearse_and_save(path, policy, policies.as_deref(), how, &args.state, &Quiet).await?
     else {
@@ -341,6 +362,7 @@ async fn execute(
     plan: &Plan,
     args: &Args,
     only: Option<BTreeSet<usize>>,
+    cluster: Option<bf::cluster::Reached>,
     runs: &ApplyLineage<'_>,
 ) -> Result<Vec<ApplyReport>, ChainApplyError> {
     let slices = plan.chain().iter().map(|p| p.slices.len()).sum();
@@ -348,6 +370,7 @@ async fn execute(
     let outcome = ChainApply::new(plan)
         .with_rerun(args.rerun.is_some())
         .with_recompute(args.recompute)
+        .on_cluster(cluster)
         .with_only(only)
         .finishing(args.finish)
         .execute(&(&lines, runs))

@@ -3,8 +3,8 @@
 use clap::{Parser, Subcommand};
 
 use crate::commands::{
-    apply, clean, demo, export, freeze, gaps, history, init, lineage, plan, policy, rollback, schema, show,
-    slices, status, unfreeze, validate,
+    apply, clean, cluster, demo, export, freeze, gaps, history, init, lineage, plan, policy, rollback,
+    schema, show, slices, status, unfreeze, validate,
 };
 
 /// Backfills of Delta Lake tables as a reviewed, rehearsed and reversible change.
@@ -43,4 +43,5 @@ pub enum Command {
     Lineage(lineage::Args),
     Schema(schema::Args),
     Demo(demo::Args),
+    Cluster(cluster::Args),
 }

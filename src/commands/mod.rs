@@ -5,6 +5,7 @@
 pub mod apply;
 pub mod clean;
 pub mod cli;
+pub mod cluster;
 pub mod demo;
 pub mod export;
 pub mod freeze;
@@ -50,6 +51,7 @@ pub async fn run(command: Command, root: Option<&Path>) -> anyhow::Result<ExitCo
         Command::Lineage(args) => lineage::run(args).await,
         Command::Schema(args) => schema::run(args),
         Command::Demo(args) => demo::run(args, &policy).await,
+        Command::Cluster(args) => cluster::run(args).await,
     }
 }
 

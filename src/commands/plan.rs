@@ -61,6 +61,8 @@ pub struct Args {
     /// the folder's fixtures.
     #[arg(long = "policy", value_name = "DIR", env = "BF_POLICY")]
     policies: Option<PathBuf>,
+    #[command(flatten)]
+    on: super::cluster::On,
 }
 
 /// Whether a plan shows values read from the data.
@@ -85,10 +87,16 @@ impl Samples {
 }
 
 pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Result<ExitCode> {
+    // A cluster that cannot run the slices fails the plan before anything is cloned or written.
+    let cluster = args.on.reach().await?;
     let progress = Bar::new(args.quiet);
     let policies = args.policies.as_deref();
-    let how =
-        How { samples: args.samples, sample: args.sample.map(|n| n as usize), out: args.out.as_deref() };
+    let how = How {
+        samples: args.samples,
+        sample: args.sample.map(|n| n as usize),
+        out: args.out.as_deref(),
+        cluster: cluster.as_ref(),
+    };
     let planned = rehearse_and_save(&args.plan, policy, policies, how, &args.state, &progress).await;
     progress.clear();
     let Some((plan, saved)) = planned? else { return Ok(ExitCode::FAILURE) };
@@ -114,6 +122,8 @@ pub struct How<'a> {
     pub sample: Option<usize>,
     /// Where to save it instead of the state dir (`--out`).
     pub out: Option<&'a Path>,
+    /// The cluster the slices' source queries run on (`BF_CLUSTER`), reached already.
+    pub cluster: Option<&'a bf::cluster::Reached>,
 }
 
 /// Plans the plan file at `path`: load it, rehearse it, save the plan (in the state dir, or `out`)
@@ -128,9 +138,9 @@ pub async fn rehearse_and_save(
     state: &super::StateDir,
     progress: &dyn Progress,
 ) -> anyhow::Result<Option<(Plan, PathBuf)>> {
-    let How { samples, sample, out } = how;
+    let How { samples, sample, out, cluster } = how;
     let chain = match Chain::load(path, policy) {
-        Ok(chain) => chain,
+        Ok(chain) => chain.on_cluster(cluster.cloned()),
         Err(error) => {
             say!("{error}");
             return Ok(None);

@@ -30,6 +30,8 @@ pub struct Chain {
     pub downstream: Vec<Chain>,
     /// What the chain may reach: checked again where a catalog resolves a name to a location.
     pub scope: Scope,
+    /// The cluster the slices' source queries run on, when the operator named one.
+    pub cluster: Option<crate::cluster::Reached>,
 }
 
 /// One plan above the one being read, for the cycle and reader checks.
@@ -43,6 +45,13 @@ struct Above {
 }
 
 impl Chain {
+    /// Runs the source queries of every plan of the chain on `cluster`.
+    pub fn on_cluster(mut self, cluster: Option<crate::cluster::Reached>) -> Chain {
+        self.downstream = self.downstream.into_iter().map(|d| d.on_cluster(cluster.clone())).collect();
+        self.cluster = cluster;
+        self
+    }
+
     /// Reads the plan file at `path` and every plan downstream of it, and checks the chain; every
     /// file and location of the chain is held to what `policy` lets the first plan reach.
     pub fn load(path: &Path, policy: &Policy) -> Result<Chain, PlanFileError> {
@@ -132,7 +141,7 @@ impl Chain {
         if !issues.is_empty() {
             return Err(document.invalid(issues));
         }
-        Ok(Chain { document, table, downstream, scope: scope.clone() })
+        Ok(Chain { document, table, downstream, scope: scope.clone(), cluster: None })
     }
 
     /// The chain's plans in apply order: this one, then each downstream depth first.

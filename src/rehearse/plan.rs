@@ -90,6 +90,10 @@ pub struct Plan {
     /// totals and comparison are theirs alone; `bf apply` refuses it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub preview: Option<crate::rehearse::sample::Preview>,
+    /// Where the slices' source queries ran when not in bf's process: the operator's cluster
+    /// (`BF_CLUSTER`), with the workers it had. The same engine and SQL either way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_ran_on: Option<crate::cluster::RanOn>,
 }
 
 /// Where `bf plan`'s time went, step by step, in milliseconds: what to make cheaper, measured on

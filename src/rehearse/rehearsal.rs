@@ -18,7 +18,6 @@ use std::collections::BTreeMap;
 use crate::delta::store::{self, display_url};
 use crate::delta::table;
 use crate::plan_file::chain::Chain;
-use crate::plan_file::confine::Scope;
 use crate::plan_file::{OutsideRows, PlanDocument};
 use crate::rehearse::checks::{self, CheckResult};
 use crate::rehearse::clone::ShallowClone;
@@ -54,7 +53,7 @@ fn rehearse_below<'a>(
     progress: &'a dyn Progress,
 ) -> futures::future::LocalBoxFuture<'a, Result<Plan, RehearsalError>> {
     Box::pin(async move {
-        let mut plan = rehearse(&chain.document, &chain.scope, redirects, progress, None).await?;
+        let mut plan = rehearse(chain, redirects, progress, None).await?;
         let mut below = redirects.to_vec();
         below.push(DeltaInput {
             input: String::new(),
@@ -95,18 +94,19 @@ pub async fn preview(chain: &Chain, n: usize, progress: &dyn Progress) -> Result
                 .join(", ")
         )));
     }
-    rehearse(&chain.document, &chain.scope, &[], progress, Some(n)).await
+    rehearse(chain, &[], progress, Some(n)).await
 }
 
-/// Rehearses one plan, within `scope`; `redirects` are the upstream tables its Delta inputs read
-/// from their rehearsals instead. With `sample`, only that many of its slices ([`preview`]).
-pub async fn rehearse(
-    document: &PlanDocument,
-    scope: &Scope,
+/// Rehearses the chain's own plan (not those downstream of it), within its scope and on its
+/// cluster; `redirects` are the upstream tables its Delta inputs read from their rehearsals
+/// instead. With `sample`, only that many of its slices ([`preview`]).
+async fn rehearse(
+    chain: &Chain,
     redirects: &[DeltaInput],
     progress: &dyn Progress,
     sample: Option<usize>,
 ) -> Result<Plan, RehearsalError> {
+    let (document, scope) = (&chain.document, &chain.scope);
     let spec = &document.plan;
     let stores = document.stores();
     let mut timings = PlanTimings::default();
@@ -121,7 +121,8 @@ pub async fn rehearse(
         .with_computed_columns(generated.iter().map(String::as_str))
         .with_columns_made_by_writers(always.into_iter().map(|c| c.column))
         .with_redirects(redirects)
-        .within(scope);
+        .within(scope)
+        .on_cluster(chain.cluster.as_ref().map(|c| &c.cluster));
     let mut slices = spec.slices();
     let preview = match sample {
         Some(n) => Some(choose_preview(spec, &target, &slices, n).await?),
@@ -223,6 +224,7 @@ pub async fn rehearse(
         downstream: Vec::new(),
         replaced_rehearsal_of: replaced,
         preview,
+        source_ran_on: chain.cluster.as_ref().map(crate::cluster::Reached::ran_on),
     })
 }
 

@@ -11,6 +11,11 @@
 //!    and keep only this slice's rows: nothing outside a slice is ever written by it.
 //!
 //! The result is a lazy DataFrame: rows stream from the inputs into the writer, never collected.
+//!
+//! On a cluster (`BF_CLUSTER`), steps 2–4 are planned here and run there: the inputs are registered
+//! in a session whose queries Ballista runs ([`crate::cluster`]), the counts come back as one row,
+//! and the slice's rows stream back as a table of bf's own session, which the writer and the checks
+//! read as before. The inputs are registered in bf's session too, for checks that read them.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -28,6 +33,7 @@ use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
+use crate::cluster::Cluster;
 use crate::delta::catalog::{self, CatalogTable};
 use crate::delta::predicate::{slice_predicate, window_predicate};
 use crate::delta::store::{self, Found, Location, StoreError, Stores};
@@ -182,12 +188,20 @@ pub struct Source<'a> {
     scope: Option<crate::plan_file::confine::Scope>,
     /// The bytes of input the slices planned so far read.
     read: AtomicU64,
+    /// Where the query runs when not in bf's process: the operator's cluster.
+    cluster: Option<Cluster>,
 }
 
 /// An input to register in a slice's session once its size is known.
 enum Registration {
     Delta(Arc<dyn TableProvider>),
-    Files { read: String, format: Format, extension: String },
+    /// Files, read at `read` here and at `url` (absolute) on a cluster.
+    Files {
+        read: String,
+        url: String,
+        format: Format,
+        extension: String,
+    },
 }
 
 impl<'a> Source<'a> {
@@ -203,7 +217,14 @@ impl<'a> Source<'a> {
             type_changes: Default::default(),
             scope: None,
             read: AtomicU64::new(0),
+            cluster: None,
         }
+    }
+
+    /// Runs the slices' queries on `cluster` (the operator's `BF_CLUSTER`), not in bf's process.
+    pub fn on_cluster(mut self, cluster: Option<&Cluster>) -> Self {
+        self.cluster = cluster.cloned();
+        self
     }
 
     /// Refuses a Delta input whose log names a file outside what the plan may reach.
@@ -300,6 +321,11 @@ impl<'a> Source<'a> {
         // Parquet strings as the table's own Utf8: read as Utf8View they were cast back row by row
         // on the way to the writer (1.8% of an apply, docs/BENCHMARKS.md).
         ctx.state_ref().write().config_mut().options_mut().execution.parquet.schema_force_view_types = false;
+        // The session the query runs in on a cluster: one whose queries the cluster runs.
+        let there = match &self.cluster {
+            Some(cluster) => Some(crate::cluster::session(cluster).map_err(|e| query_error(&e))?),
+            None => None,
+        };
         let mut files = Vec::new();
         let mut folders = Vec::new();
         // What to register once the slice's bytes are known to be within the operator's bound:
@@ -325,56 +351,69 @@ impl<'a> Source<'a> {
                 continue;
             }
             let url = location.url().map_err(|e| input_error(e.to_string()))?;
-            stores.register(&ctx, &url).map_err(|e| input_error(e.problem))?;
+            for session in std::iter::once(&ctx).chain(&there) {
+                stores.register(session, &url).map_err(|e| input_error(e.problem))?;
+            }
             // A single file is read whatever its extension; a folder by its files of the format's.
-            let (read, extension) = match stores.find(&url).await.map_err(|e| input_error(e.problem))? {
-                Found::Nothing => {
-                    return Err(SourceError::MissingInput {
-                        slice: slice.index,
-                        first: first.clone(),
-                        input: name.clone(),
-                        path: location.to_string(),
-                        also: crate::source::found::missing_elsewhere(self.document, &input.path),
-                    });
-                }
-                Found::File(meta) => {
-                    bytes += meta.size;
-                    files.push(InputFile { input: name.clone(), url: url.clone() });
-                    let extension =
-                        Path::new(url.path()).extension().map(|e| format!(".{}", e.to_string_lossy()));
-                    (location.to_string(), extension.unwrap_or_default())
-                }
-                Found::Folder => {
-                    let extension = format_extension(input.format).to_owned();
-                    let (folder, size) =
-                        listed(stores, name, &url, &extension).await.map_err(|e| input_error(e.problem))?;
-                    bytes += size;
-                    files.extend(
-                        folder
-                            .files
-                            .iter()
-                            .map(|f| InputFile { input: name.clone(), url: store::join(&url, f) }),
-                    );
-                    folders.push(folder);
-                    // A URL read as a folder ends with a slash; a local path is looked at on disk.
-                    let read = match &location {
-                        Location::Uri(_) => format!("{}/", url.as_str().trim_end_matches('/')),
-                        Location::Path(_) => location.to_string(),
-                    };
-                    (read, extension)
-                }
-            };
-            let files = Registration::Files { read, format: input.format, extension };
+            let (read, absolute, extension) =
+                match stores.find(&url).await.map_err(|e| input_error(e.problem))? {
+                    Found::Nothing => {
+                        return Err(SourceError::MissingInput {
+                            slice: slice.index,
+                            first: first.clone(),
+                            input: name.clone(),
+                            path: location.to_string(),
+                            also: crate::source::found::missing_elsewhere(self.document, &input.path),
+                        });
+                    }
+                    Found::File(meta) => {
+                        bytes += meta.size;
+                        files.push(InputFile { input: name.clone(), url: url.clone() });
+                        let extension =
+                            Path::new(url.path()).extension().map(|e| format!(".{}", e.to_string_lossy()));
+                        (location.to_string(), url.to_string(), extension.unwrap_or_default())
+                    }
+                    Found::Folder => {
+                        let extension = format_extension(input.format).to_owned();
+                        let (folder, size) = listed(stores, name, &url, &extension)
+                            .await
+                            .map_err(|e| input_error(e.problem))?;
+                        bytes += size;
+                        files.extend(
+                            folder
+                                .files
+                                .iter()
+                                .map(|f| InputFile { input: name.clone(), url: store::join(&url, f) }),
+                        );
+                        folders.push(folder);
+                        // A URL read as a folder ends with a slash; a local path is looked at on disk.
+                        let folder_url = format!("{}/", url.as_str().trim_end_matches('/'));
+                        let read = match &location {
+                            Location::Uri(_) => folder_url.clone(),
+                            Location::Path(_) => location.to_string(),
+                        };
+                        (read, folder_url, extension)
+                    }
+                };
+            let files = Registration::Files { read, url: absolute, format: input.format, extension };
             registrations.push((name, location.to_string(), files));
         }
         self.count_read(slice, bytes)?;
         for (name, path, registration) in registrations {
             let registered = match registration {
-                Registration::Delta(provider) => {
-                    ctx.register_table(name, provider).map(drop).map_err(|e| e.to_string())
-                }
-                Registration::Files { read, format, extension } => {
-                    register(&ctx, name, &read, format, &extension).await
+                Registration::Delta(provider) => match &there {
+                    Some(_) => Err(crate::cluster::ClusterError::DeltaInput.to_string()),
+                    None => ctx.register_table(name, provider).map(drop).map_err(|e| e.to_string()),
+                },
+                Registration::Files { read, url, format, extension } => {
+                    match register(&ctx, name, &read, format, &extension).await {
+                        Ok(()) => match &there {
+                            // Every node reads the input by its absolute URL.
+                            Some(there) => register(there, name, &url, format, &extension).await,
+                            None => Ok(()),
+                        },
+                        failed => failed,
+                    }
                 }
             };
             registered.map_err(|message| SourceError::Input {
@@ -386,7 +425,9 @@ impl<'a> Source<'a> {
             })?;
         }
         let day = |d| Scalar::Date32(Some(Date32Type::from_naive_date(d)));
-        let query = ctx
+        let query = there
+            .as_ref()
+            .unwrap_or(&ctx)
             .sql_with_options(&plan.source.query, read_only_options())
             .await
             .and_then(|df| {
@@ -416,7 +457,10 @@ impl<'a> Source<'a> {
         } else {
             None
         };
-        let rows = aligned.filter(slice_predicate(column, slice)).map_err(|e| query_error(&e))?;
+        let mut rows = aligned.filter(slice_predicate(column, slice)).map_err(|e| query_error(&e))?;
+        if there.is_some() {
+            rows = crate::cluster::rows_here(&ctx, rows).map_err(|e| query_error(&e))?;
+        }
         Ok((SliceSource { ctx, rows, files, folders }, counts))
     }
 

@@ -119,6 +119,9 @@ fn heading(w: &mut String, plan: &Plan, level: usize) {
     if let Some(rewrites) = rewrites(plan) {
         let _ = writeln!(w, "**Rewrites** {}\n", md::text(&rewrites));
     }
+    if let Some(ran_on) = &plan.source_ran_on {
+        let _ = writeln!(w, "**Source** ran {}\n", md::text(&ran_on.to_string()));
+    }
 }
 
 /// What approving means: the commits `bf apply` writes and the version `bf rollback` returns to;

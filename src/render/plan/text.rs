@@ -86,6 +86,9 @@ fn header(w: &mut String, plan: &Plan) {
         let _ = writeln!(w, "  {preview}");
     }
     let _ = writeln!(w, "  table      {target} (version {}, {partitioning})", plan.target.pre_version);
+    if let Some(ran_on) = &plan.source_ran_on {
+        let _ = writeln!(w, "  source     {}", ran_on);
+    }
     let _ = writeln!(w, "  reason     {}", plan.reason);
     let _ = writeln!(
         w,

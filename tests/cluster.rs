@@ -1,0 +1,272 @@
+//! `BF_CLUSTER`: slices' source queries on a Ballista cluster. Each test starts a scheduler and
+//! its workers from bf's binary (`bf cluster scheduler`, `bf cluster worker`) on 127.0.0.1, on
+//! ports the system picks, and stops them when it ends.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+
+use crate::common::servers::rows_by_day;
+use crate::common::{bf_in, demo_workspace, duckdb_rows, snapshot, wait_for, without_downstream, write_plan};
+
+/// A `bf cluster` process, killed when dropped.
+struct Node {
+    child: Child,
+    printed: PathBuf,
+    _dir: tempfile::TempDir,
+}
+
+impl Node {
+    fn start(args: &[&str]) -> Node {
+        let dir = tempfile::tempdir().unwrap();
+        let printed = dir.path().join("printed");
+        let child = Command::new(assert_cmd::cargo::cargo_bin("bf"))
+            .args(args)
+            .env_remove("BF_CLUSTER")
+            .stdout(std::fs::File::create(&printed).unwrap())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        Node { child, printed, _dir: dir }
+    }
+
+    fn printed(&self) -> String {
+        std::fs::read_to_string(&self.printed).unwrap_or_default()
+    }
+
+    /// Stops it the way a machine failing does: no goodbye to the scheduler.
+    fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for Node {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A scheduler and its workers.
+struct Cluster {
+    scheduler: Node,
+    workers: Vec<Node>,
+    /// `df://127.0.0.1:PORT`, as the scheduler printed it.
+    address: String,
+    /// Where each worker keeps the results of its tasks, a folder per job.
+    work_dirs: Vec<PathBuf>,
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for dir in &self.work_dirs {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+impl Cluster {
+    /// A scheduler on a free port, and `workers` workers that have joined it.
+    fn start(workers: usize) -> Cluster {
+        let scheduler = Node::start(&["cluster", "scheduler", "--bind", "127.0.0.1:0"]);
+        wait_for("the scheduler to listen", || scheduler.printed().contains("listening on df://"));
+        let printed = scheduler.printed();
+        let address = printed
+            .split_whitespace()
+            .find(|w| w.starts_with("df://"))
+            .map(|w| w.trim_end_matches(';').to_owned())
+            .unwrap();
+        let joining = address.trim_start_matches("df://").to_owned();
+        let mut cluster = Cluster { scheduler, workers: Vec::new(), address, work_dirs: Vec::new() };
+        for _ in 0..workers {
+            let work = tempfile::tempdir().unwrap().keep();
+            let work_dir = work.to_str().unwrap();
+            let args = [
+                "cluster",
+                "worker",
+                "--scheduler",
+                &joining,
+                "--bind",
+                "127.0.0.1:0",
+                "--work-dir",
+                work_dir,
+            ];
+            cluster.workers.push(Node::start(&args));
+            cluster.work_dirs.push(work);
+        }
+        cluster.wait_ready(workers);
+        cluster
+    }
+
+    /// What the scheduler's readiness probe says, as bf asks it.
+    fn ready(&self) -> String {
+        let Ok(mut stream) = std::net::TcpStream::connect(self.address.trim_start_matches("df://")) else {
+            return String::new();
+        };
+        let _ = stream.set_read_timeout(Some(std::time::Duration::from_secs(5)));
+        let _ = write!(stream, "GET /readyz HTTP/1.1\r\nHost: scheduler\r\nConnection: close\r\n\r\n");
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        answer
+    }
+
+    /// The jobs the workers ran tasks of, by the folders they keep their results in.
+    fn jobs(&self) -> std::collections::BTreeSet<String> {
+        let folders = self.work_dirs.iter().flat_map(|dir| std::fs::read_dir(dir).unwrap());
+        folders.map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned()).collect()
+    }
+
+    fn wait_ready(&self, workers: usize) {
+        let said = format!("ready: {workers} executors registered");
+        wait_for(&said, || self.ready().contains(&said));
+    }
+}
+
+fn plan_json(out: &std::process::Output) -> Value {
+    assert!(out.status.success(), "bf plan failed:\n{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A plan's figures: totals, every slice's comparison, changes and checks, the guards, the
+/// source's counts. Not the bytes of the files the rehearsal wrote: the cluster hands the rows
+/// back in another order, which Parquet encodes in a few bytes more or less.
+fn figures(plan: &Value) -> Value {
+    let slices: Vec<Value> = plan["slices"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| {
+            let mut s = s.clone();
+            let publication = s.as_object_mut().unwrap().remove("publication").unwrap();
+            assert_eq!(publication["adds"].as_array().unwrap().len(), s["blast_radius"]["files_added"]);
+            s["blast_radius"].as_object_mut().unwrap().remove("bytes_added");
+            s
+        })
+        .collect();
+    serde_json::json!({
+        "total": plan["total"],
+        "slices": slices,
+        "checks": plan["checks"],
+        "guards": plan["guards"],
+        "outside_window": plan["outside_window"],
+        "breakdown": plan["breakdown"],
+        "problems": plan["problems"],
+    })
+}
+
+/// The March reload of `orders_silver` alone (its downstream table reads a Delta input), as
+/// `plans/march-alone.toml` in `root`.
+fn march_alone(root: &Path) -> &'static str {
+    let text = std::fs::read_to_string(root.join("plans/march.toml")).unwrap();
+    write_plan(&root.join("plans"), "march-alone.toml", &without_downstream(&text));
+    "plans/march-alone.toml"
+}
+
+/// The March reload planned with `BF_CLUSTER` (a scheduler, two workers) gives the plan a run in
+/// bf's process gives, figure for figure, and says where its source ran; `bf apply --recompute`
+/// writes the slices from the cluster's rows, and DuckDB reads March as the landing files say.
+/// With every worker gone, the same plan fails before anything is written, naming `BF_CLUSTER`;
+/// with the scheduler gone too, it says it cannot be reached.
+#[test]
+fn the_march_reload_on_a_cluster_plans_and_applies_as_it_does_here() {
+    let dir = demo_workspace();
+    let root = dir.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let plan = march_alone(root);
+    let here = plan_json(
+        &bf_in(root).args(["plan", plan, "-q", "--json"]).env_remove("BF_CLUSTER").output().unwrap(),
+    );
+    assert!(here.get("source_ran_on").is_none(), "{}", here["source_ran_on"]);
+    // The rehearsal's March, read by the Python `deltalake` package (DuckDB does not follow a
+    // shallow clone's absolute paths).
+    let rehearsed =
+        || rows_by_day(here["rehearsal"]["uri"].as_str().unwrap(), None, "2026-03-01", "2026-03-31", &[]);
+    let rehearsed_here = rehearsed();
+    assert!(rehearsed_here.len() > 100, "{rehearsed_here:?}");
+
+    let mut cluster = Cluster::start(2);
+    let untouched = snapshot(&silver);
+    let there = plan_json(
+        &bf_in(root)
+            .args(["plan", plan, "-q", "--json"])
+            .env("BF_CLUSTER", &cluster.address)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(figures(&there), figures(&here));
+    assert_eq!(there["rehearsal"]["uri"], here["rehearsal"]["uri"]);
+    assert_eq!(rehearsed(), rehearsed_here, "the rehearsals' rows differ");
+    assert_eq!(there["source_ran_on"], serde_json::json!({ "cluster": cluster.address, "workers": 2 }));
+    assert_eq!(snapshot(&silver), untouched, "bf plan wrote to the table");
+    // Where the query ran: the workers hold its results (its rows counted by where their day
+    // falls, and its rows).
+    let jobs = cluster.jobs();
+    assert!(jobs.len() >= 2, "the workers ran no job of the plan: {jobs:?}");
+    let shown = bf_in(root).arg("show").output().unwrap();
+    let shown = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.contains(&format!("  source     on cluster {}, 2 workers", cluster.address)), "{shown}");
+
+    let applied = bf_in(root)
+        .args(["apply", "--recompute", "--auto-approve", "--cluster", &cluster.address])
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&applied.stderr);
+    assert!(applied.status.success(), "{said}");
+    assert!(cluster.jobs().len() > jobs.len(), "the apply ran no job on the cluster");
+    assert!(
+        said.contains(&format!("Slices' source queries run on cluster {}, 2 workers.", cluster.address)),
+        "{said}"
+    );
+    let march = duckdb_rows(
+        &silver,
+        "SELECT order_id, currency, CAST(ROUND(amount_eur * 100) AS BIGINT) FROM t \
+         WHERE order_date BETWEEN '2026-03-01' AND '2026-03-31'",
+    );
+    let rates: std::collections::BTreeMap<String, f64> =
+        crate::common::fx_rates(&root.join("bf-demo/landing")).into_iter().collect();
+    let mut expected: Vec<String> = std::fs::read_to_string(root.join("bf-demo/landing/orders_march.csv"))
+        .unwrap()
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let cents = (f[2].parse::<f64>().unwrap() * rates[f[3]] * 100.0).round() as i64;
+            format!("{}|{}|{cents}", f[0], f[3])
+        })
+        .collect();
+    expected.sort();
+    assert!(expected.len() > 100, "{} orders in March", expected.len());
+    assert_eq!(march, expected);
+
+    // No worker (once the scheduler has given them up): refused before anything is cloned or
+    // written.
+    for worker in &mut cluster.workers {
+        worker.kill();
+    }
+    wait_for("the scheduler to give the workers up", || cluster.ready().contains("not ready: 0"));
+    let after_apply = snapshot(&silver);
+    std::fs::remove_file(root.join(".bf/plan.json")).unwrap();
+    let no_workers =
+        bf_in(root).args(["plan", plan, "-q"]).env("BF_CLUSTER", &cluster.address).output().unwrap();
+    let said = String::from_utf8_lossy(&no_workers.stderr);
+    assert_eq!(no_workers.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!("BF_CLUSTER={}: the scheduler has no worker", cluster.address))
+            && said.contains("bf cluster worker --scheduler"),
+        "{said}"
+    );
+    assert!(!root.join(".bf/plan.json").exists(), "a plan was saved");
+
+    cluster.scheduler.kill();
+    let down = bf_in(root).args(["plan", plan, "-q"]).env("BF_CLUSTER", &cluster.address).output().unwrap();
+    let said = String::from_utf8_lossy(&down.stderr);
+    assert_eq!(down.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!("BF_CLUSTER={}: the scheduler cannot be reached", cluster.address)),
+        "{said}"
+    );
+    assert!(!root.join(".bf/plan.json").exists(), "a plan was saved");
+    assert_eq!(snapshot(&silver), after_apply, "a refused plan wrote to the table");
+}
