@@ -3,13 +3,13 @@
 //! ports the system picks, and stops them when it ends.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
 
 use crate::common::servers::rows_by_day;
-use crate::common::{bf_in, demo_workspace, duckdb_rows, snapshot, wait_for, without_downstream, write_plan};
+use crate::common::{bf_in, demo_workspace, duckdb_rows, snapshot, wait_for, write_plan};
 
 /// A `bf cluster` process, killed when dropped.
 struct Node {
@@ -129,9 +129,10 @@ fn plan_json(out: &std::process::Output) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// A plan's figures: totals, every slice's comparison, changes and checks, the guards, the
-/// source's counts. Not the bytes of the files the rehearsal wrote: the cluster hands the rows
-/// back in another order, which Parquet encodes in a few bytes more or less.
+/// A plan's figures, and those of the plans downstream of it: totals, every slice's comparison,
+/// changes and checks, the guards, the source's counts. Not the bytes of the files the rehearsal
+/// wrote: the cluster hands the rows back in another order, which Parquet encodes in a few bytes
+/// more or less.
 fn figures(plan: &Value) -> Value {
     let slices: Vec<Value> = plan["slices"]
         .as_array()
@@ -153,28 +154,23 @@ fn figures(plan: &Value) -> Value {
         "outside_window": plan["outside_window"],
         "breakdown": plan["breakdown"],
         "problems": plan["problems"],
+        "downstream": plan["downstream"].as_array().map(|d| d.iter().map(figures).collect::<Vec<_>>()),
     })
 }
 
-/// The March reload of `orders_silver` alone (its downstream table reads a Delta input), as
-/// `plans/march-alone.toml` in `root`.
-fn march_alone(root: &Path) -> &'static str {
-    let text = std::fs::read_to_string(root.join("plans/march.toml")).unwrap();
-    write_plan(&root.join("plans"), "march-alone.toml", &without_downstream(&text));
-    "plans/march-alone.toml"
-}
-
 /// The March reload planned with `BF_CLUSTER` (a scheduler, two workers) gives the plan a run in
-/// bf's process gives, figure for figure, and says where its source ran; `bf apply --recompute`
-/// writes the slices from the cluster's rows, and DuckDB reads March as the landing files say.
-/// With every worker gone, the same plan fails before anything is written, naming `BF_CLUSTER`;
-/// with the scheduler gone too, it says it cannot be reached.
+/// bf's process gives, figure for figure — for `orders_silver`, from the landing files, and for
+/// `revenue_by_day` downstream, whose Delta input (the silver table's rehearsal, a shallow clone)
+/// the workers read — and says where its source ran. `bf apply --recompute` writes the slices
+/// from the cluster's rows, and DuckDB reads March as the landing files say. With every worker
+/// gone, the same plan fails before anything is written, naming `BF_CLUSTER`; with the scheduler
+/// gone too, it says it cannot be reached.
 #[test]
 fn the_march_reload_on_a_cluster_plans_and_applies_as_it_does_here() {
     let dir = demo_workspace();
     let root = dir.path();
     let silver = root.join("bf-demo/warehouse/orders_silver");
-    let plan = march_alone(root);
+    let plan = "plans/march.toml";
     let here = plan_json(
         &bf_in(root).args(["plan", plan, "-q", "--json"]).env_remove("BF_CLUSTER").output().unwrap(),
     );
@@ -196,6 +192,7 @@ fn the_march_reload_on_a_cluster_plans_and_applies_as_it_does_here() {
             .unwrap(),
     );
     assert_eq!(figures(&there), figures(&here));
+    assert_eq!(there["downstream"].as_array().unwrap().len(), 1);
     assert_eq!(there["rehearsal"]["uri"], here["rehearsal"]["uri"]);
     assert_eq!(rehearsed(), rehearsed_here, "the rehearsals' rows differ");
     assert_eq!(there["source_ran_on"], serde_json::json!({ "cluster": cluster.address, "workers": 2 }));
@@ -269,4 +266,72 @@ fn the_march_reload_on_a_cluster_plans_and_applies_as_it_does_here() {
     );
     assert!(!root.join(".bf/plan.json").exists(), "a plan was saved");
     assert_eq!(snapshot(&silver), after_apply, "a refused plan wrote to the table");
+}
+
+/// A Delta input read on the cluster: `orders`, partitioned by day (a file a day), one of whose
+/// files has two orders deleted by a deletion vector, as Spark deletes them. The workers open it at
+/// the version the plan pinned and read their share of its files through the vector: planned on
+/// the cluster the figures are those of a plan in bf's process, and `bf apply --recompute` on the
+/// cluster leaves the target without the deleted orders, as DuckDB reads it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delta_input_with_a_deletion_vector_is_read_on_the_cluster() {
+    use crate::common::{OrderRow, orders_table};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let day = |d: u32| format!("2026-03-{d:02}");
+    let days: Vec<String> = (1..=6).map(day).collect();
+    let rows: Vec<OrderRow> = (0..24)
+        .map(|i| (i + 1, "C1", 10.0 + i as f64, "EUR", &*days[(i % 6) as usize].clone().leak()))
+        .collect();
+    let orders = orders_table(&root.join("orders"), true, &[&rows]).await;
+    let target = orders_table(&root.join("t"), true, &[&rows[..12]]).await;
+    let first_day = std::fs::read_to_string(orders.join("_delta_log/00000000000000000001.json"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok()?.get("add").cloned())
+        .find(|a| a["partitionValues"]["order_date"] == "2026-03-01")
+        .unwrap();
+    // Orders 1 and 7, the first two rows of 1 March's file.
+    crate::common::delete_with_vector(&orders, 2, &first_day, &[0, 1], true);
+    write_plan(
+        root,
+        "plan.toml",
+        "reason = \"Reload the first week from orders.\"\n[target]\ntable = \"t\"\ndate_column = \"order_date\"\n\
+         key = [\"order_id\"]\n[window]\nstart = 2026-03-01\nend = 2026-03-06\n[slicing]\nevery = \"week\"\n\
+         [source]\ninputs.orders = { path = \"orders\", format = \"delta\" }\n\
+         query = \"SELECT order_id, customer, amount * 2 AS amount, currency, order_date FROM orders \
+         WHERE order_date BETWEEN $start AND $end\"\n",
+    );
+    let here = plan_json(
+        &bf_in(root).args(["plan", "plan.toml", "-q", "--json"]).env_remove("BF_CLUSTER").output().unwrap(),
+    );
+    assert_eq!(here["total"]["after"]["rows"], 22, "the deleted orders are not read: {}", here["total"]);
+
+    let cluster = Cluster::start(2);
+    let there = plan_json(
+        &bf_in(root)
+            .args(["plan", "plan.toml", "-q", "--json"])
+            .env("BF_CLUSTER", &cluster.address)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(figures(&there), figures(&here));
+    assert!(!cluster.jobs().is_empty(), "the workers ran no job");
+    let applied = bf_in(root)
+        .args(["apply", "--recompute", "--auto-approve", "-q"])
+        .env("BF_CLUSTER", &cluster.address)
+        .output()
+        .unwrap();
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    let read = duckdb_rows(&target, "SELECT order_id, CAST(amount AS BIGINT) FROM t");
+    let expected: Vec<String> = {
+        let mut e: Vec<String> = rows
+            .iter()
+            .filter(|r| ![1, 7].contains(&r.0))
+            .map(|r| format!("{}|{}", r.0, (r.2 * 2.0) as i64))
+            .collect();
+        e.sort();
+        e
+    };
+    assert_eq!(read, expected);
 }

@@ -14,6 +14,10 @@
 //! The cluster is a build feature (`cluster`): the demo builds without it, the tests with it.
 
 #[cfg(feature = "cluster")]
+pub mod codec;
+#[cfg(feature = "cluster")]
+pub mod delta;
+#[cfg(feature = "cluster")]
 pub mod remote;
 #[cfg(feature = "cluster")]
 pub mod serve;
@@ -61,8 +65,6 @@ pub enum ClusterError {
     NotBuilt,
     #[error("the cluster: {0}")]
     Serve(String),
-    #[error("a Delta input is read in bf's own process, not on a cluster yet: unset {CLUSTER} for this plan")]
-    DeltaInput,
 }
 
 /// A cluster that answered, ready for slices: where to send them and how many workers it had.
@@ -190,6 +192,23 @@ pub fn rows_here(here: &SessionContext, rows: DataFrame) -> QueryResult<DataFram
     #[cfg(not(feature = "cluster"))]
     {
         let _ = (here, rows);
+        Err(deltalake::datafusion::error::DataFusionError::Plan(ClusterError::NotBuilt.to_string()))
+    }
+}
+
+/// A Delta input as a cluster reads it: the table at `url`, version `version`, whose live files
+/// are `files` (path and size), seen with the columns of `schema`.
+pub fn delta_input(
+    url: url::Url,
+    version: u64,
+    files: Vec<(String, u64)>,
+    schema: deltalake::arrow::datatypes::SchemaRef,
+) -> QueryResult<std::sync::Arc<dyn deltalake::datafusion::catalog::TableProvider>> {
+    #[cfg(feature = "cluster")]
+    return Ok(std::sync::Arc::new(delta::DeltaSource { uri: url.to_string(), version, files, schema }));
+    #[cfg(not(feature = "cluster"))]
+    {
+        let _ = (url, version, files, schema);
         Err(deltalake::datafusion::error::DataFusionError::Plan(ClusterError::NotBuilt.to_string()))
     }
 }

@@ -4,11 +4,11 @@
 
 use std::sync::Arc;
 
-use ballista_core::extension::SessionStateExt;
+use ballista_core::extension::{SessionConfigExt, SessionStateExt};
 use deltalake::arrow::datatypes::SchemaRef;
 use deltalake::datafusion::catalog::streaming::StreamingTable;
 use deltalake::datafusion::error::Result;
-use deltalake::datafusion::execution::{SendableRecordBatchStream, TaskContext};
+use deltalake::datafusion::execution::{SendableRecordBatchStream, SessionStateBuilder, TaskContext};
 use deltalake::datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use deltalake::datafusion::physical_plan::streaming::PartitionStream;
 use deltalake::datafusion::prelude::{DataFrame, SessionContext};
@@ -23,6 +23,14 @@ pub fn session(cluster: &Cluster) -> Result<SessionContext> {
     let mut state = crate::delta::memory::session_state(None);
     // As bf's own slice sessions read Parquet (`source::run`).
     state.config_mut().options_mut().execution.parquet.schema_force_view_types = false;
+    // bf's Delta inputs cross the wire by bf's codecs.
+    let (logical, physical) = super::codec::codecs();
+    let config = state
+        .config()
+        .clone()
+        .with_ballista_logical_extension_codec(logical)
+        .with_ballista_physical_extension_codec(physical);
+    let state = SessionStateBuilder::new_from_existing(state).with_config(config).build();
     let state = state.upgrade_for_ballista(cluster.endpoint())?;
     Ok(SessionContext::new_with_state(state))
 }

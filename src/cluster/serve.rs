@@ -16,6 +16,7 @@ use ballista_scheduler::config::SchedulerConfig;
 use ballista_scheduler::scheduler_process::{create_scheduler, start_grpc_service_with_listener};
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
 
+use super::codec::codecs;
 use super::{Cluster, ClusterError};
 
 /// How often a worker tells the scheduler it is alive, and how long the scheduler waits before
@@ -45,6 +46,8 @@ pub async fn scheduler(
         no_executors_grace_period_seconds: WORKER_TIMEOUT_SECONDS,
         // Results are fetched from the workers through the scheduler: bf needs to reach it alone.
         enable_embedded_flight_proxy: true,
+        override_logical_codec: Some(codecs().0),
+        override_physical_codec: Some(codecs().1),
         ..SchedulerConfig::default()
     };
     config.validate().map_err(|e| serve(&e))?;
@@ -117,6 +120,8 @@ pub async fn worker(
         executor_heartbeat_interval_seconds: HEARTBEAT_SECONDS,
         work_dir: work_dir.map(|d| d.display().to_string()),
         memory_pool_size: memory,
+        override_logical_codec: Some(codecs().0),
+        override_physical_codec: Some(codecs().1),
         ..ExecutorProcessConfig::default()
     };
     start_executor_process(Arc::new(config)).await.map_err(|e| serve(&e))

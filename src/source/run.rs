@@ -192,9 +192,20 @@ pub struct Source<'a> {
     cluster: Option<Cluster>,
 }
 
+/// A Delta input at the version the plan reads.
+struct PinnedDelta {
+    /// The table as bf's session reads it.
+    provider: Arc<dyn TableProvider>,
+    /// Where it is, and at which version: what a cluster opens it by.
+    url: Url,
+    version: u64,
+    /// Its live files at that version, by path, with their sizes.
+    files: Vec<(String, u64)>,
+}
+
 /// An input to register in a slice's session once its size is known.
 enum Registration {
-    Delta(Arc<dyn TableProvider>),
+    Delta(PinnedDelta),
     /// Files, read at `read` here and at `url` (absolute) on a cluster.
     Files {
         read: String,
@@ -345,9 +356,9 @@ impl<'a> Source<'a> {
             };
             if input.format == Format::Delta {
                 // Its files are the table's business: its version says what the query reads.
-                let (provider, size) = self.pin_delta(name, &written).await.map_err(input_error)?;
-                bytes += size;
-                registrations.push((name, location.to_string(), Registration::Delta(provider)));
+                let pinned = self.pin_delta(name, &written).await.map_err(input_error)?;
+                bytes += pinned.files.iter().map(|(_, size)| size).sum::<u64>();
+                registrations.push((name, location.to_string(), Registration::Delta(pinned)));
                 continue;
             }
             let url = location.url().map_err(|e| input_error(e.to_string()))?;
@@ -401,10 +412,22 @@ impl<'a> Source<'a> {
         self.count_read(slice, bytes)?;
         for (name, path, registration) in registrations {
             let registered = match registration {
-                Registration::Delta(provider) => match &there {
-                    Some(_) => Err(crate::cluster::ClusterError::DeltaInput.to_string()),
-                    None => ctx.register_table(name, provider).map(drop).map_err(|e| e.to_string()),
-                },
+                Registration::Delta(pinned) => {
+                    let schema = pinned.provider.schema();
+                    match ctx.register_table(name, pinned.provider).map_err(|e| e.to_string()) {
+                        Ok(_) => match &there {
+                            // The cluster opens the table itself, at the same version.
+                            Some(there) => {
+                                crate::cluster::delta_input(pinned.url, pinned.version, pinned.files, schema)
+                                    .and_then(|provider| there.register_table(name, provider))
+                                    .map(drop)
+                                    .map_err(|e| e.to_string())
+                            }
+                            None => Ok(()),
+                        },
+                        Err(failed) => Err(failed),
+                    }
+                }
                 Registration::Files { read, url, format, extension } => {
                     match register(&ctx, name, &read, format, &extension).await {
                         Ok(()) => match &there {
@@ -492,7 +515,7 @@ impl<'a> Source<'a> {
 
     /// A Delta input at its pinned version, pinning it at its latest on first use, and the bytes
     /// of its version's live files (what a query over it may read).
-    async fn pin_delta(&self, name: &str, written: &str) -> Result<(Arc<dyn TableProvider>, u64), String> {
+    async fn pin_delta(&self, name: &str, written: &str) -> Result<PinnedDelta, String> {
         let (url, catalog) = self.locate(written).await?;
         let pinned = {
             let mut known = self.pinned.lock().expect("not poisoned");
@@ -532,13 +555,15 @@ impl<'a> Source<'a> {
             let files = crate::delta::table::files_needed(&delta).await?;
             scope.check_table_files(written, delta.table_url(), &files).map_err(|e| e.0)?;
         }
-        let size = delta
+        let files = delta
             .get_active_add_actions_by_predicate(None)
-            .try_fold(0u64, |total, file| async move { Ok(total + file.size().max(0) as u64) })
+            .map_ok(|file| (file.path().into_owned(), file.size().max(0) as u64))
+            .try_collect()
             .await
             .map_err(|e| e.to_string())?;
         let provider = crate::delta::row_tracking::visible(&delta).await.map_err(|e| e.to_string())?;
-        Ok((provider, size))
+        let url = delta.table_url().clone();
+        Ok(PinnedDelta { provider, url, version: delta.version().unwrap_or(0), files })
     }
 }
 
