@@ -21,8 +21,10 @@ pub const FAULT_ENV: &str = "BF_FAULT";
 pub const PAUSE_FILE_ENV: &str = "BF_PAUSE_FILE";
 pub const PAUSE_SLICE_ENV: &str = "BF_PAUSE_SLICE";
 /// Where the pause is: `before` (the default: before slice N's staleness check), `after-check`
-/// (between slice N's check and its commit, where only the commit's conflict check stands), or
-/// `before-comment` (before the comment commit that ends an apply; no slice named).
+/// (between slice N's check and its commit, where only the commit's conflict check stands),
+/// `before-comment` (before the comment commit that ends an apply; no slice named), or
+/// `worker-scan` (a cluster worker, as a task of its starts reading a Delta input: a worker that
+/// dies mid-query).
 pub const PAUSE_POINT_ENV: &str = "BF_PAUSE_POINT";
 
 /// The table of a chain being applied, so `BF_FAULT=NAME/POINT` crashes at POINT in that table only.
@@ -74,6 +76,12 @@ pub(crate) fn pause_after_check(index: usize) {
 /// Waits while the pause file exists, with `BF_PAUSE_POINT=before-comment`.
 pub(crate) fn pause_before_comment() {
     pause_at("before-comment", None);
+}
+
+/// Waits while the pause file exists, with `BF_PAUSE_POINT=worker-scan`, in a cluster worker.
+#[cfg(feature = "cluster")]
+pub(crate) fn pause_in_worker() {
+    pause_at("worker-scan", None);
 }
 
 /// Whether bf will pause before slice `index`: what bf reads ahead for it is read first, so the

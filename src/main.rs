@@ -51,7 +51,7 @@ fn main() -> ExitCode {
         // `bf slices plan.toml | head` closes the pipe early; that is the reader's choice, not a failure.
         Err(error) if is_broken_pipe(&error) => ExitCode::SUCCESS,
         Err(error) => {
-            say!("error: {}", bf::delta::memory::explain(&bf::delta::store::redact(&format!("{error:#}"))));
+            say!("error: {}", commands::explained(&format!("{error:#}")));
             ExitCode::FAILURE
         }
     }

@@ -19,12 +19,13 @@ struct Node {
 }
 
 impl Node {
-    fn start(args: &[&str]) -> Node {
+    fn start(args: &[&str], env: &[(&str, &str)]) -> Node {
         let dir = tempfile::tempdir().unwrap();
         let printed = dir.path().join("printed");
         let child = Command::new(assert_cmd::cargo::cargo_bin("bf"))
             .args(args)
             .env_remove("BF_CLUSTER")
+            .envs(env.iter().copied())
             .stdout(std::fs::File::create(&printed).unwrap())
             .stderr(Stdio::null())
             .spawn()
@@ -70,7 +71,17 @@ impl Drop for Cluster {
 impl Cluster {
     /// A scheduler on a free port, and `workers` workers that have joined it.
     fn start(workers: usize) -> Cluster {
-        let scheduler = Node::start(&["cluster", "scheduler", "--bind", "127.0.0.1:0"]);
+        let mut cluster = Cluster::scheduler();
+        for _ in 0..workers {
+            cluster.add_worker(&[]);
+        }
+        cluster.wait_ready(workers);
+        cluster
+    }
+
+    /// A scheduler on a free port, without workers.
+    fn scheduler() -> Cluster {
+        let scheduler = Node::start(&["cluster", "scheduler", "--bind", "127.0.0.1:0"], &[]);
         wait_for("the scheduler to listen", || scheduler.printed().contains("listening on df://"));
         let printed = scheduler.printed();
         let address = printed
@@ -78,26 +89,18 @@ impl Cluster {
             .find(|w| w.starts_with("df://"))
             .map(|w| w.trim_end_matches(';').to_owned())
             .unwrap();
-        let joining = address.trim_start_matches("df://").to_owned();
-        let mut cluster = Cluster { scheduler, workers: Vec::new(), address, work_dirs: Vec::new() };
-        for _ in 0..workers {
-            let work = tempfile::tempdir().unwrap().keep();
-            let work_dir = work.to_str().unwrap();
-            let args = [
-                "cluster",
-                "worker",
-                "--scheduler",
-                &joining,
-                "--bind",
-                "127.0.0.1:0",
-                "--work-dir",
-                work_dir,
-            ];
-            cluster.workers.push(Node::start(&args));
-            cluster.work_dirs.push(work);
-        }
-        cluster.wait_ready(workers);
-        cluster
+        Cluster { scheduler, workers: Vec::new(), address, work_dirs: Vec::new() }
+    }
+
+    /// Starts a worker with `env` for the scheduler (it joins in the background).
+    fn add_worker(&mut self, env: &[(&str, &str)]) {
+        let joining = self.address.trim_start_matches("df://").to_owned();
+        let work = tempfile::tempdir().unwrap().keep();
+        let work_dir = work.to_str().unwrap();
+        let args =
+            ["cluster", "worker", "--scheduler", &joining, "--bind", "127.0.0.1:0", "--work-dir", work_dir];
+        self.workers.push(Node::start(&args, env));
+        self.work_dirs.push(work);
     }
 
     /// What the scheduler's readiness probe says, as bf asks it.
@@ -122,6 +125,19 @@ impl Cluster {
         let said = format!("ready: {workers} executors registered");
         wait_for(&said, || self.ready().contains(&said));
     }
+}
+
+/// `bf ARGS` in `root` with `BF_CLUSTER` naming `cluster`, running in the background.
+fn started(root: &std::path::Path, args: &[&str], cluster: &Cluster) -> Child {
+    Command::new(assert_cmd::cargo::cargo_bin("bf"))
+        .args(args)
+        .current_dir(root)
+        .env_remove("BF_STATE_DIR")
+        .env("BF_CLUSTER", &cluster.address)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 fn plan_json(out: &std::process::Output) -> Value {
@@ -275,33 +291,9 @@ fn the_march_reload_on_a_cluster_plans_and_applies_as_it_does_here() {
 /// cluster leaves the target without the deleted orders, as DuckDB reads it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_delta_input_with_a_deletion_vector_is_read_on_the_cluster() {
-    use crate::common::{OrderRow, orders_table};
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
-    let day = |d: u32| format!("2026-03-{d:02}");
-    let days: Vec<String> = (1..=6).map(day).collect();
-    let rows: Vec<OrderRow> = (0..24)
-        .map(|i| (i + 1, "C1", 10.0 + i as f64, "EUR", &*days[(i % 6) as usize].clone().leak()))
-        .collect();
-    let orders = orders_table(&root.join("orders"), true, &[&rows]).await;
-    let target = orders_table(&root.join("t"), true, &[&rows[..12]]).await;
-    let first_day = std::fs::read_to_string(orders.join("_delta_log/00000000000000000001.json"))
-        .unwrap()
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok()?.get("add").cloned())
-        .find(|a| a["partitionValues"]["order_date"] == "2026-03-01")
-        .unwrap();
-    // Orders 1 and 7, the first two rows of 1 March's file.
-    crate::common::delete_with_vector(&orders, 2, &first_day, &[0, 1], true);
-    write_plan(
-        root,
-        "plan.toml",
-        "reason = \"Reload the first week from orders.\"\n[target]\ntable = \"t\"\ndate_column = \"order_date\"\n\
-         key = [\"order_id\"]\n[window]\nstart = 2026-03-01\nend = 2026-03-06\n[slicing]\nevery = \"week\"\n\
-         [source]\ninputs.orders = { path = \"orders\", format = \"delta\" }\n\
-         query = \"SELECT order_id, customer, amount * 2 AS amount, currency, order_date FROM orders \
-         WHERE order_date BETWEEN $start AND $end\"\n",
-    );
+    let (target, expected) = orders_with_a_deletion_vector(root).await;
     let here = plan_json(
         &bf_in(root).args(["plan", "plan.toml", "-q", "--json"]).env_remove("BF_CLUSTER").output().unwrap(),
     );
@@ -323,15 +315,113 @@ async fn a_delta_input_with_a_deletion_vector_is_read_on_the_cluster() {
         .output()
         .unwrap();
     assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
-    let read = duckdb_rows(&target, "SELECT order_id, CAST(amount AS BIGINT) FROM t");
-    let expected: Vec<String> = {
-        let mut e: Vec<String> = rows
-            .iter()
-            .filter(|r| ![1, 7].contains(&r.0))
-            .map(|r| format!("{}|{}", r.0, (r.2 * 2.0) as i64))
-            .collect();
-        e.sort();
-        e
-    };
-    assert_eq!(read, expected);
+    assert_eq!(duckdb_rows(&target, "SELECT order_id, CAST(amount AS BIGINT) FROM t"), expected);
+}
+
+/// In `root`: `orders`, a Delta table partitioned by day (1–6 March, a file a day, 24 orders), whose
+/// 1 March file has orders 1 and 7 deleted by a deletion vector, as Spark deletes them; `t`, the
+/// target, holding the first 12 orders; and `plan.toml`, reloading the week from `orders` with
+/// the amounts doubled, in two slices. Returns the target's folder and its rows once applied, as
+/// `order_id|amount` (DuckDB's text).
+async fn orders_with_a_deletion_vector(root: &std::path::Path) -> (PathBuf, Vec<String>) {
+    use crate::common::{OrderRow, orders_table};
+    const DAYS: [&str; 6] =
+        ["2026-03-01", "2026-03-02", "2026-03-03", "2026-03-04", "2026-03-05", "2026-03-06"];
+    let rows: Vec<OrderRow> =
+        (0..24).map(|i| (i + 1, "C1", 10.0 + i as f64, "EUR", DAYS[i as usize % 6])).collect();
+    let orders = orders_table(&root.join("orders"), true, &[&rows]).await;
+    let target = orders_table(&root.join("t"), true, &[&rows[..12]]).await;
+    let first_day = std::fs::read_to_string(orders.join("_delta_log/00000000000000000001.json"))
+        .unwrap()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok()?.get("add").cloned())
+        .find(|a| a["partitionValues"]["order_date"] == "2026-03-01")
+        .unwrap();
+    // Orders 1 and 7, the first two rows of 1 March's file.
+    crate::common::delete_with_vector(&orders, 2, &first_day, &[0, 1], true);
+    let mut expected: Vec<String> = rows
+        .iter()
+        .filter(|r| ![1, 7].contains(&r.0))
+        .map(|r| format!("{}|{}", r.0, (r.2 * 2.0) as i64))
+        .collect();
+    expected.sort();
+    write_plan(
+        root,
+        "plan.toml",
+        "reason = \"Reload the first week from orders.\"\n[target]\ntable = \"t\"\ndate_column = \"order_date\"\n\
+         key = [\"order_id\"]\n[window]\nstart = 2026-03-01\nend = 2026-03-06\n[slicing]\nevery = \"week\"\n\
+         [source]\ninputs.orders = { path = \"orders\", format = \"delta\" }\n\
+         query = \"SELECT order_id, customer, amount * 2 AS amount, currency, order_date FROM orders \
+         WHERE order_date BETWEEN $start AND $end\"\n",
+    );
+    (target, expected)
+}
+
+/// A worker killed mid-query. Planning: the only worker stops in the middle of reading a slice's
+/// Delta input (`BF_PAUSE_POINT=worker-scan`) and is killed once a second worker has joined;
+/// Ballista gives its tasks to the second, and the plan's figures are those of a plan in bf's
+/// process. Applying: the only worker is killed in the same place with no other to take over; the
+/// slice's query fails, nothing of the slice is committed, the way on is named, and once a
+/// worker is back `bf apply --recompute` completes the backfill.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worker_killed_mid_query_is_replaced_or_the_slice_fails_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let (target, expected) = orders_with_a_deletion_vector(root).await;
+    let here = plan_json(
+        &bf_in(root)
+            .args(["plan", "plan.toml", "-q", "--json", "--out", "here.json"])
+            .env_remove("BF_CLUSTER")
+            .output()
+            .unwrap(),
+    );
+    let untouched = snapshot(&target);
+
+    let pause = root.join("worker-paused");
+    let pausing = [("BF_PAUSE_FILE", pause.to_str().unwrap()), ("BF_PAUSE_POINT", "worker-scan")];
+    let mut cluster = Cluster::scheduler();
+    cluster.add_worker(&pausing);
+    cluster.wait_ready(1);
+    let planning = started(root, &["plan", "plan.toml", "-q", "--json"], &cluster);
+    wait_for("the worker to stop in the middle of the query", || pause.exists());
+    cluster.add_worker(&[]);
+    cluster.wait_ready(2);
+    cluster.workers[0].kill();
+    let planned = planning.wait_with_output().unwrap();
+    let there = plan_json(&planned);
+    assert_eq!(figures(&there), figures(&here));
+    assert_eq!(snapshot(&target), untouched, "bf plan wrote to the table");
+
+    // The apply's only worker dies mid-slice, and no other takes over.
+    cluster.workers[1].kill();
+    wait_for("the dead workers given up", || cluster.ready().contains("not ready: 0"));
+    std::fs::remove_file(&pause).unwrap();
+    cluster.add_worker(&pausing);
+    cluster.wait_ready(1);
+    let applying = started(root, &["apply", "--recompute", "--auto-approve"], &cluster);
+    wait_for("the worker to stop in the middle of the slice", || pause.exists());
+    cluster.workers[2].kill();
+    let failed = applying.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&failed.stderr);
+    assert_eq!(failed.status.code(), Some(1), "{said}");
+    assert!(
+        said.contains(&format!("Slices' source queries run on cluster {}, 1 worker.", cluster.address)),
+        "{said}"
+    );
+    assert!(
+        said.contains("help: the cluster (BF_CLUSTER) lost the workers running this query. Nothing of the slice was written")
+            && said.contains("run `bf apply` again"),
+        "{said}"
+    );
+    assert_eq!(snapshot(&target), untouched, "a slice whose query failed wrote to the table");
+
+    cluster.add_worker(&[]);
+    cluster.wait_ready(1);
+    let resumed = bf_in(root)
+        .args(["apply", "--recompute", "--auto-approve", "-q"])
+        .env("BF_CLUSTER", &cluster.address)
+        .output()
+        .unwrap();
+    assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
+    assert_eq!(duckdb_rows(&target, "SELECT order_id, CAST(amount AS BIGINT) FROM t"), expected);
 }

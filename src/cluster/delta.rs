@@ -166,6 +166,7 @@ impl DeltaSourceExec {
                 scan.uri, scan.version
             ))
         };
+        crate::fault::pause_in_worker();
         let url = Url::parse(&scan.uri).map_err(|e| failed(&e))?;
         let stores = crate::delta::store::Stores::new(&Default::default());
         let table = stores.open(&url, Some(scan.version)).await.map_err(|e| failed(&e))?;

@@ -213,6 +213,20 @@ pub fn delta_input(
     }
 }
 
+/// What to do when `message` (an error bf is about to print) says the cluster could not finish a
+/// slice's query; `None` for any other error. Ballista's errors arrive as text.
+pub fn hint(message: &str) -> Option<String> {
+    let lost =
+        ["executors were lost", "no executors remain", "Error connecting to Ballista", "GrpcConnectionError"];
+    if !lost.iter().any(|said| message.contains(said)) {
+        return None;
+    }
+    Some(format!(
+        "the cluster ({CLUSTER}) lost the workers running this query. Nothing of the slice was written: start workers \
+         (`bf cluster worker --scheduler HOST:PORT`) and run the command again, or unset {CLUSTER} to run it here"
+    ))
+}
+
 /// The innermost cause of an error, which for a refused connection is the one that says so.
 fn cause(error: &(dyn std::error::Error + 'static)) -> String {
     let mut inner = error;

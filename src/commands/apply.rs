@@ -388,7 +388,7 @@ fn say_where_it_stopped(plan: &Plan, stopped: &ChainApplyError) {
     let error = &stopped.source;
     // A chain's error names the table it stopped at.
     let said = if chained { stopped.to_string() } else { error.to_string() };
-    say!("error: {}", bf::delta::store::redact(&said));
+    say!("error: {}", super::explained(&said));
     // Refused before writing: the message says what to do instead of a resume.
     let refused = matches!(
         error,

@@ -140,6 +140,16 @@ pub async fn delivered(emitter: bf::lineage::Emitter) -> Option<String> {
     Some(line)
 }
 
+/// An error as bf prints it: secrets redacted, and below it what to change when it is a query that
+/// ran out of memory or a cluster that lost its workers.
+pub fn explained(message: &str) -> String {
+    let message = bf::delta::memory::explain(&bf::delta::store::redact(message));
+    match bf::cluster::hint(&message) {
+        Some(hint) => format!("{message}\nhelp: {hint}"),
+        None => message,
+    }
+}
+
 /// Where bf keeps what it remembers between commands (the saved plan, the rehearsals it made):
 /// one option, one place that knows the layout.
 #[derive(Debug, Clone, clap::Args)]

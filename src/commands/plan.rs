@@ -230,7 +230,7 @@ fn at_its_line(chain: &Chain, error: &bf::rehearse::rehearsal::RehearsalError) -
     match issues.is_empty() {
         false => document.invalid(issues).to_string(),
         true => {
-            format!("error: {}", bf::delta::memory::explain(&bf::delta::store::redact(&error.to_string())))
+            format!("error: {}", super::explained(&error.to_string()))
         }
     }
 }

@@ -45,7 +45,9 @@ impl RehearsalError {
         let message = crate::delta::store::redact(&self.to_string());
         self.place()
             .map(|(key, help)| {
-                let help = help.or_else(|| crate::delta::memory::hint(&message));
+                let help = help
+                    .or_else(|| crate::delta::memory::hint(&message))
+                    .or_else(|| crate::cluster::hint(&message));
                 crate::plan_file::Issue { key, message, help }
             })
             .into_iter()
