@@ -22,7 +22,11 @@ fn tree(edges: &str) -> BTreeSet<String> {
 fn the_tests_build_every_crate_of_the_binary_with_its_features() {
     let binary = tree("normal,build");
     let tests = tree("normal,build,dev");
-    let changed: Vec<&String> = binary.difference(&tests).collect();
+    // bf itself is built with its `cluster` feature for the tests (its dev-dependency on itself):
+    // only bf's own crate is built again for it, and the crates the cluster adds.
+    let ours = |l: &&String| l.starts_with("bf v");
+    assert!(tests.iter().filter(ours).all(|l| l.trim_end_matches(" (*)").ends_with(" cluster")));
+    let changed: Vec<&String> = binary.difference(&tests).filter(|l| !ours(l)).collect();
     assert!(
         changed.is_empty(),
         "these crates are built with other features when the tests are built (the test build's line \
