@@ -425,3 +425,43 @@ async fn a_worker_killed_mid_query_is_replaced_or_the_slice_fails_whole() {
     assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
     assert_eq!(duckdb_rows(&target, "SELECT order_id, CAST(amount AS BIGINT) FROM t"), expected);
 }
+
+/// The September daily backfill on the cluster, a slice a day each reading its day's file: the
+/// same plan as in bf's process, and applied, the days hold their files' orders (DuckDB).
+#[test]
+fn the_september_daily_backfill_on_a_cluster_plans_and_applies_as_it_does_here() {
+    let dir = demo_workspace();
+    let root = dir.path();
+    let plan = crate::common::september_plan(root, "september-5.toml", 5, |text| text);
+    let here = plan_json(
+        &bf_in(root).args(["plan", &plan, "-q", "--json"]).env_remove("BF_CLUSTER").output().unwrap(),
+    );
+    assert_eq!(here["slices"].as_array().unwrap().len(), 5);
+
+    let cluster = Cluster::start(2);
+    let there = plan_json(
+        &bf_in(root)
+            .args(["plan", &plan, "-q", "--json"])
+            .env("BF_CLUSTER", &cluster.address)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(figures(&there), figures(&here));
+    assert!(cluster.jobs().len() >= 5, "a job a slice at least: {:?}", cluster.jobs());
+    let applied = bf_in(root).args(["apply", "--auto-approve", "-q"]).output().unwrap();
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    let mut expected: Vec<String> = (1..=5)
+        .flat_map(|d| {
+            let file = root.join(format!("bf-demo/landing/orders/2026-09-{d:02}.csv"));
+            let text = std::fs::read_to_string(file).unwrap();
+            text.lines()
+                .skip(1)
+                .map(|l| format!("{}|2026-09-{d:02}", l.split(',').next().unwrap()))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    expected.sort();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    let read = duckdb_rows(&daily, "SELECT order_id, order_date FROM t WHERE order_date <= '2026-09-05'");
+    assert_eq!(read, expected);
+}
