@@ -71,9 +71,14 @@ impl Drop for Cluster {
 impl Cluster {
     /// A scheduler on a free port, and `workers` workers that have joined it.
     fn start(workers: usize) -> Cluster {
-        let mut cluster = Cluster::scheduler();
+        Cluster::start_with(workers, &[])
+    }
+
+    /// [`Cluster::start`], every node with `env`.
+    fn start_with(workers: usize, env: &[(&str, &str)]) -> Cluster {
+        let mut cluster = Cluster::scheduler_with(env);
         for _ in 0..workers {
-            cluster.add_worker(&[]);
+            cluster.add_worker(env);
         }
         cluster.wait_ready(workers);
         cluster
@@ -81,7 +86,11 @@ impl Cluster {
 
     /// A scheduler on a free port, without workers.
     fn scheduler() -> Cluster {
-        let scheduler = Node::start(&["cluster", "scheduler", "--bind", "127.0.0.1:0"], &[]);
+        Cluster::scheduler_with(&[])
+    }
+
+    fn scheduler_with(env: &[(&str, &str)]) -> Cluster {
+        let scheduler = Node::start(&["cluster", "scheduler", "--bind", "127.0.0.1:0"], env);
         wait_for("the scheduler to listen", || scheduler.printed().contains("listening on df://"));
         let printed = scheduler.printed();
         let address = printed
@@ -464,4 +473,37 @@ fn the_september_daily_backfill_on_a_cluster_plans_and_applies_as_it_does_here()
     let daily = root.join("bf-demo/warehouse/orders_daily");
     let read = duckdb_rows(&daily, "SELECT order_id, order_date FROM t WHERE order_date <= '2026-09-05'");
     assert_eq!(read, expected);
+}
+
+/// The March reload in a bucket (S3, a local moto server) on the cluster: the scheduler lists the
+/// landing files and the workers read them, and the Delta inputs downstream, with their own
+/// environment's settings, as bf reads them; the plan is the one bf makes in its own process, and
+/// the apply lands March.
+#[test]
+fn the_march_reload_in_a_bucket_on_a_cluster_reads_with_each_nodes_own_store_settings() {
+    let shop = crate::stores::S3Shop::new();
+    let env = crate::common::servers::s3_env(&shop.server);
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let here = plan_json(&shop.run(&["plan", "plans/march.toml", "-q", "--json"]));
+    let cluster = Cluster::start_with(2, &env);
+    let there = plan_json(
+        &shop
+            .bf()
+            .args(["plan", "plans/march.toml", "-q", "--json"])
+            .env("BF_CLUSTER", &cluster.address)
+            .output()
+            .unwrap(),
+    );
+    assert_eq!(figures(&there), figures(&here));
+    assert_eq!(there["source_ran_on"]["workers"], 2);
+    assert!(cluster.jobs().len() >= 2, "the workers ran no job: {:?}", cluster.jobs());
+    let applied = shop
+        .bf()
+        .args(["apply", "--recompute", "--auto-approve", "-q"])
+        .env("BF_CLUSTER", &cluster.address)
+        .output()
+        .unwrap();
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    assert_eq!(shop.rows("orders_silver", None, "2026-03-01", "2026-03-31").len(), 409);
+    assert_eq!(shop.rows("revenue_by_day", None, "2026-03-01", "2026-03-31").len(), 31);
 }

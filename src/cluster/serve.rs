@@ -15,6 +15,12 @@ use ballista_scheduler::cluster::BallistaCluster;
 use ballista_scheduler::config::SchedulerConfig;
 use ballista_scheduler::scheduler_process::{create_scheduler, start_grpc_service_with_listener};
 use datafusion_proto::protobuf::{LogicalPlanNode, PhysicalPlanNode};
+use deltalake::datafusion::error::Result as QueryResult;
+use deltalake::datafusion::execution::SessionStateBuilder;
+use deltalake::datafusion::execution::object_store::{DefaultObjectStoreRegistry, ObjectStoreRegistry};
+use deltalake::datafusion::execution::runtime_env::RuntimeEnvBuilder;
+use object_store::ObjectStore;
+use url::Url;
 
 use super::codec::codecs;
 use super::{Cluster, ClusterError};
@@ -48,6 +54,13 @@ pub async fn scheduler(
         enable_embedded_flight_proxy: true,
         override_logical_codec: Some(codecs().0),
         override_physical_codec: Some(codecs().1),
+        // The scheduler lists an input's files and reads their footers: it reads the stores too.
+        override_session_builder: Some(Arc::new(|config| {
+            let state = ballista_core::utils::default_session_builder(config)?;
+            let runtime =
+                RuntimeEnvBuilder::new().with_object_store_registry(NodeStores::shared()).build()?;
+            Ok(SessionStateBuilder::new_from_existing(state).with_runtime_env(Arc::new(runtime)).build())
+        })),
         ..SchedulerConfig::default()
     };
     config.validate().map_err(|e| serve(&e))?;
@@ -108,6 +121,8 @@ pub async fn worker(
         None => Some(tempfile::tempdir().map_err(|e| serve(&e))?),
     };
     let work_dir = work_dir.or_else(|| temporary.as_ref().map(|t| t.path().to_path_buf()));
+    let spill = work_dir.clone().unwrap_or_else(std::env::temp_dir);
+    let stores = NodeStores::shared();
     let config = ExecutorProcessConfig {
         bind_host: ports.host.clone(),
         external_host: Some(advertise.unwrap_or_else(|| ports.host.clone())),
@@ -122,7 +137,46 @@ pub async fn worker(
         memory_pool_size: memory,
         override_logical_codec: Some(codecs().0),
         override_physical_codec: Some(codecs().1),
+        // Called for every task: the stores are made once and shared.
+        override_runtime_producer: Some(Arc::new(move |_| {
+            let runtime = RuntimeEnvBuilder::new()
+                .with_temp_file_path(spill.clone())
+                .with_object_store_registry(stores.clone());
+            Ok(Arc::new(runtime.build()?))
+        })),
         ..ExecutorProcessConfig::default()
     };
     start_executor_process(Arc::new(config)).await.map_err(|e| serve(&e))
+}
+
+/// The stores a scheduler or a worker reads a plan's inputs in: local files, and buckets reached
+/// with the node's own environment (`AWS_*`, `AZURE_*`, `GOOGLE_*`), as bf reaches them. No
+/// credential ever travels with a query.
+#[derive(Debug)]
+struct NodeStores {
+    registered: DefaultObjectStoreRegistry,
+    stores: crate::delta::store::Stores,
+}
+
+impl NodeStores {
+    fn shared() -> Arc<dyn ObjectStoreRegistry> {
+        Arc::new(NodeStores { registered: DefaultObjectStoreRegistry::new(), stores: Default::default() })
+    }
+}
+
+impl ObjectStoreRegistry for NodeStores {
+    fn register_store(&self, url: &Url, store: Arc<dyn ObjectStore>) -> Option<Arc<dyn ObjectStore>> {
+        self.registered.register_store(url, store)
+    }
+
+    fn get_store(&self, url: &Url) -> QueryResult<Arc<dyn ObjectStore>> {
+        if let Ok(store) = self.registered.get_store(url) {
+            return Ok(store);
+        }
+        let (store, _) = self
+            .stores
+            .object_store(url)
+            .map_err(|e| deltalake::datafusion::error::DataFusionError::Execution(e.problem))?;
+        Ok(store)
+    }
 }
