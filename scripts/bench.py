@@ -11,6 +11,11 @@ Workloads (docs/BENCHMARKS.md says why each):
   W5 daily   a table of 2025 (--w5-rows-per-day orders a day, 12 monthly appends), every day reloaded
              from its own Parquet file in one-day slices: --w5-slices slices (30, 90, 365), bf plan
              and bf apply against the loop, per slice: the fixed cost of a slice.
+  W6 cluster one slice of --w6-rows rows whose source joins the orders with exchange rates and
+             aggregates them by customer and day, planned and applied (`--recompute`) in bf's process
+             and on a Ballista cluster on this machine (`bf cluster`: a scheduler, two workers):
+             wall time, bf's peak RSS, the workers' peak RSS and the bytes they kept (shuffle and
+             results). Needs a bf built with `--features cluster` (scripts/bench builds one).
   S3         W1 with the table and the inputs in a bucket of an S3 server on 127.0.0.1 (moto),
              bf against the Python loop on the same server; and the shallow clone of the
              --clone-files table there.
@@ -868,6 +873,124 @@ def w5_daily(args, work: Path, results: Results, ratios: dict):
         }
 
 
+CLUSTER_QUERY = (
+    "SELECT MIN(o.order_id) AS order_id, o.customer, MIN(o.sku) AS sku, SUM(o.quantity) AS quantity, "
+    "ROUND(SUM(o.amount * fx.rate), 2) AS amount, 'EUR' AS currency, o.order_date "
+    "FROM orders o JOIN fx ON o.currency = fx.currency GROUP BY o.customer, o.order_date"
+)
+
+
+class BenchCluster:
+    """`bf cluster scheduler` and two `bf cluster worker`s on 127.0.0.1, each its own process."""
+
+    def __init__(self, bf: str, work: Path, workers: int = 2):
+        import re
+
+        self.work = work
+        work.mkdir(parents=True, exist_ok=True)
+        self.logs = []
+        self.scheduler = self._start([bf, "cluster", "scheduler", "--bind", "127.0.0.1:0"], "scheduler")
+        deadline = time.monotonic() + 60
+        while not (m := re.search(r"df://[\d.]+:\d+", self.logs[0].read_text())):
+            if time.monotonic() > deadline:
+                sys.exit("the benchmark's scheduler did not start")
+            time.sleep(0.05)
+        self.address = m.group(0)
+        self.work_dirs = [work / f"worker-{i}" for i in range(workers)]
+        self.workers = []
+        for i, work_dir in enumerate(self.work_dirs):
+            work_dir.mkdir(parents=True, exist_ok=True)
+            argv = [bf, "cluster", "worker", "--scheduler", self.address[len("df://"):], "--bind", "127.0.0.1:0", "--work-dir", str(work_dir)]
+            self.workers.append(self._start(argv, f"worker-{i}"))
+        while f"ready: {workers} executors" not in self.ready():
+            if time.monotonic() > deadline:
+                sys.exit("the benchmark's workers did not join")
+            time.sleep(0.1)
+
+    def _start(self, argv, name):
+        log = self.work / f"{name}.log"
+        self.logs.append(log)
+        return subprocess.Popen(argv, stdout=log.open("w"), stderr=subprocess.DEVNULL)
+
+    def ready(self) -> str:
+        import urllib.request
+
+        try:
+            with urllib.request.urlopen(self.address.replace("df://", "http://") + "/readyz", timeout=5) as answer:
+                return answer.read().decode()
+        except Exception as e:  # not ready yet: 503, or not listening
+            return str(e)
+
+    def kept_bytes(self) -> int:
+        return sum(f.stat().st_size for d in self.work_dirs for f in d.rglob("*") if f.is_file())
+
+    def workers_peak_rss_mb(self) -> float:
+        peaks = []
+        for worker in self.workers:
+            status = Path(f"/proc/{worker.pid}/status").read_text()
+            peaks.append(next(int(l.split()[1]) for l in status.splitlines() if l.startswith("VmHWM")) / 1024)
+        return max(peaks)
+
+    def stop(self):
+        for process in [*self.workers, self.scheduler]:
+            process.terminate()
+        for process in [*self.workers, self.scheduler]:
+            try:
+                process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def w6_cluster(args, work: Path, results: Results, ratios: dict):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    month = 0
+    inputs = work / f"w6-inputs-{args.w6_rows}"
+    make_inputs(inputs, args.seed, range(month, month + 1), args.w6_rows)
+    fx = inputs / "fx.parquet"
+    pq.write_table(pa.table({"currency": ["EUR", "USD", "GBP", "CHF"], "rate": [1.0, 0.92, 1.17, 1.05]}), fx)
+    base = work / f"w6-table-{args.w6_rows}"
+    make_table(base, args.seed, range(month, month + 1), args.w6_rows, partitioned=False)
+    first, last = month_start(month), month_end(month)
+    name = f"W6 one slice of {args.w6_rows:,} rows joined and aggregated"
+    cluster = BenchCluster(args.bf, work / "w6-cluster")
+    commands = 0
+    try:
+        for run in range(max(1, min(args.runs, 3))):
+            for contender in rotate(["here", "cluster"], run):
+                scratch = fresh_scratch(work)
+                table = fresh_copy(base, scratch / "table")
+                text = plan_text(table, inputs, first, last, "month", scratch / "rehearsal")
+                text = text.replace(f'query = "{QUERY}"', f'inputs.fx = {{ path = "{fx}", format = "parquet" }}\nquery = "{CLUSTER_QUERY}"')
+                (scratch / "plan.toml").write_text(text)
+                env, label = ({"BF_CLUSTER": cluster.address}, " on the cluster") if contender == "cluster" else ({}, "")
+                results.add(name, "bf plan" + label, measure([args.bf, "plan", "plan.toml", "-q"], scratch, env))
+                results.add(name, "bf apply --recompute" + label, measure([args.bf, "apply", "--recompute", "--auto-approve", "-q"], scratch, env))
+                commands += 2 if contender == "cluster" else 0
+                if run == 0:
+                    written = delta_rows(table)
+                    if contender == "here":
+                        expected = written
+                    elif written != expected:
+                        sys.exit(f"on the cluster the table holds {written} rows, in bf's process {expected}")
+        workers_peak = cluster.workers_peak_rss_mb()
+        kept = cluster.kept_bytes()
+    finally:
+        cluster.stop()
+    peak = {c: max(m.peak_rss_mb for m in runs) for c, runs in results.samples[name].items()}
+    ratios[name] = {
+        "cluster plan s / here": results.median(name, "bf plan on the cluster") / results.median(name, "bf plan"),
+        "cluster apply s / here": results.median(name, "bf apply --recompute on the cluster") / results.median(name, "bf apply --recompute"),
+        "bf plan peak RSS MiB, here": peak["bf plan"],
+        "bf plan peak RSS MiB, cluster": peak["bf plan on the cluster"],
+        "bf apply peak RSS MiB, here": peak["bf apply --recompute"],
+        "bf apply peak RSS MiB, cluster": peak["bf apply --recompute on the cluster"],
+        "a worker's peak RSS MiB": workers_peak,
+        "worker bytes kept per command MiB": kept / max(commands, 1) / 2**20,
+    }
+
+
 def check_rows(table: Path | str, expected: int, who: str):
     found = delta_rows(table)
     if found != expected:
@@ -899,12 +1022,13 @@ def main():
     parser.add_argument("--slices", type=int, default=12)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--w3-rows", type=int, default=10_000_000)
+    parser.add_argument("--w6-rows", type=int, default=10_000_000, help="W6's slice: orders joined and aggregated")
     parser.add_argument("--w3-memory-limit", default="256MiB", help="BF_MEMORY_LIMIT for W3's bounded bf")
     parser.add_argument("--clone-files", type=int, default=10_000)
     parser.add_argument("--w5-rows-per-day", type=int, default=200)
     parser.add_argument("--w5-slices", default="30,90,365", help="W5's slice counts, comma-separated")
     parser.add_argument("--log-commits", type=int, default=1000, help="the long-log workload's commits after the table's own")
-    parser.add_argument("--workloads", default="w1,w2,w3,w4,w5,s3,ledger")
+    parser.add_argument("--workloads", default="w1,w2,w3,w4,w5,w6,s3,ledger")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--json", type=Path, help="write the medians and ratios here")
     parser.add_argument("--s3-requests", type=Path, help="write bf's requests to the S3 server, counted by phase, here")
@@ -912,7 +1036,7 @@ def main():
     args = parser.parse_args()
     if args.smoke:
         args.months, args.rows_per_month, args.slices, args.runs = 4, 500, 2, 1
-        args.w3_rows, args.clone_files = 2_000, 40
+        args.w3_rows, args.clone_files, args.w6_rows = 2_000, 40, 2_000
         args.w5_rows_per_day, args.w5_slices = 5, "2,3"
         args.log_commits = 40
     if args.slices > args.months:
@@ -924,7 +1048,7 @@ def main():
     work = args.work or Path(tempfile.mkdtemp(prefix="bf-bench-"))
     work.mkdir(parents=True, exist_ok=True)
     results, ratios = Results(), {}
-    workloads = {"w1": w1_apply, "w2": w2_plan, "w3": w3_memory, "w4": w4_resume, "w5": w5_daily, "s3": s3_workloads, "ledger": ledger_long_log}
+    workloads = {"w1": w1_apply, "w2": w2_plan, "w3": w3_memory, "w4": w4_resume, "w5": w5_daily, "w6": w6_cluster, "s3": s3_workloads, "ledger": ledger_long_log}
     started = time.perf_counter()
     for key in args.workloads.split(","):
         print(f"== {key} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)

@@ -47,6 +47,15 @@ fn the_benchmark_script_runs_every_workload_at_a_small_size() {
         ("W4 resume after slice 1 of 2", vec!["bf apply, all slices", "bf apply, resumed (slices 2-2)"]),
         ("W5 2 one-day slices", vec!["bf plan", "bf apply", "bf plan + apply", "loop"]),
         ("W5 3 one-day slices", vec!["bf plan", "bf apply", "loop"]),
+        (
+            "W6 one slice of 2,000 rows joined and aggregated",
+            vec![
+                "bf plan",
+                "bf plan on the cluster",
+                "bf apply --recompute",
+                "bf apply --recompute on the cluster",
+            ],
+        ),
         ("S3 apply, unpartitioned", vec!["bf apply", "bf plan", "bf plan + apply", "loop"]),
         ("S3 apply, partitioned", vec!["bf apply", "loop"]),
         ("S3 clone of 40 files", vec!["bf clone", "bf plan (one day)"]),
