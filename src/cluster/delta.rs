@@ -252,3 +252,38 @@ impl ExecutionPlan for DeltaSourceExec {
         Ok(Box::pin(RecordBatchStreamAdapter::new(schema, rows)))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn source(files: &[(&str, u64)]) -> DeltaSource {
+        DeltaSource {
+            uri: "file:///lake/orders".to_owned(),
+            version: 3,
+            files: files.iter().map(|(p, s)| ((*p).to_owned(), *s)).collect(),
+            schema: empty_schema(),
+        }
+    }
+
+    #[test]
+    fn files_are_cut_into_groups_of_about_equal_bytes_each_file_once() {
+        let files = [("a", 100), ("b", 10), ("c", 60), ("d", 50), ("e", 5)];
+        let groups = source(&files).groups(2);
+        // Biggest first, each to the lightest group: a; c; d (60 < 100); b (100 < 110); e (a tie: the first).
+        assert_eq!(groups, vec![vec!["a", "b", "e"], vec!["c", "d"]]);
+        let mut all: Vec<&str> = groups.iter().flatten().map(String::as_str).collect();
+        all.sort();
+        assert_eq!(all, ["a", "b", "c", "d", "e"]);
+        // Never more groups than files, never none.
+        assert_eq!(source(&files).groups(16).len(), 5);
+        assert_eq!(source(&files).groups(0).len(), 1);
+    }
+
+    #[test]
+    fn a_table_whose_log_names_files_elsewhere_or_none_is_read_by_one_partition() {
+        let clone = source(&[("part-1.parquet", 10), ("file:///lake/other/part-2.parquet", 10)]);
+        assert_eq!(clone.groups(4), vec![Vec::<String>::new()]);
+        assert_eq!(source(&[]).groups(4), vec![Vec::<String>::new()]);
+    }
+}

@@ -99,8 +99,18 @@ impl std::fmt::Display for RanOn {
 impl Cluster {
     /// `df://HOST[:PORT]`, as Ballista's clients write a scheduler.
     pub fn parse(given: &str) -> Result<Cluster, ClusterError> {
-        let bad = || ClusterError::Address { given: given.to_owned() };
-        let url = url::Url::parse(given).map_err(|_| bad())?;
+        let url = url::Url::parse(given);
+        // An address is never a place for a password, and one put there is not printed back.
+        let shown = match &url {
+            Ok(url) if !url.username().is_empty() || url.password().is_some() => {
+                let mut shown = url.clone();
+                let _ = (shown.set_username(""), shown.set_password(None));
+                format!("{shown} (its user and password left out here)")
+            }
+            _ => given.to_owned(),
+        };
+        let bad = || ClusterError::Address { given: shown.clone() };
+        let url = url.map_err(|_| bad())?;
         let host = url.host_str().filter(|h| !h.is_empty()).ok_or_else(bad)?;
         let clean = url.scheme() == "df"
             && url.username().is_empty()
@@ -247,16 +257,14 @@ mod tests {
         assert_eq!(c.to_string(), "df://scheduler:50051");
         assert_eq!(Cluster::parse("df://10.0.0.7").unwrap().port, DEFAULT_PORT);
         assert_eq!(Cluster::parse("df://[::1]:7000").unwrap().endpoint(), "http://[::1]:7000");
-        for bad in [
-            "http://scheduler:50050",
-            "scheduler:50050",
-            "df://",
-            "df://u:p@h:1",
-            "df://h:1/x",
-            "df://h:1?a=b",
-        ] {
+        for bad in ["http://scheduler:50050", "scheduler:50050", "df://", "df://h:1/x", "df://h:1?a=b"] {
             let err = Cluster::parse(bad).unwrap_err().to_string();
             assert!(err.contains("BF_CLUSTER") && err.contains(bad), "{bad}: {err}");
         }
+        let err = Cluster::parse("df://admin:s3cret@h:1").unwrap_err().to_string();
+        assert!(
+            err.contains("df://h:1 (its user and password left out here)") && !err.contains("s3cret"),
+            "{err}"
+        );
     }
 }

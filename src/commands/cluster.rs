@@ -69,7 +69,8 @@ async fn serve(command: Command) -> Result<(), ClusterError> {
             .await
         }
         Command::Worker { scheduler, bind, advertise, work_dir } => {
-            let cluster = Cluster::parse(&format!("df://{}", scheduler.trim_start_matches("df://")))?;
+            let cluster = Cluster::parse(&format!("df://{}", scheduler.trim_start_matches("df://")))
+                .map_err(|_| ClusterError::Serve(format!("--scheduler `{scheduler}` is not HOST:PORT")))?;
             let ports = serve::WorkerPorts::for_bind(bind)?;
             let memory = bf::delta::memory::limit().map_err(ClusterError::Serve)?;
             println!(

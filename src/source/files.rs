@@ -1,7 +1,10 @@
 //! The inputs that are files: a folder listed as DataFusion lists it (its files of the format's
-//! extension, and those of `key=value` partition folders), and a file or folder registered under
-//! the input's name in a slice's session.
+//! extension, and those of `key=value` partition folders), and an input — a file, a folder or a
+//! Delta table — registered under its name in a slice's session (and its cluster session).
 
+use std::sync::Arc;
+
+use deltalake::datafusion::catalog::TableProvider;
 use deltalake::datafusion::prelude::{CsvReadOptions, JsonReadOptions, ParquetReadOptions, SessionContext};
 use url::Url;
 
@@ -9,7 +12,60 @@ use super::run::FolderListing;
 use crate::delta::store::{StoreError, Stores};
 use crate::plan_file::Format;
 
-pub(super) async fn register(
+/// A Delta input at the version the plan reads.
+pub(super) struct PinnedDelta {
+    /// The table as bf's session reads it.
+    pub provider: Arc<dyn TableProvider>,
+    /// Where it is, and at which version: what a cluster opens it by.
+    pub url: Url,
+    pub version: u64,
+    /// Its live files at that version, by path, with their sizes.
+    pub files: Vec<(String, u64)>,
+}
+
+/// An input to register in a slice's session once its size is known.
+pub(super) enum Registration {
+    Delta(PinnedDelta),
+    /// Files, read at `read` here and at `url` (absolute) on a cluster.
+    Files {
+        read: String,
+        url: String,
+        format: Format,
+        extension: String,
+    },
+}
+
+impl Registration {
+    /// Registers the input as `name` in `here`, bf's session, and in `there`, the cluster's, when
+    /// the query runs on one: every node reads files by their absolute URL, and opens a Delta
+    /// input itself at the same version.
+    pub(super) async fn register(
+        self,
+        name: &str,
+        here: &SessionContext,
+        there: Option<&SessionContext>,
+    ) -> Result<(), String> {
+        match self {
+            Registration::Delta(pinned) => {
+                let schema = pinned.provider.schema();
+                here.register_table(name, pinned.provider).map_err(|e| e.to_string())?;
+                let Some(there) = there else { return Ok(()) };
+                let provider = crate::cluster::delta_input(pinned.url, pinned.version, pinned.files, schema)
+                    .map_err(|e| e.to_string())?;
+                there.register_table(name, provider).map(drop).map_err(|e| e.to_string())
+            }
+            Registration::Files { read, url, format, extension } => {
+                register(here, name, &read, format, &extension).await?;
+                match there {
+                    Some(there) => register(there, name, &url, format, &extension).await,
+                    None => Ok(()),
+                }
+            }
+        }
+    }
+}
+
+async fn register(
     ctx: &SessionContext,
     name: &str,
     path: &str,

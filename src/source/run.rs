@@ -22,7 +22,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use deltalake::arrow::datatypes::{Date32Type, SchemaRef};
-use deltalake::datafusion::catalog::TableProvider;
 use deltalake::datafusion::common::{Column, ScalarValue};
 use deltalake::datafusion::execution::context::SQLOptions;
 use deltalake::datafusion::functions_aggregate::expr_fn::count;
@@ -40,7 +39,7 @@ use crate::delta::store::{self, Found, Location, StoreError, Stores};
 use crate::plan_file::template::expand;
 use crate::plan_file::{Format, PlanDocument, Size};
 use crate::source::align::{align, type_warnings};
-use crate::source::files::{format_extension, listed, listing, register};
+use crate::source::files::{PinnedDelta, Registration, format_extension, listed, listing};
 use crate::window::{Slice, Window};
 
 /// What the source produced for a slice, before anything is written.
@@ -190,29 +189,6 @@ pub struct Source<'a> {
     read: AtomicU64,
     /// Where the query runs when not in bf's process: the operator's cluster.
     cluster: Option<Cluster>,
-}
-
-/// A Delta input at the version the plan reads.
-struct PinnedDelta {
-    /// The table as bf's session reads it.
-    provider: Arc<dyn TableProvider>,
-    /// Where it is, and at which version: what a cluster opens it by.
-    url: Url,
-    version: u64,
-    /// Its live files at that version, by path, with their sizes.
-    files: Vec<(String, u64)>,
-}
-
-/// An input to register in a slice's session once its size is known.
-enum Registration {
-    Delta(PinnedDelta),
-    /// Files, read at `read` here and at `url` (absolute) on a cluster.
-    Files {
-        read: String,
-        url: String,
-        format: Format,
-        extension: String,
-    },
 }
 
 impl<'a> Source<'a> {
@@ -411,34 +387,7 @@ impl<'a> Source<'a> {
         }
         self.count_read(slice, bytes)?;
         for (name, path, registration) in registrations {
-            let registered = match registration {
-                Registration::Delta(pinned) => {
-                    let schema = pinned.provider.schema();
-                    match ctx.register_table(name, pinned.provider).map_err(|e| e.to_string()) {
-                        Ok(_) => match &there {
-                            // The cluster opens the table itself, at the same version.
-                            Some(there) => {
-                                crate::cluster::delta_input(pinned.url, pinned.version, pinned.files, schema)
-                                    .and_then(|provider| there.register_table(name, provider))
-                                    .map(drop)
-                                    .map_err(|e| e.to_string())
-                            }
-                            None => Ok(()),
-                        },
-                        Err(failed) => Err(failed),
-                    }
-                }
-                Registration::Files { read, url, format, extension } => {
-                    match register(&ctx, name, &read, format, &extension).await {
-                        Ok(()) => match &there {
-                            // Every node reads the input by its absolute URL.
-                            Some(there) => register(there, name, &url, format, &extension).await,
-                            None => Ok(()),
-                        },
-                        failed => failed,
-                    }
-                }
-            };
+            let registered = registration.register(name, &ctx, there.as_ref()).await;
             registered.map_err(|message| SourceError::Input {
                 slice: slice.index,
                 first: first.clone(),
