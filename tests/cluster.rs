@@ -112,6 +112,11 @@ impl Cluster {
         self.work_dirs.push(work);
     }
 
+    /// `bf ARGS` in `root` with `BF_CLUSTER` naming this cluster.
+    fn bf(&self, root: &std::path::Path, args: &[&str]) -> std::process::Output {
+        bf_in(root).args(args).env("BF_CLUSTER", &self.address).output().unwrap()
+    }
+
     /// What the scheduler's readiness probe says, as bf asks it.
     fn ready(&self) -> String {
         let Ok(mut stream) = std::net::TcpStream::connect(self.address.trim_start_matches("df://")) else {
@@ -209,13 +214,7 @@ fn the_march_reload_on_a_cluster_plans_and_applies_as_it_does_here() {
 
     let mut cluster = Cluster::start(2);
     let untouched = snapshot(&silver);
-    let there = plan_json(
-        &bf_in(root)
-            .args(["plan", plan, "-q", "--json"])
-            .env("BF_CLUSTER", &cluster.address)
-            .output()
-            .unwrap(),
-    );
+    let there = plan_json(&cluster.bf(root, &["plan", plan, "-q", "--json"]));
     assert_eq!(figures(&there), figures(&here));
     assert_eq!(there["downstream"].as_array().unwrap().len(), 1);
     assert_eq!(there["rehearsal"]["uri"], here["rehearsal"]["uri"]);
@@ -270,8 +269,7 @@ fn the_march_reload_on_a_cluster_plans_and_applies_as_it_does_here() {
     wait_for("the scheduler to give the workers up", || cluster.ready().contains("not ready: 0"));
     let after_apply = snapshot(&silver);
     std::fs::remove_file(root.join(".bf/plan.json")).unwrap();
-    let no_workers =
-        bf_in(root).args(["plan", plan, "-q"]).env("BF_CLUSTER", &cluster.address).output().unwrap();
+    let no_workers = cluster.bf(root, &["plan", plan, "-q"]);
     let said = String::from_utf8_lossy(&no_workers.stderr);
     assert_eq!(no_workers.status.code(), Some(1), "{said}");
     assert!(
@@ -282,7 +280,7 @@ fn the_march_reload_on_a_cluster_plans_and_applies_as_it_does_here() {
     assert!(!root.join(".bf/plan.json").exists(), "a plan was saved");
 
     cluster.scheduler.kill();
-    let down = bf_in(root).args(["plan", plan, "-q"]).env("BF_CLUSTER", &cluster.address).output().unwrap();
+    let down = cluster.bf(root, &["plan", plan, "-q"]);
     let said = String::from_utf8_lossy(&down.stderr);
     assert_eq!(down.status.code(), Some(1), "{said}");
     assert!(
@@ -309,20 +307,10 @@ async fn a_delta_input_with_a_deletion_vector_is_read_on_the_cluster() {
     assert_eq!(here["total"]["after"]["rows"], 22, "the deleted orders are not read: {}", here["total"]);
 
     let cluster = Cluster::start(2);
-    let there = plan_json(
-        &bf_in(root)
-            .args(["plan", "plan.toml", "-q", "--json"])
-            .env("BF_CLUSTER", &cluster.address)
-            .output()
-            .unwrap(),
-    );
+    let there = plan_json(&cluster.bf(root, &["plan", "plan.toml", "-q", "--json"]));
     assert_eq!(figures(&there), figures(&here));
     assert!(!cluster.jobs().is_empty(), "the workers ran no job");
-    let applied = bf_in(root)
-        .args(["apply", "--recompute", "--auto-approve", "-q"])
-        .env("BF_CLUSTER", &cluster.address)
-        .output()
-        .unwrap();
+    let applied = cluster.bf(root, &["apply", "--recompute", "--auto-approve", "-q"]);
     assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
     assert_eq!(duckdb_rows(&target, "SELECT order_id, CAST(amount AS BIGINT) FROM t"), expected);
 }
@@ -426,11 +414,7 @@ async fn a_worker_killed_mid_query_is_replaced_or_the_slice_fails_whole() {
 
     cluster.add_worker(&[]);
     cluster.wait_ready(1);
-    let resumed = bf_in(root)
-        .args(["apply", "--recompute", "--auto-approve", "-q"])
-        .env("BF_CLUSTER", &cluster.address)
-        .output()
-        .unwrap();
+    let resumed = cluster.bf(root, &["apply", "--recompute", "--auto-approve", "-q"]);
     assert!(resumed.status.success(), "{}", String::from_utf8_lossy(&resumed.stderr));
     assert_eq!(duckdb_rows(&target, "SELECT order_id, CAST(amount AS BIGINT) FROM t"), expected);
 }
@@ -448,13 +432,7 @@ fn the_september_daily_backfill_on_a_cluster_plans_and_applies_as_it_does_here()
     assert_eq!(here["slices"].as_array().unwrap().len(), 5);
 
     let cluster = Cluster::start(2);
-    let there = plan_json(
-        &bf_in(root)
-            .args(["plan", &plan, "-q", "--json"])
-            .env("BF_CLUSTER", &cluster.address)
-            .output()
-            .unwrap(),
-    );
+    let there = plan_json(&cluster.bf(root, &["plan", &plan, "-q", "--json"]));
     assert_eq!(figures(&there), figures(&here));
     assert!(cluster.jobs().len() >= 5, "a job a slice at least: {:?}", cluster.jobs());
     let applied = bf_in(root).args(["apply", "--auto-approve", "-q"]).output().unwrap();
