@@ -231,8 +231,7 @@ async fn plan_to_apply(
         Some(path) => path,
         // A saved plan is applied only as it was reviewed (bf::rehearse::seal).
         None => {
-            let saved = &args.plan;
-            let saved = saved.clone().unwrap_or_else(|| args.state.saved_plan());
+            let saved = args.plan.clone().unwrap_or_else(|| args.state.saved_plan());
             let preview = args.state.saved_preview();
             if !saved.exists() && preview.exists() {
                 // The last `bf plan` here was `--sample`: its refusal says so, not "no saved plan".
