@@ -14,7 +14,6 @@ use std::sync::Arc;
 
 use datafusion_proto::bytes::Serializeable;
 use deltalake::arrow::datatypes::{Schema, SchemaRef};
-use deltalake::arrow::record_batch::RecordBatch;
 use deltalake::datafusion::catalog::{Session, TableProvider};
 use deltalake::datafusion::common::tree_node::TreeNodeRecursion;
 use deltalake::datafusion::datasource::TableType;
@@ -27,7 +26,7 @@ use deltalake::datafusion::physical_plan::stream::RecordBatchStreamAdapter;
 use deltalake::datafusion::physical_plan::{
     DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning, PlanProperties, execute_stream,
 };
-use futures::{StreamExt, TryStreamExt};
+use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 use url::Url;
 
@@ -194,15 +193,8 @@ impl DeltaSourceExec {
             .with_default_features()
             .build();
         let plan = provider.scan(&state, Some(&projection), &filters, scan.limit).await?;
-        let schema: SchemaRef = Arc::new(scan.schema);
-        let planned = schema.clone();
-        // The rows as the scan was planned to give them (the same columns; a field's metadata or
-        // nullability may differ between the table's schema and the query's).
-        let rows = execute_stream(plan, ctx)?.map(move |batch| {
-            let batch = batch?;
-            Ok(RecordBatch::try_new(planned.clone(), batch.columns().to_vec())?)
-        });
-        Ok(Box::pin(RecordBatchStreamAdapter::new(schema, rows)))
+        // The table's schema may give a field other metadata or nullability than the query's.
+        Ok(super::remote::as_planned(Arc::new(scan.schema), execute_stream(plan, ctx)?))
     }
 }
 

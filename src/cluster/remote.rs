@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use ballista_core::extension::{SessionConfigExt, SessionStateExt};
 use deltalake::arrow::datatypes::SchemaRef;
+use deltalake::arrow::record_batch::RecordBatch;
 use deltalake::datafusion::catalog::streaming::StreamingTable;
 use deltalake::datafusion::error::Result;
 use deltalake::datafusion::execution::{SendableRecordBatchStream, SessionStateBuilder, TaskContext};
@@ -62,19 +63,21 @@ impl PartitionStream for RemoteRows {
 
     fn execute(&self, _ctx: Arc<TaskContext>) -> SendableRecordBatchStream {
         let rows = self.rows.clone();
-        let schema = self.schema.clone();
         // The job is submitted when the stream is first polled, and its rows come back as Arrow
-        // batches; they take the schema the query was planned with here (a shuffle may have
-        // loosened a column's nullability on the way).
-        let batches = futures::stream::once(async move { rows.execute_stream().await }).try_flatten().map(
-            move |batch| {
-                let batch = batch?;
-                Ok(deltalake::arrow::record_batch::RecordBatch::try_new(
-                    schema.clone(),
-                    batch.columns().to_vec(),
-                )?)
-            },
-        );
-        Box::pin(RecordBatchStreamAdapter::new(self.schema.clone(), batches))
+        // batches (a shuffle may have loosened a column's nullability on the way).
+        let batches = futures::stream::once(async move { rows.execute_stream().await }).try_flatten();
+        as_planned(self.schema.clone(), batches)
     }
+}
+
+/// `rows` as a stream of batches of `schema`, the schema their query was planned with here: the
+/// same columns, which came back with a field's nullability or metadata of their own.
+pub(super) fn as_planned(
+    schema: SchemaRef,
+    rows: impl futures::Stream<Item = Result<RecordBatch>> + Send + 'static,
+) -> SendableRecordBatchStream {
+    let planned = schema.clone();
+    let batches =
+        rows.map(move |batch| Ok(RecordBatch::try_new(planned.clone(), batch?.columns().to_vec())?));
+    Box::pin(RecordBatchStreamAdapter::new(schema, batches))
 }

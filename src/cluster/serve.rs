@@ -42,6 +42,7 @@ pub async fn scheduler(
     let serve = |e: &dyn std::fmt::Display| ClusterError::Serve(format!("the scheduler on {bind}: {e}"));
     let listener = tokio::net::TcpListener::bind(bind).await.map_err(|e| serve(&e))?;
     let bound = listener.local_addr().map_err(|e| serve(&e))?;
+    let (logical, physical) = codecs();
     let config = SchedulerConfig {
         bind_host: bound.ip().to_string(),
         bind_port: bound.port(),
@@ -52,8 +53,8 @@ pub async fn scheduler(
         no_executors_grace_period_seconds: WORKER_TIMEOUT_SECONDS,
         // Results are fetched from the workers through the scheduler: bf needs to reach it alone.
         enable_embedded_flight_proxy: true,
-        override_logical_codec: Some(codecs().0),
-        override_physical_codec: Some(codecs().1),
+        override_logical_codec: Some(logical),
+        override_physical_codec: Some(physical),
         // The scheduler lists an input's files and reads their footers: it reads the stores too.
         override_session_builder: Some(Arc::new(|config| {
             let state = ballista_core::utils::default_session_builder(config)?;
@@ -123,6 +124,7 @@ pub async fn worker(
     let work_dir = work_dir.or_else(|| temporary.as_ref().map(|t| t.path().to_path_buf()));
     let spill = work_dir.clone().unwrap_or_else(std::env::temp_dir);
     let stores = NodeStores::shared();
+    let (logical, physical) = codecs();
     let config = ExecutorProcessConfig {
         bind_host: ports.host.clone(),
         external_host: Some(advertise.unwrap_or_else(|| ports.host.clone())),
@@ -135,8 +137,8 @@ pub async fn worker(
         executor_heartbeat_interval_seconds: HEARTBEAT_SECONDS,
         work_dir: work_dir.map(|d| d.display().to_string()),
         memory_pool_size: memory,
-        override_logical_codec: Some(codecs().0),
-        override_physical_codec: Some(codecs().1),
+        override_logical_codec: Some(logical),
+        override_physical_codec: Some(physical),
         // Called for every task: the stores are made once and shared.
         override_runtime_producer: Some(Arc::new(move |_| {
             let runtime = RuntimeEnvBuilder::new()
