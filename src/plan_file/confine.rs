@@ -605,5 +605,79 @@ mod tests {
         assert!(same_endpoint(&url("http://127.0.0.1:9000/"), &url("http://127.0.0.1:9000")));
         assert!(!same_endpoint(&url("http://127.0.0.1:9000"), &url("http://127.0.0.1:9001")));
         assert!(!same_endpoint(&url("https://s3.example.com"), &url("http://s3.example.com")));
+        assert!(same_endpoint(&url("https://s3.example.com"), &url("https://s3.example.com:443/")));
+        assert!(!same_endpoint(&url("https://s3.example.com"), &url("https://s4.example.com")));
+        assert!(same_endpoint(&url("http://127.0.0.1:9000/minio"), &url("http://127.0.0.1:9000/minio/")));
+        assert!(!same_endpoint(&url("http://127.0.0.1:9000/minio"), &url("http://127.0.0.1:9000/other")));
+        // Credentials in the plan's URL would be sent with every request: never the operator's endpoint.
+        assert!(!same_endpoint(&url("http://127.0.0.1:9000"), &url("http://user@127.0.0.1:9000")));
+        assert!(!same_endpoint(&url("http://127.0.0.1:9000"), &url("http://:secret@127.0.0.1:9000")));
+    }
+
+    #[test]
+    fn a_store_location_is_under_a_prefix_of_the_same_store_account_and_folders() {
+        let url = |u: &str| Url::parse(u).unwrap();
+        let azure = "abfss://lake@account.dfs.core.windows.net/silver";
+        assert!(under(&url(azure), &url(&format!("{azure}/orders"))));
+        assert!(under(&url(azure), &url(azure)));
+        // One store kind, another scheme: `az://` names no account, so it is not the prefix's.
+        assert!(!under(&url(azure), &url("az://lake/silver/orders")));
+        assert!(!under(&url("s3://lake/silver/orders"), &url("s3://lake/silver")));
+        assert!(!under(&url("s3://lake/silver"), &url("s3://someone@lake/silver/orders")));
+        assert!(!under(&url("s3://lake/silver"), &url("s3://lake/silver/%2e%2e/gold")));
+        assert!(!under(&url("s3://lake/silver"), &url("s3://lake/silver/%2E%2E/gold")));
+        assert!(under(&url("s3://lake//silver/"), &url("s3://lake/silver//orders")));
+        assert!(under(&url("gs://lake/silver"), &url("gs://lake/silver/orders")));
+        assert!(
+            !under(&url("https://lake/silver"), &url("https://lake/silver/orders")),
+            "not a store bf opens"
+        );
+    }
+
+    #[test]
+    fn a_path_resolves_through_its_links_and_a_link_to_nowhere_is_outside_every_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let (inside, outside) = (dir.path().join("repo"), dir.path().join("elsewhere"));
+        std::fs::create_dir_all(inside.join("data")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        let root = Root::given(&inside).unwrap();
+        assert_eq!(root.path(), inside.canonicalize().unwrap());
+        assert!(root.holds(&inside.join("data/not-yet/written.parquet")));
+        assert!(root.holds(&inside.join("data/../data")));
+        assert!(!root.holds(&inside.join("../elsewhere/x")));
+        std::os::unix::fs::symlink(&outside, inside.join("data/out")).unwrap();
+        assert!(!root.holds(&inside.join("data/out/x.parquet")));
+        std::os::unix::fs::symlink(inside.join("nowhere"), inside.join("data/dangling")).unwrap();
+        assert_eq!(resolved(&inside.join("data/dangling/x")), None);
+        assert!(!root.holds(&inside.join("data/dangling")));
+        assert_eq!(
+            resolved(&inside.join("data/new/x")),
+            Some(inside.canonicalize().unwrap().join("data/new/x"))
+        );
+        assert!(Root::given(&inside.join("missing")).is_err());
+        // `..` after a link is taken from where the link leads.
+        assert_eq!(Root::given(&inside.join("data/out/../repo")).unwrap(), root);
+    }
+
+    #[test]
+    fn an_input_folder_stays_inside_only_when_no_link_in_it_leads_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let (inside, outside) = (dir.path().join("repo"), dir.path().join("elsewhere"));
+        let folder = inside.join("landing");
+        std::fs::create_dir_all(folder.join("2026/03")).unwrap();
+        std::fs::create_dir_all(inside.join("shared")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(folder.join("2026/03/a.csv"), "x\n").unwrap();
+        let root = Root::given(&inside).unwrap();
+        assert!(folder_stays_inside(&folder, &root));
+        // A link inside the root is followed, and what its folder holds is read too.
+        std::os::unix::fs::symlink(inside.join("shared"), folder.join("shared")).unwrap();
+        assert!(folder_stays_inside(&folder, &root));
+        std::os::unix::fs::symlink(&outside, inside.join("shared/out")).unwrap();
+        assert!(!folder_stays_inside(&folder, &root), "a link two folders down, through a linked folder");
+        std::fs::remove_file(inside.join("shared/out")).unwrap();
+        std::os::unix::fs::symlink(outside.join("secret"), folder.join("2026/03/b.csv")).unwrap();
+        assert!(!folder_stays_inside(&folder, &root), "a link to a file outside");
+        assert!(!folder_stays_inside(&inside.join("missing"), &root));
     }
 }
