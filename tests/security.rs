@@ -145,6 +145,10 @@ async fn inputs_outside_the_root_are_refused_before_they_are_read() {
     std::os::unix::fs::symlink(&secret, checkout.repo().join("landing/linked.csv")).unwrap();
     std::fs::create_dir(checkout.repo().join("landing/folder")).unwrap();
     std::os::unix::fs::symlink(&secret, checkout.repo().join("landing/folder/orders.csv")).unwrap();
+    // A template's folder is inside; the file its one slice reads is a link out of it.
+    std::fs::create_dir(checkout.repo().join("landing/daily")).unwrap();
+    std::os::unix::fs::symlink(&secret, checkout.repo().join("landing/daily/2026-03-01.csv")).unwrap();
+    let landing = checkout.repo().join("landing").canonicalize().unwrap();
     let before = checkout.untouched();
     let attacks = [
         ("absolute", secret.display().to_string()),
@@ -152,6 +156,8 @@ async fn inputs_outside_the_root_are_refused_before_they_are_read() {
         ("uri", format!("file://{}", secret.display())),
         ("linked", "../landing/linked.csv".to_owned()),
         ("folder", "../landing/folder/".to_owned()),
+        ("template", "../landing/daily/{start}.csv".to_owned()),
+        ("template_uri", format!("file://{}/daily/{{start}}.csv", landing.display())),
     ];
     for (name, path) in attacks {
         let plan = checkout.plan(&format!("{name}.toml"), |t| t.replace("../landing/orders.csv", &path));
@@ -159,7 +165,25 @@ async fn inputs_outside_the_root_are_refused_before_they_are_read() {
         for verb in [&["validate", &plan_arg][..], &["plan", &plan_arg, "--format", "markdown"]] {
             let output = checkout.bf(verb);
             refused_at(&checkout, &output, &plan, 16, "outside the root");
+            let help = "help: keep the inputs inside the root (or under an allowed store location); links out of \
+                        it are not followed; the root is the git work tree holding the plan file";
+            assert!(said(&output).contains(help), "{name}: {}", said(&output));
         }
+    }
+    // The same template, its slice's file inside the root, in either spelling, is read.
+    std::fs::remove_file(checkout.repo().join("landing/daily/2026-03-01.csv")).unwrap();
+    std::fs::copy(
+        checkout.repo().join("landing/orders.csv"),
+        checkout.repo().join("landing/daily/2026-03-01.csv"),
+    )
+    .unwrap();
+    for path in [
+        "../landing/daily/{start}.csv".to_owned(),
+        format!("file://{}/daily/{{start}}.csv", landing.display()),
+    ] {
+        let plan = checkout.plan("inside.toml", |t| t.replace("../landing/orders.csv", &path));
+        let output = checkout.bf(&["validate", &plan.display().to_string()]);
+        assert!(output.status.success(), "{path}: {}", said(&output));
     }
     assert_eq!(checkout.untouched(), before, "nothing written outside the repository, the table untouched");
 }
@@ -180,6 +204,12 @@ async fn writes_outside_the_root_are_refused_and_nothing_is_written() {
         let plan = checkout.plan(&format!("{name}.toml"), |_| text.clone());
         let output = checkout.bf(&["plan", &plan.display().to_string()]);
         refused_at(&checkout, &output, &plan, line, "is outside the root");
+        let help = if name == "target" || name == "rehearsal" || name == "log" {
+            "help: keep the plan's tables inside the root (or under an allowed store location); the root is"
+        } else {
+            "help: keep the plan's files inside the root; the root is"
+        };
+        assert!(said(&output).contains(help), "{name}: {}", said(&output));
     }
     // The target at the root itself: its rehearsal would land beside the repository.
     let plan = checkout.plan("rooted.toml", |t| t.replace("\"../warehouse/orders\"", "\"..\""));
@@ -627,6 +657,25 @@ async fn a_plans_endpoint_receives_nothing_unless_the_operator_allows_it() {
         20,
         "the storage account `elsewhere` is not in a location the operator allows",
     );
+    // A bucket whose name begins with the account's is not the account.
+    let bucket = [(
+        "BF_ALLOWED_LOCATIONS",
+        "az://lake/, abfss://lake@acct.dfs.core.windows.net/, s3://elsewhere.lake/",
+    )];
+    let output = checkout.bf_with(&["plan", &plan.display().to_string()], &bucket);
+    refused_at(
+        &checkout,
+        &output,
+        &plan,
+        20,
+        "the storage account `elsewhere` is not in a location the operator allows",
+    );
+    // The account an allowed Azure location names may be the plan's.
+    let plan = checkout.plan("allowed_account.toml", |t| {
+        t.replace("../warehouse/orders", "az://lake/orders") + "\n[storage]\naccount_name = \"acct\"\n"
+    });
+    let output = checkout.bf_with(&["validate", &plan.display().to_string()], &azure);
+    assert!(output.status.success(), "{}", said(&output));
     let plan =
         checkout.plan("in_bucket.toml", |t| t.replace("../warehouse/orders", "s3a://lake/silver/orders"));
     let output = checkout.bf_with(&["validate", &plan.display().to_string()], &limited);

@@ -660,6 +660,23 @@ mod tests {
     }
 
     #[test]
+    fn a_file_a_tables_log_names_elsewhere_or_on_another_host_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let scope = Scope { root: Root::given(dir.path()).unwrap(), policy: Policy::default() };
+        let table = Url::from_directory_path(dir.path().join("orders")).unwrap();
+        let file = |name: &str, url: &str| (name.to_owned(), Url::parse(url).unwrap());
+        let inside = file("part-0.parquet", table.join("part-0.parquet").unwrap().as_str());
+        assert_eq!(scope.check_table_files("orders", &table, std::slice::from_ref(&inside)), Ok(()));
+        let refused =
+            |named: (String, Url)| scope.check_table_files("orders", &table, &[inside.clone(), named]);
+        let outside = refused(file("part-1.parquet", "file:///etc/part-1.parquet")).unwrap_err();
+        assert!(outside.0.contains("names the file part-1.parquet, which is outside the root"), "{outside}");
+        // A file URL with a host is no local path: neither inside the root nor a store the operator lists.
+        let remote = refused(file("part-2.parquet", "file://fileserver/share/part-2.parquet")).unwrap_err();
+        assert!(remote.0.contains("part-2.parquet, which is not a local path bf can confine"), "{remote}");
+    }
+
+    #[test]
     fn an_input_folder_stays_inside_only_when_no_link_in_it_leads_out() {
         let dir = tempfile::tempdir().unwrap();
         let (inside, outside) = (dir.path().join("repo"), dir.path().join("elsewhere"));
