@@ -478,14 +478,15 @@ fn leaves_root(
                 }
             })
         } else {
-            fixed.is_dir() && !folder_stays_inside(fixed, root)
+            fixed.is_dir() && !folder_stays_inside(fixed, root, MAX_FOLDER_ENTRIES)
         };
     if through { Leaves::Through } else { Leaves::No }
 }
 
 /// Whether every entry of a local input folder stays inside `root`: a link in it leading out would
-/// be read like any file of the folder.
-fn folder_stays_inside(folder: &Path, root: &Root) -> bool {
+/// be read like any file of the folder. A folder of more than `most` entries (all its folders'
+/// together) is not walked to its end: it counts as leaving.
+fn folder_stays_inside(folder: &Path, root: &Root, most: usize) -> bool {
     let mut pending = vec![folder.to_owned()];
     let mut seen = 0usize;
     while let Some(dir) = pending.pop() {
@@ -493,7 +494,7 @@ fn folder_stays_inside(folder: &Path, root: &Root) -> bool {
         for entry in entries {
             seen += 1;
             let Ok(entry) = entry else { return false };
-            if seen > MAX_FOLDER_ENTRIES {
+            if seen > most {
                 return false;
             }
             let path = entry.path();
@@ -686,15 +687,19 @@ mod tests {
         std::fs::create_dir_all(&outside).unwrap();
         std::fs::write(folder.join("2026/03/a.csv"), "x\n").unwrap();
         let root = Root::given(&inside).unwrap();
-        assert!(folder_stays_inside(&folder, &root));
+        assert!(folder_stays_inside(&folder, &root, 10));
         // A link inside the root is followed, and what its folder holds is read too.
         std::os::unix::fs::symlink(inside.join("shared"), folder.join("shared")).unwrap();
-        assert!(folder_stays_inside(&folder, &root));
+        assert!(folder_stays_inside(&folder, &root, 10));
         std::os::unix::fs::symlink(&outside, inside.join("shared/out")).unwrap();
-        assert!(!folder_stays_inside(&folder, &root), "a link two folders down, through a linked folder");
+        assert!(!folder_stays_inside(&folder, &root, 10), "a link two folders down, through a linked folder");
         std::fs::remove_file(inside.join("shared/out")).unwrap();
         std::os::unix::fs::symlink(outside.join("secret"), folder.join("2026/03/b.csv")).unwrap();
-        assert!(!folder_stays_inside(&folder, &root), "a link to a file outside");
-        assert!(!folder_stays_inside(&inside.join("missing"), &root));
+        assert!(!folder_stays_inside(&folder, &root, 10), "a link to a file outside");
+        assert!(!folder_stays_inside(&inside.join("missing"), &root, 10));
+        std::fs::remove_file(folder.join("2026/03/b.csv")).unwrap();
+        // The folder holds 2026, 2026/03, a.csv and the link `shared` (empty now): four entries.
+        assert!(folder_stays_inside(&folder, &root, 4), "as many entries as it may walk");
+        assert!(!folder_stays_inside(&folder, &root, 3), "one more than it may walk");
     }
 }
