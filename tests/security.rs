@@ -638,6 +638,12 @@ async fn a_plans_endpoint_receives_nothing_unless_the_operator_allows_it() {
     let output = checkout.bf_with(&["validate", &plan.display().to_string()], &allowed);
     assert!(output.status.success(), "{}", said(&output));
     assert_eq!(listener.connections(), 1, "validate sent nothing");
+    // Endpoints the operator lists, none of them the plan's: refused, the allowed ones named.
+    let others = [("BF_ALLOWED_ENDPOINTS", "http://127.0.0.1:1/, https://s3.internal.example:9000")];
+    let output = checkout.bf_with(&["validate", &plan.display().to_string()], &others);
+    refused_at(&checkout, &output, &plan, 20, "endpoint is not one the operator allows");
+    let listed = "; allowed: http://127.0.0.1:1, https://s3.internal.example:9000";
+    assert!(said(&output).contains(listed), "{}", said(&output));
 
     // Store locations may be limited: the target outside the allowed prefixes is refused.
     let plan = checkout.plan("bucket.toml", |t| t.replace("../warehouse/orders", "s3://other-lake/orders"));
