@@ -650,6 +650,9 @@ async fn a_plans_endpoint_receives_nothing_unless_the_operator_allows_it() {
     let limited = [("BF_ALLOWED_LOCATIONS", "s3://lake/, gs://lake/")];
     let output = checkout.bf_with(&["plan", &plan.display().to_string()], &limited);
     refused_at(&checkout, &output, &plan, 4, "is not under a location the operator allows");
+    let listed = "`s3://other-lake/orders` is not under a location the operator allows (BF_ALLOWED_LOCATIONS: \
+                  s3://lake/, gs://lake/)";
+    assert!(said(&output).contains(listed), "{}", said(&output));
     // On Azure the account `[storage]` names receives the runner's token: it must be one allowed.
     let plan = checkout.plan("account.toml", |t| {
         t.replace("../warehouse/orders", "az://lake/orders") + "\n[storage]\naccount_name = \"elsewhere\"\n"
