@@ -391,21 +391,20 @@ async fn a_worker_killed_mid_query_is_replaced_or_the_slice_fails_whole() {
     cluster.wait_ready(2);
     cluster.workers[0].kill();
     let planned = planning.wait_with_output().unwrap();
-    let there = match planned.status.success() {
-        true => plan_json(&planned),
+    let there = if planned.status.success() {
+        plan_json(&planned)
+    } else {
         // Under a loaded machine, once in a full suite run, the plan came back refused (exit 1, no
         // error: a plan with problems), the slice's rows not those of the source. Refused is the
         // other outcome the issue allows: nothing of it may be applied, and planning again on the
         // worker left gives the plan made in bf's process.
-        false => {
-            let refused: Value = serde_json::from_slice(&planned.stdout).unwrap_or_default();
-            eprintln!("the plan over the killed worker was refused: {}", refused["problems"]);
-            assert_eq!(planned.status.code(), Some(1), "{}", String::from_utf8_lossy(&planned.stderr));
-            assert!(!refused["problems"].as_array().is_none_or(Vec::is_empty), "{refused}");
-            let applied = cluster.bf(root, &["apply", "--auto-approve", "-q"]);
-            assert_eq!(applied.status.code(), Some(1), "a refused plan was applied");
-            plan_json(&cluster.bf(root, &["plan", "plan.toml", "-q", "--json"]))
-        }
+        let refused: Value = serde_json::from_slice(&planned.stdout).unwrap_or_default();
+        eprintln!("the plan over the killed worker was refused: {}", refused["problems"]);
+        assert_eq!(planned.status.code(), Some(1), "{}", String::from_utf8_lossy(&planned.stderr));
+        assert!(!refused["problems"].as_array().is_none_or(Vec::is_empty), "{refused}");
+        let applied = cluster.bf(root, &["apply", "--auto-approve", "-q"]);
+        assert_eq!(applied.status.code(), Some(1), "a refused plan was applied");
+        plan_json(&cluster.bf(root, &["plan", "plan.toml", "-q", "--json"]))
     };
     assert_eq!(figures(&there), figures(&here));
     assert_eq!(snapshot(&target), untouched, "bf plan wrote to the table");
