@@ -18,8 +18,10 @@ fn saved_plan(dir: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(dir.join(".bf/plan.json")).unwrap()).unwrap()
 }
 
-/// Checks each published slice commit against the saved plan's blast radius of that slice.
-fn published_commits_match(table: &Path, plan: &Value) {
+/// Checks each published slice commit against the saved plan's blast radius of that slice, and that
+/// its history reads as deltalake's own replaceWhere of the slice would (`partition_by`: the
+/// table's partition columns, which deltalake records only for a partitioned table).
+fn published_commits_match(table: &Path, plan: &Value, partition_by: Option<&str>) {
     let published: Vec<(u64, Value)> =
         commit_infos(table).into_iter().filter(|(_, i)| i.get("bf.slice").is_some()).collect();
     assert_eq!(published.len(), plan["slices"].as_array().unwrap().len());
@@ -27,6 +29,11 @@ fn published_commits_match(table: &Path, plan: &Value) {
         let slice = &plan["slices"][info["bf.slice"].as_u64().unwrap() as usize - 1];
         let radius = &slice["blast_radius"];
         let metrics = &info["operationMetrics"];
+        assert_eq!(info["operation"], "WRITE", "slice at version {version}: {info}");
+        let parameters = &info["operationParameters"];
+        assert_eq!(parameters["mode"], "Overwrite", "slice at version {version}: {info}");
+        assert!(parameters["predicate"].as_str().is_some_and(|p| p.contains("order_date")), "{info}");
+        assert_eq!(parameters.get("partitionBy").and_then(Value::as_str), partition_by, "{info}");
         assert_eq!(radius["files_added"], metrics["num_added_files"], "slice at version {version}: {info}");
         assert_eq!(radius["files_removed"], metrics["num_removed_files"], "slice at version {version}");
         let sized = |kind: &str| -> u64 {
@@ -110,7 +117,7 @@ fn half_of_march_on_an_unpartitioned_table_carries_the_rest_of_its_files_along()
 
     let applied = bf_in(root).args(["apply", "--auto-approve"]).output().unwrap();
     assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
-    published_commits_match(&table, &saved);
+    published_commits_match(&table, &saved, None);
 }
 
 #[test]
@@ -151,7 +158,7 @@ fn a_table_partitioned_by_day_rewrites_only_the_window_s_partitions() {
 
     let applied = bf_in(root).args(["apply", "--auto-approve"]).output().unwrap();
     assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
-    published_commits_match(&table, &saved);
+    published_commits_match(&table, &saved, Some(r#"["order_date"]"#));
 }
 
 #[test]
