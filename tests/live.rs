@@ -7,13 +7,15 @@
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 
+mod races;
+
 use crate::common::{
     OrderRow, append_orders, apply_paused, bf_in, commit_files, commit_infos, commits_with, orders_table,
-    release_together, rows_at, slices_committed, snapshot, write_plan,
+    rows_at, slices_committed, snapshot, write_plan,
 };
 
 const MAY_PLAN: &str = r#"reason = "Reload May: the amounts were net, not gross."
@@ -441,87 +443,6 @@ fn file_holding(table: &Path, day: &str) -> (u64, Value, u32) {
         }
     }
     panic!("no live file holds {day}")
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn two_finishes_at_once_comment_and_log_once() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    let table = may_shop(root, true).await;
-    std::fs::write(
-        root.join("may.toml"),
-        MAY_PLAN.replace("[source]", "[record]\nlog_table = \"changes\"\n\n[source]"),
-    )
-    .unwrap();
-    ok(root, &["plan", "may.toml", "-q"]);
-    ok(root, &["apply", "--slices", "1..5", "--auto-approve", "-q"]);
-    let pauses = [root.join("finish-a"), root.join("finish-b")];
-    let finishing: Vec<_> = pauses
-        .iter()
-        .map(|pause| {
-            Command::new(assert_cmd::cargo::cargo_bin("bf"))
-                .current_dir(root)
-                .env_remove("BF_STATE_DIR")
-                .args(["apply", "--finish", "--auto-approve", "-q"])
-                .env(bf::fault::PAUSE_FILE_ENV, pause)
-                .env(bf::fault::PAUSE_POINT_ENV, "before-comment")
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap()
-        })
-        .collect();
-    for out in release_together("both finishes to reach the comment", &pauses, finishing) {
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    }
-    assert_eq!(commits_with(&table, "comment"), 1, "one comment");
-    assert_eq!(rows_at(&root.join("changes"), None, "true").await.len(), 1, "one change-log row");
-}
-
-/// deltalake 1.1 panics checking a concurrent commit on a table whose log keys partition values by
-/// physical names (column mapping by name, partitioned by the date): another writer committing
-/// between bf's check and its commit used to end `bf apply` with exit 101. bf checks such commits
-/// itself there and writes the slice again on the table as it then is.
-#[tokio::test(flavor = "multi_thread")]
-async fn a_column_mapped_table_partitioned_by_its_date_is_written_beside_another_writer() {
-    use crate::common::servers::python;
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    let table = root.join("orders");
-    python(
-        &format!(
-            "import deltalake, pyarrow as pa, datetime as d\n\
-             days = [d.date(2026, 5, 1) + d.timedelta(days=i) for i in range(31)]\n\
-             t = pa.table({{'order_id': list(range(1, 32)), 'customer': [f'C{{i}}' for i in range(1, 32)],\n\
-               'amount': [10.0 * i for i in range(1, 32)], 'currency': ['EUR'] * 31, 'order_date': days}})\n\
-             deltalake.write_deltalake({0:?}, t, partition_by=['order_date'],\n\
-               configuration={{'delta.columnMapping.mode': 'name'}})\n",
-            table.to_str().unwrap()
-        ),
-        &[],
-    );
-    may_reload(root);
-    ok(root, &["plan", "may.toml", "-q"]);
-    let out = apply_paused(root, &[], 3, "after-check", async {
-        python(
-            &format!(
-                "import deltalake, pyarrow as pa, datetime as d\n\
-                 t = pa.table({{'order_id': [9001], 'customer': ['June'], 'amount': [5.0], 'currency': ['EUR'],\n\
-                   'order_date': [d.date(2026, 6, 2)]}})\n\
-                 deltalake.write_deltalake({:?}, t, mode='append')\n",
-                table.to_str().unwrap()
-            ),
-            &[],
-        );
-    })
-    .await;
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "exit {:?}:\n{stderr}", out.status.code());
-    assert!(!stderr.contains("panicked"), "{stderr}");
-    assert_eq!(slices_committed(&table), [1, 2, 3, 4, 5]);
-    let rows = crate::common::servers::python_sql_rows(&table, "order_id,amount");
-    assert_eq!(rows.len(), 32, "May's 31 orders and the other writer's: {rows:?}");
-    assert!(rows.contains(&"9001|5.0".to_owned()) && rows.contains(&"20|220.0".to_owned()), "{rows:?}");
 }
 
 /// A rehearsal commit that would also change the table itself is not published: publishing carries

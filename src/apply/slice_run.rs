@@ -324,7 +324,7 @@ async fn conflict_or(
     let kind = match error.source.as_ref() {
         DeltaTableError::Transaction {
             source: deltalake::kernel::transaction::TransactionError::CommitConflict(conflict),
-        } => conflict.to_string(),
+        } => conflict_kind(conflict),
         _ => return ApplyError::Write(error),
     };
     let commits = match stores.open(url, None).await {
@@ -335,4 +335,19 @@ async fn conflict_or(
         Err(e) => format!("  (the table's new commits cannot be listed: {e})"),
     };
     ApplyError::Conflict { slice: *slice, kind, commits }
+}
+
+/// What the commit a slice lost to did, in the slice's terms. deltalake's own wording ends in advice
+/// for its own API ("the isolation level can be set to Snapshot Isolation"), which is no way out
+/// for a backfill: the way out is a new plan, which the error says.
+fn conflict_kind(conflict: &deltalake::kernel::transaction::CommitConflictError) -> String {
+    use deltalake::kernel::transaction::CommitConflictError as Conflict;
+    match conflict {
+        Conflict::ConcurrentAppend => "it added rows where the slice writes".to_owned(),
+        Conflict::ConcurrentDeleteRead => "it removed files the slice's commit reads".to_owned(),
+        Conflict::ConcurrentDeleteDelete => "it removed files the slice's commit removes".to_owned(),
+        Conflict::MetadataChanged => "it changed the table's schema or properties".to_owned(),
+        Conflict::ProtocolChanged(_) => "it changed the table's protocol".to_owned(),
+        other => other.to_string().lines().next().unwrap_or_default().trim_end_matches('.').to_owned(),
+    }
 }

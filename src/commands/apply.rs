@@ -406,6 +406,8 @@ fn say_where_it_stopped(plan: &Plan, stopped: &ChainApplyError) {
         ApplyError::Verify { .. } => {
             say!("That slice's commit is in the table: `bf rollback` puts the table back to the pre-version.")
         }
+        // Lost to another writer's commit: the error says the way out (a new plan, or a resume).
+        ApplyError::Conflict { .. } | ApplyError::Raced { .. } => {}
         _ if refused && chained && stopped.applied.is_empty() => {
             say!("No table of the chain was written.")
         }
