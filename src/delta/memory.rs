@@ -27,17 +27,26 @@ pub fn limit() -> Result<Option<u64>, String> {
 /// A session state for one of bf's queries: its memory pool the operator's bound where set (the
 /// smaller of it and `own`, a bound the query keeps anyway), else `own`, else unbounded.
 pub fn session_state(own: Option<usize>) -> SessionState {
-    let bound = limit().ok().flatten().map(|bytes| usize::try_from(bytes).unwrap_or(usize::MAX));
-    let pool = match (bound, own) {
-        (Some(bound), Some(own)) => Some(bound.min(own)),
-        (bound, own) => bound.or(own),
-    };
-    let mut state = deltalake::delta_datafusion::create_session_state_with_spill_config(pool, None);
-    if bound.is_some() {
+    let mut state = deltalake::delta_datafusion::create_session_state_with_spill_config(pool(own), None);
+    if bound().is_some() {
         // Sort-merge joins spill; a hash join holds its whole build side.
         state.config_mut().options_mut().optimizer.prefer_hash_join = false;
     }
     state
+}
+
+/// The operator's bound, in bytes, where set and valid.
+fn bound() -> Option<usize> {
+    limit().ok().flatten().map(|bytes| usize::try_from(bytes).unwrap_or(usize::MAX))
+}
+
+/// The memory pool of a query that keeps `own` anyway: the smaller of it and the operator's bound,
+/// either where only one is set, else unbounded (`None`).
+pub fn pool(own: Option<usize>) -> Option<usize> {
+    match (bound(), own) {
+        (Some(bound), Some(own)) => Some(bound.min(own)),
+        (bound, own) => bound.or(own),
+    }
 }
 
 /// What to change when `message` (an error bf is about to print) says a query ran out of the

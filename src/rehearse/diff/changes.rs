@@ -38,11 +38,19 @@ impl Comparison {
     /// Added, removed and changed rows between the two sides of the slice [`Comparison::focus`]
     /// registered, paired by `key`.
     pub async fn slice_changes(&self, key: &[String], samples: usize) -> DfResult<RowChanges> {
-        if let Some((before, after)) = &self.held
-            && let Some(changes) = super::pairing::pair(&self.schema, before, after, key, samples)?
-        {
-            return Ok(changes);
+        let paired = match &self.held {
+            Some((before, after)) => super::pairing::pair(&self.schema, before, after, key, samples)?,
+            None => super::parts::pair(self, key, samples, self.pool()).await?,
+        };
+        match paired {
+            Some(changes) => Ok(changes),
+            None => self.sql_changes(key, samples).await,
         }
+    }
+
+    /// The same, paired by SQL: where a key repeats (rows then pair by their rank among its rows),
+    /// or a column cannot be compared in memory.
+    pub(super) async fn sql_changes(&self, key: &[String], samples: usize) -> DfResult<RowChanges> {
         let joined = self.pairs(key).await?;
         let mut changes = self.count_changes(&joined).await?;
         // Up to `samples` rows of each kind, a query per kind: a few removed duplicates must not hide

@@ -9,7 +9,8 @@
 //! - [`Comparison::slice_changes`]: with a key, rows added, removed and changed, and samples. Rows are
 //!   paired by key and by their rank among rows sharing the key, so a duplicated row that goes away
 //!   counts as removed rather than hiding behind its twin. A slice held in memory whose keys do not
-//!   repeat is paired in one pass over its rows instead of by queries (`pairing`).
+//!   repeat is paired in one pass over its rows instead of by queries (`pairing`); a bigger one
+//!   likewise, split by key into parts on disk and paired a few parts at a time (`parts`).
 //! - [`Comparison::breakdown`]: each metric's change split by columns (`[diff] by`): with a key, by
 //!   the values a row had before and after ("currency = USD → EUR").
 
@@ -17,6 +18,7 @@ mod breakdown;
 mod changes;
 mod measures;
 mod pairing;
+mod parts;
 mod session;
 
 pub use breakdown::BreakdownRow;

@@ -27,9 +27,9 @@ use std::cmp::Ordering;
 use deltalake::arrow::array::{Array, ArrayRef, RecordBatch};
 use deltalake::arrow::compute::kernels::cmp::distinct;
 use deltalake::arrow::compute::{SortOptions, cast_with_options, interleave};
-use deltalake::arrow::datatypes::{DataType, SchemaRef};
+use deltalake::arrow::datatypes::{DataType, Schema, SchemaRef};
 use deltalake::arrow::error::ArrowError;
-use deltalake::arrow::row::{RowConverter, Rows, SortField};
+use deltalake::arrow::row::{OwnedRow, RowConverter, Rows, SortField};
 use deltalake::arrow::util::display::array_value_to_string;
 use deltalake::datafusion::common::format::DEFAULT_CAST_OPTIONS;
 use deltalake::datafusion::common::utils::normalize_float_zero;
@@ -58,66 +58,171 @@ pub(super) fn pair(
     key: &[String],
     samples: usize,
 ) -> Result<Option<RowChanges>, ArrowError> {
-    let key_at: Option<Vec<usize>> = key.iter().map(|k| schema.index_of(k).ok()).collect();
-    let Some(key_at) = key_at else { return Ok(None) };
     // The columns as the scan reads them (strings as views, say), the same on both sides.
     let Some(first) = before.iter().chain(after).next() else { return Ok(Some(RowChanges::default())) };
-    let types: Option<Vec<DataType>> = schema
-        .fields()
-        .iter()
-        .map(|f| first.column_by_name(f.name()).map(|c| c.data_type().clone()))
-        .collect();
-    let Some(types) = types.filter(|types| !types.iter().any(DataType::is_nested)) else { return Ok(None) };
-    // Samples are ordered by key, NULLs last: SQL's `ORDER BY` ascending.
-    let ascending = SortOptions { descending: false, nulls_first: false };
-    let fields: Vec<SortField> =
-        key_at.iter().map(|&i| SortField::new_with_options(types[i].clone(), ascending)).collect();
-    if !RowConverter::supports_fields(&fields) {
-        return Ok(None);
-    }
-    let keys = RowConverter::new(fields)?;
-    let (Some(before), Some(after)) = (
-        Keyed::read(schema, &types, before, &key_at, &keys)?,
-        Keyed::read(schema, &types, after, &key_at, &keys)?,
-    ) else {
-        return Ok(None);
-    };
-    if [&before, &after].iter().any(|side| side.repeats_a_key()) {
-        return Ok(None);
+    let Some(keys) = Keys::new(schema, &first.schema(), key)? else { return Ok(None) };
+    Ok(keys.pair(schema, before, after, samples)?.map(|paired| paired.changes))
+}
+
+/// How both sides of a slice are keyed: where the key's columns are, the type each column must be
+/// read as on both sides, and the key's encoder — one for every part a slice is paired in
+/// (`diff/parts.rs`), so that keys from different parts order alike.
+pub(super) struct Keys {
+    key_at: Vec<usize>,
+    types: Vec<DataType>,
+    encoder: RowConverter,
+}
+
+/// A slice, or a part of one, paired: its changes, and the key of each sample, which orders the
+/// samples of several parts as one slice's.
+pub(super) struct Paired {
+    pub(super) changes: RowChanges,
+    sample_keys: Vec<OwnedRow>,
+}
+
+impl Keys {
+    /// The keying of a slice whose sides are read as `read`; `None` where it must be paired by
+    /// SQL (a key column missing, a nested column, a key the row format cannot encode).
+    pub(super) fn new(schema: &SchemaRef, read: &Schema, key: &[String]) -> Result<Option<Keys>, ArrowError> {
+        let key_at: Option<Vec<usize>> = key.iter().map(|k| schema.index_of(k).ok()).collect();
+        let Some(key_at) = key_at else { return Ok(None) };
+        let types: Option<Vec<DataType>> = schema
+            .fields()
+            .iter()
+            .map(|f| read.field_with_name(f.name()).ok().map(|read| read.data_type().clone()))
+            .collect();
+        let Some(types) = types.filter(|types| !types.iter().any(DataType::is_nested)) else {
+            return Ok(None);
+        };
+        // Samples are ordered by key, NULLs last: SQL's `ORDER BY` ascending.
+        let ascending = SortOptions { descending: false, nulls_first: false };
+        let fields: Vec<SortField> =
+            key_at.iter().map(|&i| SortField::new_with_options(types[i].clone(), ascending)).collect();
+        if !RowConverter::supports_fields(&fields) {
+            return Ok(None);
+        }
+        Ok(Some(Keys { key_at, types, encoder: RowConverter::new(fields)? }))
     }
 
-    let Walk { pairs_before, pairs_after, added, removed } = walk(&before, &after);
-    let Some(differs) = differs(&before, &after, &pairs_before, &pairs_after, &types, &key_at)? else {
-        return Ok(None);
-    };
-    let changed: Vec<usize> = (0..differs.len()).filter(|&i| differs[i]).collect();
-    let mut changes = RowChanges {
-        added: (added.len() + after.unkeyed.len()) as u64,
-        removed: (removed.len() + before.unkeyed.len()) as u64,
-        changed: changed.len() as u64,
-        unchanged: (pairs_before.len() - changed.len()) as u64,
-        ..RowChanges::default()
-    };
-    for &i in changed.iter().take(samples) {
-        changes.samples.push(SampleRow {
-            change: "changed".into(),
-            before: Some(before.texts(pairs_before[i])?),
-            after: Some(after.texts(pairs_after[i])?),
-        });
+    /// Whether a side read as `read` has every column as this keying expects.
+    pub(super) fn reads_as(&self, schema: &SchemaRef, read: &Schema) -> bool {
+        schema.fields().iter().zip(&self.types).all(|(field, data_type)| {
+            read.field_with_name(field.name()).is_ok_and(|read| read.data_type() == data_type)
+        })
     }
-    for (side, keyed, is_after) in [(&after, &added, true), (&before, &removed, false)] {
-        for row in side.first(keyed, samples) {
-            let text = Some(side.texts(row)?);
-            changes.samples.push(match is_after {
-                true => SampleRow { change: "added".into(), before: None, after: text },
-                false => SampleRow { change: "removed".into(), before: text, after: None },
+
+    /// Pairs the rows of `before` and `after`; `None` where they must be paired by SQL (a key
+    /// repeats on one side, a batch read as other types, a column without a comparison kernel).
+    pub(super) fn pair(
+        &self,
+        schema: &SchemaRef,
+        before: &[RecordBatch],
+        after: &[RecordBatch],
+        samples: usize,
+    ) -> Result<Option<Paired>, ArrowError> {
+        let Keys { key_at, types, encoder } = self;
+        let (Some(before), Some(after)) = (
+            Keyed::read(schema, types, before, key_at, encoder)?,
+            Keyed::read(schema, types, after, key_at, encoder)?,
+        ) else {
+            return Ok(None);
+        };
+        if [&before, &after].iter().any(|side| side.repeats_a_key()) {
+            return Ok(None);
+        }
+
+        let Walk { pairs_before, pairs_after, added, removed } = walk(&before, &after);
+        let Some(differs) = differs(&before, &after, &pairs_before, &pairs_after, types, key_at)? else {
+            return Ok(None);
+        };
+        let changed: Vec<usize> = (0..differs.len()).filter(|&i| differs[i]).collect();
+        let changes = RowChanges {
+            added: (added.len() + after.unkeyed.len()) as u64,
+            removed: (removed.len() + before.unkeyed.len()) as u64,
+            changed: changed.len() as u64,
+            unchanged: (pairs_before.len() - changed.len()) as u64,
+            ..RowChanges::default()
+        };
+        let mut paired = Paired { changes, sample_keys: Vec::new() };
+        for &i in changed.iter().take(samples) {
+            paired.changes.samples.push(SampleRow {
+                change: "changed".into(),
+                before: Some(before.texts(pairs_before[i])?),
+                after: Some(after.texts(pairs_after[i])?),
             });
+            paired.sample_keys.push(before.key(pairs_before[i]).owned());
+        }
+        for (side, keyed, is_after) in [(&after, &added, true), (&before, &removed, false)] {
+            for row in side.first(keyed, samples) {
+                let text = Some(side.texts(row)?);
+                paired.changes.samples.push(match is_after {
+                    true => SampleRow { change: "added".into(), before: None, after: text },
+                    false => SampleRow { change: "removed".into(), before: text, after: None },
+                });
+                paired.sample_keys.push(side.key(row).owned());
+            }
+        }
+        if !paired.changes.samples.is_empty() {
+            paired.changes.columns = schema.fields().iter().map(|f| f.name().clone()).collect();
+        }
+        Ok(Some(paired))
+    }
+
+    /// The part (of `parts`) each row of `batch` belongs to, as the rows of each part: rows whose
+    /// keys are equal share a part, on either side. `None` for a batch read as other types.
+    pub(super) fn split(
+        &self,
+        schema: &SchemaRef,
+        batch: &RecordBatch,
+        parts: usize,
+    ) -> Result<Option<Vec<Vec<u32>>>, ArrowError> {
+        let mut key = Vec::with_capacity(self.key_at.len());
+        for &i in &self.key_at {
+            match batch.column_by_name(schema.field(i).name()) {
+                Some(column) if column.data_type() == &self.types[i] => key.push(column.clone()),
+                _ => return Ok(None),
+            }
+        }
+        let encoded = self.encoder.convert_columns(&key)?;
+        // A fixed hash of the key's encoding: the same on both sides and in every run.
+        use std::hash::BuildHasher;
+        let hasher = std::hash::BuildHasherDefault::<std::collections::hash_map::DefaultHasher>::default();
+        let mut rows = vec![Vec::new(); parts];
+        for (r, row) in encoded.iter().enumerate() {
+            rows[(hasher.hash_one(row.data()) % parts as u64) as usize].push(r as u32);
+        }
+        Ok(Some(rows))
+    }
+}
+
+/// The changes of a slice paired in parts (`diff/parts.rs`): the parts' counts added up, and of
+/// each kind of change the first `samples` by key among the parts' samples, each part's being its
+/// own first by key.
+pub(super) fn merge(parts: Vec<Paired>, samples: usize) -> RowChanges {
+    let mut changes = RowChanges::default();
+    let mut sampled = Vec::new();
+    for Paired { changes: part, sample_keys } in parts {
+        changes.added += part.added;
+        changes.removed += part.removed;
+        changes.changed += part.changed;
+        changes.unchanged += part.unchanged;
+        if changes.columns.is_empty() {
+            changes.columns = part.columns;
+        }
+        sampled.extend(part.samples.into_iter().zip(sample_keys));
+    }
+    // The kinds in the order one slice's pairing lists them, each by key.
+    let rank = |sample: &SampleRow| ["changed", "added", "removed"].iter().position(|k| *k == sample.change);
+    sampled.sort_by(|(x, xk), (y, yk)| rank(x).cmp(&rank(y)).then_with(|| xk.cmp(yk)));
+    let mut taken: std::collections::HashMap<String, usize> = Default::default();
+    for (sample, _) in sampled {
+        let n = taken.entry(sample.change.clone()).or_default();
+        if *n < samples {
+            *n += 1;
+            changes.samples.push(sample);
         }
     }
-    if !changes.samples.is_empty() {
-        changes.columns = schema.fields().iter().map(|f| f.name().clone()).collect();
-    }
-    Ok(Some(changes))
+    changes
 }
 
 /// Where each row went: rows of both sides paired by key (in key order), and the rows of one
@@ -385,7 +490,32 @@ mod tests {
                 ctx.register_table(side.slice_view(), Arc::new(table)).unwrap();
             }
             let comparison = Comparison { ctx, schema: schema(), held: None };
-            comparison.slice_changes(&["id".to_owned()], samples).await.unwrap()
+            comparison.sql_changes(&["id".to_owned()], samples).await.unwrap()
+        })
+    }
+
+    /// What pairing the same two sides part by part says (`diff/parts.rs`): with a `pool` of 0,
+    /// each part is paired alone; with a big one, all together.
+    fn by_parts(
+        before: &[RecordBatch],
+        after: &[RecordBatch],
+        samples: usize,
+        views: bool,
+        pool: usize,
+    ) -> RowChanges {
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(async {
+            let ctx = SessionContext::new();
+            for (side, rows) in [(Side::Before, before), (Side::After, after)] {
+                let table = MemTable::try_new(read_as(views), vec![rows.to_vec()]).unwrap();
+                ctx.register_table(side.slice_view(), Arc::new(table)).unwrap();
+            }
+            let comparison = Comparison { ctx, schema: schema(), held: None };
+            let key = ["id".to_owned()];
+            super::super::parts::pair(&comparison, &key, samples, pool)
+                .await
+                .unwrap()
+                .expect("paired in parts")
         })
     }
 
@@ -411,21 +541,23 @@ mod tests {
             let mut after = batches(&side(after, null_after), per_batch + 1, views);
             // A scan's filter may leave a batch empty: rows are numbered across the batches.
             after.insert(after.len() / 2, RecordBatch::new_empty(read_as(views)));
-            let paired = pair(&schema(), &before, &after, &["id".to_owned()], samples).unwrap().unwrap();
+            let held = pair(&schema(), &before, &after, &["id".to_owned()], samples).unwrap().unwrap();
             let expected = by_sql(&before, &after, samples, views);
             let counts = |c: &RowChanges| (c.added, c.removed, c.changed, c.unchanged);
-            prop_assert_eq!(counts(&paired), counts(&expected));
-            // Rows without a key tie in the samples' order, which neither way fixes: where all of
-            // them are sampled, the same rows are.
-            if !nulls {
-                prop_assert_eq!(paired, expected);
-            } else if paired.added.max(paired.removed) as usize <= samples {
-                let sorted = |c: &RowChanges| {
-                    let mut rows: Vec<String> = c.samples.iter().map(|s| format!("{s:?}")).collect();
-                    rows.sort();
-                    rows
-                };
-                prop_assert_eq!(sorted(&paired), sorted(&expected));
+            for paired in [held, by_parts(&before, &after, samples, views, 0), by_parts(&before, &after, samples, views, 1 << 30)] {
+                prop_assert_eq!(counts(&paired), counts(&expected));
+                // Rows without a key tie in the samples' order, which neither way fixes: where all of
+                // them are sampled, the same rows are.
+                if !nulls {
+                    prop_assert_eq!(paired, expected.clone());
+                } else if paired.added.max(paired.removed) as usize <= samples {
+                    let sorted = |c: &RowChanges| {
+                        let mut rows: Vec<String> = c.samples.iter().map(|s| format!("{s:?}")).collect();
+                        rows.sort();
+                        rows
+                    };
+                    prop_assert_eq!(sorted(&paired), sorted(&expected));
+                }
             }
         }
     }

@@ -178,6 +178,11 @@ impl Comparison {
         if columns.is_empty() { vec!["1".into()] } else { columns }
     }
 
+    /// The bytes the comparison's queries may hold: its own pool, or the operator's smaller bound.
+    pub(super) fn pool(&self) -> usize {
+        crate::delta::memory::pool(Some(MEMORY_POOL)).unwrap_or(MEMORY_POOL)
+    }
+
     pub(super) async fn batches(&self, sql: &str) -> DfResult<Vec<RecordBatch>> {
         self.ctx.sql_with_options(sql, read_only_options()).await?.collect().await
     }
