@@ -411,8 +411,8 @@ fn the_bf_facet_schema_is_committed_as_bf_writes_it() {
 }
 
 /// An apply that stops at a slice: that slice's run and the backfill's FAIL with the error, the
-/// slice before it COMPLETE; the resume continues the same runs (their ids come from the backfill
-/// id) and completes them. A malformed `OPENLINEAGE_PARENT_ID` is a warning, never a stop.
+/// slice before it COMPLETE; the resume (recomputing the slices left) continues the same runs
+/// (their ids come from the backfill id) and completes them, each with its commit's statistics. A malformed `OPENLINEAGE_PARENT_ID` is a warning, never a stop.
 #[test]
 fn a_failed_slice_fails_its_run_and_the_backfill_and_the_resume_completes_them() {
     let workspace = demo_workspace();
@@ -445,7 +445,8 @@ fn a_failed_slice_fails_its_run_and_the_backfill_and_the_resume_completes_them()
     assert!(stderr.contains(message.lines().next().unwrap()), "the error bf printed: {message}");
     assert!(events.iter().all(|e| e["run"]["facets"]["parent"]["job"]["name"] != "not-a-run"));
 
-    ok(root, &["apply", "--auto-approve"], &env[..1]);
+    // Resumed with the slices' queries run again: their statistics are read from their commits.
+    ok(root, &["apply", "--auto-approve", "--recompute"], &env[..1]);
     let resumed = receiver.bodies()[events.len()..].to_vec();
     assert_valid(&resumed);
     assert_eq!(run_id(&resumed[0]), run_id(&events[0]), "the same backfill run");
@@ -456,6 +457,14 @@ fn a_failed_slice_fails_its_run_and_the_backfill_and_the_resume_completes_them()
         "slices 2 and 3, then the backfill"
     );
     assert_eq!(run_id(&resumed[1]), run_id(&events[3]), "slice 2's run again");
+    for done in [&resumed[2], &resumed[4]] {
+        let version = bf_facet(done)["postVersion"].as_u64().unwrap();
+        assert_eq!(
+            statistics(done),
+            added(&root.join(ORDERS), version),
+            "the statistics of commit {version}"
+        );
+    }
 
     // A RESTORE of a version, no backfill's: a rollback run without a window.
     let pre = bf_facet(&events[0])["preVersion"].as_u64().unwrap().to_string();

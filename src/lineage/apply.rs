@@ -319,31 +319,30 @@ impl ApplyProgress for ApplyLineage<'_> {
 
 impl ChainProgress for ApplyLineage<'_> {}
 
-/// `outputStatistics` and `version` on an output: the sum of what `written` added (rows unknown if
-/// any part's are), and the version the run left.
+/// `outputStatistics` and `version` on an output: the sum of what `written` added — none where a
+/// part's rows are not known, as the facet requires its row count — and the version the run left.
 fn statistics(
     producer: &str,
     output: &mut Dataset,
     written: impl Iterator<Item = Option<Written>>,
     version: u64,
 ) {
-    let mut total = OutputStatistics { row_count: Some(0), size: 0 };
-    for part in written {
-        match part {
-            Some(part) => {
-                total.size += part.bytes;
-                total.row_count = total.row_count.zip(part.rows).map(|(a, b)| a + b);
-            }
-            None => total.row_count = None,
-        }
-    }
-    event::put(
-        &mut output.output_facets,
-        OutputStatistics::KEY,
-        OutputStatistics::schema_url(),
-        producer,
-        total,
+    let total = written.map(|part| part.and_then(|p| Some((p.rows?, p.bytes)))).try_fold(
+        OutputStatistics { row_count: 0, size: 0 },
+        |total, part| {
+            let (rows, bytes) = part?;
+            Some(OutputStatistics { row_count: total.row_count + rows, size: total.size + bytes })
+        },
     );
+    if let Some(total) = total {
+        event::put(
+            &mut output.output_facets,
+            OutputStatistics::KEY,
+            OutputStatistics::schema_url(),
+            producer,
+            total,
+        );
+    }
     let version = DatasetVersion { dataset_version: version.to_string() };
     event::put(&mut output.facets, DatasetVersion::KEY, DatasetVersion::schema_url(), producer, version);
 }
@@ -415,4 +414,33 @@ fn common_folder(locations: &[url::Url]) -> Option<url::Url> {
         common = parent;
     }
     Some(common)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The statistics facet of an output that `written` made, if any.
+    fn facet(written: &[Option<Written>]) -> Option<serde_json::Value> {
+        let mut output = Dataset {
+            namespace: "file".into(),
+            name: "/t".into(),
+            facets: Default::default(),
+            input_facets: Default::default(),
+            output_facets: Default::default(),
+        };
+        statistics("bf", &mut output, written.iter().copied(), 7);
+        assert_eq!(output.facets["version"]["datasetVersion"], "7");
+        output.output_facets.get(OutputStatistics::KEY).cloned()
+    }
+
+    #[test]
+    fn statistics_sum_the_parts_and_are_left_out_where_a_part_s_rows_are_unknown() {
+        let part = |rows: Option<u64>, bytes: u64| Some(Written { files: 1, bytes, rows });
+        let summed = facet(&[part(Some(3), 100), part(Some(4), 50)]).expect("both parts counted");
+        assert_eq!((summed["rowCount"].as_u64(), summed["size"].as_u64()), (Some(7), Some(150)));
+        assert_eq!(facet(&[part(Some(3), 100), part(None, 50)]), None, "the schema requires rowCount");
+        assert_eq!(facet(&[part(Some(3), 100), None]), None);
+        assert_eq!(facet(&[]).map(|f| f["rowCount"].clone()), Some(0.into()));
+    }
 }

@@ -222,12 +222,12 @@ impl DatasetVersion {
     }
 }
 
-/// `outputStatistics`: what a run added to its output.
+/// `outputStatistics`: what a run added to its output. The facet's schema requires the row count:
+/// a run whose rows are not all counted carries no statistics.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct OutputStatistics {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub row_count: Option<u64>,
+    pub row_count: u64,
     pub size: u64,
 }
 
