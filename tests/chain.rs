@@ -8,6 +8,8 @@ use std::path::Path;
 
 use serde_json::Value;
 
+mod stops;
+
 use crate::common::servers::python_sql_rows;
 use crate::common::{
     Receiver, bf_in, commit_infos, commits_with, demo_workspace, duckdb_count, duckdb_rows, rows_at,
@@ -488,57 +490,6 @@ fn a_plan_that_reads_the_table_but_is_not_downstream_is_warned_about() {
         "{shown}"
     );
     assert!(!shown.contains("march-revenue-by-day.toml reads orders_silver but"), "{shown}");
-}
-
-/// Every table of the chain is checked before any is written: a downstream plan edited since
-/// `bf plan` stops the apply before the upstream's first slice; a rollback the upstream would refuse
-/// stops the cascade before the downstream's RESTORE.
-#[test]
-fn a_chain_is_checked_whole_before_any_table_is_written() {
-    let workspace = demo_workspace();
-    let root = workspace.path();
-    let (silver, revenue) = (root.join(SILVER), root.join(REVENUE));
-    ok(root, &["plan", "plans/march.toml", "-q"]);
-    let downstream = root.join("plans/march-revenue-by-day.toml");
-    let text = std::fs::read_to_string(&downstream).unwrap();
-    std::fs::write(&downstream, text.replace("name = \"one row per day\"", "name = \"one row a day\""))
-        .unwrap();
-    let (before_silver, before_revenue) = (snapshot(&silver), snapshot(&revenue));
-    let refused = run(root, &["apply", "--auto-approve"], &[]);
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("revenue_by_day: the saved plan is stale") && stderr.contains("one row a day"),
-        "{stderr}"
-    );
-    assert!(stderr.contains("No table of the chain was written."), "{stderr}");
-    assert_eq!((snapshot(&silver), snapshot(&revenue)), (before_silver, before_revenue));
-
-    std::fs::write(&downstream, text).unwrap();
-    ok(root, &["apply", "--auto-approve", "-q"]);
-    // Another writer's commit to orders_silver makes its full RESTORE refused: revenue_by_day is
-    // not rolled back either.
-    let other = "SELECT 9001 AS order_id, 'C01' AS customer, 5.0 AS amount, 'EUR' AS currency, 5.0 AS amount_eur, DATE '2026-05-02' AS order_date";
-    write_plan(
-        &root.join("plans"),
-        "may.toml",
-        &format!(
-            "reason = \"Another writer.\"\n[target]\ntable = \"../bf-demo/warehouse/orders_silver\"\ndate_column = \"order_date\"\n\
-             [window]\nstart = 2026-05-02\nend = 2026-05-02\n[slicing]\nevery = \"day\"\n\
-             [source]\ninputs.none = {{ path = \"../bf-demo/landing/fx_rates.csv\", format = \"csv\" }}\nquery = \"{other}\"\n"
-        ),
-    );
-    ok(root, &["apply", "plans/may.toml", "--auto-approve", "-q", "--state-dir", ".bf-may"]);
-    let (before_silver, before_revenue) = (snapshot(&silver), snapshot(&revenue));
-    let refused = run(root, &["rollback", "--cascade", "--auto-approve"], &[]);
-    let stderr = String::from_utf8_lossy(&refused.stderr);
-    assert_eq!(refused.status.code(), Some(1), "{stderr}");
-    assert!(stderr.contains("a full RESTORE would silently discard them"), "{stderr}");
-    assert_eq!(
-        (snapshot(&silver), snapshot(&revenue)),
-        (before_silver, before_revenue),
-        "nothing rolled back"
-    );
 }
 
 /// A downstream of a downstream: `big_days` (March's days over 600 EUR) is built from

@@ -408,6 +408,8 @@ fn say_where_it_stopped(plan: &Plan, stopped: &ChainApplyError) {
         }
         // Lost to another writer's commit: the error says the way out (a new plan, or a resume).
         ApplyError::Conflict { .. } | ApplyError::Raced { .. } => {}
+        // Slices of the table it stopped at may be committed already: the error counts them.
+        ApplyError::Overtaken { committed, .. } if *committed > 0 => {}
         _ if refused && chained && stopped.applied.is_empty() => {
             say!("No table of the chain was written.")
         }

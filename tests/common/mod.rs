@@ -246,6 +246,18 @@ pub async fn overwrite_with_a_may_order(silver: &Path) -> u64 {
 
 /// Order `id` of 2 May 2026, as a batch of the demo's silver table.
 fn may_order(id: i64) -> bf::deltalake::arrow::array::RecordBatch {
+    silver_order(id, "2026-05-02")
+}
+
+/// Appends order `id` of `day` (`2026-03-16`) to the demo's silver table, in a commit of its own,
+/// as the daily job would; returns the version it committed.
+pub async fn append_to_silver(silver: &Path, id: i64, day: &str) -> u64 {
+    let table = open_table(silver).await.write(vec![silver_order(id, day)]).await.unwrap();
+    table.version().unwrap() as u64
+}
+
+/// Order `id` of customer C01 on `day`, 5 EUR, as the demo's silver table holds its rows.
+fn silver_order(id: i64, day: &str) -> bf::deltalake::arrow::array::RecordBatch {
     use std::sync::Arc;
 
     use bf::deltalake::arrow::array::{
@@ -270,7 +282,7 @@ fn may_order(id: i64) -> bf::deltalake::arrow::array::RecordBatch {
         Arc::new(Float64Array::from(vec![5.0])),
         Arc::new(StringArray::from(vec!["EUR"])),
         Arc::new(Float64Array::from(vec![5.0])),
-        Arc::new(Date32Array::from(vec![Date32Type::from_naive_date("2026-05-02".parse().unwrap())])),
+        Arc::new(Date32Array::from(vec![Date32Type::from_naive_date(day.parse().unwrap())])),
     ];
     RecordBatch::try_new(schema, columns).unwrap()
 }
