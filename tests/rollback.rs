@@ -438,3 +438,66 @@ fn a_restore_never_undoes_an_earlier_backfills_rollback_committed_after() {
     ok(&["rollback", "--auto-approve", "--window-only", "--state-dir", "second"]);
     assert_eq!((amount(610), amount(700)), (71500, 80500), "both rolled back, each in its window");
 }
+
+/// A table whose first commit holds its rows — what Spark's `CREATE TABLE AS SELECT` and a first
+/// `write_deltalake` make — has its backfills' pre-version at 0. A backfill of 40 daily slices
+/// there is more than the rollback's first look back reads (32 commits): it finds the backfill's
+/// last slices there, reads on back to version 0, and puts the window back as version 0 held it,
+/// the daily job's orders since kept (read by DuckDB).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_backfill_whose_pre_version_is_the_tables_first_commit_rolls_back_to_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let table = root.join("orders");
+    crate::common::servers::python(
+        &format!(
+            "import deltalake, pyarrow as pa, datetime as d\n\
+             t = pa.table({{'order_id': [1, 2, 3, 4], 'customer': ['C1', 'C2', 'C3', 'C4'],\n\
+               'amount': [10.0, 20.0, 30.0, 40.0], 'currency': ['EUR'] * 4,\n\
+               'order_date': [d.date(2026, 5, 1), d.date(2026, 5, 1), d.date(2026, 5, 2), d.date(2026, 5, 3)]}})\n\
+             deltalake.write_deltalake({:?}, t)\n",
+            table.to_str().unwrap()
+        ),
+        &[],
+    );
+    let all = "SELECT order_id, amount FROM t ORDER BY order_id";
+    let created = duckdb_rows(&table, all);
+    std::fs::write(
+        root.join("may.csv"),
+        "order_id,customer,amount,currency,order_date\n1,C1,11.0,EUR,2026-05-01\n2,C2,22.0,EUR,2026-05-01\n\
+         3,C3,33.0,EUR,2026-05-02\n4,C4,44.0,EUR,2026-05-03\n",
+    )
+    .unwrap();
+    crate::common::write_plan(
+        root,
+        "may.toml",
+        "reason = \"The amounts were net.\"\n[target]\ntable = \"orders\"\ndate_column = \"order_date\"\n\
+         key = [\"order_id\"]\n[window]\nstart = 2026-05-01\nend = 2026-06-09\n[slicing]\nevery = \"day\"\n\
+         [source]\ninputs.fixed = { path = \"may.csv\", format = \"csv\" }\n\
+         query = \"SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM fixed\"\n",
+    );
+    bf_in(root).args(["plan", "may.toml", "-q"]).assert().success();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    assert_eq!(duckdb_rows(&table, all), ["1|11.0", "2|22.0", "3|33.0", "4|44.0"]);
+    assert_eq!(crate::common::slices_committed(&table).len(), 40);
+    let info = &crate::common::commit_infos(&table)[1].1;
+    assert_eq!(info["bf.pre_version"], 0, "{info}");
+    let daily: Vec<crate::common::OrderRow> =
+        (0..5).map(|i| (100 + i, "C9", 5.0, "EUR", "2026-07-01")).collect();
+    for order in &daily {
+        crate::common::append_orders(&table, std::slice::from_ref(order)).await;
+    }
+    bf_in(root)
+        .args(["rollback", "--window-only", "--auto-approve"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("equal to version 0"));
+    let mut expected: Vec<String> =
+        created.into_iter().chain((100..105).map(|id| format!("{id}|5.0"))).collect();
+    expected.sort();
+    assert_eq!(
+        duckdb_rows(&table, all),
+        expected,
+        "version 0's May and the daily job's July, read by DuckDB"
+    );
+}
