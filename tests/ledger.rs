@@ -134,6 +134,25 @@ fn a_rollback_that_crashed_after_its_restore_only_writes_the_comment_when_rerun(
     assert_eq!(operations.len(), 10, "and only the comment after it");
 }
 
+/// The RESTORE of a rollback that crashed before its comment, its `bf.pre_version` removed by
+/// hand: the rerun must read each step of this backfill's rollback to know what to skip, so it
+/// stops naming the commit and the key, and writes nothing.
+#[test]
+fn an_earlier_rollback_step_with_an_unreadable_key_stops_the_rerun_naming_it() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    march_rollback_crashed_after_its_restore(root);
+    edit_commit_info(&silver, 8, |info| drop(info.remove("bf.pre_version")));
+    let untouched = snapshot(&silver);
+    let output = bf_in(root).args(["rollback", "--cascade", "--auto-approve"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("version 8 of the table carries bf keys that bf cannot read"), "{stderr}");
+    assert!(stderr.contains("`bf.pre_version`"), "{stderr}");
+    assert_eq!(snapshot(&silver), untouched, "nothing written");
+}
+
 #[test]
 fn a_rollback_is_not_finished_over_a_window_that_changed_since_its_restore() {
     let workspace = demo_workspace();
