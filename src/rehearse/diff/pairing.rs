@@ -21,6 +21,10 @@
 //! paired rows' columns are gathered, once, from across the batches (concatenating every column
 //! of both sides first was a sixth of the pairing's time on a table partitioned by day, where a
 //! side is one batch per day).
+//!
+//! A slice too big to hold is paired the same way in parts (`parts.rs`): [`Keys`] is made once
+//! and encodes every part's keys alike, [`Keys::split`] sends each row to its key's part, and
+//! [`merge`] adds the parts' changes up.
 
 use std::cmp::Ordering;
 
