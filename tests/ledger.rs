@@ -153,6 +153,34 @@ fn an_earlier_rollback_step_with_an_unreadable_key_stops_the_rerun_naming_it() {
     assert_eq!(snapshot(&silver), untouched, "nothing written");
 }
 
+/// A window-only rollback of two September days that crashed after its first day, then a full
+/// rollback: its RESTORE and its comment are both written — the window-only step before them is
+/// neither — and the table's comment says the backfill was rolled back.
+#[test]
+fn a_full_rollback_after_a_crashed_window_only_one_writes_its_restore_and_its_comment() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    let two_days = crate::common::september_plan(root, "two.toml", 2, |text| text);
+    bf_in(root).args(["plan", &two_days, "-q"]).assert().success();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    bf_in(root)
+        .args(["rollback", "--window-only", "--auto-approve"])
+        .env(bf::fault::FAULT_ENV, "rollback-after-commit:1")
+        .assert()
+        .failure();
+    let crashed = commit_infos(&daily).len();
+    bf_in(root).args(["rollback", "--auto-approve"]).assert().success();
+    let written: Vec<Value> = commit_infos(&daily).into_iter().skip(crashed).map(|(_, info)| info).collect();
+    let operations: Vec<&str> = written.iter().map(|i| i["operation"].as_str().unwrap()).collect();
+    assert_eq!(operations.len(), 2, "the RESTORE and the comment: {written:?}");
+    assert_eq!(operations[0], "RESTORE");
+    assert!(written.iter().all(|i| i.get("bf.rollback_of").is_some()), "{written:?}");
+    let comment =
+        crate::common::latest_metadata(&daily)["description"].as_str().unwrap_or_default().to_owned();
+    assert!(comment.contains("rolled back"), "{comment}");
+}
+
 #[test]
 fn a_rollback_is_not_finished_over_a_window_that_changed_since_its_restore() {
     let workspace = demo_workspace();

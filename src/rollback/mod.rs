@@ -239,14 +239,6 @@ impl RollbackPlan {
         &self.backfill.backfill.backfill_id
     }
 
-    /// This rollback read from the log again, as the table is now. What was shown before a prompt
-    /// may be minutes old when it is answered, and another writer's commit meanwhile must be
-    /// weighed like one before it: every check decides on this reading.
-    async fn again(&self) -> Result<RollbackPlan, RollbackError> {
-        let now = prepare(&self.stores, &self.url, self.backfill_id()).await?;
-        Ok(RollbackPlan { catalog: self.catalog.clone(), ..now })
-    }
-
     /// A commit refused because the table moved past the version it was built on is another
     /// writer's: said as such.
     fn moved(&self, error: DeltaTableError) -> RollbackError {
@@ -282,7 +274,10 @@ impl RollbackPlan {
     /// checked, which is the one a rollback writes on. A chain checks each of its tables before it
     /// rolls back any, and each again as it is rolled back.
     pub async fn check(&self, window_only: bool, force: bool) -> Result<u64, RollbackError> {
-        let now = self.again().await?;
+        // This rollback read from the log again, as the table is now: what was shown before a
+        // prompt may be minutes old when it is answered, and another writer's commit meanwhile
+        // must be weighed like one before it. Every check decides on this reading.
+        let now = prepare(&self.stores, &self.url, self.backfill_id()).await?;
         now.check_as_read(window_only, force).await?;
         Ok(now.read_at)
     }
