@@ -181,6 +181,24 @@ fn a_full_rollback_after_a_crashed_window_only_one_writes_its_restore_and_its_co
     assert!(comment.contains("rolled back"), "{comment}");
 }
 
+/// A window-only rollback of two September days that crashed after putting back the first: the
+/// rerun puts back the second only, each day once, known by its transaction.
+#[test]
+fn a_window_only_rollback_that_crashed_after_a_slice_puts_back_only_the_rest_when_rerun() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    let two_days = crate::common::september_plan(root, "two.toml", 2, |text| text);
+    bf_in(root).args(["plan", &two_days, "-q"]).assert().success();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    let undo = ["rollback", "--window-only", "--auto-approve"];
+    bf_in(root).args(undo).env(bf::fault::FAULT_ENV, "rollback-after-commit:1").assert().failure();
+    bf_in(root).args(undo).assert().success();
+    let put_back: Vec<u64> =
+        commit_infos(&daily).iter().filter_map(|(_, info)| info.get("bf.rollback_slice")?.as_u64()).collect();
+    assert_eq!(put_back, [1, 2], "each day put back once, in order");
+}
+
 #[test]
 fn a_rollback_is_not_finished_over_a_window_that_changed_since_its_restore() {
     let workspace = demo_workspace();
