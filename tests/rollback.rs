@@ -501,3 +501,53 @@ async fn a_backfill_whose_pre_version_is_the_tables_first_commit_rolls_back_to_i
         "version 0's May and the daily job's July, read by DuckDB"
     );
 }
+
+/// The rollback's verification tells rows apart by how many times each is there: a day that held
+/// order 1 twice and order 2 once, backfilled to order 1 once and order 2 twice, is not the
+/// pre-version's though it has as many rows and the same distinct ones. With the comparison made to
+/// read the backfilled table (`BF_FAULT=rollback-verify`), the rollback says so.
+#[test]
+fn the_rollbacks_verification_counts_each_rows_copies() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let table = root.join("orders");
+    crate::common::servers::python(
+        &format!(
+            "import deltalake, pyarrow as pa, datetime as d\n\
+             t = pa.table({{'order_id': [1, 1, 2], 'customer': ['C1', 'C1', 'C2'], 'amount': [10.0, 10.0, 20.0],\n\
+               'currency': ['EUR'] * 3, 'order_date': [d.date(2026, 5, 1)] * 3}})\n\
+             deltalake.write_deltalake({:?}, t)\n",
+            table.to_str().unwrap()
+        ),
+        &[],
+    );
+    std::fs::write(
+        root.join("may.csv"),
+        "order_id,customer,amount,currency,order_date\n1,C1,10.0,EUR,2026-05-01\n2,C2,20.0,EUR,2026-05-01\n\
+         2,C2,20.0,EUR,2026-05-01\n",
+    )
+    .unwrap();
+    crate::common::write_plan(
+        root,
+        "may.toml",
+        "reason = \"The copies were of the wrong order.\"\n[target]\ntable = \"orders\"\ndate_column = \"order_date\"\n\
+         [window]\nstart = 2026-05-01\nend = 2026-05-01\n[slicing]\nevery = \"day\"\n\
+         [source]\ninputs.fixed = { path = \"may.csv\", format = \"csv\" }\n\
+         query = \"SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM fixed\"\n",
+    );
+    bf_in(root).args(["plan", "may.toml", "-q"]).assert().success();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    let all = "SELECT order_id FROM t ORDER BY order_id";
+    assert_eq!(duckdb_rows(&table, all), ["1", "2", "2"]);
+    let output = bf_in(root)
+        .args(["rollback", "--auto-approve"])
+        .env(bf::fault::FAULT_ENV, "rollback-verify")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("after the rollback, the window differs from version 0"), "{stderr}");
+    // Without the fault, the same rollback verifies: the window is version 0's, copies and all.
+    bf_in(root).args(["rollback", "--auto-approve"]).assert().success();
+    assert_eq!(duckdb_rows(&table, all), ["1", "1", "2"]);
+}

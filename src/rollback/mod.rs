@@ -497,7 +497,7 @@ impl RollbackPlan {
         Ok(ctx.read_table(table.table_provider().await?)?.filter(window)?.count().await? as u64)
     }
 
-    /// The window of `table` equals the pre-version's, row by row (EXCEPT ALL both ways is empty);
+    /// The window of `table` equals the pre-version's, row by row, each row as many times (`same_rows`);
     /// returns its row count.
     pub(super) async fn verify(&self, table: &DeltaTable) -> Result<u64, RollbackError> {
         let pre_version = self.backfill.backfill.pre_version;
@@ -523,9 +523,13 @@ pub(super) fn slice_of(recorded: &ledger::RecordedSlice) -> Slice {
     Slice { index: recorded.index, first: recorded.first, last: recorded.last, run_date: recorded.first }
 }
 
-/// Compares two versions row by row (EXCEPT ALL both ways), within `filter` when given; returns the
-/// row count, or what differs.
+/// Compares two versions row by row, within `filter` when given: each distinct row with the number
+/// of times it is there, compared both ways. (DataFusion's `EXCEPT ALL` is an anti join: a row
+/// there twice for once, and another once for twice, would pass it.) Returns the row count, or
+/// what differs.
 async fn same_rows(now: &DeltaTable, then: &DeltaTable, filter: Option<Expr>) -> Result<u64, String> {
+    use deltalake::datafusion::functions_aggregate::expr_fn::count;
+    use deltalake::datafusion::prelude::{DataFrame, lit};
     let compare = async {
         let ctx = SessionContext::new();
         let mut now = ctx.read_table(now.table_provider().await?)?;
@@ -534,15 +538,21 @@ async fn same_rows(now: &DeltaTable, then: &DeltaTable, filter: Option<Expr>) ->
             now = now.filter(filter.clone())?;
             then = then.filter(filter)?;
         }
-        let extra = now.clone().except(then.clone())?.count().await?;
-        let lost = then.clone().except(now.clone())?.count().await?;
+        let counted = |rows: DataFrame| {
+            let columns: Vec<Expr> = rows.schema().columns().into_iter().map(Expr::Column).collect();
+            rows.aggregate(columns, vec![count(lit(1)).alias("__bf_copies")])
+        };
+        let (now_counted, then_counted) = (counted(now.clone())?, counted(then.clone())?);
+        let extra = now_counted.clone().except(then_counted.clone())?.count().await?;
+        let lost = then_counted.except(now_counted)?.count().await?;
         let (rows_now, rows_then) = (now.count().await? as u64, then.count().await? as u64);
         Ok::<_, deltalake::datafusion::error::DataFusionError>((extra, lost, rows_now, rows_then))
     };
     let (extra, lost, rows_now, rows_then) = compare.await.map_err(|e| e.to_string())?;
     if extra > 0 || lost > 0 || rows_now != rows_then {
         return Err(format!(
-            "{extra} rows that were not there, {lost} rows missing, {rows_now} rows for {rows_then}"
+            "{extra} rows that were not there (or not as often), {lost} rows missing (or there less often), \
+             {rows_now} rows for {rows_then}"
         ));
     }
     Ok(rows_now)
