@@ -153,13 +153,9 @@ fn an_earlier_rollback_step_with_an_unreadable_key_stops_the_rerun_naming_it() {
     assert_eq!(snapshot(&silver), untouched, "nothing written");
 }
 
-/// A window-only rollback of two September days that crashed after its first day, then a full
-/// rollback: its RESTORE and its comment are both written — the window-only step before them is
-/// neither — and the table's comment says the backfill was rolled back.
-#[test]
-fn a_full_rollback_after_a_crashed_window_only_one_writes_its_restore_and_its_comment() {
-    let workspace = demo_workspace();
-    let root = workspace.path();
+/// The September backfill's first two days applied to `orders_daily`, then a window-only rollback
+/// that crashed after putting back the first; returns the table.
+fn two_days_and_a_window_only_rollback_crashed_after_the_first(root: &Path) -> std::path::PathBuf {
     let daily = root.join("bf-demo/warehouse/orders_daily");
     let two_days = crate::common::september_plan(root, "two.toml", 2, |text| text);
     bf_in(root).args(["plan", &two_days, "-q"]).assert().success();
@@ -169,6 +165,17 @@ fn a_full_rollback_after_a_crashed_window_only_one_writes_its_restore_and_its_co
         .env(bf::fault::FAULT_ENV, "rollback-after-commit:1")
         .assert()
         .failure();
+    daily
+}
+
+/// A window-only rollback of two September days that crashed after its first day, then a full
+/// rollback: its RESTORE and its comment are both written — the window-only step before them is
+/// neither — and the table's comment says the backfill was rolled back.
+#[test]
+fn a_full_rollback_after_a_crashed_window_only_one_writes_its_restore_and_its_comment() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = two_days_and_a_window_only_rollback_crashed_after_the_first(root);
     let crashed = commit_infos(&daily).len();
     bf_in(root).args(["rollback", "--auto-approve"]).assert().success();
     let written: Vec<Value> = commit_infos(&daily).into_iter().skip(crashed).map(|(_, info)| info).collect();
@@ -187,13 +194,8 @@ fn a_full_rollback_after_a_crashed_window_only_one_writes_its_restore_and_its_co
 fn a_window_only_rollback_that_crashed_after_a_slice_puts_back_only_the_rest_when_rerun() {
     let workspace = demo_workspace();
     let root = workspace.path();
-    let daily = root.join("bf-demo/warehouse/orders_daily");
-    let two_days = crate::common::september_plan(root, "two.toml", 2, |text| text);
-    bf_in(root).args(["plan", &two_days, "-q"]).assert().success();
-    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
-    let undo = ["rollback", "--window-only", "--auto-approve"];
-    bf_in(root).args(undo).env(bf::fault::FAULT_ENV, "rollback-after-commit:1").assert().failure();
-    bf_in(root).args(undo).assert().success();
+    let daily = two_days_and_a_window_only_rollback_crashed_after_the_first(root);
+    bf_in(root).args(["rollback", "--window-only", "--auto-approve"]).assert().success();
     let put_back: Vec<u64> =
         commit_infos(&daily).iter().filter_map(|(_, info)| info.get("bf.rollback_slice")?.as_u64()).collect();
     assert_eq!(put_back, [1, 2], "each day put back once, in order");

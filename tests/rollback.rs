@@ -439,6 +439,28 @@ fn a_restore_never_undoes_an_earlier_backfills_rollback_committed_after() {
     assert_eq!((amount(610), amount(700)), (71500, 80500), "both rolled back, each in its window");
 }
 
+/// `orders` as its first commit holds them — what Spark's `CREATE TABLE AS SELECT` and a first
+/// `write_deltalake` make — written by the Python `deltalake` package: order id, amount and day
+/// each (customer `C<id>`, EUR).
+fn written_in_one_commit(table: &Path, orders: &[(i64, f64, &str)]) {
+    let column = |values: Vec<String>| values.join(", ");
+    crate::common::servers::python(
+        &format!(
+            "import deltalake, pyarrow as pa, datetime as d\n\
+             t = pa.table({{'order_id': [{}], 'customer': [{}], 'amount': [{}], 'currency': ['EUR'] * {},\n\
+               'order_date': [{}]}})\n\
+             deltalake.write_deltalake({:?}, t)\n",
+            column(orders.iter().map(|o| o.0.to_string()).collect()),
+            column(orders.iter().map(|o| format!("'C{}'", o.0)).collect()),
+            column(orders.iter().map(|o| format!("{:?}", o.1)).collect()),
+            orders.len(),
+            column(orders.iter().map(|o| format!("d.date.fromisoformat('{}')", o.2)).collect()),
+            table.to_str().unwrap()
+        ),
+        &[],
+    );
+}
+
 /// A table whose first commit holds its rows — what Spark's `CREATE TABLE AS SELECT` and a first
 /// `write_deltalake` make — has its backfills' pre-version at 0. A backfill of 40 daily slices
 /// there is more than the rollback's first look back reads (32 commits): it finds the backfill's
@@ -449,16 +471,9 @@ async fn a_backfill_whose_pre_version_is_the_tables_first_commit_rolls_back_to_i
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let table = root.join("orders");
-    crate::common::servers::python(
-        &format!(
-            "import deltalake, pyarrow as pa, datetime as d\n\
-             t = pa.table({{'order_id': [1, 2, 3, 4], 'customer': ['C1', 'C2', 'C3', 'C4'],\n\
-               'amount': [10.0, 20.0, 30.0, 40.0], 'currency': ['EUR'] * 4,\n\
-               'order_date': [d.date(2026, 5, 1), d.date(2026, 5, 1), d.date(2026, 5, 2), d.date(2026, 5, 3)]}})\n\
-             deltalake.write_deltalake({:?}, t)\n",
-            table.to_str().unwrap()
-        ),
-        &[],
+    written_in_one_commit(
+        &table,
+        &[(1, 10.0, "2026-05-01"), (2, 20.0, "2026-05-01"), (3, 30.0, "2026-05-02"), (4, 40.0, "2026-05-03")],
     );
     let all = "SELECT order_id, amount FROM t ORDER BY order_id";
     let created = duckdb_rows(&table, all);
@@ -511,15 +526,9 @@ fn the_rollbacks_verification_counts_each_rows_copies() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let table = root.join("orders");
-    crate::common::servers::python(
-        &format!(
-            "import deltalake, pyarrow as pa, datetime as d\n\
-             t = pa.table({{'order_id': [1, 1, 2], 'customer': ['C1', 'C1', 'C2'], 'amount': [10.0, 10.0, 20.0],\n\
-               'currency': ['EUR'] * 3, 'order_date': [d.date(2026, 5, 1)] * 3}})\n\
-             deltalake.write_deltalake({:?}, t)\n",
-            table.to_str().unwrap()
-        ),
-        &[],
+    written_in_one_commit(
+        &table,
+        &[(1, 10.0, "2026-05-01"), (1, 10.0, "2026-05-01"), (2, 20.0, "2026-05-01")],
     );
     std::fs::write(
         root.join("may.csv"),

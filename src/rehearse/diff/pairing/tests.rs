@@ -60,18 +60,24 @@ fn read_as(views: bool) -> SchemaRef {
     Arc::new(Schema::new(fields.collect::<Vec<_>>()))
 }
 
+/// A comparison whose focused slice is `before` and `after`, held nowhere: each query reads them.
+fn comparison_of(before: &[RecordBatch], after: &[RecordBatch], views: bool) -> Comparison {
+    let ctx = SessionContext::new();
+    for (side, rows) in [(Side::Before, before), (Side::After, after)] {
+        let table = MemTable::try_new(read_as(views), vec![rows.to_vec()]).unwrap();
+        ctx.register_table(side.slice_view(), Arc::new(table)).unwrap();
+    }
+    Comparison { ctx, schema: schema(), held: None }
+}
+
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(future)
+}
+
 /// What the SQL pairing says of the same two sides.
 fn by_sql(before: &[RecordBatch], after: &[RecordBatch], samples: usize, views: bool) -> RowChanges {
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    runtime.block_on(async {
-        let ctx = SessionContext::new();
-        for (side, rows) in [(Side::Before, before), (Side::After, after)] {
-            let table = MemTable::try_new(read_as(views), vec![rows.to_vec()]).unwrap();
-            ctx.register_table(side.slice_view(), Arc::new(table)).unwrap();
-        }
-        let comparison = Comparison { ctx, schema: schema(), held: None };
-        comparison.sql_changes(&["id".to_owned()], samples).await.unwrap()
-    })
+    let comparison = comparison_of(before, after, views);
+    block_on(comparison.sql_changes(&["id".to_owned()], samples)).unwrap()
 }
 
 /// What pairing the same two sides part by part says (`diff/parts.rs`): with a `pool` of 0,
@@ -83,17 +89,9 @@ fn by_parts(
     views: bool,
     pool: usize,
 ) -> RowChanges {
-    let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
-    runtime.block_on(async {
-        let ctx = SessionContext::new();
-        for (side, rows) in [(Side::Before, before), (Side::After, after)] {
-            let table = MemTable::try_new(read_as(views), vec![rows.to_vec()]).unwrap();
-            ctx.register_table(side.slice_view(), Arc::new(table)).unwrap();
-        }
-        let comparison = Comparison { ctx, schema: schema(), held: None };
-        let key = ["id".to_owned()];
-        super::super::parts::pair(&comparison, &key, samples, pool).await.unwrap().expect("paired in parts")
-    })
+    let comparison = comparison_of(before, after, views);
+    let key = ["id".to_owned()];
+    block_on(super::super::parts::pair(&comparison, &key, samples, pool)).unwrap().expect("paired in parts")
 }
 
 fn side(keyed: BTreeMap<i64, Values>, unkeyed: Vec<Values>) -> Vec<(Option<i64>, Values)> {
