@@ -2,7 +2,8 @@
 //! daily job keeps writing, laid out both ways: unpartitioned, whose files straddle the slices, and
 //! partitioned by the day. Another writer's row is never lost or published over; a commit that
 //! touches no slice never blocks; a slice that failed its verification is never finished over;
-//! publishing never touches a file the table references.
+//! publishing never touches a file the table references. Another writer between bf's check of a
+//! slice and its commit: `live/races.rs`.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::MetadataExt;
