@@ -377,19 +377,6 @@ fn errors_name_what_is_wrong_and_write_nothing() {
     refused(root, &root.join("plans/september.toml"), &daily, "slice 17 (2026-09-17): input `orders` reads");
 }
 
-/// The saved plan in `root` with its `problems` erased (a hand edit) is still refused by
-/// `bf apply`, saying `why` (the seal reads the failure from what the plan records beside it), and
-/// writes nothing to `table`.
-fn refused_with_its_problems_erased(root: &Path, table: &Path, why: &str) {
-    let saved = root.join(".bf/plan.json");
-    let mut erased: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
-    erased["problems"] = Value::Array(Vec::new());
-    std::fs::write(&saved, erased.to_string()).unwrap();
-    let untouched = snapshot(table);
-    bf_in(root).args(["apply", "--auto-approve"]).assert().code(1).stderr(predicate::str::contains(why));
-    assert_eq!(snapshot(table), untouched);
-}
-
 #[test]
 fn source_rows_with_a_null_date_make_the_plan_unappliable() {
     let workspace = demo_workspace();
@@ -412,7 +399,11 @@ fn source_rows_with_a_null_date_make_the_plan_unappliable() {
         saved["problems"]
     );
     let silver = root.join("bf-demo/warehouse/orders_silver");
-    refused_with_its_problems_erased(root, &silver, "source rows have a NULL date: no slice writes them");
+    crate::common::refused_with_its_problems_erased(
+        root,
+        &silver,
+        "source rows have a NULL date: no slice writes them",
+    );
 }
 
 #[test]
@@ -446,7 +437,7 @@ fn source_rows_outside_the_window_fail_the_plan_unless_it_says_skip() {
     assert!(problems.iter().any(|p| p.as_str().unwrap().starts_with(&problem)), "{problems:?}");
     bf_in(root).args(["apply", "--auto-approve"]).assert().code(1).stderr(predicate::str::contains(&problem));
     assert_eq!(snapshot(&silver), untouched);
-    refused_with_its_problems_erased(
+    crate::common::refused_with_its_problems_erased(
         root,
         &silver,
         "source rows fall outside the window: no slice writes them",
