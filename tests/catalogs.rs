@@ -468,8 +468,25 @@ fn the_daily_september_backfill_and_a_moved_name_by_unity_catalog() {
     assert_eq!(shop.comment("orders_daily"), shop.description("orders_daily"));
     assert!(!shop.comment("orders_daily").is_empty());
 
-    // Planned again, then the name is dropped and created again (same folder, a new table id).
+    // Planned again. The saved plan pins the name its text names: its pin edited to another name
+    // is refused, offline, before any catalog is asked where that name leads.
     shop.ok(&["plan", &plan]);
+    let saved = root.join(".bf/plan.json");
+    let text = std::fs::read_to_string(&saved).unwrap();
+    let mut edited: serde_json::Value = serde_json::from_str(&text).unwrap();
+    edited["target"]["catalog"]["name"] = "uc://main.sales.orders_silver".into();
+    std::fs::write(&saved, edited.to_string()).unwrap();
+    let refused = shop.run(&["apply", "--auto-approve", "--rerun", "all"], &[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("its text names uc://main.sales.orders_daily, which the saved plan does not pin"),
+        "{stderr}"
+    );
+    assert_eq!(crate::common::commit_files(&shop.table("orders_daily")).len(), writes, "nothing written");
+    std::fs::write(&saved, text).unwrap();
+
+    // Then the name is dropped and created again (same folder, a new table id).
     servers::uc_call(&shop.server, "DELETE", "tables/main.sales.orders_daily", &serde_json::Value::Null);
     let again = shop.register("orders_daily", "DELTA");
     assert_ne!(again, id);

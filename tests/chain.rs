@@ -125,6 +125,22 @@ fn the_march_reload_rehearses_revenue_by_day_on_the_reloaded_silver_and_writes_n
     assert!(markdown.starts_with("## ✅ Backfill of 2 tables"), "{markdown}");
     assert!(markdown.contains("### 2. `revenue_by_day`"), "{markdown}");
     assert_eq!(markdown.matches("<!-- bf plan -->").count(), 1, "one marker for the CI job to find");
+
+    // The downstream's read of the upstream's rehearsal, edited in the saved plan to read the real
+    // silver table (what it stands for) instead, is not what the chain rehearsed: refused.
+    let mut edited = plan.clone();
+    edited["downstream"][0]["delta_inputs"][0]["uri"] = plan["target"]["uri"].clone();
+    std::fs::write(root.join(".bf/plan.json"), edited.to_string()).unwrap();
+    let refused = run(root, &["apply", "--auto-approve"], &[]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    let recorded = format!(
+        "Delta input `silver` is recorded as {}, which its text does not name",
+        plan["target"]["uri"].as_str().unwrap()
+    );
+    assert!(stderr.contains(&recorded), "{stderr}");
+    assert_eq!(snapshot(&root.join(SILVER)), silver, "orders_silver untouched");
+    assert_eq!(snapshot(&root.join(REVENUE)), revenue, "revenue_by_day untouched");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -808,18 +808,48 @@ async fn a_tampered_saved_plan_writes_no_table() {
             }
         })
     };
-    let tampers: [(&str, Tamper); 10] = [
-        ("the bytes it adds", radius("bytes_added")),
-        ("the files it adds", radius("files_added")),
-        ("the files it removes", radius("files_removed")),
-        ("another target", Box::new(|p| p["target"]["uri"] = gold.to_string().into())),
-        ("another rehearsal", Box::new(|p| p["rehearsal"]["uri"] = gold.to_string().into())),
+    // Each edit, and the reason the refusal gives for it: every rule of the seal holds on its own.
+    let radius_differs = "its blast radius is not its slices' files";
+    let beside = checkout.repo().join("landing/prices.csv");
+    std::fs::write(&beside, "sku,price\n").unwrap();
+    let beside = beside.canonicalize().unwrap().display().to_string();
+    let tampers: [(&str, Tamper, &str); 15] = [
+        ("the bytes it adds", radius("bytes_added"), radius_differs),
+        ("the files it adds", radius("files_added"), radius_differs),
+        ("the files it removes", radius("files_removed"), radius_differs),
+        ("another target", Box::new(|p| p["target"]["uri"] = gold.to_string().into()), "it targets "),
+        (
+            "another table as its text's",
+            Box::new(|p| p["target"]["table"] = "../warehouse/gold".into()),
+            "it targets ",
+        ),
+        (
+            "another date column",
+            Box::new(|p| p["target"]["date_column"] = "shipped_on".into()),
+            "its date column, key, mode, reason or window is not its text's",
+        ),
+        (
+            "another key",
+            Box::new(|p| p["target"]["key"] = serde_json::json!(["customer"])),
+            "its date column, key, mode, reason or window is not its text's",
+        ),
+        (
+            "another reason",
+            Box::new(|p| p["reason"] = "Approved by finance.".into()),
+            "its date column, key, mode, reason or window is not its text's",
+        ),
+        (
+            "another rehearsal",
+            Box::new(|p| p["rehearsal"]["uri"] = gold.to_string().into()),
+            "its rehearsal is ",
+        ),
         (
             "a guard its text does not declare",
             Box::new(|p| {
                 p["guards"] =
                     serde_json::json!([{"name": "max_change_pct.rows", "passed": true, "detail": "ok"}]);
             }),
+            "its guards are not the ones its text declares",
         ),
         (
             "a check erased",
@@ -827,6 +857,7 @@ async fn a_tampered_saved_plan_writes_no_table() {
                 let checks = p["checks"].as_array_mut().unwrap();
                 checks.retain(|c| c["name"] != "reconcile");
             }),
+            "check `reconcile` of slice 1 is not recorded",
         ),
         (
             "another plan text",
@@ -837,19 +868,30 @@ async fn a_tampered_saved_plan_writes_no_table() {
                     .replace("../warehouse/orders", "../warehouse/gold");
                 p["plan_file"]["text"] = text.into();
             }),
+            "its text is not the text its sha256 pins",
         ),
-        ("an input outside", Box::new(|p| p["inputs"][0]["path"] = "/etc/hostname".into())),
+        (
+            "an input outside",
+            Box::new(|p| p["inputs"][0]["path"] = "/etc/hostname".into()),
+            "which its text does not name",
+        ),
+        (
+            "an input beside the one named",
+            Box::new(|p| p["inputs"][0]["path"] = beside.clone().into()),
+            "which its text does not name",
+        ),
         (
             "rows outside the window moved, called unchanged",
             Box::new(|p| {
                 let rows = p["outside_window"]["before"]["rows"].as_u64().unwrap();
                 p["outside_window"]["after"]["rows"] = (rows + 1).into();
             }),
+            "rows outside the window changed",
         ),
     ];
     let before = (snapshot(&checkout.repo().join("warehouse")), checkout.untouched());
     let before_orders = snapshot(&checkout.repo().join("warehouse/orders"));
-    for (what, tamper) in &tampers {
+    for (what, tamper, reason) in &tampers {
         let mut plan = original.clone();
         tamper(&mut plan);
         save(&checkout, &plan);
@@ -862,7 +904,7 @@ async fn a_tampered_saved_plan_writes_no_table() {
             } else {
                 "is not what its plan text says"
             };
-            assert!(text.contains(why), "{what}: {verb:?}\n{text}");
+            assert!(text.contains(why) && text.contains(reason), "{what}: {verb:?}\n{text}");
         }
         assert_eq!(
             (snapshot(&checkout.repo().join("warehouse")), checkout.untouched()),
@@ -899,12 +941,68 @@ async fn a_tampered_saved_plan_writes_no_table() {
     let mut erased: Value =
         serde_json::from_str(&std::fs::read_to_string(checkout.repo().join(".bf/plan.json")).unwrap())
             .unwrap();
+    let daily_plan = erased.clone();
     erased["checks"].as_array_mut().unwrap().retain(|c| c["slice"] != 2);
     save(&checkout, &erased);
     let output = checkout.bf(&["apply", "--auto-approve"]);
     assert_eq!(output.status.code(), Some(1), "{}", said(&output));
     assert!(said(&output).contains("check `reconcile` of slice 2 is not recorded"), "{}", said(&output));
     assert_eq!(snapshot(&checkout.repo().join("warehouse/orders")), before_orders, "the table was written");
+
+    // The slices are the ones its text makes, each bound on its own: one dropped (its checks and its
+    // blast radius with it), or one's first or last day moved.
+    let edits: [(&str, Tamper); 3] = [
+        (
+            "the last slice dropped",
+            Box::new(|p| {
+                p["slices"].as_array_mut().unwrap().pop();
+                p["checks"].as_array_mut().unwrap().retain(|c| c["slice"] != 2);
+                p["blast_radius"] = p["slices"][0]["blast_radius"].clone();
+            }),
+        ),
+        ("a slice's first day moved", Box::new(|p| p["slices"][1]["first"] = "2026-03-02".into())),
+        ("a slice's last day moved", Box::new(|p| p["slices"][0]["last"] = "2026-03-03".into())),
+    ];
+    for (what, edit) in &edits {
+        let mut plan = daily_plan.clone();
+        edit(&mut plan);
+        save(&checkout, &plan);
+        let output = checkout.bf(&["apply", "--auto-approve"]);
+        assert_eq!(output.status.code(), Some(1), "{what}: {}", said(&output));
+        assert!(
+            said(&output).contains("its slices are not the ones its text makes"),
+            "{what}: {}",
+            said(&output)
+        );
+        assert_eq!(snapshot(&checkout.repo().join("warehouse/orders")), before_orders, "{what}: written");
+    }
+
+    // An input spelt as a `file:` URL is a local path all the same, compared through its links: a
+    // file recorded under its template's folder, through a link leading out of the root, is refused.
+    let repo = checkout.repo().canonicalize().unwrap();
+    std::fs::copy(repo.join("landing/orders.csv"), repo.join("landing/orders_2026-03-01.csv")).unwrap();
+    let templated = checkout.plan("templated.toml", |t| {
+        let url = format!("\"file://{}/landing/orders_{{start}}.csv\"", repo.display());
+        let by_url = t.replace("\"../landing/orders.csv\"", &url);
+        assert_ne!(by_url, t);
+        by_url
+    });
+    let output = checkout.bf(&["plan", &templated.display().to_string(), "-q"]);
+    assert!(output.status.success(), "{}", said(&output));
+    let mut through_a_link: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo.join(".bf/plan.json")).unwrap()).unwrap();
+    std::os::unix::fs::symlink(checkout.root(), repo.join("landing/out")).unwrap();
+    through_a_link["inputs"][0]["path"] = format!("file://{}/landing/out/secret.csv", repo.display()).into();
+    save(&checkout, &through_a_link);
+    let output = checkout.bf(&["apply", "--auto-approve"]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    assert!(
+        said(&output).contains("landing/out/secret.csv, which its text does not name"),
+        "{}",
+        said(&output)
+    );
+    assert_eq!(snapshot(&checkout.repo().join("warehouse/orders")), before_orders, "the table was written");
+    std::fs::remove_file(repo.join("landing/out")).unwrap();
 
     // Signed: any change to the saved plan, and an unsigned one, is refused; the signed one applies.
     let key = [("BF_PLAN_KEY", "operator-key-not-in-the-repo")];

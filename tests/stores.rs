@@ -789,6 +789,21 @@ fn what_the_plan_read_changed_in_the_bucket_stops_the_apply_an_input_by_its_etag
     let orders = saved["inputs"].as_array().unwrap().iter().find(|i| i["input"] == "orders").unwrap();
     assert_eq!(orders["path"], "s3://acme-lake/shop/landing/orders_march.csv");
     assert!(orders["etag"].is_string() && orders["sha256"].is_null(), "fingerprinted by its ETag: {orders}");
+    // An object recorded beside the one the text names (edited in the saved plan) is refused.
+    let at = saved["inputs"].as_array().unwrap().iter().position(|i| i["input"] == "orders").unwrap();
+    let mut edited = saved.clone();
+    edited["inputs"][at]["path"] = "s3://acme-lake/shop/landing/fx_rates.csv".into();
+    std::fs::write(shop.root().join(".bf/plan.json"), edited.to_string()).unwrap();
+    let refused = shop.run(&["apply", "--auto-approve"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "is recorded at s3://acme-lake/shop/landing/fx_rates.csv, which its text does not name"
+        ),
+        "{stderr}"
+    );
+    std::fs::write(shop.root().join(".bf/plan.json"), saved.to_string()).unwrap();
     let versions = shop.history("orders_silver");
     // The same size, one currency changed: only the content differs.
     servers::python(
