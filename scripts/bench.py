@@ -445,6 +445,9 @@ def w1_apply(args, work: Path, results: Results, ratios: dict):
             "bf apply / limit": results.median(name, "bf apply") / limit,
             "bf plan + apply / loop": results.median(name, "bf plan + apply") / loop,
             "bf write alone / loop": results.median(name, "bf write alone") / loop,
+            # bf's own share: what the rehearsal, the comparison and publishing cost over the write.
+            "bf plan + apply / bf write alone": results.median(name, "bf plan + apply")
+            / results.median(name, "bf write alone"),
             "loop / limit": loop / limit,
             "bf apply / limit on one core": results.median(name, "bf apply") / results.median(name, "limit, one core"),
         }

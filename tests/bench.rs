@@ -87,4 +87,9 @@ fn the_benchmark_script_runs_every_workload_at_a_small_size() {
         );
         assert!(stdout.contains(workload), "the printed report names {workload}");
     }
+    // bf's own share, the fourth pass's goal, is computed on both layouts.
+    for layout in ["unpartitioned", "partitioned"] {
+        let share = &results["ratios"][format!("W1 apply, {layout}")]["bf plan + apply / bf write alone"];
+        assert!(share.as_f64().is_some_and(|s| s > 0.0), "{layout}: {share}");
+    }
 }
