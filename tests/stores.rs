@@ -790,6 +790,7 @@ fn what_the_plan_read_changed_in_the_bucket_stops_the_apply_an_input_by_its_etag
     assert_eq!(orders["path"], "s3://acme-lake/shop/landing/orders_march.csv");
     assert!(orders["etag"].is_string() && orders["sha256"].is_null(), "fingerprinted by its ETag: {orders}");
     // An object recorded beside the one the text names (edited in the saved plan) is refused.
+    let before = shop.history("orders_silver");
     let at = saved["inputs"].as_array().unwrap().iter().position(|i| i["input"] == "orders").unwrap();
     let mut edited = saved.clone();
     edited["inputs"][at]["path"] = "s3://acme-lake/shop/landing/fx_rates.csv".into();
@@ -805,6 +806,7 @@ fn what_the_plan_read_changed_in_the_bucket_stops_the_apply_an_input_by_its_etag
     );
     std::fs::write(shop.root().join(".bf/plan.json"), saved.to_string()).unwrap();
     let versions = shop.history("orders_silver");
+    assert_eq!(versions.len(), before.len(), "the refused apply wrote nothing: {versions:?}");
     // The same size, one currency changed: only the content differs.
     servers::python(
         r#"
