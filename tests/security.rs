@@ -787,6 +787,17 @@ fn save(checkout: &Checkout, plan: &Value) {
         .unwrap();
 }
 
+/// Saves `plan` as the saved plan and applies it: refused (exit 1) saying `why`, `warehouse/orders`
+/// as it was.
+fn apply_refused(checkout: &Checkout, plan: &Value, why: &str, what: &str) {
+    let orders = snapshot(&checkout.repo().join("warehouse/orders"));
+    save(checkout, plan);
+    let output = checkout.bf(&["apply", "--auto-approve"]);
+    assert_eq!(output.status.code(), Some(1), "{what}: {}", said(&output));
+    assert!(said(&output).contains(why), "{what}: {}", said(&output));
+    assert_eq!(snapshot(&checkout.repo().join("warehouse/orders")), orders, "{what}: the table was written");
+}
+
 /// An edit of a saved plan between `bf plan` and `bf apply`.
 type Tamper<'a> = Box<dyn Fn(&mut Value) + 'a>;
 
@@ -890,7 +901,6 @@ async fn a_tampered_saved_plan_writes_no_table() {
         ),
     ];
     let before = (snapshot(&checkout.repo().join("warehouse")), checkout.untouched());
-    let before_orders = snapshot(&checkout.repo().join("warehouse/orders"));
     for (what, tamper, reason) in &tampers {
         let mut plan = original.clone();
         tamper(&mut plan);
@@ -924,11 +934,7 @@ async fn a_tampered_saved_plan_writes_no_table() {
     assert_eq!(flipped["guards"][0]["passed"], false, "{}", flipped["guards"]);
     flipped["guards"][0]["passed"] = true.into();
     flipped["problems"] = serde_json::json!([]);
-    save(&checkout, &flipped);
-    let output = checkout.bf(&["apply", "--auto-approve"]);
-    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
-    assert!(said(&output).contains("guard max_bytes_rewritten failed"), "{}", said(&output));
-    assert_eq!(snapshot(&checkout.repo().join("warehouse/orders")), before_orders, "the table was written");
+    apply_refused(&checkout, &flipped, "guard max_bytes_rewritten failed", "a guard flipped");
 
     // A check erased from one slice of several is caught as from the only one.
     let daily = checkout.plan("daily.toml", |t| {
@@ -943,11 +949,7 @@ async fn a_tampered_saved_plan_writes_no_table() {
             .unwrap();
     let daily_plan = erased.clone();
     erased["checks"].as_array_mut().unwrap().retain(|c| c["slice"] != 2);
-    save(&checkout, &erased);
-    let output = checkout.bf(&["apply", "--auto-approve"]);
-    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
-    assert!(said(&output).contains("check `reconcile` of slice 2 is not recorded"), "{}", said(&output));
-    assert_eq!(snapshot(&checkout.repo().join("warehouse/orders")), before_orders, "the table was written");
+    apply_refused(&checkout, &erased, "check `reconcile` of slice 2 is not recorded", "a check erased");
 
     // The slices are the ones its text makes, each bound on its own: one dropped (its checks and its
     // blast radius with it), or one's first or last day moved.
@@ -966,15 +968,7 @@ async fn a_tampered_saved_plan_writes_no_table() {
     for (what, edit) in &edits {
         let mut plan = daily_plan.clone();
         edit(&mut plan);
-        save(&checkout, &plan);
-        let output = checkout.bf(&["apply", "--auto-approve"]);
-        assert_eq!(output.status.code(), Some(1), "{what}: {}", said(&output));
-        assert!(
-            said(&output).contains("its slices are not the ones its text makes"),
-            "{what}: {}",
-            said(&output)
-        );
-        assert_eq!(snapshot(&checkout.repo().join("warehouse/orders")), before_orders, "{what}: written");
+        apply_refused(&checkout, &plan, "its slices are not the ones its text makes", what);
     }
 
     // An input spelt as a `file:` URL is a local path all the same, compared through its links: a
@@ -993,15 +987,8 @@ async fn a_tampered_saved_plan_writes_no_table() {
         serde_json::from_str(&std::fs::read_to_string(repo.join(".bf/plan.json")).unwrap()).unwrap();
     std::os::unix::fs::symlink(checkout.root(), repo.join("landing/out")).unwrap();
     through_a_link["inputs"][0]["path"] = format!("file://{}/landing/out/secret.csv", repo.display()).into();
-    save(&checkout, &through_a_link);
-    let output = checkout.bf(&["apply", "--auto-approve"]);
-    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
-    assert!(
-        said(&output).contains("landing/out/secret.csv, which its text does not name"),
-        "{}",
-        said(&output)
-    );
-    assert_eq!(snapshot(&checkout.repo().join("warehouse/orders")), before_orders, "the table was written");
+    let through = "landing/out/secret.csv, which its text does not name";
+    apply_refused(&checkout, &through_a_link, through, "a file: URL through a link");
     std::fs::remove_file(repo.join("landing/out")).unwrap();
 
     // Signed: any change to the saved plan, and an unsigned one, is refused; the signed one applies.
