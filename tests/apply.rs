@@ -898,7 +898,9 @@ async fn an_append_only_table_is_refused_for_rewrites_and_appended_to_as_a_log()
 }
 
 /// A checkpoint is written at every 20th version of a run of slices and at no other, read from
-/// the log's own files, not through bf; and a second reader reads the table through it.
+/// the log's own files, not through bf; and a second reader reads the table through it. The table
+/// bf carries on with (loaded again from the checkpoint) is the one it had, at its version, though
+/// another writer has committed since: a slice's check and the next slice's commit build on it.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_checkpoint_is_written_at_every_twentieth_version_and_no_other() {
     let dir = tempfile::tempdir().unwrap();
@@ -908,13 +910,18 @@ async fn a_checkpoint_is_written_at_every_twentieth_version_and_no_other() {
         let commits = vec![&rows[..]; version as usize];
         let table = open_table(&crate::common::orders_table(&at(version), false, &commits).await).await;
         assert_eq!(table.version(), Some(version as _));
-        bf::delta::table::checkpoint_when_due(&table).await;
+        let files = table.get_file_uris().unwrap().collect::<Vec<_>>();
+        let another = crate::common::append_orders(&at(version), &rows).await;
+        assert_eq!(another, version + 1);
+        let carried = bf::delta::table::checkpoint_when_due(table).await;
+        assert_eq!(carried.version(), Some(version as _), "the table carried on moved past its own commit");
+        assert_eq!(carried.get_file_uris().unwrap().collect::<Vec<_>>(), files);
         let log = at(version).join("_delta_log");
         let written = log.join(format!("{version:020}.checkpoint.parquet")).is_file();
         assert_eq!(written, version == 19, "version {version}");
         assert_eq!(log.join("_last_checkpoint").exists(), written);
     }
-    assert_eq!(duckdb_count(&at(19), "SELECT count(*) FROM t"), 19);
+    assert_eq!(duckdb_count(&at(19), "SELECT count(*) FROM t"), 20);
 
     // Where the table's own interval put deltalake's checkpoint at that version, it is not written
     // a second time (the kernel finds it).
@@ -931,6 +938,6 @@ async fn a_checkpoint_is_written_at_every_twentieth_version_and_no_other() {
     let checkpoint = own.join(format!("_delta_log/{:020}.checkpoint.parquet", 19));
     let modified = || std::fs::metadata(&checkpoint).unwrap().modified().unwrap();
     let deltalakes = modified();
-    bf::delta::table::checkpoint_when_due(&open_table(&own).await).await;
+    bf::delta::table::checkpoint_when_due(open_table(&own).await).await;
     assert_eq!(modified(), deltalakes, "deltalake's checkpoint at 19 was written again");
 }

@@ -736,7 +736,7 @@ async fn the_checkpoints_bf_asks_for_follow_a_v2_checkpoint_policy() {
         }
     }
     let rows = python_sql_rows(&table, "order_id,amount");
-    bf::delta::table::checkpoint_when_due(&crate::common::open_table(&table).await).await;
+    bf::delta::table::checkpoint_when_due(crate::common::open_table(&table).await).await;
     let written: Vec<String> = log_files(&table)
         .into_iter()
         .filter(|n| n.starts_with(&format!("{version:020}.checkpoint")))

@@ -149,7 +149,7 @@ impl SliceRun<'_> {
         self.committed.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         fault(&format!("after-commit:{}", slice.index));
         let found = verify(&table, &self.plan.target.date_column, slice, rehearsed.after.rows).await?;
-        table::checkpoint_when_due(&table).await;
+        let table = table::checkpoint_when_due(table).await;
         let version = table.version();
         let written = match (&self.publisher, &rehearsed.publication, version) {
             (Some(_), Some(publication), _) => Some(Written::of(publication)),

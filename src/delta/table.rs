@@ -127,14 +127,30 @@ pub fn sql_type(data_type: &DataType) -> String {
 /// 365-day apply after a checkpoint, 22 ms before the next (docs/BENCHMARKS.md, W5).
 pub const CHECKPOINT_EVERY: u64 = 20;
 
-/// Writes a checkpoint of `table` (at its version) when the version is one in [`CHECKPOINT_EVERY`].
-/// Where deltalake's own commit wrote one there (the table's interval), the kernel finds it and
-/// writes nothing. A checkpoint holds the state the log already has, changes no row, and any
-/// writer may write one at any version. One that cannot be written leaves the log as deltalake
-/// would have, longer to read: the slice is committed either way, so its error is not the apply's.
-pub async fn checkpoint_when_due(table: &DeltaTable) {
-    if table.version().is_some_and(|version| (version + 1).is_multiple_of(CHECKPOINT_EVERY)) {
-        let _ = deltalake::checkpoints::create_checkpoint(table, None).await;
+/// Writes a checkpoint of `table` (at its version) when the version is one in [`CHECKPOINT_EVERY`],
+/// and returns the table to carry on with. Where deltalake's own commit wrote one there (the
+/// table's interval), the kernel finds it and writes nothing. A checkpoint holds the state the log
+/// already has, changes no row, and any writer may write one at any version. One that cannot be
+/// written leaves the log as deltalake would have, longer to read: the slice is committed either
+/// way, so its error is not the apply's.
+///
+/// After a checkpoint the table is loaded again from it, at the same version. A table carried from
+/// commit to commit keeps, in deltalake 1.1, every commit's replayed files as a batch of their own
+/// and replays them all again at the next write or scan: a year of daily slices replayed 25
+/// batches a slice at its start and 57 at its end, and each slice cost more the later it came
+/// (docs/BENCHMARKS.md, "W5: the carried table's replay"). Loaded from the checkpoint it starts
+/// again from one. A load that fails keeps the table as it was, which is the same state.
+pub async fn checkpoint_when_due(table: DeltaTable) -> DeltaTable {
+    let Some(version) = table.version() else { return table };
+    if !(version + 1).is_multiple_of(CHECKPOINT_EVERY)
+        || deltalake::checkpoints::create_checkpoint(&table, None).await.is_err()
+    {
+        return table;
+    }
+    let mut reloaded = DeltaTable::new(table.log_store());
+    match reloaded.load_version(version).await {
+        Ok(()) => reloaded,
+        Err(_) => table,
     }
 }
 

@@ -74,8 +74,7 @@ impl SliceRun<'_, '_> {
             let commit = crate::delta::ledger::rehearsal_commit(self.id, slice.index);
             let write = async {
                 let after = self.writer.write(rehearsal, slice, &rows, commit).await?;
-                table::checkpoint_when_due(&after).await;
-                Ok::<_, RehearsalError>(after)
+                Ok::<_, RehearsalError>(table::checkpoint_when_due(after).await)
             };
             let next = async {
                 let following = slices.get(at + 1)?;
