@@ -1,8 +1,11 @@
 //! What every test area needs: the bf binary, the repository's folders, temp plans, table reads.
 
+pub mod duckdb;
 pub mod servers;
 
 use std::path::{Path, PathBuf};
+
+pub use duckdb::{duckdb_count, duckdb_query, duckdb_rows};
 
 use assert_cmd::Command;
 use bf::deltalake::DeltaTable;
@@ -423,12 +426,17 @@ pub fn refusing_port() -> (socket2::Socket, u16) {
     (socket, port)
 }
 
-/// Waits, bounded (two minutes), until `done` holds.
+/// Waits, bounded (two minutes), until `done` holds: asked again after 2 ms, then less and less
+/// often, up to every 50 ms. What is waited for is a paused bf (which stays paused) or a server's
+/// state (asked over HTTP): at a steady 2 ms, a wait for the cluster to give a worker up kept a
+/// core busy asking for 15 seconds.
 pub fn wait_for(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut pause = std::time::Duration::from_millis(2);
     while !done() {
         assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(std::time::Duration::from_millis(2));
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(std::time::Duration::from_millis(50));
     }
 }
 
@@ -644,77 +652,6 @@ pub fn delete_with_vector(table: &Path, version: u64, file: &serde_json::Value, 
 pub fn deletion_vectors_protocol() -> serde_json::Value {
     serde_json::json!({"protocol": {"minReaderVersion": 3, "minWriterVersion": 7,
         "readerFeatures": ["deletionVectors"], "writerFeatures": ["deletionVectors"]}})
-}
-
-/// DuckDB and its Delta extension (and httpfs, which the extension needs for `s3://`), pinned. The
-/// extension reads through delta-kernel-rs, not the deltalake crate bf writes with: a second
-/// implementation of the protocol reading what bf wrote.
-pub const DUCKDB_PACKAGES: [&str; 3] =
-    ["duckdb==1.5.5", "duckdb-extension-delta==1.5.5", "duckdb-extension-httpfs==1.5.5"];
-
-/// Runs one query with DuckDB; see [`duckdb_query`]. The extensions are loaded from the wheels'
-/// files, with DuckDB's own installing and autoloading off: nothing is fetched at run time.
-const DUCKDB_SCRIPT: &str = r#"
-import json, os
-import duckdb, duckdb_extension_delta, duckdb_extension_httpfs
-assert duckdb.__version__ == "1.5.5", duckdb.__version__
-con = duckdb.connect(config={"autoinstall_known_extensions": False, "autoload_known_extensions": False})
-# No progress bar: on a busy machine a query past two seconds printed one on stdout, before the rows.
-con.execute("SET enable_progress_bar = false")
-for module, name in ((duckdb_extension_httpfs, "httpfs"), (duckdb_extension_delta, "delta")):
-    path = os.path.join(os.path.dirname(module.__file__), "extensions", "v" + duckdb.__version__, name + ".duckdb_extension")
-    con.execute("LOAD '" + path.replace("'", "''") + "'")
-for statement in json.loads(os.environ["BF_DUCKDB_SETUP"]):
-    con.execute(statement)
-con.execute("CREATE VIEW t AS SELECT * FROM delta_scan('" + os.environ["BF_DUCKDB_TABLE"].replace("'", "''") + "')")
-rows = con.execute("SELECT COLUMNS(*)::VARCHAR FROM (" + os.environ["BF_DUCKDB_SQL"] + ")").fetchall()
-print(json.dumps([["NULL" if v is None else v for v in row] for row in rows]))
-"#;
-
-/// The venv holding [`DUCKDB_PACKAGES`], made once per machine (`~/.cache/bf-duckdb-venv`, or
-/// `BF_DUCKDB_VENV`).
-pub fn duckdb_venv() -> PathBuf {
-    python_venv(
-        "BF_DUCKDB_VENV",
-        "bf-duckdb-venv",
-        "import duckdb, duckdb_extension_delta, duckdb_extension_httpfs",
-        &DUCKDB_PACKAGES,
-    )
-}
-
-/// What `sql` returns over the Delta table at `table` (a folder or an `s3://` URI), registered as
-/// `t`, read by DuckDB's Delta extension after the `setup` statements (a `CREATE SECRET` for a
-/// store): each row's values as DuckDB casts them to text (NULL as `NULL`) joined by `|`, the rows
-/// sorted. Fails the test if DuckDB cannot read the table.
-pub fn duckdb_query(table: &str, setup: &[String], sql: &str) -> Vec<String> {
-    let output = std::process::Command::new(duckdb_venv().join("python"))
-        .args(["-c", DUCKDB_SCRIPT])
-        .env("BF_DUCKDB_TABLE", table)
-        .env("BF_DUCKDB_SQL", sql)
-        .env("BF_DUCKDB_SETUP", serde_json::to_string(setup).unwrap())
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "DuckDB could not run `{sql}` on {table}:\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let rows: Vec<Vec<String>> = serde_json::from_slice(&output.stdout).unwrap();
-    let mut rows: Vec<String> = rows.into_iter().map(|row| row.join("|")).collect();
-    rows.sort();
-    rows
-}
-
-/// [`duckdb_query`] on the table in the folder `table`.
-pub fn duckdb_rows(table: &Path, sql: &str) -> Vec<String> {
-    duckdb_query(table.to_str().unwrap(), &[], sql)
-}
-
-/// The single integer `sql` returns over the table in `table`, read by DuckDB's Delta extension.
-pub fn duckdb_count(table: &Path, sql: &str) -> i64 {
-    let rows = duckdb_rows(table, sql);
-    assert_eq!(rows.len(), 1, "{sql} returns one row: {rows:?}");
-    rows[0].parse().unwrap_or_else(|_| panic!("{sql} returns one integer, not {}", rows[0]))
 }
 
 /// Of the files a slice's publication adds (`publication`, a slice's entry in the saved plan):
