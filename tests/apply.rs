@@ -900,7 +900,8 @@ async fn an_append_only_table_is_refused_for_rewrites_and_appended_to_as_a_log()
 /// A checkpoint is written at every 20th version of a run of slices and at no other, read from
 /// the log's own files, not through bf; and a second reader reads the table through it. The table
 /// bf carries on with (loaded again from the checkpoint) is the one it had, at its version, though
-/// another writer has committed since: a slice's check and the next slice's commit build on it.
+/// another writer has committed since: the apply records that version as the slice's commit and
+/// reads the slice's written files from it (the next slice's check reads the log again anyway).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_checkpoint_is_written_at_every_twentieth_version_and_no_other() {
     let dir = tempfile::tempdir().unwrap();

@@ -134,12 +134,14 @@ pub const CHECKPOINT_EVERY: u64 = 20;
 /// written leaves the log as deltalake would have, longer to read: the slice is committed either
 /// way, so its error is not the apply's.
 ///
-/// After a checkpoint the table is loaded again from it, at the same version. A table carried from
-/// commit to commit keeps, in deltalake 1.1, every commit's replayed files as a batch of their own
-/// and replays them all again at the next write or scan: a year of daily slices replayed 25
-/// batches a slice at its start and 57 at its end, and each slice cost more the later it came
-/// (docs/BENCHMARKS.md, "W5: the carried table's replay"). Loaded from the checkpoint it starts
-/// again from one. A load that fails keeps the table as it was, which is the same state.
+/// After a checkpoint the table is loaded again from it, at the same version — not the latest: the
+/// apply records this version as the slice's commit and, recomputing, reads the files that commit
+/// wrote from it, so another writer's commit landing meanwhile would be taken for the slice's. A
+/// table carried from commit to commit keeps, in deltalake 1.1, every commit's replayed files as a
+/// batch of their own and replays them all again at the next write or scan: a year of daily slices
+/// replayed 25 batches a slice at its start and 57 at its end, and each slice cost more the later
+/// it came (docs/BENCHMARKS.md, "W5: the carried table's replay"). Loaded from the checkpoint it
+/// starts again from one. A load that fails keeps the table as it was, which is the same state.
 pub async fn checkpoint_when_due(table: DeltaTable) -> DeltaTable {
     let Some(version) = table.version() else { return table };
     if !(version + 1).is_multiple_of(CHECKPOINT_EVERY)
