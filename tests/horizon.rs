@@ -184,3 +184,44 @@ fn a_log_cleaned_up_past_the_pre_version_ends_the_rollback() {
     );
     assert_eq!(crate::common::snapshot(&table), untouched, "nothing written");
 }
+
+/// Between the plan and the apply another writer deletes a day outside the window and VACUUMs its
+/// file away. Those commits block nothing, and the apply goes on from a table that is not the
+/// pre-version any more: the horizon it tells counts the pre-version's files — one of them gone,
+/// as the raw log and the disk say — not the files it started from, and agrees with `bf status`.
+#[test]
+fn an_apply_after_another_writers_vacuum_tells_the_rollback_is_no_longer_possible() {
+    let (dir, table) = workspace();
+    let root = dir.path();
+    let text = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02");
+    std::fs::write(root.join("plans/august.toml"), text).unwrap();
+    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let pre_version = saved["target"]["pre_version"].as_u64().unwrap();
+    let script = format!(
+        "from deltalake import DeltaTable\ndt = DeltaTable({:?})\ndt.delete(\"pay_date = '2026-07-15'\")\n\
+         dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)",
+        table.to_str().unwrap()
+    );
+    crate::common::servers::python(&script, &[]);
+    let removed: Vec<String> = crate::databricks::commits_from(&table, pre_version + 1)
+        .iter()
+        .flat_map(|(_, actions)| {
+            actions.iter().filter_map(|a| Some(a.pointer("/remove/path")?.as_str()?.to_owned()))
+        })
+        .collect();
+    assert!(!removed.is_empty(), "the delete removed July 15th's file");
+    for path in &removed {
+        let on_disk = table.join(path.replace("%3A", ":"));
+        assert!(!on_disk.exists(), "VACUUM deleted {}", on_disk.display());
+    }
+
+    let applied = bf(root, &["apply", "--auto-approve", "--json"]);
+    assert!(applied.status.success(), "{}", said(&applied));
+    let json: Value = serde_json::from_slice(&applied.stdout).unwrap();
+    let gone = format!("VACUUM removed {} of version {pre_version}'s data files", removed.len());
+    assert_eq!(json["rollback"], serde_json::json!({"state": "gone", "why": gone}), "{json}");
+    let status = bf(root, &["status"]);
+    assert!(said(&status).contains(&format!("rollback: no longer possible: {gone}")), "{}", said(&status));
+}

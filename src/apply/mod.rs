@@ -301,15 +301,28 @@ impl<'a> Apply<'a> {
                 (target, Some(comment), log_table)
             }
         };
+        let pre_version = preflight.backfill.pre_version;
+        // From the tables in hand: the one the apply ends with, and the one it started from, which is
+        // the pre-version when nothing was committed between the plan and this apply. What cannot
+        // be told now is left out, never an error: the backfill is applied.
+        let rollback = match self.only {
+            Some(_) => None,
+            None => {
+                crate::rollback::horizon_of(&preflight.stores, &target, pre_version, Some(&preflight.target))
+                    .await
+                    .ok()
+            }
+        };
         Ok(ApplyReport {
             backfill_id: preflight.backfill.backfill_id,
             table: display_url(&url),
-            pre_version: preflight.backfill.pre_version,
+            pre_version,
             post_version: target.version().unwrap_or(0),
             already_applied: finished_before && outcomes.iter().all(|o| o.status == SliceStatus::Skipped),
             slices: outcomes,
             comment,
             log_table,
+            rollback,
         })
     }
 

@@ -60,6 +60,10 @@ pub struct ApplyReport {
     pub log_table: Option<String>,
     /// Whether an earlier run had applied the whole backfill: this one wrote nothing.
     pub already_applied: bool,
+    /// Until when the backfill can be rolled back, as `bf status` says it; none for one task of a
+    /// fan-out (its `--finish` says it), or where the store could not tell.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rollback: Option<crate::rollback::Horizon>,
 }
 
 /// Told when the writing starts (the preflight passed), and about each slice as it starts and lands.

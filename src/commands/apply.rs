@@ -181,7 +181,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     let lineage = super::delivered(emitter).await;
     // One task of a fan-out tells nobody: `--finish` does, once every slice is in.
     let notices = if fan_out { Vec::new() } else { tell(&plan, &reports, policy).await };
-    print_outcome(&plan, reports, notices, lineage, args.json).await?;
+    print_outcome(reports, notices, lineage, args.json)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -441,26 +441,12 @@ async fn tell(plan: &Plan, reports: &[ApplyReport], policy: &bf::plan_file::conf
 }
 
 /// The outcome on stdout, each table's report; with `--json`, the chain's as one document.
-async fn print_outcome(
-    plan: &Plan,
+fn print_outcome(
     reports: Vec<ApplyReport>,
     notices: Vec<String>,
     lineage: Option<String>,
     json: bool,
 ) -> anyhow::Result<()> {
-    // Until when each table's backfill can be undone, after the version to go back to.
-    let mut horizons = Vec::new();
-    if !json {
-        // The apply is done: what cannot be told now is left out, never an error.
-        for (table, report) in plan.chain().into_iter().zip(&reports) {
-            let (Ok(url), Ok(stores)) = (url::Url::parse(&table.target.uri), table.stores()) else {
-                horizons.push(None);
-                continue;
-            };
-            let horizon = bf::rollback::horizon(&stores, &url, report.pre_version).await;
-            horizons.push(horizon.ok().map(|h| render::rollback::horizon(&h)));
-        }
-    }
     let mut reports = reports.into_iter();
     let first = reports.next().expect("a chain applies its first plan");
     let applied = Applied { first, downstream: reports.collect(), notices, lineage };
@@ -468,10 +454,12 @@ async fn print_outcome(
         render::json(&applied)
     } else {
         let all = std::iter::once(&applied.first).chain(&applied.downstream);
+        // Until when each table's backfill can be undone, after the version to go back to.
         let parts: Vec<String> = all
-            .zip(horizons.into_iter().chain(std::iter::repeat(None)))
-            .map(|(report, horizon)| match horizon {
-                Some(line) if !report.already_applied => format!("{}{line}\n", render::apply::report(report)),
+            .map(|report| match &report.rollback {
+                Some(horizon) if !report.already_applied => {
+                    format!("{}{}\n", render::apply::report(report), render::rollback::horizon(horizon))
+                }
                 _ => render::apply::report(report),
             })
             .collect();

@@ -2,6 +2,7 @@
 //! no version within its retention references, and a RESTORE of an older version would commit a
 //! table pointing at deleted files; a rollback refuses instead, naming them.
 
+use deltalake::DeltaTable;
 use deltalake::table::config::TablePropertiesExt;
 use futures::StreamExt;
 use url::Url;
@@ -16,8 +17,18 @@ use crate::delta::store::{StoreError, Stores, display_url};
 /// time.
 pub(super) async fn check_files_exist(stores: &Stores, url: &Url, version: u64) -> Result<(), RollbackError> {
     let old = stores.open(url, Some(version)).await?;
+    check_files_exist_in(stores, url, &old).await
+}
+
+/// [`check_files_exist`] for the version `old`, the table at `url`, was loaded at.
+pub(super) async fn check_files_exist_in(
+    stores: &Stores,
+    url: &Url,
+    old: &DeltaTable,
+) -> Result<(), RollbackError> {
+    let version = old.version().unwrap_or(0);
     let root = old.table_url().clone();
-    let needed = crate::delta::table::files_needed(&old)
+    let needed = crate::delta::table::files_needed(old)
         .await
         .map_err(|problem| StoreError { location: display_url(url), problem })?;
     // A listing answers for every file under the table's folder; a store that will not list is

@@ -10,11 +10,12 @@
 //! log entry, makes the rollback no longer possible, whatever the dates say.
 
 use chrono::{DateTime, Utc};
+use deltalake::DeltaTable;
 use serde_json::Value;
 use url::Url;
 
 use super::RollbackError;
-use super::files::check_files_exist;
+use super::files::{check_files_exist, check_files_exist_in};
 use crate::delta::ledger;
 use crate::delta::store::Stores;
 
@@ -34,15 +35,35 @@ pub enum Horizon {
 /// Until when the pre-version `pre_version` of the table at `url` can be restored: what a
 /// rollback of a backfill applied after it needs.
 pub async fn horizon(stores: &Stores, url: &Url, pre_version: u64) -> Result<Horizon, RollbackError> {
-    let table = stores.open(url, None).await?;
-    let Some(pre) = ledger::read_log(&table, pre_version..=pre_version).await?.pop() else {
+    let latest = stores.open(url, None).await?;
+    horizon_of(stores, &latest, pre_version, None).await
+}
+
+/// [`horizon`] from the tables a caller holds already: the table as it is now, and the table at
+/// the pre-version if it has that too. An apply has both, the table it ends with and the one it
+/// started from; loading them again read the log twice more, the second time from its last
+/// checkpoint before the pre-version, two reads a commit (a third of an apply's log reads in a
+/// bucket, docs/BENCHMARKS.md). `at_pre` at any other version is not used: its files are not the
+/// pre-version's.
+pub async fn horizon_of(
+    stores: &Stores,
+    latest: &DeltaTable,
+    pre_version: u64,
+    at_pre: Option<&DeltaTable>,
+) -> Result<Horizon, RollbackError> {
+    let url = latest.table_url();
+    let Some(pre) = ledger::read_log(latest, pre_version..=pre_version).await?.pop() else {
         return Ok(Horizon::Gone {
             why: format!(
                 "the log entry of version {pre_version} was cleaned up (delta.logRetentionDuration)"
             ),
         });
     };
-    match check_files_exist(stores, url, pre_version).await {
+    let checked = match at_pre.filter(|t| t.version() == Some(pre_version)) {
+        Some(at_pre) => check_files_exist_in(stores, url, at_pre).await,
+        None => check_files_exist(stores, url, pre_version).await,
+    };
+    match checked {
         Ok(()) => {}
         Err(RollbackError::MissingFiles { count, .. }) => {
             return Ok(Horizon::Gone {
@@ -52,9 +73,9 @@ pub async fn horizon(stores: &Stores, url: &Url, pre_version: u64) -> Result<Hor
         Err(other) => return Err(other),
     }
     let [(files_property, files_days), (log_property, log_days)] =
-        crate::delta::table::retention(&table).map_err(|e| RollbackError::Delta(e.to_string()))?;
+        crate::delta::table::retention(latest).map_err(|e| RollbackError::Delta(e.to_string()))?;
     // VACUUM counts from each remove's deletion time; a remove without one, from its commit's.
-    let removed = ledger::logged_after(&table, pre_version)
+    let removed = ledger::logged_after(latest, pre_version)
         .await?
         .into_iter()
         .flat_map(|logged| {

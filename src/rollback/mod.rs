@@ -44,7 +44,7 @@ mod inverse;
 use files::check_files_exist;
 pub use history::{Applied, backfills};
 use history::{bf_backfill_of, undone_since};
-pub use horizon::{Horizon, horizon};
+pub use horizon::{Horizon, horizon, horizon_of};
 
 #[derive(Debug, thiserror::Error)]
 pub enum RollbackError {
