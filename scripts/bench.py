@@ -629,6 +629,13 @@ class S3Server:
         self.s3 = boto3.client("s3")
         self.s3.create_bucket(Bucket="bench")
 
+    def cpu_seconds(self) -> float:
+        """The server's CPU time so far (user + system, all its threads): moto answers in Python,
+        one request at a time under the interpreter's lock, and this is what bf's and the loop's
+        requests cost it."""
+        fields = Path(f"/proc/{self.process.pid}/stat").read_text().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
     def mark(self, label: str):
         """A request whose key names `label`: where a phase starts in the request log."""
         self.s3.list_objects_v2(Bucket="bench", Prefix=f"__mark__/{label}", MaxKeys=1)
@@ -727,12 +734,25 @@ def s3_workloads(args, work: Path, results: Results, ratios: dict):
                     if contender == "bf":
                         plan = plan_text(uri, "s3://bench/inputs", first, last, "month", f"s3://bench/{table}-rehearsal")
                         (scratch / "plan.toml").write_text(plan)
-                        mark = server.mark if run == 0 else (lambda label: None)
+                        cpu = {}
+
+                        def mark(label: str, logged=run == 0):
+                            # The server's CPU around each mark: the phase between two marks, not the marks.
+                            before = server.cpu_seconds()
+                            if logged:
+                                server.mark(label)
+                            cpu[label] = (before, server.cpu_seconds())
+
                         plan_and_apply(args, scratch, results, name, mark)
+                        for phase, end in [("plan", "apply"), ("apply", "end")]:
+                            served = cpu[end][0] - cpu[phase][1]
+                            results.add(name, f"  server CPU: bf {phase}", Measured(served, 0, ""))
                         if run == 0:
                             requests[name] = server.requests(table)
                     else:
+                        before = server.cpu_seconds()
                         results.add(name, "loop", measure(this_script("_loop", uri, "s3://bench/inputs", *window), scratch))
+                        results.add(name, "  server CPU: loop", Measured(server.cpu_seconds() - before, 0, ""))
                     if run == 0:
                         check_rows(uri, args.months * args.rows_per_month, contender)
             loop = results.median(name, "loop")
