@@ -65,7 +65,7 @@ async fn comment_once(
     // `since` was read before the slices; another finisher may have commented since then, and a
     // table read after its comment would commit a second one without any conflict.
     let mut target = target;
-    target.update_incremental(None).await?;
+    crate::delta::table::catch_up(&mut target).await?;
     let known = since.last().map_or(backfill.pre_version, |e| e.version);
     if ledger::commits_after(&target, known).await?.iter().any(|e| e.is_comment_of(&backfill.backfill_id)) {
         return Ok((target, false));

@@ -53,7 +53,7 @@ impl SliceRun<'_> {
     /// slice's commit is built on. Commits after it are deltalake's conflict check's. A slice another
     /// process committed meanwhile is [`Ready::Done`].
     async fn untouched(&self, slice: &Slice, mut table: DeltaTable) -> Result<Ready, ApplyError> {
-        table.update_incremental(None).await?;
+        table::catch_up(&mut table).await?;
         let removes = self.preflight.removes(self.plan, slice);
         let watch = &self.preflight.watch;
         let by = watch.check(&table, slice, removes, 0).await?;
