@@ -17,7 +17,8 @@ Workloads (docs/BENCHMARKS.md says why each):
              wall time, bf's peak RSS, the workers' peak RSS and the bytes they kept (shuffle and
              results). Needs a bf built with `--features cluster` (scripts/bench builds one).
   S3         W1 with the table and the inputs in a bucket of an S3 server on 127.0.0.1 (moto),
-             bf against the Python loop on the same server; and the shallow clone of the
+             bf against the Python loop on the same server, with the server's CPU time in each;
+             what one request of each kind costs the server; and the shallow clone of the
              --clone-files table there.
 
 Contenders, each a child process so each has its own wall time, peak RSS and CPU time (GNU time):
@@ -640,10 +641,10 @@ class S3Server:
         """A request whose key names `label`: where a phase starts in the request log."""
         self.s3.list_objects_v2(Bucket="bench", Prefix=f"__mark__/{label}", MaxKeys=1)
 
-    def requests(self, table: str) -> dict:
-        """bf's requests between the marks of its last plan and apply (of `table`), counted by
-        command, operation and what they reach: the table's log or data files, the rehearsal's, the
-        inputs."""
+    def requests(self, tables: list[str]) -> dict:
+        """The requests since the last `start` mark, counted by phase (the command between two
+        marks: bf's plan or apply, the loop), operation and what they reach: the log or data files
+        of one of `tables` or of its rehearsal, the inputs."""
         import re
         import urllib.parse
 
@@ -661,16 +662,16 @@ class S3Server:
             prefix = params.get("prefix", [""])[0]
             if prefix.startswith("__mark__/"):
                 label = prefix.removeprefix("__mark__/")
-                phase = None if label == "end" else f"bf {label}"
-                if phase == "bf plan":
+                phase = None if label in ("start", "end") else label if label == "loop" else f"bf {label}"
+                if label == "start":
                     counts = {}  # the log holds earlier runs' marks too: the last run is this one
                 continue
             if phase is None:
                 continue
             what = key or prefix
             area = (
-                "rehearsal" if what.startswith(f"{table}-rehearsal")
-                else "table" if what.startswith(table)
+                "rehearsal" if any(what.startswith(f"{t}-rehearsal") for t in tables)
+                else "table" if any(what.startswith(t) for t in tables)
                 else "inputs" if what.startswith("inputs")
                 else "other"
             )
@@ -726,6 +727,8 @@ def s3_workloads(args, work: Path, results: Results, ratios: dict):
             name = f"S3 apply, {variant}"
             first, last = month_start(window.start), month_end(window.stop - 1)
             for run in range(args.runs):
+                if run == 0:
+                    server.mark("start")
                 for contender in rotate(["bf", "loop"], run):
                     scratch = fresh_scratch(work)
                     table = f"runs/{variant}-{run}-{contender}"
@@ -747,19 +750,25 @@ def s3_workloads(args, work: Path, results: Results, ratios: dict):
                         for phase, end in [("plan", "apply"), ("apply", "end")]:
                             served = cpu[end][0] - cpu[phase][1]
                             results.add(name, f"  server CPU: bf {phase}", Measured(served, 0, ""))
-                        if run == 0:
-                            requests[name] = server.requests(table)
                     else:
+                        if run == 0:
+                            server.mark("loop")
                         before = server.cpu_seconds()
                         results.add(name, "loop", measure(this_script("_loop", uri, "s3://bench/inputs", *window), scratch))
                         results.add(name, "  server CPU: loop", Measured(server.cpu_seconds() - before, 0, ""))
+                        if run == 0:
+                            server.mark("end")
                     if run == 0:
                         check_rows(uri, args.months * args.rows_per_month, contender)
+                if run == 0:
+                    requests[name] = server.requests([f"runs/{variant}-0-{c}" for c in ("bf", "loop")])
             loop = results.median(name, "loop")
             ratios[name] = {
                 "bf apply / loop": results.median(name, "bf apply") / loop,
                 "bf plan + apply / loop": results.median(name, "bf plan + apply") / loop,
             }
+
+        request_costs(server, work / f"orders-{args.months}m-partitioned", results, 40 if args.smoke else 300)
 
         # The clone on S3: a one-day plan on the table of --clone-files files, one per day.
         name = f"S3 clone of {args.clone_files} files"
@@ -789,11 +798,38 @@ def s3_workloads(args, work: Path, results: Results, ratios: dict):
         server.stop()
     # Where bf's requests go, from the first run of each layout: the S3 profile.
     for name, counts in requests.items():
-        print(f"\n{name}: bf's requests to the server (first run)", file=sys.stderr)
+        print(f"\n{name}: requests to the server (first run)", file=sys.stderr)
         for row, n in counts.items():
             print(f"  {row} {n:>6}", file=sys.stderr)
     if args.s3_requests:
         args.s3_requests.write_text(json.dumps(requests, indent=2))
+
+
+def request_costs(server: S3Server, table: Path, results: Results, n: int = 300):
+    """What one request of each kind costs the server, in its CPU time: the day files of the table
+    partitioned by day and its commits, sent and read back eight at a time as bf sends them. On
+    moto a request's cost hardly depends on its size, so the S3 workloads measure how many
+    requests a command makes."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    days = [f.read_bytes() for f in sorted(table.rglob("*.parquet"))[:n]]
+    commits = [f.read_bytes() for f in sorted((table / "_delta_log").glob("*.json"))]
+    s3, name = server.s3, "S3 server CPU s per 1,000 requests"
+
+    def cost(kind: str, request):
+        before = server.cpu_seconds()
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(request, range(len(days))))
+        results.add(name, kind, Measured((server.cpu_seconds() - before) * 1000 / len(days), 0, ""))
+
+    cost("PUT a day file", lambda i: s3.put_object(Bucket="bench", Key=f"costs/d/{i}", Body=days[i]))
+    cost("PUT a day file, if none", lambda i: s3.put_object(Bucket="bench", Key=f"costs/e/{i}", Body=days[i], IfNoneMatch="*"))
+    cost("GET a day file", lambda i: s3.get_object(Bucket="bench", Key=f"costs/d/{i}")["Body"].read())
+    cost("GET 64 KiB of a day file", lambda i: s3.get_object(Bucket="bench", Key=f"costs/d/{i}", Range="bytes=0-65535")["Body"].read())
+    cost("HEAD a day file", lambda i: s3.head_object(Bucket="bench", Key=f"costs/d/{i}"))
+    cost("PUT a commit", lambda i: s3.put_object(Bucket="bench", Key=f"costs/l/{i:020}.json", Body=commits[i % len(commits)]))
+    cost("GET a commit", lambda i: s3.get_object(Bucket="bench", Key=f"costs/l/{i:020}.json")["Body"].read())
+    cost("LIST 40 commits", lambda i: s3.list_objects_v2(Bucket="bench", Prefix="costs/l/", MaxKeys=40))
 
 
 def grow_log(base: Path, to: Path, commits: int, seed: int):
@@ -848,7 +884,7 @@ def ledger_long_log(args, work: Path, results: Results, ratios: dict):
             mark("end")
             if run == 0:
                 check_rows(uri, args.months * args.rows_per_month + args.log_commits, "bf rollback")
-                requests = server.requests(table)
+                requests = server.requests([table])
     finally:
         server.stop()
     print(f"\n{name}: bf's requests to the server (first run)", file=sys.stderr)

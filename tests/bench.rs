@@ -87,6 +87,18 @@ fn the_benchmark_script_runs_every_workload_at_a_small_size() {
         );
         assert!(stdout.contains(workload), "the printed report names {workload}");
     }
+    // On S3 the server's CPU time is measured around each command, and what a request costs it.
+    let served = |workload: &str, row: &str| medians[workload][row]["median_s"].as_f64().unwrap_or(0.0);
+    for row in ["  server CPU: bf plan", "  server CPU: bf apply", "  server CPU: loop"] {
+        assert!(served("S3 apply, partitioned", row) > 0.0, "{row}: {}", medians["S3 apply, partitioned"]);
+    }
+    for kind in ["PUT a day file", "GET a day file", "GET a commit", "LIST 40 commits"] {
+        assert!(
+            served("S3 server CPU s per 1,000 requests", kind) > 0.0,
+            "{kind}: {}",
+            medians["S3 server CPU s per 1,000 requests"]
+        );
+    }
     // bf's own share, the fourth pass's goal, is computed on both layouts.
     for layout in ["unpartitioned", "partitioned"] {
         let share = &results["ratios"][format!("W1 apply, {layout}")]["bf plan + apply / bf write alone"];
