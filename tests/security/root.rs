@@ -1,0 +1,350 @@
+//! Everything a plan names stays inside the root: inputs, writes, folders, tables and logs
+//! reached through them, links planted where bf writes, and files that are not plans, never quoted;
+//! and the operator's bounds on slices and bytes read.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn inputs_outside_the_root_are_refused_before_they_are_read() {
+    let checkout = Checkout::new().await;
+    let secret = checkout.root().join("secret.csv");
+    std::os::unix::fs::symlink(&secret, checkout.repo().join("landing/linked.csv")).unwrap();
+    std::fs::create_dir(checkout.repo().join("landing/folder")).unwrap();
+    std::os::unix::fs::symlink(&secret, checkout.repo().join("landing/folder/orders.csv")).unwrap();
+    // A template's folder is inside; the file its one slice reads is a link out of it.
+    std::fs::create_dir(checkout.repo().join("landing/daily")).unwrap();
+    std::os::unix::fs::symlink(&secret, checkout.repo().join("landing/daily/2026-03-01.csv")).unwrap();
+    let landing = checkout.repo().join("landing").canonicalize().unwrap();
+    let before = checkout.untouched();
+    let attacks = [
+        ("absolute", secret.display().to_string()),
+        ("climbing", "../../secret.csv".to_owned()),
+        ("uri", format!("file://{}", secret.display())),
+        ("linked", "../landing/linked.csv".to_owned()),
+        ("folder", "../landing/folder/".to_owned()),
+        ("template", "../landing/daily/{start}.csv".to_owned()),
+        ("template_uri", format!("file://{}/daily/{{start}}.csv", landing.display())),
+    ];
+    for (name, path) in attacks {
+        let plan = checkout.plan(&format!("{name}.toml"), |t| t.replace("../landing/orders.csv", &path));
+        let plan_arg = plan.display().to_string();
+        for verb in [&["validate", &plan_arg][..], &["plan", &plan_arg, "--format", "markdown"]] {
+            let output = checkout.bf(verb);
+            refused_at(&checkout, &output, &plan, 16, "outside the root");
+            let help = "help: keep the inputs inside the root (or under an allowed store location); links out of \
+                        it are not followed; the root is the git work tree holding the plan file";
+            assert!(said(&output).contains(help), "{name}: {}", said(&output));
+        }
+    }
+    // The same template, its slice's file inside the root, in either spelling, is read.
+    std::fs::remove_file(checkout.repo().join("landing/daily/2026-03-01.csv")).unwrap();
+    std::fs::copy(
+        checkout.repo().join("landing/orders.csv"),
+        checkout.repo().join("landing/daily/2026-03-01.csv"),
+    )
+    .unwrap();
+    for path in [
+        "../landing/daily/{start}.csv".to_owned(),
+        format!("file://{}/daily/{{start}}.csv", landing.display()),
+    ] {
+        let plan = checkout.plan("inside.toml", |t| t.replace("../landing/orders.csv", &path));
+        let output = checkout.bf(&["validate", &plan.display().to_string()]);
+        assert!(output.status.success(), "{path}: {}", said(&output));
+    }
+    assert_eq!(checkout.untouched(), before, "nothing written outside the repository, the table untouched");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn writes_outside_the_root_are_refused_and_nothing_is_written() {
+    let checkout = Checkout::new().await;
+    let outside = checkout.root().join("outside");
+    let before = checkout.untouched();
+    let attacks: [(&str, String, usize); 5] = [
+        ("rehearsal", format!("{GOOD_PLAN}\n[rehearsal]\ntable = \"../../outside/rehearsal\"\n"), 20),
+        ("log", format!("{GOOD_PLAN}\n[record]\nlog_table = \"{}\"\n", outside.join("log").display()), 20),
+        ("notice", format!("{GOOD_PLAN}\n[notify]\nfile = \"../../outside/notice.md\"\n"), 20),
+        ("downstream", format!("{GOOD_PLAN}\n[[downstream]]\nplan = \"../../outside/next.toml\"\n"), 20),
+        ("target", GOOD_PLAN.replace("\"../warehouse/orders\"", "\"../../outside/orders\""), 4),
+    ];
+    for (name, text, line) in attacks {
+        let plan = checkout.plan(&format!("{name}.toml"), |_| text.clone());
+        let output = checkout.bf(&["plan", &plan.display().to_string()]);
+        refused_at(&checkout, &output, &plan, line, "is outside the root");
+        let help = if name == "target" || name == "rehearsal" || name == "log" {
+            "help: keep the plan's tables inside the root (or under an allowed store location); the root is"
+        } else {
+            "help: keep the plan's files inside the root; the root is"
+        };
+        assert!(said(&output).contains(help), "{name}: {}", said(&output));
+    }
+    // The target at the root itself: its rehearsal would land beside the repository.
+    let plan = checkout.plan("rooted.toml", |t| t.replace("\"../warehouse/orders\"", "\"..\""));
+    let output = checkout.bf(&["plan", &plan.display().to_string()]);
+    refused_at(&checkout, &output, &plan, 4, "would be outside the root");
+    assert_eq!(checkout.untouched(), before, "nothing written outside the repository, the table untouched");
+    assert!(!outside.exists());
+}
+
+/// The work a plan can ask for before review is bounded by the operator: `max_slices = 4294967295`
+/// over 9,999 years of days, with a `{date}` input (a file lookup per day), is refused at its line
+/// at once; the operator raises the bound with `BF_MAX_SLICES`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plan_cannot_ask_for_more_slices_than_the_operator_allows() {
+    let checkout = Checkout::new().await;
+    let endless = |t: String, max: &str| {
+        t.replace("start = 2026-03-01", "start = 0001-01-01")
+            .replace("end = 2026-03-31", "end = 9999-12-31")
+            .replace("every = \"month\"", "every = \"day\"")
+            .replace("../landing/orders.csv", "../landing/{date}.csv")
+            + &format!("\n[guards]\nmax_slices = {max}\n")
+    };
+    let plan = checkout.plan("endless.toml", |t| endless(t, "4294967295"));
+    let output = checkout.bf(&["validate", &plan.display().to_string()]);
+    refused_at(
+        &checkout,
+        &output,
+        &plan,
+        20,
+        "`max_slices = 4294967295` is more than the operator allows (10000)",
+    );
+    let plan = checkout.plan("raised.toml", |t| endless(t, "20000"));
+    let output = checkout.bf_with(&["validate", &plan.display().to_string()], &[("BF_MAX_SLICES", "20000")]);
+    assert!(!said(&output).contains("more than the operator allows"), "{}", said(&output));
+}
+
+/// The bytes a rehearsal reads are bounded too: a plan reading the whole corrections file for each
+/// of March's 31 days reads it 31 times, and with the bound at three and a half times the file the
+/// fourth day is refused before it is read (no plan saved, the table as it was); at exactly 31
+/// times it plans. A Delta input counts its version's live files. A bound that is not a size is
+/// the operator's mistake, named.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plan_cannot_read_more_than_the_operator_allows() {
+    let checkout = Checkout::new().await;
+    let file = std::fs::metadata(checkout.repo().join("landing/orders.csv")).unwrap().len();
+    let daily = checkout.plan("daily.toml", |t| t.replace("every = \"month\"", "every = \"day\""));
+    let before = checkout.untouched();
+    let bound = (file * 7 / 2).to_string();
+    let output = checkout.bf_with(&["plan", &daily.display().to_string()], &[("BF_MAX_READ_BYTES", &bound)]);
+    let text = said(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("slice 4 (2026-03-04): the plan's inputs would have read")
+            && text.contains("the operator raises the bound with BF_MAX_READ_BYTES"),
+        "{text}"
+    );
+    assert!(!checkout.repo().join(".bf/plan.json").exists(), "a plan was saved");
+    // The rehearsal beside it holds slices 1 to 3; the table and everything outside are as they were.
+    let (outside, mut files) = checkout.untouched();
+    files.retain(|path, _| path.starts_with("orders"));
+    assert_eq!((outside, files), before, "something changed");
+    let exact = (file * 31).to_string();
+    let output = checkout.bf_with(&["plan", &daily.display().to_string()], &[("BF_MAX_READ_BYTES", &exact)]);
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+
+    // A Delta input: the bytes of its version's data files, whichever the query keeps.
+    let input = checkout.repo().join("warehouse/corrections");
+    orders_table(
+        &input,
+        false,
+        &[&[(1, "C01", 10.0, "EUR", "2026-03-02")], &[(2, "C02", 20.0, "EUR", "2026-03-03")]],
+    )
+    .await;
+    let parquet: u64 = std::fs::read_dir(&input)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .map(|p| std::fs::metadata(p).unwrap().len())
+        .sum();
+    let delta = checkout.plan("delta.toml", |t| {
+        t.replace(
+            "{ path = \"../landing/orders.csv\", format = \"csv\" }",
+            "{ path = \"../warehouse/corrections\", format = \"delta\" }",
+        )
+    });
+    let one_short = (parquet - 1).to_string();
+    let output =
+        checkout.bf_with(&["plan", &delta.display().to_string()], &[("BF_MAX_READ_BYTES", &one_short)]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    assert!(
+        said(&output).contains("slice 1 (2026-03-01): the plan's inputs would have read"),
+        "{}",
+        said(&output)
+    );
+    let output = checkout
+        .bf_with(&["plan", &delta.display().to_string()], &[("BF_MAX_READ_BYTES", &parquet.to_string())]);
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+
+    let output = checkout.bf_with(&["plan", &daily.display().to_string()], &[("BF_MAX_READ_BYTES", "lots")]);
+    assert_ne!(output.status.code(), Some(0), "{}", said(&output));
+    assert!(said(&output).contains("BF_MAX_READ_BYTES: `lots` is not a size"), "{}", said(&output));
+}
+
+/// Every file bf reads on a plan's behalf is confined, not only the paths the plan writes: a
+/// folder input whose `x=1` subfolder links to a folder (inside the root) holding a link out of it;
+/// a target whose data file is a link out of the root; a target whose `_delta_log` is a link to
+/// another table's log outside it; a Delta input whose log adds a file by an absolute `file:///`
+/// path outside it; and `.git/config` (where actions/checkout leaves its token)
+/// as a CSV input. Each is refused before its rows are read: the secret is never shown, no table
+/// is written, no plan saved.
+#[tokio::test(flavor = "multi_thread")]
+async fn files_a_plan_reaches_through_folders_tables_and_logs_stay_inside_the_root() {
+    let checkout = Checkout::new().await;
+    let (repo, root) = (checkout.repo(), checkout.root().to_owned());
+    let secret_csv = root.join("secret.csv");
+    // A folder input: x=1 links to a folder inside the root, which links out.
+    std::fs::create_dir_all(repo.join("landing/parts")).unwrap();
+    std::fs::create_dir_all(repo.join("landing/inner")).unwrap();
+    std::os::unix::fs::symlink(repo.join("landing/inner"), repo.join("landing/parts/x=1")).unwrap();
+    std::os::unix::fs::symlink(&secret_csv, repo.join("landing/inner/leak.csv")).unwrap();
+    // A target whose data file is a link to the same rows copied outside the root.
+    let linked = repo.join("warehouse/linked");
+    orders_table(&linked, false, &[&[(1, "C01", 10.0, "USD", "2026-03-02")]]).await;
+    let part = std::fs::read_dir(&linked)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.extension().is_some_and(|e| e == "parquet"))
+        .unwrap();
+    let moved = root.join("moved.parquet");
+    std::fs::rename(&part, &moved).unwrap();
+    std::os::unix::fs::symlink(&moved, &part).unwrap();
+    // A Delta input whose log names a table outside the root by its absolute path.
+    let outside = root.join("outside_table");
+    orders_table(&outside, false, &[&[(7, SECRET, 1.0, "EUR", "2026-03-02")]]).await;
+    let feed = repo.join("warehouse/feed");
+    std::fs::create_dir_all(feed.join("_delta_log")).unwrap();
+    let commits: Vec<String> = (0..2)
+        .map(|v| std::fs::read_to_string(outside.join(format!("_delta_log/{v:020}.json"))).unwrap())
+        .collect();
+    let absolute: String = commits
+        .iter()
+        .flat_map(|commit| commit.lines())
+        .filter(|line| !line.contains("\"commitInfo\""))
+        .map(|line| {
+            let mut action: Value = serde_json::from_str(line).unwrap();
+            if let Some(path) = action.pointer_mut("/add/path") {
+                *path = url::Url::from_file_path(outside.join(path.as_str().unwrap()))
+                    .unwrap()
+                    .to_string()
+                    .into();
+            }
+            format!("{action}\n")
+        })
+        .collect();
+    std::fs::write(feed.join("_delta_log/00000000000000000000.json"), absolute).unwrap();
+    std::fs::write(
+        repo.join(".git/config"),
+        format!("[http]\n\textraheader = AUTHORIZATION: basic {SECRET}\n"),
+    )
+    .unwrap();
+    // A target whose log folder is a link to the log of the table outside the root.
+    let logged = repo.join("warehouse/logged");
+    std::fs::create_dir_all(&logged).unwrap();
+    std::os::unix::fs::symlink(outside.join("_delta_log"), logged.join("_delta_log")).unwrap();
+
+    let attacks = [
+        (
+            "folder",
+            GOOD_PLAN.replace("\"../landing/orders.csv\"", "\"../landing/parts\""),
+            "leads outside the root",
+        ),
+        (
+            "linked",
+            GOOD_PLAN.replace("\"../warehouse/orders\"", "\"../warehouse/linked\""),
+            "which is outside the root",
+        ),
+        (
+            "feed",
+            GOOD_PLAN.replace(
+                "inputs.orders = { path = \"../landing/orders.csv\", format = \"csv\" }",
+                "inputs.orders = { path = \"../warehouse/feed\", format = \"delta\" }",
+            ),
+            "which is outside the root",
+        ),
+        ("git", GOOD_PLAN.replace("\"../landing/orders.csv\"", "\"../.git/config\""), "never a plan's input"),
+        (
+            "log",
+            GOOD_PLAN.replace("\"../warehouse/orders\"", "\"../warehouse/logged\""),
+            "names the file its log",
+        ),
+    ];
+    let tables = || ["orders", "linked", "feed", "logged"].map(|t| snapshot(&repo.join("warehouse").join(t)));
+    let before = tables();
+    for (name, text, expect) in attacks {
+        assert_ne!(text, GOOD_PLAN, "{name}: the attack changed the plan");
+        let plan = checkout.plan(&format!("{name}.toml"), |_| text.clone());
+        let output = checkout.bf(&["plan", &plan.display().to_string()]);
+        let said = said(&output);
+        assert_eq!(output.status.code(), Some(1), "{name}: {said}");
+        assert!(said.contains(expect), "{name}: expected {expect:?} in:\n{said}");
+        assert!(!said.contains(SECRET), "{name}: the secret was shown:\n{said}");
+        assert!(!repo.join(".bf/plan.json").exists(), "{name}: a plan was saved");
+        // Refused before the rehearsal is made: nothing is cloned for a plan that reaches out.
+        let rehearsals: Vec<_> = std::fs::read_dir(repo.join("warehouse"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|name| name.ends_with("__rehearsal"))
+            .collect();
+        assert!(rehearsals.is_empty(), "{name}: {rehearsals:?} made before the refusal");
+    }
+    assert_eq!(tables(), before, "no table was written");
+}
+
+/// A checkout may hold links where bf writes its own files: at the saved plan `--out` names, at a
+/// name like the partial file it once wrote first (`<name>.json.partial`), at the state dir's list
+/// of rehearsals. Each points outside the repository; `bf plan` replaces the link with its file and
+/// never writes through one: the files outside keep their bytes.
+#[tokio::test(flavor = "multi_thread")]
+async fn links_planted_where_bf_writes_are_replaced_never_written_through() {
+    let checkout = Checkout::new().await;
+    let repo = checkout.repo();
+    let victims: Vec<PathBuf> = (0..3).map(|i| checkout.root().join(format!("victim-{i}.sh"))).collect();
+    for victim in &victims {
+        std::fs::write(victim, "#!/bin/sh\necho untouched\n").unwrap();
+    }
+    std::fs::create_dir_all(repo.join("saved")).unwrap();
+    std::fs::create_dir_all(repo.join(".bf")).unwrap();
+    std::os::unix::fs::symlink(&victims[0], repo.join("saved/p.json")).unwrap();
+    std::os::unix::fs::symlink(&victims[1], repo.join("saved/p.json.partial")).unwrap();
+    std::os::unix::fs::symlink(&victims[2], repo.join(".bf/rehearsals")).unwrap();
+    let plan = checkout.plan("march.toml", |t| t);
+    let output = checkout.bf(&["plan", &plan.display().to_string(), "-q", "--out", "saved/p.json"]);
+    assert!(output.status.success(), "{}", said(&output));
+    for victim in &victims {
+        assert_eq!(std::fs::read_to_string(victim).unwrap(), "#!/bin/sh\necho untouched\n", "{victim:?}");
+    }
+    let saved = std::fs::symlink_metadata(repo.join("saved/p.json")).unwrap();
+    assert!(saved.is_file(), "the saved plan is a file of its own now");
+    assert!(std::fs::read_to_string(repo.join("saved/p.json")).unwrap().contains("\"plan_file\""));
+    assert!(std::fs::symlink_metadata(repo.join(".bf/rehearsals")).unwrap().is_file());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_file_that_is_not_a_plan_or_is_outside_the_root_is_never_quoted() {
+    let checkout = Checkout::new().await;
+    let secret = checkout.root().join("secret.txt");
+    // A credentials file copied into the repository as a plan, a link to one, one named outside.
+    std::fs::copy(&secret, checkout.repo().join("plans/creds.toml")).unwrap();
+    std::os::unix::fs::symlink(&secret, checkout.repo().join("plans/linked.toml")).unwrap();
+    for plan in ["plans/creds.toml", "plans/linked.toml"] {
+        for verb in ["validate", "plan", "slices"] {
+            let output = checkout.bf(&[verb, plan]);
+            let text = said(&output);
+            assert_eq!(output.status.code(), Some(1), "{text}");
+            assert!(!text.contains(SECRET) && !text.contains("aws_secret_access_key"), "quoted:\n{text}");
+        }
+    }
+    let output = checkout.bf(&["validate", "plans/creds.toml"]);
+    assert!(said(&output).contains("not a bf plan file"), "{}", said(&output));
+    let output = checkout.bf(&["validate", "plans/linked.toml"]);
+    assert!(said(&output).contains("is outside the root"), "{}", said(&output));
+    // The operator's root: a plan file outside it is not read at all.
+    let output = checkout.bf(&["--root", ".", "validate", "../secret.txt"]);
+    assert!(said(&output).contains("is outside the root") && !said(&output).contains(SECRET));
+    let output = checkout.bf_with(&["validate", "../secret.txt"], &[("BF_ROOT", ".")]);
+    assert!(said(&output).contains("is outside the root") && !said(&output).contains(SECRET));
+    // A secret-looking key is named, its value never shown, though the line is quoted.
+    let plan = checkout.plan("key.toml", |t| format!("{t}\n[storage]\nsecret_access_key = \"{SECRET}\"\n"));
+    let output = checkout.bf(&["validate", &plan.display().to_string()]);
+    refused_at(&checkout, &output, &plan, 20, "`secret_access_key` looks like a secret");
+    assert!(said(&output).contains("secret_access_key = ****"), "{}", said(&output));
+}

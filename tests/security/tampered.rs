@@ -1,0 +1,257 @@
+//! A saved plan edited after `bf plan`: no table written, no notice written outside the root.
+
+use super::*;
+
+/// Saves `plan` as the saved plan and applies it: refused (exit 1) saying `why`, `warehouse/orders`
+/// as it was.
+fn apply_refused(checkout: &Checkout, plan: &Value, why: &str, what: &str) {
+    let orders = snapshot(&checkout.repo().join("warehouse/orders"));
+    save(checkout, plan);
+    let output = checkout.bf(&["apply", "--auto-approve"]);
+    assert_eq!(output.status.code(), Some(1), "{what}: {}", said(&output));
+    assert!(said(&output).contains(why), "{what}: {}", said(&output));
+    assert_eq!(snapshot(&checkout.repo().join("warehouse/orders")), orders, "{what}: the table was written");
+}
+
+/// An edit of a saved plan between `bf plan` and `bf apply`.
+type Tamper<'a> = Box<dyn Fn(&mut Value) + 'a>;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tampered_saved_plan_writes_no_table() {
+    let checkout = Checkout::new().await;
+    orders_table(&checkout.repo().join("warehouse/gold"), false, &[&[(9, "C09", 90.0, "EUR", "2026-03-09")]])
+        .await;
+    let original = planned(&checkout, &[]).await;
+    let gold = url::Url::from_directory_path(checkout.repo().join("warehouse/gold").canonicalize().unwrap())
+        .unwrap();
+    // The blast radius a guard weighs, changed in one field of the slice's and the plan's alike (so
+    // the two still agree): each must still be the files the slice publishes.
+    let radius = |field: &'static str| -> Tamper {
+        Box::new(move |p: &mut Value| {
+            for at in [format!("/slices/0/blast_radius/{field}"), format!("/blast_radius/{field}")] {
+                let value = p.pointer_mut(&at).unwrap();
+                *value = (value.as_u64().unwrap() + 1).into();
+            }
+        })
+    };
+    // Each edit, and the reason the refusal gives for it: every rule of the seal holds on its own.
+    let radius_differs = "its blast radius is not its slices' files";
+    let beside = checkout.repo().join("landing/prices.csv");
+    std::fs::write(&beside, "sku,price\n").unwrap();
+    let beside = beside.canonicalize().unwrap().display().to_string();
+    let tampers: [(&str, Tamper, &str); 15] = [
+        ("the bytes it adds", radius("bytes_added"), radius_differs),
+        ("the files it adds", radius("files_added"), radius_differs),
+        ("the files it removes", radius("files_removed"), radius_differs),
+        ("another target", Box::new(|p| p["target"]["uri"] = gold.to_string().into()), "it targets "),
+        (
+            "another table as its text's",
+            Box::new(|p| p["target"]["table"] = "../warehouse/gold".into()),
+            "it targets ",
+        ),
+        (
+            "another date column",
+            Box::new(|p| p["target"]["date_column"] = "shipped_on".into()),
+            "its date column, key, mode, reason or window is not its text's",
+        ),
+        (
+            "another key",
+            Box::new(|p| p["target"]["key"] = serde_json::json!(["customer"])),
+            "its date column, key, mode, reason or window is not its text's",
+        ),
+        (
+            "another reason",
+            Box::new(|p| p["reason"] = "Approved by finance.".into()),
+            "its date column, key, mode, reason or window is not its text's",
+        ),
+        (
+            "another rehearsal",
+            Box::new(|p| p["rehearsal"]["uri"] = gold.to_string().into()),
+            "its rehearsal is ",
+        ),
+        (
+            "a guard its text does not declare",
+            Box::new(|p| {
+                p["guards"] =
+                    serde_json::json!([{"name": "max_change_pct.rows", "passed": true, "detail": "ok"}]);
+            }),
+            "its guards are not the ones its text declares",
+        ),
+        (
+            "a check erased",
+            Box::new(|p| {
+                let checks = p["checks"].as_array_mut().unwrap();
+                checks.retain(|c| c["name"] != "reconcile");
+            }),
+            "check `reconcile` of slice 1 is not recorded",
+        ),
+        (
+            "another plan text",
+            Box::new(|p| {
+                let text = p["plan_file"]["text"]
+                    .as_str()
+                    .unwrap()
+                    .replace("../warehouse/orders", "../warehouse/gold");
+                p["plan_file"]["text"] = text.into();
+            }),
+            "its text is not the text its sha256 pins",
+        ),
+        (
+            "an input outside",
+            Box::new(|p| p["inputs"][0]["path"] = "/etc/hostname".into()),
+            "which its text does not name",
+        ),
+        (
+            "an input beside the one named",
+            Box::new(|p| p["inputs"][0]["path"] = beside.clone().into()),
+            "which its text does not name",
+        ),
+        (
+            "rows outside the window moved, called unchanged",
+            Box::new(|p| {
+                let rows = p["outside_window"]["before"]["rows"].as_u64().unwrap();
+                p["outside_window"]["after"]["rows"] = (rows + 1).into();
+            }),
+            "rows outside the window changed",
+        ),
+    ];
+    let before = (snapshot(&checkout.repo().join("warehouse")), checkout.untouched());
+    for (what, tamper, reason) in &tampers {
+        let mut plan = original.clone();
+        tamper(&mut plan);
+        save(&checkout, &plan);
+        for verb in [&["apply", "--auto-approve"][..], &["export", "airflow"]] {
+            let output = checkout.bf(verb);
+            let text = said(&output);
+            assert_eq!(output.status.code(), Some(1), "{what}: {verb:?}\n{text}");
+            let why = if what.contains("outside the window") {
+                "rows outside the window changed"
+            } else {
+                "is not what its plan text says"
+            };
+            assert!(text.contains(why) && text.contains(reason), "{what}: {verb:?}\n{text}");
+        }
+        assert_eq!(
+            (snapshot(&checkout.repo().join("warehouse")), checkout.untouched()),
+            before,
+            "{what}: a table was written"
+        );
+    }
+
+    // A guard's verdict is made again from the numbers beside it: a failed guard flipped to
+    // `passed`, its problem erased, is refused as failed.
+    let capped = checkout.plan("capped.toml", |t| t + "\n[guards]\nmax_bytes_rewritten = \"1 B\"\n");
+    let output = checkout.bf(&["plan", &capped.display().to_string(), "-q"]);
+    assert_eq!(output.status.code(), Some(1), "the guard fails: {}", said(&output));
+    let mut flipped: Value =
+        serde_json::from_str(&std::fs::read_to_string(checkout.repo().join(".bf/plan.json")).unwrap())
+            .unwrap();
+    assert_eq!(flipped["guards"][0]["passed"], false, "{}", flipped["guards"]);
+    flipped["guards"][0]["passed"] = true.into();
+    flipped["problems"] = serde_json::json!([]);
+    apply_refused(&checkout, &flipped, "guard max_bytes_rewritten failed", "a guard flipped");
+
+    // A check erased from one slice of several is caught as from the only one.
+    let daily = checkout.plan("daily.toml", |t| {
+        t.replace("start = 2026-03-01", "start = 2026-03-02")
+            .replace("end = 2026-03-31", "end = 2026-03-03")
+            .replace("every = \"month\"", "every = \"day\"")
+    });
+    let output = checkout.bf(&["plan", &daily.display().to_string(), "-q"]);
+    assert!(output.status.success(), "{}", said(&output));
+    let mut erased: Value =
+        serde_json::from_str(&std::fs::read_to_string(checkout.repo().join(".bf/plan.json")).unwrap())
+            .unwrap();
+    let daily_plan = erased.clone();
+    erased["checks"].as_array_mut().unwrap().retain(|c| c["slice"] != 2);
+    apply_refused(&checkout, &erased, "check `reconcile` of slice 2 is not recorded", "a check erased");
+
+    // The slices are the ones its text makes, each bound on its own: one dropped (its checks and its
+    // blast radius with it), or one's first or last day moved.
+    let edits: [(&str, Tamper); 3] = [
+        (
+            "the last slice dropped",
+            Box::new(|p| {
+                p["slices"].as_array_mut().unwrap().pop();
+                p["checks"].as_array_mut().unwrap().retain(|c| c["slice"] != 2);
+                p["blast_radius"] = p["slices"][0]["blast_radius"].clone();
+            }),
+        ),
+        ("a slice's first day moved", Box::new(|p| p["slices"][1]["first"] = "2026-03-02".into())),
+        ("a slice's last day moved", Box::new(|p| p["slices"][0]["last"] = "2026-03-03".into())),
+    ];
+    for (what, edit) in &edits {
+        let mut plan = daily_plan.clone();
+        edit(&mut plan);
+        apply_refused(&checkout, &plan, "its slices are not the ones its text makes", what);
+    }
+
+    // An input spelt as a `file:` URL is a local path all the same, compared through its links: a
+    // file recorded under its template's folder, through a link leading out of the root, is refused.
+    let repo = checkout.repo().canonicalize().unwrap();
+    std::fs::copy(repo.join("landing/orders.csv"), repo.join("landing/orders_2026-03-01.csv")).unwrap();
+    let templated = checkout.plan("templated.toml", |t| {
+        let url = format!("\"file://{}/landing/orders_{{start}}.csv\"", repo.display());
+        let by_url = t.replace("\"../landing/orders.csv\"", &url);
+        assert_ne!(by_url, t);
+        by_url
+    });
+    let output = checkout.bf(&["plan", &templated.display().to_string(), "-q"]);
+    assert!(output.status.success(), "{}", said(&output));
+    let mut through_a_link: Value =
+        serde_json::from_str(&std::fs::read_to_string(repo.join(".bf/plan.json")).unwrap()).unwrap();
+    std::os::unix::fs::symlink(checkout.root(), repo.join("landing/out")).unwrap();
+    through_a_link["inputs"][0]["path"] = format!("file://{}/landing/out/secret.csv", repo.display()).into();
+    let through = "landing/out/secret.csv, which its text does not name";
+    apply_refused(&checkout, &through_a_link, through, "a file: URL through a link");
+    std::fs::remove_file(repo.join("landing/out")).unwrap();
+
+    // Signed: any change to the saved plan, and an unsigned one, is refused; the signed one applies.
+    let key = [("BF_PLAN_KEY", "operator-key-not-in-the-repo")];
+    let signed = planned(&checkout, &key).await;
+    let tables = snapshot(&checkout.repo().join("warehouse"));
+    assert!(signed["signature"].as_str().is_some_and(|s| s.starts_with("hmac-sha256:")), "{signed}");
+    let mut altered = signed.clone();
+    altered["slices"][0]["after"]["rows"] = 5.into();
+    let mut unsigned = signed.clone();
+    unsigned.as_object_mut().unwrap().remove("signature");
+    for plan in [altered, unsigned] {
+        save(&checkout, &plan);
+        for verb in [&["apply", "--auto-approve"][..], &["export", "airflow"]] {
+            let output = checkout.bf_with(verb, &key);
+            assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+            assert!(said(&output).contains("is not signed with the key in BF_PLAN_KEY"), "{}", said(&output));
+        }
+        assert_eq!(snapshot(&checkout.repo().join("warehouse")), tables, "a table was written");
+    }
+    save(&checkout, &signed);
+    let output = checkout.bf_with(&["apply", "--auto-approve"], &key);
+    assert!(output.status.success(), "the signed plan applies: {}", said(&output));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_notice_file_outside_the_root_is_never_written_even_by_a_rollback_of_an_edited_saved_plan() {
+    let checkout = Checkout::new().await;
+    let plan = checkout.plan("march.toml", |t| format!("{t}\n[notify]\nfile = \"../notices/march.md\"\n"));
+    let output = checkout.bf(&["plan", &plan.display().to_string(), "-q"]);
+    assert!(output.status.success(), "{}", said(&output));
+    let output = checkout.bf(&["apply", "--auto-approve", "-q"]);
+    assert!(output.status.success(), "{}", said(&output));
+    assert!(checkout.repo().join("notices/march.md").exists(), "the notice inside the root is written");
+    // The saved plan's text edited to send the rollback's notice out of the repository.
+    let saved = checkout.repo().join(".bf/plan.json");
+    let mut edited: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let text =
+        edited["plan_file"]["text"].as_str().unwrap().replace("../notices/march.md", "../../outside.md");
+    edited["plan_file"]["text"] = text.into();
+    std::fs::write(&saved, edited.to_string()).unwrap();
+    let before = checkout.untouched().0;
+    let output = checkout.bf(&["rollback", "--auto-approve"]);
+    assert!(output.status.success(), "the rollback itself goes ahead: {}", said(&output));
+    assert!(
+        said(&output).contains("notice NOT delivered") && said(&output).contains("outside the root"),
+        "{}",
+        said(&output)
+    );
+    assert_eq!(checkout.untouched().0, before, "nothing written beside the repository");
+}
