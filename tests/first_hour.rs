@@ -202,6 +202,7 @@ fn a_plan_that_changes_nothing_says_so_and_a_finished_apply_writes_nothing_again
     let said = String::from_utf8_lossy(&again.stdout);
     assert!(again.status.success());
     assert!(said.contains("is already applied to") && said.contains("nothing written"), "{said}");
+    assert!(!said.contains("rollback:"), "one line, the horizon left to `bf status`: {said}");
     assert_eq!(crate::common::commit_files(&daily).len(), commits, "nothing written");
 
     // The same files planned again: the table holds exactly these rows already.
