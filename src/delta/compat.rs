@@ -22,7 +22,8 @@ pub struct Honoured {
     pub feature: &'static str,
     /// What honouring it takes, and who does it.
     pub how: &'static str,
-    /// The test (`tests/<module>.rs::<name>`) whose passing opened the gate for it.
+    /// The test whose passing opened the gate for it, by its path in the test binary
+    /// (`module::name`, or `module::file::name` in a folder of tests).
     pub proof: &'static str,
 }
 
@@ -30,7 +31,7 @@ pub const HONOURED: &[Honoured] = &[
     Honoured {
         feature: "appendOnly",
         how: "a table with `delta.appendOnly = true` is only ever appended to: bf refuses to rewrite it",
-        proof: "apply::an_append_only_table_is_refused_for_rewrites_and_appended_to_as_a_log",
+        proof: "apply::guards::an_append_only_table_is_refused_for_rewrites_and_appended_to_as_a_log",
     },
     Honoured {
         feature: "invariants",
@@ -335,4 +336,29 @@ async fn check(table: &DeltaTable, write: WriteKind) -> Result<(), Unsupported> 
     }
     let them = if unsupported.is_empty() { "such tables".to_owned() } else { unsupported.join(", ") };
     Err(Unsupported::Features { table: name, what: needs.join(" and "), them })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::HONOURED;
+
+    /// Each feature's proof names a test that exists: a test renamed or moved would leave the gate
+    /// open on the word of a test no one runs.
+    #[test]
+    fn every_proof_names_a_test_of_the_test_binary() {
+        let tests = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+        for honoured in HONOURED {
+            let (module, name) = honoured.proof.rsplit_once("::").expect("module::name");
+            let file = module.replace("::", "/");
+            let text = [tests.join(format!("{file}.rs")), tests.join(&file).join("mod.rs")]
+                .iter()
+                .find_map(|path| std::fs::read_to_string(path).ok())
+                .unwrap_or_else(|| panic!("{}: no tests/{file}.rs", honoured.feature));
+            assert!(
+                text.contains(&format!("fn {name}()")),
+                "{}: no test {name} in tests/{file}",
+                honoured.feature
+            );
+        }
+    }
 }

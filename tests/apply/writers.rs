@@ -1,0 +1,173 @@
+//! Other writers: a stale plan refused, another writer beside the backfill or inside its window,
+//! two applies at once, slices at once on a table partitioned by day.
+
+use super::*;
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stale_plan_is_refused_and_nothing_is_written() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let refused = |fragments: &[&str]| {
+        let untouched = snapshot(&silver);
+        let output = apply(root);
+        assert_eq!(output.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        for fragment in fragments {
+            assert!(stderr.contains(fragment), "missing {fragment:?} in:\n{stderr}");
+        }
+        assert_eq!(snapshot(&silver), untouched, "a refused apply wrote to the table");
+    };
+
+    // The plan file edited since `bf plan`: the diff is shown.
+    plan(root, "plans/march.toml");
+    let path = root.join("plans/march.toml");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replace("revenue = 10", "revenue = 50")).unwrap();
+    refused(&[
+        "the plan file",
+        "changed since `bf plan`",
+        "-max_change_pct = { rows = 5, revenue = 10 }",
+        "+max_change_pct = { rows = 5, revenue = 50 }",
+        "Run `bf plan",
+    ]);
+    std::fs::write(&path, &text).unwrap();
+
+    // An input changed.
+    plan(root, "plans/march.toml");
+    let csv = root.join("bf-demo/landing/orders_march.csv");
+    let original = std::fs::read_to_string(&csv).unwrap();
+    std::fs::write(&csv, original.replacen("EUR", "GBP", 1)).unwrap();
+    refused(&["input `orders` changed since `bf plan`"]);
+    std::fs::write(&csv, &original).unwrap();
+
+    // Another writer added an order to March since the plan: the slice is not written, the commit
+    // is named with the day it touches.
+    plan(root, "plans/march.toml");
+    let rows: [&[OrderRow]; 1] = [&[(9001, "C01", 1.0, "EUR", "2026-03-05")]];
+    append_silver(&silver, rows[0]).await;
+    refused(&[
+        "slice 1 (2026-03-01..2026-03-31) was not written: since the plan, other commits touch its rows",
+        "version 6: WRITE",
+        "(rows dated 2026-03-05)",
+        "No slice of this backfill is committed. Run `bf plan",
+    ]);
+
+    // A failed check.
+    let strict = write_plan(
+        &root.join("plans"),
+        "strict.toml",
+        &text.replace("WHERE amount <= 0", "WHERE amount > 0"),
+    );
+    bf_in(root).arg("plan").arg(&strict).arg("-q").assert().code(1);
+    refused(&["this plan cannot be applied", "amounts are positive"]);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn four_slices_at_once_on_a_table_partitioned_by_day() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = crate::common::four_days_at_once(dir.path()).await;
+    bf_in(dir.path()).args(["plan", "days.toml", "-q"]).assert().success();
+    let untouched_day = files_by_day(&target).await.get("2026-09-05").cloned();
+    let output = bf_in(dir.path()).args(["apply", "--auto-approve"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let mut slices = slices_committed(&target);
+    slices.sort();
+    assert_eq!(slices, [1, 2, 3, 4], "all four slices committed");
+    assert_eq!(count(&target, "SELECT count(*) FROM t").await, 5);
+    assert_eq!(count(&target, "SELECT CAST(SUM(amount) AS BIGINT) FROM t").await, 11 + 30 + 40 + 50 + 20);
+    assert_eq!(files_by_day(&target).await.get("2026-09-05").cloned(), untouched_day, "outside the window");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_writer_outside_the_window_lands_beside_the_backfill() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    plan(root, "plans/september.toml");
+    let output =
+        crate::common::apply_paused(root, &[], 5, "before", append_daily(&daily, 9001, "2026-10-01")).await;
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(
+        count(&daily, "SELECT count(*) FROM t").await,
+        131,
+        "130 backfilled and the other writer's order"
+    );
+    assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_id = 9001").await, 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn another_writer_inside_the_window_stops_the_apply_cleanly() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    plan(root, "plans/september.toml");
+    let output =
+        crate::common::apply_paused(root, &[], 5, "before", append_daily(&daily, 9002, "2026-09-05")).await;
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("slice 5 (2026-09-05) was not written: since the plan, other commits touch"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("version 5: WRITE") && stderr.contains("(rows dated 2026-09-05)"), "{stderr}");
+    assert!(stderr.contains("The 4 slices of this backfill already committed stay recorded"), "{stderr}");
+    assert!(!stderr.contains("run `bf apply` again to resume"), "no resume can write it: {stderr}");
+    // Slices 1-4 stay, the other writer's row stays, nothing of slice 5 was written.
+    assert_eq!(slices_committed(&daily), [1, 2, 3, 4]);
+    assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_date = DATE '2026-09-05'").await, 1);
+    assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_id = 9002").await, 1);
+    // Applying the old plan again is refused as stale: someone else wrote since it was made.
+    bf_in(root)
+        .args(["apply", "--auto-approve"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("version 5: WRITE"));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn two_applies_at_once_commit_each_slice_once() {
+    let reference = demo_workspace();
+    plan(reference.path(), "plans/september.toml");
+    assert!(apply(reference.path()).status.success());
+    let expected = rows_where(&reference.path().join("bf-demo/warehouse/orders_daily"), "true").await;
+
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    plan(root, "plans/september.toml");
+    // Both paused between slice 1's check and its commit, each on its own pause file, then released
+    // together: they race for the same commit.
+    let pauses = [root.join("paused-a"), root.join("paused-b")];
+    let children: Vec<_> = pauses
+        .iter()
+        .map(|pause| {
+            spawn_apply_saying(
+                root,
+                &[],
+                &[
+                    (bf::fault::PAUSE_FILE_ENV, pause.as_os_str()),
+                    (bf::fault::PAUSE_SLICE_ENV, std::ffi::OsStr::new("1")),
+                    (bf::fault::PAUSE_POINT_ENV, std::ffi::OsStr::new("after-check")),
+                ],
+            )
+        })
+        .collect();
+    wait_for("both applies to reach slice 1", || pauses.iter().all(|p| p.exists()));
+    assert!(slices_committed(&daily).is_empty(), "neither wrote before the release");
+    let outputs = crate::common::release_together("both applies to reach slice 1", &pauses, children);
+    // Both built slice 1's commit on the same version: one lands, the other finds it committed and
+    // skips it; later slices may race the same way, each ending committed once.
+    let stderrs: Vec<String> =
+        outputs.iter().map(|o| String::from_utf8_lossy(&o.stderr).into_owned()).collect();
+    for (out, stderr) in outputs.iter().zip(&stderrs) {
+        assert!(out.status.success() || stderr.contains("conflicts with another writer"), "{stderr}");
+    }
+    let skipped = stderrs.iter().filter(|s| s.contains("skip 2026-09-01: already committed")).count();
+    assert_eq!(skipped, 1, "exactly one lost slice 1 and found it committed: {stderrs:?}");
+    let mut committed = slices_committed(&daily);
+    committed.sort();
+    assert_eq!(committed, (1..=30).collect::<Vec<u64>>(), "every slice committed exactly once");
+    assert_eq!(commits_with(&daily, "comment"), 1, "one comment");
+    assert_eq!(rows_where(&daily, "true").await, expected);
+}
