@@ -36,40 +36,40 @@ pub const HONOURED: &[Honoured] = &[
     Honoured {
         feature: "invariants",
         how: "deltalake checks every row it writes; bf names the invariant and the row at the rehearsal",
-        proof: "features::a_row_breaking_a_check_constraint_or_an_invariant_fails_the_plan_naming_both",
+        proof: "features::row_rules::a_row_breaking_a_check_constraint_or_an_invariant_fails_the_plan_naming_both",
     },
     Honoured {
         feature: "checkConstraints",
         how: "deltalake checks every row it writes; bf names the constraint and the row at the rehearsal",
-        proof: "features::a_row_breaking_a_check_constraint_or_an_invariant_fails_the_plan_naming_both",
+        proof: "features::row_rules::a_row_breaking_a_check_constraint_or_an_invariant_fails_the_plan_naming_both",
     },
     Honoured {
         feature: "generatedColumns",
         how: "deltalake computes a generated column the query leaves out and checks one it supplies; \
               bf names a wrong value's column, and refuses a generation that is not a function of its row",
-        proof: "features::a_generated_column_is_computed_when_left_out_and_a_wrong_value_is_refused",
+        proof: "features::row_rules::a_generated_column_is_computed_when_left_out_and_a_wrong_value_is_refused",
     },
     Honoured {
         feature: "changeDataFeed",
         how: "deltalake writes the feed of every slice; RESTORE's adds and removes are the rollback's",
-        proof: "features::the_change_data_feed_shows_what_a_backfill_and_its_rollback_changed",
+        proof: "features::change_feed::the_change_data_feed_shows_what_a_backfill_and_its_rollback_changed",
     },
     Honoured {
         feature: "columnMapping",
         how: "deltalake writes physical names and field ids; the clone keeps the mapping; bf's SQL uses \
               logical names",
-        proof: "features::column_mapped_tables_backfill_by_logical_name_and_write_physical_names",
+        proof: "features::mapped_columns::column_mapped_tables_backfill_by_logical_name_and_write_physical_names",
     },
     Honoured {
         feature: "timestampNtz",
         how: "a type; deltalake writes it as Parquet's local timestamp",
-        proof: "features::column_mapped_tables_backfill_by_logical_name_and_write_physical_names",
+        proof: "features::mapped_columns::column_mapped_tables_backfill_by_logical_name_and_write_physical_names",
     },
     Honoured {
         feature: "variantType",
         how: "a type: deltalake writes a variant as its struct of metadata and value bytes, and bf's \
               diff shows nested values without casting them to text",
-        proof: "features::a_variant_column_is_carried_through_a_backfill_byte_for_byte",
+        proof: "features::row_rules::a_variant_column_is_carried_through_a_backfill_byte_for_byte",
     },
     Honoured {
         feature: "deletionVectors",
@@ -82,13 +82,13 @@ pub const HONOURED: &[Honoured] = &[
         feature: "checkpointProtection",
         how: "bf never cleans up a table's log (its commits carry `cleanup_expired_logs = false`), so no \
               checkpoint or commit before the protected version is removed",
-        proof: "features::bf_never_removes_log_entries_so_protected_checkpoints_stay",
+        proof: "features::log::bf_never_removes_log_entries_so_protected_checkpoints_stay",
     },
     Honoured {
         feature: "v2Checkpoint",
         how: "deltalake's checkpoints follow the table's checkpoint policy: its post-commit ones and \
               those bf asks it for every 20 commits of a run of slices",
-        proof: "features::the_checkpoints_bf_asks_for_follow_a_v2_checkpoint_policy",
+        proof: "features::log::the_checkpoints_bf_asks_for_follow_a_v2_checkpoint_policy",
     },
     Honoured {
         feature: "inCommitTimestamp",
