@@ -134,6 +134,9 @@ pub struct RollbackPlan {
     pub window: Window,
     /// The table's version this was read at: a rollback commits on it, or not at all.
     pub read_at: u64,
+    /// The table as read, at `read_at`: every check of this reading judges this one table, and the
+    /// RESTORE is built on it (in a bucket each load reads the log since its last checkpoint again).
+    as_read: DeltaTable,
 }
 
 /// What a rollback did.
@@ -191,6 +194,7 @@ pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<Ro
         others: Vec::new(),
         cancelled: Vec::new(),
         read_at: table.version().unwrap_or(0),
+        as_read: table,
     };
     for entry in since {
         if entry.keys.rollback_of.as_deref() == Some(backfill_id) {
@@ -271,25 +275,25 @@ impl RollbackPlan {
     /// Every reason the rollback ([`restore`](Self::restore), or [`window_only`](Self::window_only)
     /// with `force`) would refuse before writing, found without writing, on the log as it is now
     /// (read again: what was read before a prompt may be minutes old). Returns the version it
-    /// checked, which is the one a rollback writes on. A chain checks each of its tables before it
-    /// rolls back any, and each again as it is rolled back.
-    pub async fn check(&self, window_only: bool, force: bool) -> Result<u64, RollbackError> {
+    /// checked, at the version checked, which is the one a rollback writes on. A chain checks each
+    /// of its tables before it rolls back any, and each again as it is rolled back.
+    pub async fn check(&self, window_only: bool, force: bool) -> Result<DeltaTable, RollbackError> {
         // This rollback read from the log again, as the table is now: what was shown before a
         // prompt may be minutes old when it is answered, and another writer's commit meanwhile
         // must be weighed like one before it. Every check decides on this reading.
         let now = prepare(&self.stores, &self.url, self.backfill_id()).await?;
         now.check_as_read(window_only, force).await?;
-        Ok(now.read_at)
+        Ok(now.as_read)
     }
 
     async fn check_as_read(&self, window_only: bool, force: bool) -> Result<(), RollbackError> {
         // Undoing a backfill rewrites its window: frozen days there need the approval it was
         // applied with, as its plan needed it.
-        let table = self.stores.open(&self.url, None).await?;
+        let table = &self.as_read;
         let what = format!("rolling back backfill {} (window {})", self.backfill_id(), self.window);
-        crate::delta::freeze::check(&table, &self.window, self.backfill.backfill.unfreeze.as_ref(), &what)?;
+        crate::delta::freeze::check(table, &self.window, self.backfill.backfill.unfreeze.as_ref(), &what)?;
         if window_only {
-            let in_window = self.others_in_window(&table).await?;
+            let in_window = self.others_in_window(table).await?;
             if !in_window.is_empty() && !force {
                 return Err(RollbackError::OthersInWindow {
                     backfill: self.backfill_id().to_owned(),
@@ -325,8 +329,9 @@ impl RollbackPlan {
     pub async fn restore(&self) -> Result<RollbackReport, RollbackError> {
         let pre_version = self.backfill.backfill.pre_version;
         let mut wrote = Vec::new();
-        // (the table, the RESTORE's version, the window's rows if already verified)
-        let (mut table, restored, verified) = match self.restored_at() {
+        // (the table, the RESTORE's version, the window's rows if already verified, the table the
+        // RESTORE was built on if this run made it)
+        let (mut table, restored, verified, before) = match self.restored_at() {
             Some(version) => {
                 // An earlier run restored. Finishing it claims the window is the pre-version's
                 // again: true only if nothing since has changed it. The comment it may still
@@ -344,11 +349,11 @@ impl RollbackPlan {
                     }
                     Err(other) => return Err(other),
                 };
-                (table, version, Some(rows))
+                (table, version, Some(rows), None)
             }
             None => {
-                let checked = self.check(false, false).await?;
-                let table = self.stores.open(&self.url, Some(checked)).await?;
+                let table = self.check(false, false).await?;
+                let before = table.clone();
                 fault("rollback-before-restore");
                 // On exactly the version checked: a commit landing after the check fails the
                 // RESTORE instead of being discarded by it.
@@ -358,7 +363,7 @@ impl RollbackPlan {
                     .map_err(|error| self.moved(error))?;
                 let version = table.version().unwrap_or(0);
                 wrote.push(version);
-                (table, version, None)
+                (table, version, None, Some(before))
             }
         };
         if !self.commented() {
@@ -384,7 +389,11 @@ impl RollbackPlan {
             crate::delta::catalog::set_comment(name, &description.unwrap_or_default()).await?;
         }
         // The window's rows before the RESTORE undid the backfill, and now.
-        let rows_before = self.window_rows(&self.stores.open(&self.url, Some(restored - 1)).await?).await?;
+        let before = match before {
+            Some(before) => before,
+            None => self.stores.open(&self.url, Some(restored - 1)).await?,
+        };
+        let rows_before = self.window_rows(&before).await?;
         let rows_after = match verified {
             Some(rows) => rows,
             None => self.verify(&table).await?,
@@ -394,10 +403,9 @@ impl RollbackPlan {
 
     /// Put back the window's rows slice by slice, keeping other writers' work outside it.
     pub async fn window_only(&self, force: bool) -> Result<RollbackReport, RollbackError> {
-        let checked = self.check(true, force).await?;
         // From the version checked: each slice's replaceWhere then fails on a commit landing in its
         // days since (deltalake's conflict check reads its predicate), never writes over it.
-        let mut table = self.stores.open(&self.url, Some(checked)).await?;
+        let mut table = self.check(true, force).await?;
         let pre_version = self.backfill.backfill.pre_version;
         let rows_before = self.window_rows(&table).await?;
         if crate::delta::commit::Own::of(&table).needed() {
