@@ -218,8 +218,11 @@ pub async fn roll_back(
     window_only: bool,
     force: bool,
 ) -> Result<Vec<RollbackReport>, RollbackError> {
-    for step in undo {
-        step.check(window_only, force).await?;
+    // Each rollback checks its table again as it starts: one table alone needs no check before.
+    if undo.len() > 1 {
+        for step in undo {
+            step.check(window_only, force).await?;
+        }
     }
     let mut reports: Vec<RollbackReport> = Vec::with_capacity(undo.len());
     for step in undo {
