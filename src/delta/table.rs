@@ -158,9 +158,9 @@ pub async fn checkpoint_when_due(table: DeltaTable) -> DeltaTable {
 
 /// Brings `table` to the latest version of its log, as deltalake's `update_incremental` does, but
 /// asks first whether there is one. Asked before every slice, when most often nothing has moved:
-/// deltalake's update then still lists the log since its checkpoint and reads the newest commit
-/// and `_last_checkpoint` again, three requests in a bucket, one a listing (docs/BENCHMARKS.md,
-/// "S3: what the server's CPU says"). Versions follow one another with no gap — a commit writes
+/// deltalake's update then still lists the log since its checkpoint and reads `_last_checkpoint`
+/// again, two requests in a bucket, one a listing, which costs a server more than a read
+/// (docs/BENCHMARKS.md, "S3: what the server's CPU says"). Versions follow one another with no gap — a commit writes
 /// version N+1 only where it is absent — so no file for the next version means nothing newer:
 /// one read answers. A read that fails (a store that refuses it) leaves it to deltalake's update.
 pub async fn catch_up(table: &mut DeltaTable) -> Result<(), DeltaTableError> {

@@ -274,9 +274,9 @@ impl RollbackPlan {
 
     /// Every reason the rollback ([`restore`](Self::restore), or [`window_only`](Self::window_only)
     /// with `force`) would refuse before writing, found without writing, on the log as it is now
-    /// (read again: what was read before a prompt may be minutes old). Returns the version it
-    /// checked, at the version checked, which is the one a rollback writes on. A chain checks each
-    /// of its tables before it rolls back any, and each again as it is rolled back.
+    /// (read again: what was read before a prompt may be minutes old). Returns the table it
+    /// checked, at the version it read: the one a rollback writes on. A chain checks each of its
+    /// tables before it rolls back any, and each again as it is rolled back; a single table, once.
     pub async fn check(&self, window_only: bool, force: bool) -> Result<DeltaTable, RollbackError> {
         // This rollback read from the log again, as the table is now: what was shown before a
         // prompt may be minutes old when it is answered, and another writer's commit meanwhile
