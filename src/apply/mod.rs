@@ -302,12 +302,15 @@ impl<'a> Apply<'a> {
             }
         };
         let pre_version = preflight.backfill.pre_version;
-        // From the tables in hand: the one the apply ends with, and the one it started from, which is
-        // the pre-version when nothing was committed between the plan and this apply. What cannot
-        // be told now is left out, never an error: the backfill is applied.
-        let rollback = match self.only {
-            Some(_) => None,
-            None => {
+        let already_applied = finished_before && outcomes.iter().all(|o| o.status == SliceStatus::Skipped);
+        // Until when it can be undone, said by the apply that finished the backfill: not by one task
+        // of a fan-out, nor by a run that found it applied (`bf status` says it). From the tables in
+        // hand: the one the apply ends with, and the one it started from, which is the pre-version
+        // when nothing was committed between the plan and this apply. What cannot be told now is
+        // left out, never an error: the backfill is applied.
+        let rollback = match self.only.is_none() && !already_applied {
+            false => None,
+            true => {
                 crate::rollback::horizon_of(&preflight.stores, &target, pre_version, Some(&preflight.target))
                     .await
                     .ok()
@@ -318,7 +321,7 @@ impl<'a> Apply<'a> {
             table: display_url(&url),
             pre_version,
             post_version: target.version().unwrap_or(0),
-            already_applied: finished_before && outcomes.iter().all(|o| o.status == SliceStatus::Skipped),
+            already_applied,
             slices: outcomes,
             comment,
             log_table,

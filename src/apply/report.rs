@@ -61,7 +61,8 @@ pub struct ApplyReport {
     /// Whether an earlier run had applied the whole backfill: this one wrote nothing.
     pub already_applied: bool,
     /// Until when the backfill can be rolled back, as `bf status` says it; none for one task of a
-    /// fan-out (its `--finish` says it), or where the store could not tell.
+    /// fan-out (its `--finish` says it), for a run that found the backfill applied already, or
+    /// where the store could not tell.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rollback: Option<crate::rollback::Horizon>,
 }

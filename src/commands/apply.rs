@@ -457,10 +457,10 @@ fn print_outcome(
         // Until when each table's backfill can be undone, after the version to go back to.
         let parts: Vec<String> = all
             .map(|report| match &report.rollback {
-                Some(horizon) if !report.already_applied => {
+                Some(horizon) => {
                     format!("{}{}\n", render::apply::report(report), render::rollback::horizon(horizon))
                 }
-                _ => render::apply::report(report),
+                None => render::apply::report(report),
             })
             .collect();
         parts.join("\n")

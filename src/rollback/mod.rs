@@ -132,10 +132,9 @@ pub struct RollbackPlan {
     pub cancelled: Vec<Entry>,
     /// The window the backfill's slices cover.
     pub window: Window,
-    /// The table's version this was read at: a rollback commits on it, or not at all.
-    pub read_at: u64,
-    /// The table as read, at `read_at`: every check of this reading judges this one table, and the
-    /// RESTORE is built on it (in a bucket each load reads the log since its last checkpoint again).
+    /// The table as read: every check of this reading judges this one table, and a rollback
+    /// commits on its version or not at all (in a bucket each load reads the log since its last
+    /// checkpoint again).
     as_read: DeltaTable,
 }
 
@@ -193,7 +192,6 @@ pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<Ro
         earlier: Vec::new(),
         others: Vec::new(),
         cancelled: Vec::new(),
-        read_at: table.version().unwrap_or(0),
         as_read: table,
     };
     for entry in since {
