@@ -108,7 +108,15 @@ async fn crashes_at_every_point_of_apply_and_rollback_land_there_and_are_recover
             bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
             bf_in(root).args(&undo).env(bf::fault::FAULT_ENV, point).assert().failure();
             assert_eq!(&landed(&daily), at_crash, "{point}: where the crash landed");
-            bf_in(root).args(&undo).assert().success();
+            let rerun = bf_in(root).args(&undo).output().unwrap();
+            assert!(rerun.status.success(), "{point}: {}", String::from_utf8_lossy(&rerun.stderr));
+            if !window_only {
+                // The window's rows before the RESTORE, read at the version it was built on, also
+                // when an earlier run made the RESTORE.
+                let said = String::from_utf8_lossy(&rerun.stdout);
+                let rows = format!("(0 rows in the window, {} before the rollback)", applied.len());
+                assert!(said.contains(&rows), "{point}: {said}");
+            }
             assert!(contents(&daily).await.is_empty(), "{point}: the rollback ends at the empty pre-version");
             let done = if window_only {
                 Landed { rollback_slices: upto(6), ..landed_applied() }
