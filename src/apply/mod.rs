@@ -51,7 +51,7 @@ pub use report::{ApplyProgress, ApplyReport, Silent, SliceOutcome, SliceStatus};
 pub use sign_off::comment_text;
 use sign_off::sign_off;
 pub use stale::{Now, check_stale};
-pub use state::{ApplyState, cannot_publish, state, unverified};
+pub use state::{ApplyState, Status, cannot_publish, state, status};
 
 use crate::apply::staleness::{Overtaken, Watch};
 use crate::delta::ledger::{self, Backfill, Entry, Logged};

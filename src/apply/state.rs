@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use deltalake::DeltaTable;
 use serde::Serialize;
 
 use super::{ApplyError, Unverified, backfill_for, committed, publisher, url_of, verify_committed};
@@ -9,6 +10,7 @@ use crate::apply::staleness::Watch;
 use crate::delta::ledger;
 use crate::delta::store::display_url;
 use crate::rehearse::plan::Plan;
+use crate::rollback::{Horizon, horizon_of};
 use crate::window::Slice;
 
 /// How far applying a saved plan got, read from the table alone.
@@ -48,21 +50,70 @@ impl ApplyState {
     }
 }
 
+/// What `bf status` tells of a saved plan, read from one load of its table and one read of the
+/// table's log since the plan: each part loading the table again read a long log three times.
+#[derive(Debug)]
+pub struct Status {
+    pub state: ApplyState,
+    /// Why `bf apply` cannot publish the pending slices' rehearsed files ([`cannot_publish`]).
+    pub cannot_publish: Option<String>,
+    /// Committed slices whose rows are not the rehearsal's: the backfill cannot be finished.
+    pub unverified: Vec<Unverified>,
+    /// Until when `bf rollback` can undo the plan's backfill in place: for a backfill applied and
+    /// not rolled back, and a store that can tell now (`bf rollback` says what it finds).
+    pub rollback: Option<Horizon>,
+}
+
+/// Reads what `bf status` tells of the saved plan.
+pub async fn status(plan: &Plan) -> Result<Status, ApplyError> {
+    let url = url_of(plan)?;
+    plan.reach_target().await?;
+    let stores = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?;
+    let target = stores.open(&url, None).await?;
+    let since = ledger::logged_after_whole(&target, plan.target.pre_version).await;
+    let state = state_of(plan, &url, &target, &since).await?;
+    let cannot_publish = cannot_publish(plan, &state).await;
+    let unverified = match (state.committed.is_empty(), since) {
+        (true, _) => Vec::new(),
+        (false, Ok(logged)) => unverified_of(plan, &target, &logged).await?,
+        // Cleaned up behind a checkpoint: the commits still held.
+        (false, Err(_)) => {
+            unverified_of(plan, &target, &ledger::logged_after(&target, plan.target.pre_version).await?)
+                .await?
+        }
+    };
+    let rollback = match (&state.backfill_id, state.rolled_back) {
+        (Some(_), None) => horizon_of(&stores, &target, plan.target.pre_version, None).await.ok(),
+        _ => None,
+    };
+    Ok(Status { state, cannot_publish, unverified, rollback })
+}
+
 /// Reads how far the saved plan's apply got.
 pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
     let url = url_of(plan)?;
     plan.reach_target().await?;
     let target = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?.open(&url, None).await?;
+    let since = ledger::logged_after_whole(&target, plan.target.pre_version).await;
+    state_of(plan, &url, &target, &since).await
+}
+
+/// [`state`] from the table `target` and its log since the plan, `since`.
+async fn state_of(
+    plan: &Plan,
+    url: &url::Url,
+    target: &DeltaTable,
+    since: &Result<Vec<ledger::Logged>, ledger::WholeLogError>,
+) -> Result<ApplyState, ApplyError> {
     // One read of the history answers both: which backfill, and what it committed. The plan's
     // backfills, and their rollbacks, all follow the version it was made at. Read whole: a
     // backfill whose commits were cleaned up is not "not applied".
-    let history: Vec<ledger::Entry> = match ledger::logged_after_whole(&target, plan.target.pre_version).await
-    {
-        Ok(logged) => logged.into_iter().map(|l| l.entry).collect(),
+    let history: Vec<ledger::Entry> = match since {
+        Ok(logged) => logged.iter().map(|l| l.entry.clone()).collect(),
         Err(ledger::WholeLogError::Cleaned { first_kept }) => {
-            return by_transactions(plan, &url, &target, first_kept).await;
+            return by_transactions(plan, url, target, *first_kept).await;
         }
-        Err(ledger::WholeLogError::Delta(error)) => return Err(error.into()),
+        Err(ledger::WholeLogError::Delta(error)) => return Err(ApplyError::Delta(error.to_string())),
     };
     let backfill_id = ledger::backfill_ids(&history, &plan.id).pop();
     let recorded = match &backfill_id {
@@ -80,7 +131,7 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
         None => BTreeMap::new(),
     };
     Ok(ApplyState {
-        table: display_url(&url),
+        table: display_url(url),
         table_version: target.version().unwrap_or(0),
         backfill_id,
         committed: plan.slices.iter().map(|s| s.index).filter(|i| committed.contains(i)).collect(),
@@ -88,7 +139,7 @@ pub async fn state(plan: &Plan) -> Result<ApplyState, ApplyError> {
         rolled_back: recorded.as_ref().and_then(|r| ledger::undone_at(&history, r)),
         commented: recorded.is_some_and(|r| r.commented),
         committed_by,
-        frozen: crate::delta::freeze::frozen(&target)?,
+        frozen: crate::delta::freeze::frozen(target)?,
         log_cleaned_before: None,
     })
 }
@@ -125,11 +176,11 @@ async fn by_transactions(
 
 /// The committed slices of the plan's latest backfill whose rows are not the rehearsal's: what stops
 /// its resume, its retries and its finish. Counts rows, so only what reports it asks.
-pub async fn unverified(plan: &Plan) -> Result<Vec<Unverified>, ApplyError> {
-    let url = url_of(plan)?;
-    plan.reach_target().await?;
-    let target = plan.stores().map_err(|e| ApplyError::Stale(e.to_string()))?.open(&url, None).await?;
-    let logged = ledger::logged_after(&target, plan.target.pre_version).await?;
+async fn unverified_of(
+    plan: &Plan,
+    target: &DeltaTable,
+    logged: &[ledger::Logged],
+) -> Result<Vec<Unverified>, ApplyError> {
     let since: Vec<_> = logged.iter().map(|l| l.entry.clone()).collect();
     let backfill = backfill_for(plan, &since, false, target.version().unwrap_or(0));
     let slices: Vec<Slice> = plan
@@ -137,9 +188,9 @@ pub async fn unverified(plan: &Plan) -> Result<Vec<Unverified>, ApplyError> {
         .iter()
         .map(|r| Slice { index: r.index, first: r.first, last: r.last, run_date: r.run_date })
         .collect();
-    let done = committed(&logged, &backfill, &slices);
-    let watch = Watch::new(&plan.id, plan.target.pre_version, &target, &plan.target.date_column);
-    verify_committed(&target, &watch, &done, plan, &slices, |_| true).await
+    let done = committed(logged, &backfill, &slices);
+    let watch = Watch::new(&plan.id, plan.target.pre_version, target, &plan.target.date_column);
+    verify_committed(target, &watch, &done, plan, &slices, |_| true).await
 }
 
 /// Why `bf apply` cannot publish the rehearsed files of the slices `state` says are pending (it

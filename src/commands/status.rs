@@ -41,21 +41,9 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let root = Plan::load(&args.file.unwrap_or_else(|| args.state.saved_plan()))?;
     let mut statuses = Vec::new();
     for plan in root.chain() {
-        let state = bf::apply::state(plan).await?;
-        let cannot_publish = bf::apply::cannot_publish(plan, &state).await;
-        let unverified = match state.committed.is_empty() {
-            true => Vec::new(),
-            false => bf::apply::unverified(plan).await?.iter().map(ToString::to_string).collect(),
-        };
-        // What the table says of it; a store that cannot tell now leaves the line out, as
-        // `bf rollback` will say what it finds.
-        let rollback = match (&state.backfill_id, state.rolled_back, url::Url::parse(&plan.target.uri)) {
-            (Some(_), None, Ok(url)) => match plan.stores() {
-                Ok(stores) => bf::rollback::horizon(&stores, &url, plan.target.pre_version).await.ok(),
-                Err(_) => None,
-            },
-            _ => None,
-        };
+        let bf::apply::Status { state, cannot_publish, unverified, rollback } =
+            bf::apply::status(plan).await?;
+        let unverified = unverified.iter().map(ToString::to_string).collect();
         statuses.push((plan, Status { state, cannot_publish, unverified, rollback, downstream: Vec::new() }));
     }
     let text = if args.json {
