@@ -135,7 +135,10 @@ async fn a_plan_saved_by_an_older_bf_still_applies_and_says_what_it_cannot_check
         .args(["apply", "--auto-approve", "-q"])
         .assert()
         .success()
-        .stderr(predicates::str::contains("saved by an older bf (format 1)"));
+        .stderr(predicates::str::contains("saved by an older bf (format 1)"))
+        .stderr(predicates::str::contains(
+            "dropped and created again at its place since `bf plan` is not detected",
+        ));
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -164,4 +167,51 @@ async fn every_slice_reads_a_delta_input_at_the_version_the_plan_read() {
     );
     assert_eq!(count(&daily, "SELECT count(*) FROM t WHERE order_id = 9002").await, 0);
     assert_eq!(duckdb_count(&daily, "SELECT count(*) FROM t WHERE order_id = 9002"), 0, "read by DuckDB");
+}
+
+/// A Delta input dropped and created again at its place after the plan, at the very version number
+/// the plan read: that number names another table's rows, which a recomputed slice would read. The
+/// apply refuses it, and so does a resume after a crash (which a commit to the input does not
+/// stop: every slice reads the version the plan read — if it is still that table's).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delta_input_made_again_at_the_version_the_plan_read_is_refused_on_a_resume_too() {
+    let (workspace, daily, silver) = delta_input_planned();
+    let root = workspace.path();
+    // Another shop's orders_silver, made the same way: the same versions, another table. The
+    // plan's input is kept aside.
+    let made_again = || {
+        let other = tempfile::tempdir().unwrap();
+        crate::common::bf().args(["demo", "--shop-only"]).arg(other.path()).assert().success();
+        std::fs::rename(&silver, root.join("planned-silver")).unwrap();
+        std::fs::rename(other.path().join("warehouse/orders_silver"), &silver).unwrap();
+    };
+    made_again();
+    let version = |table: &Path| {
+        let log: Vec<u64> = std::fs::read_dir(table.join("_delta_log"))
+            .unwrap()
+            .filter_map(|e| e.unwrap().file_name().to_str()?.strip_suffix(".json")?.parse().ok())
+            .collect();
+        log.into_iter().max().unwrap()
+    };
+    assert_eq!(version(&silver), version(&root.join("planned-silver")), "the same version number");
+    refused(root, &daily, "input `silver`");
+    refused(root, &daily, "it is another table than the one the plan read");
+
+    // The plan's input put back, an apply crashed after slice 1, then the input made again.
+    std::fs::remove_dir_all(&silver).unwrap();
+    std::fs::rename(root.join("planned-silver"), &silver).unwrap();
+    bf_in(root)
+        .args(["apply", "--auto-approve", "-q", "--recompute"])
+        .env(bf::fault::FAULT_ENV, "after-commit:1")
+        .assert()
+        .failure();
+    assert_eq!(slices_committed(&daily), [1]);
+    made_again();
+    let untouched = snapshot(&daily);
+    let output = bf_in(root).args(["apply", "--auto-approve", "-q", "--recompute"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("input `silver`") && stderr.contains("it is another table"), "{stderr}");
+    assert_eq!(snapshot(&daily), untouched, "the resume wrote nothing");
+    assert_eq!(slices_committed(&daily), [1]);
 }

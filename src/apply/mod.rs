@@ -42,7 +42,7 @@ mod sign_off;
 mod slice_run;
 mod stale;
 use slice_run::SliceRun;
-use stale::delta_input_versions;
+use stale::{TableNow, delta_input_versions};
 pub mod staleness;
 mod state;
 
@@ -177,6 +177,8 @@ impl<'a> Apply<'a> {
             tokio::spawn(async move { plan::fingerprint_all(&stores, &files).await })
         };
         let target = stores.open(&url, None).await?;
+        let target_now = TableNow::read(&target, plan.target.pre_version).await.map_err(ApplyError::Delta)?;
+        stale::check_same_target(plan, &target_now)?;
         crate::delta::compat::check_writable(&target).await?;
         // Days frozen since the plan, or frozen beyond the plan's approval, stop it before any write.
         let what = format!("the saved plan's window {}", plan.window);

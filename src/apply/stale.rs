@@ -3,12 +3,64 @@
 
 use super::ApplyError;
 use crate::delta::ledger::Entry;
+use crate::delta::same_table;
 use crate::delta::store::{StoreError, Stores, display_url};
 use crate::rehearse::plan::{self, Plan};
 use crate::source::run::{DeltaInput, FolderListing};
 
-/// The latest version of each Delta input, in the plan's order, or why it cannot be read.
-pub(super) async fn delta_input_versions(stores: &Stores, inputs: &[DeltaInput]) -> Vec<Result<u64, String>> {
+/// A table a plan relies on, as it is now: its id, its latest version, and the hash of the commit of
+/// the version the plan recorded (`None` where the log no longer holds it).
+#[derive(Debug, Clone)]
+pub struct TableNow {
+    pub table_id: Option<String>,
+    pub latest: u64,
+    pub commit_sha256: Option<String>,
+}
+
+impl TableNow {
+    /// The table `table`, loaded at its latest version, with version `recorded`'s commit hashed.
+    pub(super) async fn read(table: &deltalake::DeltaTable, recorded: u64) -> Result<TableNow, String> {
+        let latest = table.version().unwrap_or(0);
+        let commit_sha256 = match recorded <= latest {
+            true => same_table::commit_sha256(table, recorded).await.map_err(|e| e.to_string())?,
+            false => None,
+        };
+        Ok(TableNow { table_id: same_table::table_id(table), latest, commit_sha256 })
+    }
+
+    fn as_now(&self) -> same_table::Now<'_> {
+        same_table::Now {
+            table_id: self.table_id.as_deref(),
+            latest: self.latest,
+            commit_sha256: self.commit_sha256.as_deref(),
+        }
+    }
+}
+
+/// Refuses the plan when its target is not the table it read: dropped and created again at its
+/// place, or its history rewound ([`same_table`]). Asked before anything else of the table: every
+/// other check would judge another table's commits by the plan's version numbers.
+pub(super) fn check_same_target(plan: &Plan, now: &TableNow) -> Result<(), ApplyError> {
+    let recorded = same_table::Recorded {
+        table_id: plan.target.table_id.as_deref(),
+        version: plan.target.pre_version,
+        commit_sha256: plan.target.pre_commit_sha256.as_deref(),
+    };
+    match same_table::another_table(recorded, now.as_now()) {
+        None => Ok(()),
+        Some(why) => Err(ApplyError::Stale(format!(
+            "the table {} is not the one the plan was made against: {why}. Nothing was written. Run `bf plan {}` \
+             again, review it, then apply.",
+            plan.target.uri, plan.plan_file.path
+        ))),
+    }
+}
+
+/// Each Delta input as it is now, in the plan's order, or why it cannot be read.
+pub(super) async fn delta_input_versions(
+    stores: &Stores,
+    inputs: &[DeltaInput],
+) -> Vec<Result<TableNow, String>> {
     let versions = inputs.iter().map(|input| async move {
         if let Some(pinned) = &input.catalog {
             // A name that moved is another table; asking also lends the stores its credentials.
@@ -16,8 +68,13 @@ pub(super) async fn delta_input_versions(stores: &Stores, inputs: &[DeltaInput])
         }
         let url = url::Url::parse(&input.uri).map_err(|e| e.to_string())?;
         // The version is the log's answer; the input's files are the source's to list, at its read.
-        let (_, snapshot) = stores.open_log(&url).await.map_err(|e| e.to_string())?;
-        Ok(snapshot.version())
+        let (table, snapshot) = stores.open_log(&url).await.map_err(|e| e.to_string())?;
+        let latest = snapshot.version();
+        let commit_sha256 = match input.version <= latest {
+            true => same_table::commit_sha256(&table, input.version).await.map_err(|e| e.to_string())?,
+            false => None,
+        };
+        Ok(TableNow { table_id: Some(snapshot.metadata().id().to_owned()), latest, commit_sha256 })
     });
     futures::future::join_all(versions).await
 }
@@ -28,8 +85,8 @@ pub struct Now<'n> {
     pub inputs: &'n [Result<plan::InputFingerprint, String>],
     /// The input folders' listings.
     pub folders: &'n [Result<FolderListing, StoreError>],
-    /// The latest version of each Delta input.
-    pub delta: &'n [Result<u64, String>],
+    /// Each Delta input as it is now.
+    pub delta: &'n [Result<TableNow, String>],
 }
 
 /// Every reason the saved plan no longer describes the world, or `Ok` when it still does.
@@ -91,20 +148,33 @@ pub fn check_stale(plan: &Plan, since: &[Entry], now: &Now) -> Result<(), ApplyE
         }
     }
     // Slices read a Delta input at the version the plan read, so a commit to it after the apply
-    // began changes nothing a resume writes: only a first apply refuses it.
+    // began changes nothing a resume writes: only a first apply refuses it. That version must
+    // still be the one read, on a resume too.
     let resuming = since.iter().any(|e| e.backfill().is_some_and(|b| b.plan_id == plan.id));
     for (input, now) in plan.delta_inputs.iter().zip(now.delta) {
-        if input.uri == plan.target.uri || (resuming && now.is_ok()) {
+        if input.uri == plan.target.uri {
             // A target reloaded from itself: its own moves are checked above.
             continue;
         }
-        match now {
-            Ok(version) if *version == input.version => {}
-            Ok(version) => reasons.push(format!(
-                "input `{}` ({}) is at version {version}, but the plan read version {}",
-                input.input, input.uri, input.version
-            )),
-            Err(e) => reasons.push(format!("input `{}` ({}) cannot be read: {e}", input.input, input.uri)),
+        let now = match now {
+            Ok(now) => now,
+            Err(e) => {
+                reasons.push(format!("input `{}` ({}) cannot be read: {e}", input.input, input.uri));
+                continue;
+            }
+        };
+        let recorded = same_table::Recorded {
+            table_id: input.table_id.as_deref(),
+            version: input.version,
+            commit_sha256: input.commit_sha256.as_deref(),
+        };
+        if let Some(why) = same_table::another_table(recorded, now.as_now()) {
+            reasons.push(format!("input `{}` ({}): {why}", input.input, input.uri));
+        } else if now.latest != input.version && !resuming {
+            reasons.push(format!(
+                "input `{}` ({}) is at version {}, but the plan read version {}",
+                input.input, input.uri, now.latest, input.version
+            ));
         }
     }
     if reasons.is_empty() {

@@ -18,5 +18,6 @@ pub mod predicate;
 pub mod publish;
 pub mod row_rules;
 pub mod row_tracking;
+pub mod same_table;
 pub mod store;
 pub mod table;

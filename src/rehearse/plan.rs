@@ -22,8 +22,8 @@ use crate::source::run::{DeltaInput, FolderListing, SourceCounts};
 use crate::window::Window;
 
 /// The version of the saved plan's layout: 3 added downstream plans, which a bf reading format 2
-/// would silently leave unapplied.
-pub const PLAN_FORMAT: u32 = 4;
+/// would silently leave unapplied; 5 records which table each version it relies on is of.
+pub const PLAN_FORMAT: u32 = 5;
 
 /// Files bigger than this are fingerprinted by size and modification time only.
 const HASH_LIMIT: u64 = 1 << 30;
@@ -137,6 +137,14 @@ pub struct TargetRecord {
     pub table: String,
     /// The version the plan was made against, and the one a rollback restores.
     pub pre_version: u64,
+    /// The table's id when planned: a table dropped and created again at `uri` has another, and
+    /// its versions are another table's (`delta::same_table`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_id: Option<String>,
+    /// The sha256 of the pre-version's commit: a log rewound and written again has another commit
+    /// under that number.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_commit_sha256: Option<String>,
     pub date_column: String,
     pub key: Option<Vec<String>>,
     pub partition_columns: Vec<String>,
@@ -419,13 +427,19 @@ impl Plan {
         }
         let mut plan: Plan = serde_json::from_value(value)
             .map_err(|source| SavedPlanError::Parse { path: path.to_owned(), source })?;
+        // An apply an older bf started can still be resumed; say what it cannot check.
         if found == 1 {
-            // An apply a bf before format 2 started can still be resumed; say what it cannot check.
             plan.warnings.push(
                 "this plan was saved by an older bf (format 1): files added to input folders and commits to Delta \
                  inputs since `bf plan` are not detected; run `bf plan` again to record them"
                     .to_owned(),
             );
+        }
+        if found < 5 {
+            plan.warnings.push(format!(
+                "this plan was saved by an older bf (format {found}): the target or a Delta input dropped and \
+                 created again at its place since `bf plan` is not detected; run `bf plan` again to record them"
+            ));
         }
         Ok(plan)
     }

@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::delta::same_table;
 use crate::delta::store::{self, display_url};
 use crate::delta::table;
 use crate::plan_file::chain::Chain;
@@ -59,6 +60,8 @@ fn rehearse_below<'a>(
             input: String::new(),
             uri: plan.rehearsal.uri.clone(),
             version: plan.rehearsal.version,
+            table_id: plan.rehearsal.table_id.clone(),
+            commit_sha256: None,
             stands_for: Some(plan.target.uri.clone()),
             catalog: None,
         });
@@ -113,6 +116,9 @@ async fn rehearse(
     let mut watch = Stopwatch::start();
     let target = open_target(document, scope, &stores, progress, sample.is_some()).await?;
     let pre_version = target.table.version().unwrap_or(0);
+    let pre_commit_sha256 = same_table::commit_sha256(&target.table, pre_version).await.map_err(|e| {
+        RehearsalError::Refused(format!("cannot read version {pre_version}'s commit of the target: {e}"))
+    })?;
 
     let schema = table::arrow_schema(&target.table)?;
     let generated = crate::delta::row_rules::generated_columns(&target.table);
@@ -188,7 +194,11 @@ async fn rehearse(
         created_at: chrono::Utc::now(),
         plan_file: plan_file_record(document),
         reason: spec.reason.clone(),
-        target: target_record(spec, &target, pre_version),
+        target: TargetRecord {
+            table_id: same_table::table_id(&target.table),
+            pre_commit_sha256,
+            ..target_record(spec, &target, pre_version)
+        },
         window,
         every: spec.slicing.every.to_string(),
         mode: spec.write.mode,
@@ -336,6 +346,8 @@ fn target_record(spec: &crate::plan_file::PlanFile, target: &Target, pre_version
         uri: target.url.to_string(),
         table: spec.target.table.clone(),
         pre_version,
+        table_id: None,
+        pre_commit_sha256: None,
         date_column: spec.target.date_column.clone(),
         key: spec.target.key.clone(),
         partition_columns: target.partition_columns.clone(),

@@ -35,6 +35,7 @@ use url::Url;
 use crate::cluster::Cluster;
 use crate::delta::catalog::{self, CatalogTable};
 use crate::delta::predicate::{slice_predicate, window_predicate};
+use crate::delta::same_table;
 use crate::delta::store::{self, Found, Location, StoreError, Stores};
 use crate::plan_file::template::expand;
 use crate::plan_file::{Format, PlanDocument, Size};
@@ -107,6 +108,12 @@ pub struct DeltaInput {
     pub input: String,
     pub uri: String,
     pub version: u64,
+    /// The input's table id, and the sha256 of `version`'s commit, when the plan read it: the same
+    /// number in a table made again, or a log rewound, is other rows (`delta::same_table`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub table_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub commit_sha256: Option<String>,
     /// In a downstream plan: the upstream table the input names, which it reads the rehearsal of
     /// (`uri`) instead — the upstream as its backfill will leave it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -488,12 +495,17 @@ impl<'a> Source<'a> {
         };
         if pinned.is_none() {
             let version = delta.version().unwrap_or(0);
+            let table_id = same_table::table_id(&delta);
+            let commit_sha256 =
+                same_table::commit_sha256(&delta, version).await.map_err(|e| e.to_string())?;
             let mut known = self.pinned.lock().expect("not poisoned");
             if !known.iter().any(|d| d.serves(&url)) {
                 known.push(DeltaInput {
                     input: name.to_owned(),
                     uri: url.to_string(),
                     version,
+                    table_id,
+                    commit_sha256,
                     stands_for: None,
                     catalog,
                 });

@@ -171,3 +171,69 @@ async fn two_applies_at_once_commit_each_slice_once() {
     assert_eq!(commits_with(&daily, "comment"), 1, "one comment");
     assert_eq!(rows_where(&daily, "true").await, expected);
 }
+
+/// The table a plan read is dropped and created again at its place between plan and apply, or its
+/// folder is restored from a backup taken before the plan: its version numbers are then another
+/// history's, and the plan's pre-version would name rows nobody reviewed. The apply refuses before
+/// it writes, saying which, whether the table made again is behind the plan's version or past it,
+/// and whether the rewound log stops short of it or was written again past it. Not one byte of
+/// the folder changes; the table the plan read, put back, applies.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_table_made_again_or_rewound_since_the_plan_is_refused_as_another_table() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let backup = root.join("backup");
+    crate::corpus::copy_dir(&silver, &backup);
+    // The version the plan reads is one after the backup's.
+    append_silver(&silver, &[(9001, "C01", 1.0, "EUR", "2026-02-05")]).await;
+    plan(root, "plans/march.toml");
+    let pre_version = open_table(&silver).await.version().unwrap() as u64;
+    let planned = root.join("planned");
+    std::fs::rename(&silver, &planned).unwrap();
+    let refused = |fragment: &str| {
+        let untouched = snapshot(&silver);
+        let output = apply(root);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("is not the one the plan was made against") && stderr.contains(fragment),
+            "{stderr}"
+        );
+        assert!(stderr.contains("Nothing was written"), "{stderr}");
+        assert_eq!(snapshot(&silver), untouched, "a refused apply wrote to the table");
+        assert_eq!(slices_committed(&silver), Vec::<u64>::new());
+    };
+
+    // Made again by another job, with the same rows: another id, a log behind the plan's version.
+    let other = tempfile::tempdir().unwrap();
+    crate::common::bf().args(["demo", "--shop-only"]).arg(other.path()).assert().success();
+    std::fs::rename(other.path().join("warehouse/orders_silver"), &silver).unwrap();
+    assert!((open_table(&silver).await.version().unwrap() as u64) < pre_version);
+    refused("(it was dropped and created again, or replaced)");
+    // Written on past the plan's version: still another table.
+    for day in ["2026-02-06", "2026-02-07", "2026-02-08"] {
+        append_silver(&silver, &[(9002, "C02", 2.0, "EUR", day)]).await;
+    }
+    assert!((open_table(&silver).await.version().unwrap() as u64) > pre_version);
+    refused("(it was dropped and created again, or replaced)");
+
+    // The backup restored: the same id, its log ending before the plan's version.
+    std::fs::remove_dir_all(&silver).unwrap();
+    crate::corpus::copy_dir(&backup, &silver);
+    refused(&format!(
+        "its log ends at version {}, before version {pre_version} the plan read",
+        pre_version - 1
+    ));
+    // And written again: the plan's version is another commit now.
+    append_silver(&silver, &[(9003, "C03", 3.0, "EUR", "2026-02-05")]).await;
+    assert_eq!(open_table(&silver).await.version().unwrap() as u64, pre_version);
+    refused(&format!("its version {pre_version} is another commit than the one the plan read"));
+
+    // The table the plan read, put back: applied.
+    std::fs::remove_dir_all(&silver).unwrap();
+    std::fs::rename(&planned, &silver).unwrap();
+    let output = apply(root);
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(slices_committed(&silver), [1]);
+}
