@@ -84,6 +84,18 @@ impl Root {
     pub fn holds(&self, path: &Path) -> bool {
         resolved(path).is_some_and(|p| p.starts_with(&self.0))
     }
+
+    /// Whether a plan may read `path`: inside the root and, as the filesystem resolves it, in no
+    /// `.git` folder — a checkout's `.git/config` holds the token actions/checkout leaves there, and
+    /// a link from anywhere in the root could lead to it.
+    pub fn lets_read(&self, path: &Path) -> bool {
+        self.holds(path) && !in_git(path)
+    }
+}
+
+/// Whether `path`, as the filesystem resolves it, is in a `.git` folder.
+fn in_git(path: &Path) -> bool {
+    resolved(path).is_some_and(|p| p.components().any(|c| c.as_os_str() == ".git"))
 }
 
 /// `path` as the filesystem resolves it: made absolute and cleaned, then its longest existing
@@ -216,8 +228,9 @@ impl Scope {
         let log = ("its log".to_owned(), crate::delta::store::join(table, "_delta_log/"));
         for (name, url) in std::iter::once(&log).chain(files) {
             let outside = match crate::delta::store::local_path(url) {
-                Some(path) => (!self.root.holds(&path))
-                    .then(|| format!("outside the root {}", self.root.path().display())),
+                Some(path) => (!self.root.lets_read(&path)).then(|| {
+                    format!("outside the root {} or in a `.git` folder", self.root.path().display())
+                }),
                 None if url.scheme() == "file" => Some("not a local path bf can confine".to_owned()),
                 None => self.policy.store_problem(name, url),
             };
@@ -323,8 +336,7 @@ impl Policy {
         };
         let root_shown = root.path().display();
         // A checkout's `.git` holds the token actions/checkout leaves in its config: never an input.
-        let in_git = resolved(&path).is_some_and(|p| p.components().any(|c| c.as_os_str() == ".git"));
-        if usage == Use::Input && in_git {
+        if usage == Use::Input && in_git(&path) {
             return Some(format!("`{written}` is inside a `.git` folder, which is never a plan's input"));
         }
         match leaves_root(document, root, written, &path, usage, self.max_slices()) {
@@ -333,8 +345,8 @@ impl Policy {
                 "`{written}` is outside the root {root_shown}: a plan reads and writes only inside it"
             )),
             Leaves::Through => Some(format!(
-                "`{written}` leads outside the root {root_shown} (a slice's file, or a link in the folder): a plan \
-                 reads only inside it"
+                "`{written}` leads outside the root {root_shown} or into a `.git` folder (a slice's file, or a link \
+                 in the folder): a plan reads only inside the root, never `.git`"
             )),
         }
     }
@@ -471,9 +483,9 @@ fn leaves_root(
         && if written.contains('{') {
             slices.into_iter().any(|slice| {
                 match document.resolve(&crate::plan_file::template::expand(written, &slice)) {
-                    Location::Path(path) => !root.holds(&path),
+                    Location::Path(path) => !root.lets_read(&path),
                     Location::Uri(url) => {
-                        crate::delta::store::local_path(&url).is_none_or(|path| !root.holds(&path))
+                        crate::delta::store::local_path(&url).is_none_or(|path| !root.lets_read(&path))
                     }
                 }
             })
@@ -483,8 +495,8 @@ fn leaves_root(
     if through { Leaves::Through } else { Leaves::No }
 }
 
-/// Whether every entry of a local input folder stays inside `root`: a link in it leading out would
-/// be read like any file of the folder. A folder of more than `most` entries (all its folders'
+/// Whether every entry of a local input folder stays inside `root`, out of `.git`: a link in it
+/// leading out would be read like any file of the folder. A folder of more than `most` entries (all its folders'
 /// together) is not walked to its end: it counts as leaving.
 fn folder_stays_inside(folder: &Path, root: &Root, most: usize) -> bool {
     let mut pending = vec![folder.to_owned()];
@@ -500,7 +512,7 @@ fn folder_stays_inside(folder: &Path, root: &Root, most: usize) -> bool {
             let path = entry.path();
             let Ok(kind) = entry.file_type() else { return false };
             if kind.is_symlink() {
-                if !root.holds(&path) {
+                if !root.lets_read(&path) {
                     return false;
                 }
                 // A linked folder is walked like any other: what it holds is read too.

@@ -26,9 +26,8 @@ pub(super) struct PinnedDelta {
 /// An input to register in a slice's session once its size is known.
 pub(super) enum Registration {
     Delta(PinnedDelta),
-    /// Files, read at `read` here and at `url` (absolute) on a cluster.
+    /// Files, read at their absolute `url`, here and on a cluster.
     Files {
-        read: String,
         url: String,
         format: Format,
         extension: String,
@@ -54,8 +53,8 @@ impl Registration {
                     .map_err(|e| e.to_string())?;
                 there.register_table(name, provider).map(drop).map_err(|e| e.to_string())
             }
-            Registration::Files { read, url, format, extension } => {
-                register(here, name, &read, format, &extension).await?;
+            Registration::Files { url, format, extension } => {
+                register(here, name, &url, format, &extension).await?;
                 match there {
                     Some(there) => register(there, name, &url, format, &extension).await,
                     None => Ok(()),

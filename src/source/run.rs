@@ -349,47 +349,42 @@ impl<'a> Source<'a> {
                 stores.register(session, &url).map_err(|e| input_error(e.problem))?;
             }
             // A single file is read whatever its extension; a folder by its files of the format's.
-            let (read, absolute, extension) =
-                match stores.find(&url).await.map_err(|e| input_error(e.problem))? {
-                    Found::Nothing => {
-                        return Err(SourceError::MissingInput {
-                            slice: slice.index,
-                            first: first.clone(),
-                            input: name.clone(),
-                            path: location.to_string(),
-                            also: crate::source::found::missing_elsewhere(self.document, &input.path),
-                        });
-                    }
-                    Found::File(meta) => {
-                        bytes += meta.size;
-                        files.push(InputFile { input: name.clone(), url: url.clone() });
-                        let extension =
-                            Path::new(url.path()).extension().map(|e| format!(".{}", e.to_string_lossy()));
-                        (location.to_string(), url.to_string(), extension.unwrap_or_default())
-                    }
-                    Found::Folder => {
-                        let extension = format_extension(input.format).to_owned();
-                        let (folder, size) = listed(stores, name, &url, &extension)
-                            .await
-                            .map_err(|e| input_error(e.problem))?;
-                        bytes += size;
-                        files.extend(
-                            folder
-                                .files
-                                .iter()
-                                .map(|f| InputFile { input: name.clone(), url: store::join(&url, f) }),
-                        );
-                        folders.push(folder);
-                        // A URL read as a folder ends with a slash; a local path is looked at on disk.
-                        let folder_url = format!("{}/", url.as_str().trim_end_matches('/'));
-                        let read = match &location {
-                            Location::Uri(_) => folder_url.clone(),
-                            Location::Path(_) => location.to_string(),
-                        };
-                        (read, folder_url, extension)
-                    }
-                };
-            let files = Registration::Files { read, url: absolute, format: input.format, extension };
+            // Each is handed to DataFusion by its URL, never a local path as text, which it would
+            // expand as a pattern (`*`, `?`, `[`): a file named `*.csv` would read its whole folder.
+            let (absolute, extension) = match stores.find(&url).await.map_err(|e| input_error(e.problem))? {
+                Found::Nothing => {
+                    return Err(SourceError::MissingInput {
+                        slice: slice.index,
+                        first: first.clone(),
+                        input: name.clone(),
+                        path: location.to_string(),
+                        also: crate::source::found::missing_elsewhere(self.document, &input.path),
+                    });
+                }
+                Found::File(meta) => {
+                    bytes += meta.size;
+                    files.push(InputFile { input: name.clone(), url: url.clone() });
+                    let extension =
+                        Path::new(url.path()).extension().map(|e| format!(".{}", e.to_string_lossy()));
+                    (url.to_string(), extension.unwrap_or_default())
+                }
+                Found::Folder => {
+                    let extension = format_extension(input.format).to_owned();
+                    let (folder, size) =
+                        listed(stores, name, &url, &extension).await.map_err(|e| input_error(e.problem))?;
+                    bytes += size;
+                    files.extend(
+                        folder
+                            .files
+                            .iter()
+                            .map(|f| InputFile { input: name.clone(), url: store::join(&url, f) }),
+                    );
+                    folders.push(folder);
+                    // A URL read as a folder ends with a slash.
+                    (format!("{}/", url.as_str().trim_end_matches('/')), extension)
+                }
+            };
+            let files = Registration::Files { url: absolute, format: input.format, extension };
             registrations.push((name, location.to_string(), files));
         }
         self.count_read(slice, bytes)?;

@@ -289,6 +289,56 @@ async fn files_a_plan_reaches_through_folders_tables_and_logs_stay_inside_the_ro
     assert_eq!(tables(), before, "no table was written");
 }
 
+/// `.git/config` holds the token actions/checkout leaves there; an input never reads it, however it
+/// is reached from inside the root: a link in an input folder, or a template's slice file, that
+/// resolves into `.git`. And an input's path is read as written, never as a pattern: a file
+/// literally named `*.csv`, beside a link out of the root in its folder, reads that file alone
+/// (DataFusion expands `*?[` in a local path it is handed as text: it listed the folder, followed
+/// the link, and counted none of it against the operator's bound on bytes read).
+#[tokio::test(flavor = "multi_thread")]
+async fn an_input_never_reads_git_through_a_link_nor_a_pattern_through_its_name() {
+    let checkout = Checkout::new().await;
+    let repo = checkout.repo();
+    std::fs::write(
+        repo.join(".git/config"),
+        format!("[http]\n\textraheader = AUTHORIZATION: basic {SECRET}\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(repo.join("landing/gitleak")).unwrap();
+    std::os::unix::fs::symlink("../../.git/config", repo.join("landing/gitleak/a.csv")).unwrap();
+    std::fs::create_dir_all(repo.join("landing/daily")).unwrap();
+    std::os::unix::fs::symlink("../../.git/config", repo.join("landing/daily/2026-03-01.csv")).unwrap();
+    let before = checkout.untouched();
+    for (name, path) in [("folder", "../landing/gitleak"), ("template", "../landing/daily/{start}.csv")] {
+        let plan = checkout.plan(&format!("{name}.toml"), |t| t.replace("../landing/orders.csv", path));
+        let plan_arg = plan.display().to_string();
+        for verb in [&["validate", &plan_arg][..], &["plan", &plan_arg, "--format", "markdown"]] {
+            let output = checkout.bf(verb);
+            refused_at(&checkout, &output, &plan, 16, "into a `.git` folder");
+        }
+    }
+    assert_eq!(checkout.untouched(), before, "nothing written outside the repository, the table untouched");
+
+    // A file named `*.csv` (the corrected March), and beside it a link to the secret outside.
+    std::fs::create_dir_all(repo.join("landing/glob")).unwrap();
+    std::fs::copy(repo.join("landing/orders.csv"), repo.join("landing/glob/*.csv")).unwrap();
+    std::os::unix::fs::symlink(checkout.root().join("secret.csv"), repo.join("landing/glob/leak.csv"))
+        .unwrap();
+    let table = snapshot(&repo.join("warehouse/orders"));
+    let plan = checkout.plan("glob.toml", |t| t.replace("../landing/orders.csv", "../landing/glob/*.csv"));
+    let output =
+        checkout.bf_with(&["plan", &plan.display().to_string(), "--json"], &[("BF_MAX_READ_BYTES", "200")]);
+    assert!(output.status.success(), "{}", said(&output));
+    assert!(!said(&output).contains(SECRET), "the link beside it was read:\n{}", said(&output));
+    let saved = std::fs::read_to_string(repo.join(".bf/plan.json")).unwrap();
+    assert!(!saved.contains(SECRET));
+    // The two rows of the file named `*.csv`, read by the test, and nothing else.
+    let planned: Value = serde_json::from_str(&saved).unwrap();
+    assert_eq!(planned["slices"][0]["after"]["rows"], 2, "{saved}");
+    assert_eq!(checkout.untouched().0, before.0, "nothing written outside the repository");
+    assert_eq!(snapshot(&repo.join("warehouse/orders")), table, "the table untouched");
+}
+
 /// A checkout may hold links where bf writes its own files: at the saved plan `--out` names, at a
 /// name like the partial file it once wrote first (`<name>.json.partial`), at the state dir's list
 /// of rehearsals. Each points outside the repository; `bf plan` replaces the link with its file and
