@@ -7,8 +7,11 @@
 //!   allowed), with no data-modifying statement nested in it and no `SELECT … INTO`;
 //! - for metrics: exactly one expression, without subqueries;
 //! - for both: without a function that makes rows or values out of nothing (`generate_series`,
-//!   `range`, any table function in `FROM`): a plan reads its inputs, and one such call can ask for
-//!   billions of rows before anyone reviewed it.
+//!   `range`, any table function in `FROM`, a recursive CTE), nor one that makes a value as big as
+//!   a number it is given unless that number is written in the SQL and small (`repeat`, `lpad`,
+//!   `rpad`, `array_repeat`, `array_resize`): a plan reads its inputs, and one such call can ask for
+//!   billions of rows, or gigabytes in one value outside DataFusion's memory pool, before anyone
+//!   reviewed it.
 //!
 //! Slice bounds are typed parameters (`$start`, `$end`, `$run_date`), bound as DATE values at run
 //! time, so no date is ever pasted into SQL text. (Execution adds DataFusion's own `SQLOptions` guard
@@ -118,6 +121,16 @@ fn refused(what: &str, why: &str) -> SqlError {
 /// The functions that make values out of nothing, as many as their arguments ask for.
 const GENERATORS: [&str; 2] = ["generate_series", "range"];
 
+/// The functions that make a value as big as one of their arguments (its position) asks: `repeat('x',
+/// 1500000000)` is 1.5 GB in one call, which no memory pool sees. Padding an id to eight digits is
+/// not generating: each is allowed with that argument a number written in the SQL, up to
+/// [`MAX_SIZE_ARGUMENT`].
+const SIZED: [(&str, usize); 5] =
+    [("repeat", 1), ("lpad", 1), ("rpad", 1), ("array_repeat", 1), ("array_resize", 1)];
+
+/// The largest size a plan's SQL may give one of the [`SIZED`] functions.
+const MAX_SIZE_ARGUMENT: u64 = 10_000;
+
 fn generates(name: &str) -> SqlError {
     SqlError(format!(
         "`{name}(…)` is not allowed in a plan: it makes rows out of nothing, as many as it is asked for; plan SQL \
@@ -162,6 +175,13 @@ impl Visitor for Guard {
         {
             return ControlFlow::Break(refused("SELECT … INTO", "it creates a table"));
         }
+        if query.with.as_ref().is_some_and(|with| with.recursive) {
+            return ControlFlow::Break(SqlError(
+                "`WITH RECURSIVE` is not allowed in a plan: it makes rows out of nothing, as many as its recursion \
+                 goes on; plan SQL reads the plan's inputs (a table of days or numbers can be an input file)"
+                    .into(),
+            ));
+        }
         ControlFlow::Continue(())
     }
 
@@ -181,8 +201,17 @@ impl Visitor for Guard {
     fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<SqlError> {
         if let Expr::Function(function) = expr {
             let name = function.name.to_string().to_ascii_lowercase();
-            if GENERATORS.contains(&name.rsplit('.').next().unwrap_or_default()) {
+            let bare = name.rsplit('.').next().unwrap_or_default();
+            if GENERATORS.contains(&bare) {
                 return ControlFlow::Break(generates(&name));
+            }
+            if let Some(&(_, at)) = SIZED.iter().find(|(sized, _)| *sized == bare)
+                && !small_number(function, at)
+            {
+                return ControlFlow::Break(SqlError(format!(
+                    "`{name}(…)` makes a value as big as its size argument asks: in a plan that size is a number \
+                     written in the SQL, at most {MAX_SIZE_ARGUMENT}"
+                )));
             }
         }
         let Expr::Value(value) = expr else { return ControlFlow::Continue(()) };
@@ -196,6 +225,16 @@ impl Visitor for Guard {
         self.parameters.insert(name.clone());
         ControlFlow::Continue(())
     }
+}
+
+/// Whether argument `at` of `function` is a number written in the SQL, at most [`MAX_SIZE_ARGUMENT`].
+fn small_number(function: &deltalake::datafusion::sql::sqlparser::ast::Function, at: usize) -> bool {
+    use deltalake::datafusion::sql::sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+    let FunctionArguments::List(list) = &function.args else { return false };
+    let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(value)))) = list.args.get(at) else {
+        return false;
+    };
+    matches!(&value.value, Value::Number(n, _) if n.parse::<u64>().is_ok_and(|n| n <= MAX_SIZE_ARGUMENT))
 }
 
 #[cfg(test)]
@@ -241,6 +280,33 @@ mod tests {
         refused_with("SELECT * FROM orders JOIN range(1, 10) r ON true", "makes rows out of nothing");
         refused_with("SELECT unnest(range(1, 3000000000)) FROM orders", "makes rows out of nothing");
         refused_with("SELECT GENERATE_SERIES(1, 5)", "makes rows out of nothing");
+        refused_with(
+            "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT n FROM t",
+            "`WITH RECURSIVE` is not allowed",
+        );
+        refused_with(
+            "SELECT o.* FROM orders o WHERE o.id IN (WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) \
+             SELECT n FROM t)",
+            "`WITH RECURSIVE` is not allowed",
+        );
+        refused_with("SELECT unnest(array_repeat(1, 200000000)) FROM orders", "at most 10000");
+        refused_with("SELECT * FROM unnest(array_repeat(1, 200000000))", "at most 10000");
+        refused_with("SELECT repeat('x', 1500000000) AS customer FROM orders", "at most 10000");
+        refused_with("SELECT repeat('x', amount) FROM orders", "a number written in the SQL");
+        refused_with("SELECT lpad(customer, 10001, '0') FROM orders", "at most 10000");
+        refused_with("SELECT array_resize(tags, 99999999) FROM orders", "at most 10000");
+    }
+
+    #[test]
+    fn sized_functions_with_a_small_written_size_are_allowed() {
+        for sql in [
+            "SELECT lpad(CAST(order_id AS VARCHAR), 8, '0') AS id FROM orders",
+            "SELECT rpad(customer, 12) AS c, repeat('-', 3) AS rule FROM orders",
+            "SELECT array_repeat(amount, 2) AS twice FROM orders",
+            "WITH t AS (SELECT * FROM orders) SELECT * FROM t",
+        ] {
+            assert!(check_query(sql).is_ok(), "{sql}: {:?}", check_query(sql));
+        }
     }
 
     #[test]

@@ -315,6 +315,8 @@ impl<'a> Source<'a> {
         // Parquet strings as the table's own Utf8: read as Utf8View they were cast back row by row
         // on the way to the writer (1.8% of an apply, docs/BENCHMARKS.md).
         ctx.state_ref().write().config_mut().options_mut().execution.parquet.schema_force_view_types = false;
+        // Behind the guard's refusal (`plan_file::read_only`): no recursion makes rows here either.
+        ctx.state_ref().write().config_mut().options_mut().execution.enable_recursive_ctes = false;
         // The session the query runs in on a cluster: one whose queries the cluster runs.
         let there = match &self.cluster {
             Some(cluster) => Some(crate::cluster::session(cluster).map_err(|e| query_error(&e))?),

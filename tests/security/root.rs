@@ -179,6 +179,51 @@ async fn a_plan_cannot_read_more_than_the_operator_allows() {
     assert!(said(&output).contains("BF_MAX_READ_BYTES: `lots` is not a size"), "{}", said(&output));
 }
 
+/// A query cannot make rows, or giant values, out of nothing: a recursive CTE counting for ever,
+/// an array of 200,000,000 elements unnested, a 1.5 GB string from `repeat`. Each ran (or held
+/// gigabytes, `BF_MEMORY_LIMIT` or not: a scalar's allocation is no memory pool's) before it was
+/// reviewed; each is now refused at the query's line by `bf validate` — asked first, so the test
+/// never runs one — and by `bf plan` before anything is read or cloned.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_query_cannot_make_rows_or_giant_values_out_of_nothing() {
+    let checkout = Checkout::new().await;
+    let before = checkout.untouched();
+    let columns = "CAST(1 AS BIGINT) AS order_id, 'C01' AS customer, 1.0 AS amount, 'EUR' AS currency, \
+                   DATE '2026-03-02' AS order_date";
+    let attacks = [
+        (
+            "recursive",
+            format!(
+                "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT CAST(n AS BIGINT) AS \
+                 order_id, 'C01' AS customer, 1.0 AS amount, 'EUR' AS currency, DATE '2026-03-02' AS order_date \
+                 FROM t"
+            ),
+            "`WITH RECURSIVE` is not allowed",
+        ),
+        (
+            "unnest",
+            format!("SELECT {columns} FROM unnest(array_repeat(1, 200000000)) AS x(u)"),
+            "`array_repeat(…)` makes a value as big as its size argument asks",
+        ),
+        (
+            "repeat",
+            format!("SELECT {}, repeat('x', 1500000000) AS note FROM orders", columns),
+            "`repeat(…)` makes a value as big as its size argument asks",
+        ),
+    ];
+    for (name, query, expect) in attacks {
+        let plan = checkout.plan(&format!("{name}.toml"), |t| {
+            let line = t.lines().find(|l| l.starts_with("query = ")).unwrap().to_owned();
+            t.replace(&line, &format!("query = \"{query}\""))
+        });
+        let plan_arg = plan.display().to_string();
+        for verb in [&["validate", &plan_arg][..], &["plan", &plan_arg]] {
+            refused_at(&checkout, &checkout.bf(verb), &plan, 17, expect);
+        }
+    }
+    assert_eq!(checkout.untouched(), before, "nothing cloned, nothing written");
+}
+
 /// Every file bf reads on a plan's behalf is confined, not only the paths the plan writes: a
 /// folder input whose `x=1` subfolder links to a folder (inside the root) holding a link out of it;
 /// a target whose data file is a link out of the root; a target whose `_delta_log` is a link to
