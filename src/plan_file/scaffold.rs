@@ -154,7 +154,7 @@ impl Scaffold<'_> {
             "# A backfill of {table}, written by `bf init` from the table's schema. Replace each <…>\n\
              # placeholder (`bf validate` points at each) and check the guesses; then `bf plan` rehearses\n\
              # it on a clone: nothing in the table changes until `bf apply`.",
-            table = last_segment(self.table)
+            table = last_segment(self.table).replace(char::is_control, " ")
         );
         for note in self.notes {
             let _ = writeln!(out, "#\n# Note: {}", note.replace('\n', "\n# "));
@@ -196,17 +196,20 @@ impl Scaffold<'_> {
             "[source]\n\
              # Where the corrected rows come from, read as the table `corrected`: a file, a folder or a path\n\
              # with {{date}} (csv, parquet or json), or a Delta table (format = \"delta\").\n\
-             inputs.corrected = {{ path = \"<the path of the corrected rows, e.g. ../landing/{}/{{date}}.csv>\", format = \"csv\" }}\n\
+             inputs.corrected = {{ path = {}, format = \"csv\" }}\n\
              # One read-only SELECT giving the table's columns for one slice: $start and $end are its days.",
-            last_segment(self.table)
+            toml_string(&format!(
+                "<the path of the corrected rows, e.g. ../landing/{}/{{date}}.csv>",
+                last_segment(self.table)
+            ))
         );
         let columns: Vec<String> = self.names().iter().map(|c| ident(c)).collect();
-        let _ = writeln!(
-            out,
-            "query = \"\"\"\nSELECT {}\nFROM corrected\nWHERE {} BETWEEN $start AND $end\n\"\"\"",
+        let query = format!(
+            "SELECT {}\nFROM corrected\nWHERE {} BETWEEN $start AND $end",
             columns.join(",\n       "),
             ident(date_column)
         );
+        let _ = writeln!(out, "query = {}", toml_multiline(&query));
         if let Some(metric) = self.metric(&key_columns) {
             let _ = writeln!(
                 out,
@@ -250,6 +253,28 @@ fn comment(why: &str) -> String {
 
 fn toml_string(text: &str) -> String {
     toml::Value::String(text.to_owned()).to_string()
+}
+
+/// `text` as a TOML multi-line string, its lines as they are: a column's name is the table's to
+/// choose, and one holding `"""` or `\` must not end the string and write keys of its own. Literal
+/// (`'''`, where `"Paid On"` reads as SQL writes it) unless the text holds what a literal string
+/// cannot: its own closing quotes, or a control character.
+fn toml_multiline(text: &str) -> String {
+    let literal = !text.contains("'''") && !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t');
+    if literal {
+        return format!("'''\n{text}\n'''");
+    }
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => escaped.push_str("\\\\"),
+            '"' => escaped.push_str("\\\""),
+            '\n' => escaped.push('\n'),
+            c if c.is_control() => escaped.push_str(&format!("\\u{:04X}", c as u32)),
+            c => escaped.push(c),
+        }
+    }
+    format!("\"\"\"\n{escaped}\n\"\"\"")
 }
 
 fn toml_list(items: &[String]) -> String {
@@ -310,6 +335,47 @@ mod tests {
         assert!(text.contains("every = \"day\""), "{text}");
         assert!(text.contains("sql = \"SUM(amount_cents)\""), "{text}");
         assert!(toml::from_str::<toml::Table>(&text).is_ok(), "valid TOML:\n{text}");
+    }
+
+    /// A column's name is the table's to choose, and `bf init` runs on tables nobody reviewed: a name
+    /// closing the query's string and opening sections of its own (a `[notify]` writing a workflow
+    /// file, a `[record]` log table) stays in the query, in either string TOML writes it as.
+    #[test]
+    fn a_column_name_cannot_write_keys_of_its_own() {
+        for (quotes, evil) in [
+            (
+                r#"""""#,
+                "\"\n[notify]\nfile = '../.github/workflows/notice.yml'\nowners = ['x']\n[record]\nlog_table = \"",
+            ),
+            ("'''", "x'''\n[notify]\nfile = \"../.github/workflows/notice.yml\"\nowners = [\"x\"]\n'''"),
+            ("\\", "back\\slash\u{1b}[2J\r\n[record]"),
+        ] {
+            let schema = Schema::new(vec![
+                Field::new("order_id", DataType::Int64, true),
+                Field::new(evil, DataType::Utf8, true),
+                Field::new("order_date", DataType::Date32, true),
+            ]);
+            let text = Scaffold {
+                table: "t",
+                schema: &schema,
+                partition_columns: &[],
+                date_column: None,
+                key: &[],
+                notes: &[],
+            }
+            .write()
+            .unwrap();
+            let plan: toml::Table = toml::from_str(&text).unwrap_or_else(|e| panic!("{quotes}: {e}\n{text}"));
+            let sections: Vec<&String> = plan.keys().collect();
+            assert_eq!(
+                sections,
+                ["checks", "guards", "reason", "slicing", "source", "target", "window"],
+                "{quotes}: no [notify], no [record]:\n{text}"
+            );
+            let query = plan["source"]["query"].as_str().unwrap();
+            let quoted = format!("\"{}\"", evil.replace('"', "\"\""));
+            assert!(query.contains(&quoted), "{quotes}: the name kept in the query:\n{query}");
+        }
     }
 
     #[test]
