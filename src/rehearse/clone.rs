@@ -77,6 +77,10 @@ pub enum CloneError {
         "{0} exists and is not a bf rehearsal; refusing to replace it (choose another [rehearsal] table)"
     )]
     NotARehearsal(String),
+    #[error(
+        "{folder} holds files a rehearsal does not ({files}); refusing to replace it (choose another [rehearsal] table)"
+    )]
+    NotOnlyARehearsal { folder: String, files: String },
     #[error("cannot replace the previous rehearsal: {0}")]
     Remove(StoreError),
     #[error("cannot clone {file}'s deletion vector: {problem}")]
@@ -287,18 +291,72 @@ pub async fn is_rehearsal(stores: &Stores, url: &Url) -> bool {
 
 /// Removes the previous rehearsal at `destination`, and refuses to touch anything else there.
 async fn replace_previous_rehearsal(stores: &Stores, destination: &Url) -> Result<(), CloneError> {
-    let files = stores.list(destination).await.map_err(CloneError::Remove)?;
+    let files: Vec<String> = match crate::delta::store::local_path(destination) {
+        // What `remove_dir_all` would take: every entry, hidden or not, links not followed.
+        Some(folder) => every_file(&folder).map_err(|e| {
+            CloneError::Remove(StoreError { location: display_url(destination), problem: e.to_string() })
+        })?,
+        None => {
+            stores.list(destination).await.map_err(CloneError::Remove)?.into_iter().map(|(f, _)| f).collect()
+        }
+    };
     if files.is_empty() {
         return Ok(());
     }
+    // The folder is replaced whole, and its log is text whoever can write the folder writes: a plan
+    // in a pull request pointing `[rehearsal] table` at a folder holding a copied clone commit would
+    // have it emptied. So what it holds must be a rehearsal's, by its shape, whatever the log says.
+    let foreign: Vec<&String> = files.iter().filter(|f| !rehearsal_shaped(f)).collect();
+    if !foreign.is_empty() {
+        let mut named: Vec<String> = foreign.iter().take(5).map(|f| f.to_string()).collect();
+        if foreign.len() > named.len() {
+            named.push(format!("{} more", foreign.len() - named.len()));
+        }
+        return Err(CloneError::NotOnlyARehearsal {
+            folder: display_url(destination),
+            files: named.join(", "),
+        });
+    }
     // A clone that stopped after copying files in and before its first commit left only those.
-    let unfinished = files.iter().all(|(relative, _)| relative.starts_with(&format!("{LOCALIZED}/")));
+    let unfinished = files.iter().all(|relative| relative.starts_with(&format!("{LOCALIZED}/")));
     if !unfinished && !is_rehearsal(stores, destination).await {
         return Err(CloneError::NotARehearsal(display_url(destination)));
     }
     // Only the rehearsal's own folder goes: files it references in the target are absolute URLs in
     // its log and are never followed.
     stores.remove_folder(destination).await.map_err(CloneError::Remove)
+}
+
+/// Whether a file, named relative to a rehearsal's folder, is one a rehearsal holds: its log (at the
+/// top, as a table's), and Parquet files (the slices' data, the files it localized, change data).
+/// Nothing hidden (`.git`, `.bf`), no other kind of file, no other table's log below it.
+fn rehearsal_shaped(relative: &str) -> bool {
+    let hidden = relative.split('/').any(|part| part.starts_with('.'));
+    !hidden && (relative.starts_with("_delta_log/") || relative.ends_with(".parquet"))
+}
+
+/// Every file (and link) under a local folder, relative to it, links not followed.
+fn every_file(folder: &std::path::Path) -> std::io::Result<Vec<String>> {
+    let mut files = Vec::new();
+    let mut pending = vec![folder.to_owned()];
+    while let Some(dir) = pending.pop() {
+        let entries = match std::fs::read_dir(&dir) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir == folder => return Ok(files),
+            entries => entries?,
+        };
+        for entry in entries {
+            let entry = entry?;
+            let path = entry.path();
+            if entry.file_type()?.is_dir() {
+                pending.push(path);
+            } else {
+                let relative = path.strip_prefix(folder).unwrap_or(&path);
+                files.push(relative.to_string_lossy().replace(std::path::MAIN_SEPARATOR, "/"));
+            }
+        }
+    }
+    files.sort();
+    Ok(files)
 }
 
 /// Whether a file may hold rows of `window`: decided from its partition value, else its statistics;

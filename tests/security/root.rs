@@ -383,6 +383,46 @@ async fn an_input_never_reads_git_through_a_link_nor_a_pattern_through_its_name(
     assert_eq!(snapshot(&repo.join("warehouse/orders")), table, "the table untouched");
 }
 
+/// `bf plan` replaces its previous rehearsal whole, and a rehearsal is known by its first commit —
+/// text that whoever writes the folder writes. A pull request copying a clone commit into a folder
+/// of the checkout, or into the checkout's top, and pointing `[rehearsal] table` there would have
+/// that folder emptied before anyone reviewed it. A folder holding anything a rehearsal does not
+/// (a note, a plan, `.git`, another table's log) is refused, named, and keeps every byte.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_folder_passed_off_as_an_old_rehearsal_is_never_emptied() {
+    let checkout = Checkout::new().await;
+    let repo = checkout.repo();
+    let good = checkout.plan("good.toml", |t| t);
+    assert!(checkout.bf(&["plan", &good.display().to_string(), "-q"]).status.success());
+    let clone_commit = repo.join("warehouse/orders__rehearsal/_delta_log/00000000000000000000.json");
+    std::fs::create_dir_all(repo.join("notes/_delta_log")).unwrap();
+    std::fs::copy(&clone_commit, repo.join("notes/_delta_log/00000000000000000000.json")).unwrap();
+    std::fs::write(repo.join("notes/keep.txt"), "a note nobody may delete\n").unwrap();
+    std::fs::create_dir_all(repo.join("_delta_log")).unwrap();
+    std::fs::copy(&clone_commit, repo.join("_delta_log/00000000000000000000.json")).unwrap();
+    std::fs::create_dir_all(repo.join("plans/_delta_log")).unwrap();
+    std::fs::copy(&clone_commit, repo.join("plans/_delta_log/00000000000000000000.json")).unwrap();
+    let cases = [
+        ("notes", "../notes", "holds files a rehearsal does not (keep.txt)"),
+        ("plans", ".", "holds files a rehearsal does not (good.toml, notes.toml, plans.toml, top.toml)"),
+        ("top", "..", "is the target table, or inside it, or holds it"),
+    ];
+    let plans: Vec<PathBuf> = cases
+        .iter()
+        .map(|(name, folder, _)| {
+            checkout.plan(&format!("{name}.toml"), |t| format!("{t}\n[rehearsal]\ntable = \"{folder}\"\n"))
+        })
+        .collect();
+    let before = snapshot(&repo);
+    for ((name, _, expect), plan) in cases.iter().zip(&plans) {
+        let output = checkout.bf(&["plan", &plan.display().to_string()]);
+        assert_eq!(output.status.code(), Some(1), "{name}: {}", said(&output));
+        assert!(said(&output).contains(expect), "{name}: {}", said(&output));
+        assert_eq!(snapshot(&repo), before, "{name}: a file of the checkout changed");
+    }
+    assert!(repo.join("notes/keep.txt").exists());
+}
+
 /// A checkout may hold links where bf writes its own files: at the saved plan `--out` names, at a
 /// name like the partial file it once wrote first (`<name>.json.partial`), at the state dir's list
 /// of rehearsals. Each points outside the repository; `bf plan` replaces the link with its file and
