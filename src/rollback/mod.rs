@@ -66,6 +66,12 @@ pub enum RollbackError {
          The table keeps removed files for {retention} (delta.deletedFileRetentionDuration). Nothing was written."
     )]
     MissingFiles { table: String, version: u64, count: usize, files: String, retention: String },
+    #[error(
+        "the window cannot be put back as version {version} held it: the table's rules changed since, and \
+         rows of that version break them:\n{broken}\n\
+         Nothing was written. Relax the rule, then run `bf rollback --window-only` again; or leave the backfill in place."
+    )]
+    RulesBroken { version: u64, broken: String },
     #[error("after the rollback, the window differs from version {version}: {detail}")]
     Verify { version: u64, detail: String },
     #[error(
@@ -414,13 +420,26 @@ impl RollbackPlan {
         let writer = SliceWriter::replace(&date_column);
         let old = self.stores.open(&self.url, Some(pre_version)).await?;
         let done = self.slices_put_back(&table).await?;
+        let pending: Vec<&ledger::RecordedSlice> =
+            self.backfill.slices.iter().map(|(s, _)| s).filter(|s| !done.contains(&s.index)).collect();
+        // Rows the pre-version held that the table's rules forbid now (a constraint another writer
+        // added since) would stop the rollback at their slice, the slices before it put back: every
+        // slice is checked before the first is written.
+        let rules = crate::delta::row_rules::RowRules::of(table.snapshot()?);
+        let mut broken = Vec::new();
+        for slice in pending.iter().map(|recorded| slice_of(recorded)).filter(|_| !rules.rules().is_empty()) {
+            let rows = pre_version_rows(&old, &date_column, &slice).await?.rows;
+            if let Some(rule) = rules.first_broken(&rows).await? {
+                broken.push(format!("  - {slice}: {rule}"));
+            }
+        }
+        if !broken.is_empty() {
+            return Err(RollbackError::RulesBroken { version: pre_version, broken: broken.join("\n") });
+        }
         let mut wrote = Vec::new();
-        for (recorded, _) in self.backfill.slices.iter().filter(|(s, _)| !done.contains(&s.index)) {
+        for recorded in pending {
             let slice = slice_of(recorded);
-            let ctx = deltalake::delta_datafusion::create_session().into_inner();
-            ctx.register_table("__bf_pre_version", old.table_provider().await?)?;
-            let rows = ctx.table("__bf_pre_version").await?.filter(slice_predicate(&date_column, &slice))?;
-            let source = SliceSource { ctx, rows, files: Vec::new(), folders: Vec::new() };
+            let source = pre_version_rows(&old, &date_column, &slice).await?;
             fault(&format!("rollback-before-slice:{}", slice.index));
             let mut commit = ledger::rollback_commit(&self.backfill.backfill, RollbackStep::Slice(*recorded));
             if crate::delta::table::partition_values_by_physical_name(&table) {
@@ -502,6 +521,18 @@ impl RollbackPlan {
 /// A slice as the backfill's commits recorded it.
 pub(super) fn slice_of(recorded: &ledger::RecordedSlice) -> Slice {
     Slice { index: recorded.index, first: recorded.first, last: recorded.last, run_date: recorded.first }
+}
+
+/// The rows `old` (the pre-version) held in `slice`'s days, as a slice's source.
+async fn pre_version_rows(
+    old: &DeltaTable,
+    date_column: &str,
+    slice: &Slice,
+) -> Result<SliceSource, RollbackError> {
+    let ctx = deltalake::delta_datafusion::create_session().into_inner();
+    ctx.register_table("__bf_pre_version", old.table_provider().await?)?;
+    let rows = ctx.table("__bf_pre_version").await?.filter(slice_predicate(date_column, slice))?;
+    Ok(SliceSource { ctx, rows, files: Vec::new(), folders: Vec::new() })
 }
 
 /// RESTORE an explicit version (`--to-version`): the same file check, one commit, and the whole

@@ -296,3 +296,47 @@ async fn a_variant_column_is_carried_through_a_backfill_byte_for_byte() {
         assert_eq!(read(&table), original, "partitioned {partitioned}, {write}");
     }
 }
+
+/// A CHECK constraint another writer adds after a backfill can forbid the rows the backfill
+/// corrected: order 3's −5.0 on 2 March, fixed by the backfill, breaks `amount > 0`. A window-only
+/// rollback used to put 1 March back, then fail at 2 March — half the window rolled back, every
+/// rerun failing the same way, and "fix the source" for advice. It now checks every slice's rows of
+/// the pre-version against the table's rules before its first write: refused, naming the rule, the
+/// slice and the row, the table not written (read by the Python package and DuckDB).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rule_added_since_the_backfill_that_the_old_rows_break_stops_the_window_only_rollback_before_it_writes()
+ {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders");
+    let mut wrong = ORDERS;
+    wrong[2].2 = -5.0;
+    orders_table_with(&table, false, orders_columns(), &[], &[&wrong]).await;
+    std::fs::write(
+        dir.path().join("fixed.csv"),
+        "order_id,customer,amount,currency,order_date\n1,C1,11.0,EUR,2026-03-01\n2,C2,22.0,EUR,2026-03-01\n\
+         3,C3,30.0,USD,2026-03-02\n",
+    )
+    .unwrap();
+    reload_plan(dir.path(), "replace", ORDER_COLUMNS);
+    ok(dir.path(), &["plan", "plan.toml", "-q"]);
+    ok(dir.path(), &["apply", "--auto-approve", "-q"]);
+    open_table(&table).await.add_constraint().with_constraint("positive_amount", "amount > 0").await.unwrap();
+    let backfilled = python_rows(&table, "order_id,amount,order_date");
+    assert_eq!(backfilled[2], "3|30.0|2026-03-02");
+
+    let untouched = snapshot(&table);
+    let refused = run(dir.path(), &["rollback", "--auto-approve", "--window-only"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    for fragment in [
+        "slice 2 (2026-03-02)",
+        "CHECK constraint `positive_amount` (amount > 0)",
+        "order_id = 3",
+        "Nothing was written",
+    ] {
+        assert!(stderr.contains(fragment), "`{fragment}` in: {stderr}");
+    }
+    assert!(!stderr.contains("Fix the source"), "{stderr}");
+    assert_eq!(snapshot(&table), untouched, "the refused rollback wrote nothing");
+    assert_eq!(python_rows(&table, "order_id,amount,order_date"), backfilled);
+}
