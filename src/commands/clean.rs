@@ -3,8 +3,8 @@
 use std::io::Write;
 use std::process::ExitCode;
 
-use bf::delta::store::{self, Found, Location, Stores};
-use bf::rehearse::clone::is_rehearsal;
+use bf::delta::store::{self, Location, Stores};
+use bf::rehearse::clone::removable;
 use bf::rehearse::plan::{Plan, remembered_rehearsals};
 
 /// Delete rehearsal tables: those `bf plan` made from this folder that no saved plan needs (the
@@ -62,15 +62,14 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     let mut rehearsals = Vec::new();
     let mut refused = Vec::new();
     for url in candidates {
-        let stores = stores_for(&url);
-        if is_rehearsal(stores, &url).await {
-            rehearsals.push(url);
-        } else if !matches!(stores.find(&url).await?, Found::Nothing) {
-            refused.push(store::display_url(&url));
+        match removable(stores_for(&url), &url).await {
+            Ok(true) => rehearsals.push(url),
+            Ok(false) => {}
+            Err(why) => refused.push(format!("  - {why}")),
         }
     }
     if !refused.is_empty() {
-        say!("error: not a bf rehearsal, so not deleted (nothing was deleted): {}", refused.join(", "));
+        say!("error: not a bf rehearsal, so not deleted (nothing was deleted):\n{}", refused.join("\n"));
         return Ok(ExitCode::FAILURE);
     }
     let mut out = std::io::stdout().lock();

@@ -74,11 +74,12 @@ pub struct CloneMetrics {
 #[derive(Debug, thiserror::Error)]
 pub enum CloneError {
     #[error(
-        "{0} exists and is not a bf rehearsal; refusing to replace it (choose another [rehearsal] table)"
+        "{0} exists and is not a bf rehearsal, so bf does not remove it (a plan names another [rehearsal] table)"
     )]
     NotARehearsal(String),
     #[error(
-        "{folder} holds files a rehearsal does not ({files}); refusing to replace it (choose another [rehearsal] table)"
+        "{folder} holds files a rehearsal does not ({files}), so bf does not remove it (a plan names another \
+         [rehearsal] table)"
     )]
     NotOnlyARehearsal { folder: String, files: String },
     #[error("cannot replace the previous rehearsal: {0}")]
@@ -291,40 +292,47 @@ pub async fn is_rehearsal(stores: &Stores, url: &Url) -> bool {
 
 /// Removes the previous rehearsal at `destination`, and refuses to touch anything else there.
 async fn replace_previous_rehearsal(stores: &Stores, destination: &Url) -> Result<(), CloneError> {
-    let files: Vec<String> = match crate::delta::store::local_path(destination) {
-        // What `remove_dir_all` would take: every entry, hidden or not, links not followed.
-        Some(folder) => every_file(&folder).map_err(|e| {
-            CloneError::Remove(StoreError { location: display_url(destination), problem: e.to_string() })
-        })?,
-        None => {
-            stores.list(destination).await.map_err(CloneError::Remove)?.into_iter().map(|(f, _)| f).collect()
-        }
-    };
-    if files.is_empty() {
+    if !removable(stores, destination).await? {
         return Ok(());
     }
-    // The folder is replaced whole, and its log is text whoever can write the folder writes: a plan
-    // in a pull request pointing `[rehearsal] table` at a folder holding a copied clone commit would
-    // have it emptied. So what it holds must be a rehearsal's, by its shape, whatever the log says.
+    // Only the rehearsal's own folder goes: files it references in the target are absolute URLs in
+    // its log and are never followed.
+    stores.remove_folder(destination).await.map_err(CloneError::Remove)
+}
+
+/// Whether the folder at `url` is a rehearsal bf may remove whole (`false` when it holds nothing),
+/// or why not. `bf plan` replacing its rehearsal and `bf clean` both ask it.
+///
+/// The folder is removed whole, and its log is text whoever can write the folder writes: a plan in
+/// a pull request pointing `[rehearsal] table` at a folder holding a copied clone commit, or a
+/// `.bf/rehearsals` list committed beside it naming the checkout, would have that folder emptied.
+/// So what it holds must be a rehearsal's by its shape, whatever the log says, and then its first
+/// commit must say it is one.
+pub async fn removable(stores: &Stores, url: &Url) -> Result<bool, CloneError> {
+    let files: Vec<String> = match crate::delta::store::local_path(url) {
+        // What `remove_dir_all` would take: every entry, hidden or not, links not followed.
+        Some(folder) => every_file(&folder).map_err(|e| {
+            CloneError::Remove(StoreError { location: display_url(url), problem: e.to_string() })
+        })?,
+        None => stores.list(url).await.map_err(CloneError::Remove)?.into_iter().map(|(f, _)| f).collect(),
+    };
+    if files.is_empty() {
+        return Ok(false);
+    }
     let foreign: Vec<&String> = files.iter().filter(|f| !rehearsal_shaped(f)).collect();
     if !foreign.is_empty() {
         let mut named: Vec<String> = foreign.iter().take(5).map(|f| f.to_string()).collect();
         if foreign.len() > named.len() {
             named.push(format!("{} more", foreign.len() - named.len()));
         }
-        return Err(CloneError::NotOnlyARehearsal {
-            folder: display_url(destination),
-            files: named.join(", "),
-        });
+        return Err(CloneError::NotOnlyARehearsal { folder: display_url(url), files: named.join(", ") });
     }
     // A clone that stopped after copying files in and before its first commit left only those.
     let unfinished = files.iter().all(|relative| relative.starts_with(&format!("{LOCALIZED}/")));
-    if !unfinished && !is_rehearsal(stores, destination).await {
-        return Err(CloneError::NotARehearsal(display_url(destination)));
+    if !unfinished && !is_rehearsal(stores, url).await {
+        return Err(CloneError::NotARehearsal(display_url(url)));
     }
-    // Only the rehearsal's own folder goes: files it references in the target are absolute URLs in
-    // its log and are never followed.
-    stores.remove_folder(destination).await.map_err(CloneError::Remove)
+    Ok(true)
 }
 
 /// Whether a file, named relative to a rehearsal's folder, is one a rehearsal holds: its log (at the

@@ -420,6 +420,22 @@ async fn a_folder_passed_off_as_an_old_rehearsal_is_never_emptied() {
         assert!(said(&output).contains(expect), "{name}: {}", said(&output));
         assert_eq!(snapshot(&repo), before, "{name}: a file of the checkout changed");
     }
+    // The same folders listed as rehearsals this folder made, as a pull request can commit
+    // `.bf/rehearsals` beside them: `bf clean` removes none, and says why.
+    let listed: String =
+        ["notes", "plans", ""].iter().map(|f| format!("file://{}/\n", repo.join(f).display())).collect();
+    std::fs::write(repo.join(".bf/rehearsals"), listed).unwrap();
+    let before = snapshot(&repo);
+    for args in [&["clean", "--dry-run"][..], &["clean"]] {
+        let output = checkout.bf(args);
+        assert_eq!(output.status.code(), Some(1), "{args:?}: {}", said(&output));
+        for expect in
+            ["not a bf rehearsal, so not deleted (nothing was deleted)", "(keep.txt)", "(.bf/", "good.toml"]
+        {
+            assert!(said(&output).contains(expect), "{args:?}: {expect} in {}", said(&output));
+        }
+        assert_eq!(snapshot(&repo), before, "{args:?}: a file of the checkout changed");
+    }
     assert!(repo.join("notes/keep.txt").exists());
 }
 
