@@ -360,7 +360,14 @@ impl Policy {
     }
 
     fn connection_issues(&self, document: &PlanDocument) -> Vec<Issue> {
-        let storage = &document.plan.storage;
+        self.storage_issues(&document.plan.storage)
+    }
+
+    /// What of a plan's `[storage]` settings the operator did not allow: where bf connects, and the
+    /// runner's credentials with it. Asked of every plan as it is loaded, and of a saved plan's
+    /// text wherever a command connects by it (`Plan::stores`): a saved plan is a file in a state
+    /// folder, which a checkout can hold.
+    pub fn storage_issues(&self, storage: &crate::delta::store::Storage) -> Vec<Issue> {
         let allowed = |endpoint: &str| {
             Url::parse(endpoint).is_ok_and(|url| self.endpoints.iter().any(|e| same_endpoint(e, &url)))
         };

@@ -297,6 +297,10 @@ pub enum SavedPlanError {
     Format { path: PathBuf, found: u32 },
     #[error("the saved plan's [storage] settings cannot be read: {0}")]
     Storage(String),
+    #[error(
+        "the saved plan's [storage] settings are not the operator's to use, so bf connects nowhere by them: {0}"
+    )]
+    StorageRefused(String),
     #[error("cannot save the plan to {}: {}", path.display(), crate::words::io_problem(path, source))]
     Write { path: PathBuf, source: std::io::Error },
 }
@@ -392,9 +396,23 @@ impl Plan {
     /// The stores the plan's tables and inputs are in, with the `[storage]` settings it was made
     /// with. A plan whose text no longer reads is an error, not the environment's defaults: those
     /// could reach another endpoint's bucket of the same name.
+    ///
+    /// The settings are the operator's to allow, as they are when a plan file is loaded: a saved
+    /// plan planted in a state folder, read by `bf status`, `bf clean` or `bf rollback`, must not
+    /// send the runner's credentials to an endpoint of its own.
     pub fn stores(&self) -> Result<Stores, SavedPlanError> {
         let planned = toml::from_str::<crate::plan_file::PlanFile>(&self.plan_file.text)
             .map_err(|e| SavedPlanError::Storage(e.message().to_owned()))?;
+        let policy = crate::plan_file::confine::Policy::from_env(None)
+            .map_err(|e| SavedPlanError::StorageRefused(e.to_string()))?;
+        if let Some(issue) = policy.storage_issues(&planned.storage).into_iter().next() {
+            return Err(SavedPlanError::StorageRefused(format!(
+                "`{}`: {}; {}",
+                issue.key,
+                issue.message,
+                issue.help.unwrap_or_default()
+            )));
+        }
         Ok(Stores::new(&planned.storage))
     }
 

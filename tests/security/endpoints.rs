@@ -199,3 +199,49 @@ async fn a_plans_endpoint_receives_nothing_unless_the_operator_allows_it() {
     let output = checkout.bf_with(&["validate", &plan.display().to_string()], &limited);
     assert!(output.status.success(), "{}", said(&output));
 }
+
+/// A saved plan is a file in a state folder, which a checkout can hold: one planted there, its text
+/// given an endpoint and its target a bucket, must not make the commands that read it without
+/// applying it — `bf status`, `bf clean`, `bf rollback` — send the runner's credentials to that
+/// endpoint. Each refuses, naming the setting; the listener counts no connection.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_planted_saved_plans_endpoint_receives_nothing_from_status_clean_or_rollback() {
+    let checkout = Checkout::new().await;
+    let listener = Listener::start();
+    let endpoint = listener.endpoint();
+    let plan = checkout.plan("march.toml", |t| t);
+    let output = checkout.bf(&["plan", &plan.display().to_string(), "-q"]);
+    assert!(output.status.success(), "{}", said(&output));
+    let saved = checkout.repo().join(".bf/plan.json");
+    let mut planted: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let text = planted["plan_file"]["text"].as_str().unwrap().to_owned();
+    planted["plan_file"]["text"] = format!(
+        "{}\n[storage]\nendpoint = \"{endpoint}\"\nallow_http = true\nmax_retries = 0\nretry_timeout = \"1s\"\n",
+        text.replace("../warehouse/orders", "s3://lake/orders")
+    )
+    .into();
+    planted["target"]["uri"] = "s3://lake/orders".into();
+    planted["rehearsal"]["uri"] = "s3://lake/orders__rehearsal".into();
+    std::fs::write(&saved, planted.to_string()).unwrap();
+    std::fs::write(checkout.repo().join(".bf/rehearsals"), "s3://lake/orders__rehearsal\n").unwrap();
+    let credentials = [
+        ("AWS_ACCESS_KEY_ID", "AKIAFAKEKEYID"),
+        ("AWS_SECRET_ACCESS_KEY", SECRET),
+        ("AWS_SESSION_TOKEN", SECRET),
+        ("AWS_REGION", "us-east-1"),
+    ];
+    for args in [&["status"][..], &["clean", "--dry-run"], &["clean"], &["rollback", "--auto-approve"]] {
+        let output = checkout.bf_with(args, &credentials);
+        let text = said(&output);
+        assert_ne!(output.status.code(), Some(0), "{args:?}: {text}");
+        assert!(
+            text.contains("the saved plan's [storage] settings are not the operator's to use")
+                && text.contains("`storage.endpoint`"),
+            "{args:?}: {text}"
+        );
+        assert!(!text.contains(SECRET), "{args:?}: {text}");
+    }
+    assert_eq!(listener.connections(), 0, "a request reached the planted plan's endpoint");
+    drop(std::net::TcpStream::connect(("127.0.0.1", listener.port)).unwrap());
+    crate::common::wait_for("the listener to count a connection", || listener.connections() == 1);
+}
