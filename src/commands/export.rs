@@ -80,6 +80,7 @@ pub fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow::Resul
     }
     let saved = std::fs::canonicalize(&path).with_context(|| format!("finding {}", path.display()))?;
     let retries = Retries { count: airflow.retries, delay_seconds: airflow.retry_delay };
-    std::io::stdout().lock().write_all(dag(&plan, &saved.display().to_string(), &retries).as_bytes())?;
+    let dag = dag(&plan, &saved.display().to_string(), &retries).map_err(anyhow::Error::msg)?;
+    std::io::stdout().lock().write_all(dag.as_bytes())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -15,8 +15,18 @@ pub struct Retries {
     pub delay_seconds: u32,
 }
 
-/// The DAG file for the saved plan at `saved` (an absolute path the workers can read).
-pub fn dag(plan: &Plan, saved: &str, retries: &Retries) -> String {
+/// The DAG file for the saved plan at `saved` (an absolute path the workers can read), or why it
+/// cannot name that path: a `BashOperator`'s command is a Jinja template Airflow renders when the
+/// task runs, after Python's and the shell's quoting, so a `{` in the path (a folder named
+/// `{{…}}`, a state dir linked to one) would be code in every task. Nothing else of the plan
+/// reaches a templated field.
+pub fn dag(plan: &Plan, saved: &str, retries: &Retries) -> Result<String, String> {
+    if saved.contains(['{', '}']) {
+        return Err(format!(
+            "the saved plan's path {saved:?} holds `{{` or `}}`, which Airflow would read as part of a template in \
+             every task's command: keep the saved plan where its path has neither (`--state-dir`, `bf plan --out`)"
+        ));
+    }
     let table = url::Url::parse(&plan.target.uri)
         .map_or_else(|_| plan.target.uri.clone(), |u| bf::plan_file::chain::table_name(&u));
     let dag_id: String = format!("bf_backfill_{table}_{}", plan.id)
@@ -109,7 +119,7 @@ pub fn dag(plan: &Plan, saved: &str, retries: &Retries) -> String {
             ""
         },
     );
-    out
+    Ok(out)
 }
 
 /// With Airflow's OpenLineage provider installed, each task passes its own run to bf (as dbt-ol

@@ -112,6 +112,28 @@ async fn every_plan_string_in_the_airflow_dag_is_a_python_literal() {
     assert!(python.status.success(), "{}", String::from_utf8_lossy(&python.stderr));
 }
 
+/// Airflow renders a `BashOperator`'s command as a Jinja template when the task runs, after
+/// Python's and the shell's quoting: a saved plan kept in a folder named `{{…}}` (or a state dir
+/// linked to one) would put code in every task's command, even with the plan signed. The export
+/// refuses, names the path, and prints no DAG.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_saved_plans_path_is_never_a_template_in_the_airflow_dag() {
+    let checkout = Checkout::new().await;
+    let plan = checkout.plan("march.toml", |t| t);
+    let state = "st{{ '%c' % 39 }};touch PWNED;#";
+    let output = checkout.bf(&["plan", &plan.display().to_string(), "-q", "--state-dir", state]);
+    assert!(output.status.success(), "{}", said(&output));
+    let output = checkout.bf(&["export", "airflow", "--state-dir", state]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    assert!(output.stdout.is_empty(), "a DAG was printed: {}", String::from_utf8_lossy(&output.stdout));
+    assert!(said(&output).contains("which Airflow would read as part of a template"), "{}", said(&output));
+    // The same plan kept where its path is plain exports.
+    let output = checkout.bf(&["plan", &plan.display().to_string(), "-q", "--state-dir", "plain"]);
+    assert!(output.status.success(), "{}", said(&output));
+    let output = checkout.bf(&["export", "airflow", "--state-dir", "plain"]);
+    assert!(output.status.success(), "{}", said(&output));
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_notice_owner_with_a_line_break_is_refused() {
     let checkout = Checkout::new().await;
