@@ -225,3 +225,49 @@ fn an_apply_after_another_writers_vacuum_tells_the_rollback_is_no_longer_possibl
     let status = bf(root, &["status"]);
     assert!(said(&status).contains(&format!("rollback: no longer possible: {gone}")), "{}", said(&status));
 }
+
+/// A table keeping its log for no time: between the plan and the apply another writer deletes a day
+/// outside the window and the log is cleaned up behind a checkpoint, the pre-version's commit with
+/// it. No rollback could load that version any more, so the apply refuses before its first slice,
+/// saying so — where it used to write every slice, name the version "to go back to", and then say
+/// the rollback was no longer possible.
+#[test]
+fn an_apply_whose_pre_version_the_log_no_longer_holds_is_refused_before_it_writes() {
+    let (dir, table) = workspace();
+    let root = dir.path();
+    let path = table.to_str().unwrap();
+    crate::common::servers::python(
+        &format!(
+            "from deltalake import DeltaTable\n\
+             DeltaTable({path:?}).alter.set_table_properties({{'delta.logRetentionDuration': 'interval 0 days'}})"
+        ),
+        &[],
+    );
+    let text = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02");
+    std::fs::write(root.join("plans/august.toml"), text).unwrap();
+    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let pre_version = saved["target"]["pre_version"].as_u64().unwrap();
+    crate::common::servers::python(
+        &format!(
+            "from deltalake import DeltaTable\ndt = DeltaTable({path:?})\ndt.delete(\"pay_date = '2026-07-15'\")\n\
+             dt = DeltaTable({path:?})\ndt.create_checkpoint()\ndt.cleanup_metadata()"
+        ),
+        &[],
+    );
+    let entry = table.join(format!("_delta_log/{pre_version:020}.json"));
+    assert!(!entry.exists(), "the cleanup deleted the pre-version's commit");
+
+    let untouched = crate::common::snapshot(&table);
+    let refused = bf(root, &["apply", "--auto-approve"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", said(&refused));
+    assert!(
+        said(&refused).contains(&format!(
+            "the table's log no longer holds version {pre_version} (cleaned up since `bf plan`"
+        )) && said(&refused).contains("Nothing was written"),
+        "{}",
+        said(&refused)
+    );
+    assert_eq!(crate::common::snapshot(&table), untouched, "nothing written");
+}

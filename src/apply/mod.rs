@@ -179,6 +179,7 @@ impl<'a> Apply<'a> {
         let target = stores.open(&url, None).await?;
         let target_now = TableNow::read(&target, plan.target.pre_version).await.map_err(ApplyError::Delta)?;
         stale::check_same_target(plan, &target_now)?;
+
         crate::delta::compat::check_writable(&target).await?;
         // Days frozen since the plan, or frozen beyond the plan's approval, stop it before any write.
         let what = format!("the saved plan's window {}", plan.window);
@@ -221,6 +222,21 @@ impl<'a> Apply<'a> {
         let slices = document.plan.slices();
         self.refuse_unknown_slices(&slices)?;
         let done = committed(&logged, &backfill, &slices);
+        // A backfill starts only while it can be undone: with the pre-version's commit cleaned up and
+        // no checkpoint standing for it, no rollback could load it. (One already begun is finished:
+        // stopping it would leave the window half written, with no way back either.)
+        if done.is_empty()
+            && target_now.commit_sha256.is_none()
+            && stores.open(&url, Some(plan.target.pre_version)).await.is_err()
+        {
+            return Err(ApplyError::Stale(format!(
+                "the table's log no longer holds version {pre} (cleaned up since `bf plan`: \
+                 delta.logRetentionDuration), so no rollback could go back to it. Nothing was written. Run `bf plan \
+                 {file}` again: the new plan goes back to a version the log holds.",
+                pre = plan.target.pre_version,
+                file = plan.plan_file.path
+            )));
+        }
         // An earlier backfill of this plan published the rehearsed files already: they are the
         // table's now, and what a rerun rewrites is whatever the table holds on those days.
         let republishing = since
