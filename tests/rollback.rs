@@ -95,6 +95,41 @@ async fn after_another_writer_only_the_window_can_be_rolled_back() {
     );
 }
 
+/// A RESTORE loses nobody's work by undoing maintenance: a real OPTIMIZE (files rewritten with
+/// `dataChange: false`) does not block the full rollback. But a commit is not maintenance because
+/// it says "OPTIMIZE": another writer's order appended outside March, its commit named OPTIMIZE,
+/// blocks it like any other write — before, the RESTORE discarded the order, silently.
+#[tokio::test(flavor = "multi_thread")]
+async fn only_an_optimize_that_changed_no_row_is_maintenance_a_restore_may_undo() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    plan_and_apply(root);
+    let (_, metrics) = open_table(&silver).await.optimize().await.unwrap();
+    assert!(metrics.num_files_removed > 0, "the OPTIMIZE compacted files");
+    bf_in(root).args(["rollback", "--cascade", "--auto-approve"]).assert().success();
+    assert_eq!(rows(&silver, None, MARCH).await, rows(&silver, Some(5), MARCH).await, "March as before");
+
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    plan_and_apply(root);
+    append_outside_march(&silver, 1).await;
+    let commit = silver.join("_delta_log/00000000000000000008.json");
+    let text = std::fs::read_to_string(&commit).unwrap();
+    assert!(text.contains("\"operation\":\"WRITE\""), "{text}");
+    std::fs::write(&commit, text.replace("\"operation\":\"WRITE\"", "\"operation\":\"OPTIMIZE\"")).unwrap();
+    let untouched = snapshot(&silver);
+    bf_in(root)
+        .args(["rollback", "--cascade", "--auto-approve"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("a full RESTORE would silently discard them"))
+        .stderr(predicate::str::contains("version 8: OPTIMIZE"));
+    assert_eq!(snapshot(&silver), untouched, "a refused rollback wrote nothing");
+    assert_eq!(duckdb_count(&silver, "SELECT count(*) FROM t WHERE order_id = 9001"), 1, "the order stays");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn rollback_after_vacuum_is_refused_and_touches_nothing() {
     let workspace = demo_workspace();

@@ -212,7 +212,7 @@ pub async fn prepare(stores: &Stores, url: &Url, backfill_id: &str) -> Result<Ro
             plan.earlier.push(entry);
         } else if bf_backfill_of(&entry).is_some_and(|id| undone.contains(id)) {
             plan.cancelled.push(entry);
-        } else if !matches!(entry.operation.as_str(), "VACUUM START" | "VACUUM END" | "OPTIMIZE") {
+        } else if !entry.is_maintenance() {
             // Maintenance that changes no row (VACUUM, OPTIMIZE) is nobody's work a RESTORE would
             // lose; what VACUUM deleted is caught by the file check instead.
             plan.others.push(entry);

@@ -120,6 +120,11 @@ pub struct Entry {
     pub malformed: Option<String>,
     #[serde(skip)]
     mark: Option<Mark>,
+    /// Whether the commit changed no row and no part of the table's definition: no file added or
+    /// removed as a change of data, no `metaData`, `protocol` or change-data action (`None` where
+    /// its actions were not read).
+    #[serde(skip)]
+    keeps_data: Option<bool>,
 }
 
 impl Entry {
@@ -141,7 +146,25 @@ impl Entry {
             },
         };
         let keys = keys.unwrap_or_default();
-        Entry { version, timestamp, operation, predicate, rows_written, keys, malformed, mark }
+        Entry {
+            version,
+            timestamp,
+            operation,
+            predicate,
+            rows_written,
+            keys,
+            malformed,
+            mark,
+            keeps_data: None,
+        }
+    }
+
+    /// Whether the commit is maintenance a RESTORE loses nobody's work by undoing: VACUUM, or an
+    /// OPTIMIZE that, as its actions say, changed no row (files rewritten with `dataChange: false`).
+    /// The operation's name alone proves nothing: any writer names its commit.
+    pub fn is_maintenance(&self) -> bool {
+        matches!(self.operation.as_str(), "VACUUM START" | "VACUUM END" | "OPTIMIZE")
+            && self.keeps_data == Some(true)
     }
 
     /// What bf recorded in this commit: `None` for another writer's, an error naming the commit
@@ -278,6 +301,16 @@ impl Logged {
             rows_written,
             &info,
         );
+        let changes = |action: &Value| {
+            ["metaData", "protocol", "cdc"].iter().any(|kind| action.get(kind).is_some())
+                || ["add", "remove"].iter().any(|kind| {
+                    // `dataChange` is required of both; one that does not say is taken as a change.
+                    action
+                        .get(kind)
+                        .is_some_and(|file| file.get("dataChange").and_then(Value::as_bool) != Some(false))
+                })
+        };
+        let entry = Entry { keeps_data: Some(!actions.iter().any(changes)), ..entry };
         Ok(Logged { entry, actions })
     }
 }
