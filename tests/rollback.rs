@@ -130,6 +130,50 @@ async fn only_an_optimize_that_changed_no_row_is_maintenance_a_restore_may_undo(
     assert_eq!(duckdb_count(&silver, "SELECT count(*) FROM t WHERE order_id = 9001"), 1, "the order stays");
 }
 
+/// A table lives for years and its schema moves: another writer adds a column after the backfill
+/// (an ALTER TABLE ADD COLUMNS, by the Python package). The full rollback is refused — a RESTORE
+/// would drop the column — and the window-only one puts March back as the pre-version held it, the
+/// new column NULL in its rows, everything outside March as the other writer left it. Before, it
+/// stopped at its first slice on a raw Arrow error ("number of fields does not match"), and only
+/// `--to-version`, dropping the column, was left.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_column_another_writer_added_after_the_backfill_does_not_stop_the_window_only_rollback() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let march_before = duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}"));
+    plan_and_apply(root);
+    crate::common::servers::python(
+        &format!(
+            "from deltalake import DeltaTable\nfrom deltalake.schema import Field\n\
+             DeltaTable({:?}).alter.add_columns([Field('note', 'string', nullable=True)])",
+            silver.to_str().unwrap()
+        ),
+        &[],
+    );
+    let outside = "order_date NOT BETWEEN DATE '2026-03-01' AND DATE '2026-03-31'";
+    let outside_before = duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {outside}"));
+    bf_in(root)
+        .args(["rollback", "--cascade", "--auto-approve"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("a full RESTORE would silently discard them"));
+    let output =
+        bf_in(root).args(["rollback", "--cascade", "--window-only", "--auto-approve"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let columns = "order_id, customer, amount, currency, amount_eur, order_date";
+    assert_eq!(
+        duckdb_rows(&silver, &format!("SELECT {columns} FROM t WHERE {MARCH}")),
+        march_before,
+        "March as the pre-version held it"
+    );
+    assert_eq!(
+        duckdb_count(&silver, &format!("SELECT count(*) FROM t WHERE {MARCH} AND note IS NOT NULL")),
+        0
+    );
+    assert_eq!(duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {outside}")), outside_before);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn rollback_after_vacuum_is_refused_and_touches_nothing() {
     let workspace = demo_workspace();

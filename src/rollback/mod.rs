@@ -428,7 +428,7 @@ impl RollbackPlan {
         let rules = crate::delta::row_rules::RowRules::of(table.snapshot()?);
         let mut broken = Vec::new();
         for slice in pending.iter().map(|recorded| slice_of(recorded)).filter(|_| !rules.rules().is_empty()) {
-            let rows = pre_version_rows(&old, &date_column, &slice).await?.rows;
+            let rows = pre_version_rows(&old, &table, &date_column, &slice).await?.rows;
             if let Some(rule) = rules.first_broken(&rows).await? {
                 broken.push(format!("  - {slice}: {rule}"));
             }
@@ -439,7 +439,7 @@ impl RollbackPlan {
         let mut wrote = Vec::new();
         for recorded in pending {
             let slice = slice_of(recorded);
-            let source = pre_version_rows(&old, &date_column, &slice).await?;
+            let source = pre_version_rows(&old, &table, &date_column, &slice).await?;
             fault(&format!("rollback-before-slice:{}", slice.index));
             let mut commit = ledger::rollback_commit(&self.backfill.backfill, RollbackStep::Slice(*recorded));
             if crate::delta::table::partition_values_by_physical_name(&table) {
@@ -523,15 +523,35 @@ pub(super) fn slice_of(recorded: &ledger::RecordedSlice) -> Slice {
     Slice { index: recorded.index, first: recorded.first, last: recorded.last, run_date: recorded.first }
 }
 
-/// The rows `old` (the pre-version) held in `slice`'s days, as a slice's source.
+/// The rows `old` (the pre-version) held in `slice`'s days, as a slice's source, in the columns of
+/// `now` (the table as it is): a column another writer added since is NULL in them, one it widened
+/// is read as its new type. A table lives for years; its schema moves under its backfills.
 async fn pre_version_rows(
     old: &DeltaTable,
+    now: &DeltaTable,
     date_column: &str,
     slice: &Slice,
 ) -> Result<SliceSource, RollbackError> {
+    use deltalake::datafusion::common::{Column, ScalarValue};
+    use deltalake::datafusion::logical_expr::{Expr, ExprSchemable};
     let ctx = deltalake::delta_datafusion::create_session().into_inner();
     ctx.register_table("__bf_pre_version", old.table_provider().await?)?;
     let rows = ctx.table("__bf_pre_version").await?.filter(slice_predicate(date_column, slice))?;
+    let then = rows.schema().clone();
+    let columns: Vec<Expr> = table::arrow_schema(now)?
+        .fields()
+        .iter()
+        .map(|field| {
+            let column = Column::from_name(field.name());
+            let value = match then.field_with_unqualified_name(field.name()) {
+                Ok(held) if held.data_type() == field.data_type() => return Ok(Expr::Column(column)),
+                Ok(_) => Expr::Column(column),
+                Err(_) => Expr::Literal(ScalarValue::Null, None),
+            };
+            Ok(value.cast_to(field.data_type(), &then)?.alias(field.name()))
+        })
+        .collect::<Result<_, RollbackError>>()?;
+    let rows = rows.select(columns)?;
     Ok(SliceSource { ctx, rows, files: Vec::new(), folders: Vec::new() })
 }
 

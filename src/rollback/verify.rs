@@ -42,6 +42,10 @@ impl RollbackPlan {
 /// of times it is there, compared both ways. (DataFusion's `EXCEPT ALL` is an anti join: a row
 /// there twice for once, and another once for twice, would pass it.) Returns the row count, or
 /// what differs.
+///
+/// Rows are compared in the columns `then` held, read as `now` types them: a column another writer
+/// added since (NULL in the rows put back) was no part of `then`, and one it dropped is no part of
+/// `now` to compare.
 pub(super) async fn same_rows(
     now: &DeltaTable,
     then: &DeltaTable,
@@ -56,6 +60,33 @@ pub(super) async fn same_rows(
         if let Some(filter) = filter {
             now = now.filter(filter.clone())?;
             then = then.filter(filter)?;
+        }
+        let (now_schema, then_schema) = (now.schema().clone(), then.schema().clone());
+        let shared: Vec<_> = then_schema
+            .fields()
+            .iter()
+            .filter_map(|field| {
+                Some((field.name(), now_schema.field_with_unqualified_name(field.name()).ok()?))
+            })
+            .collect();
+        let same_types = shared.iter().all(|(name, typed)| {
+            then_schema
+                .field_with_unqualified_name(name)
+                .is_ok_and(|held| held.data_type() == typed.data_type())
+        });
+        if shared.len() != then_schema.fields().len()
+            || shared.len() != now_schema.fields().len()
+            || !same_types
+        {
+            use deltalake::datafusion::common::Column;
+            use deltalake::datafusion::logical_expr::ExprSchemable;
+            let column = |name: &str| Expr::Column(Column::from_name(name));
+            now = now.select(shared.iter().map(|(name, _)| column(name)).collect::<Vec<_>>())?;
+            let as_now = shared
+                .iter()
+                .map(|(name, typed)| Ok(column(name).cast_to(typed.data_type(), &then_schema)?.alias(*name)))
+                .collect::<deltalake::datafusion::error::Result<Vec<_>>>()?;
+            then = then.select(as_now)?;
         }
         let counted = |rows: DataFrame| {
             let columns: Vec<Expr> = rows.schema().columns().into_iter().map(Expr::Column).collect();
