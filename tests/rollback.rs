@@ -174,6 +174,48 @@ async fn a_column_another_writer_added_after_the_backfill_does_not_stop_the_wind
     assert_eq!(duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {outside}")), outside_before);
 }
 
+/// Another writer deletes an April order after the March reload, on a table not partitioned by the
+/// day: its commit removes a file whose action names no days (deltalake and Spark write removes
+/// without statistics). That is no write inside March: the file's add says it held April only. So
+/// the window-only rollback needs no `--force` (which would also override real writes inside the
+/// window), puts March back, and the deleted order stays deleted.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_delete_outside_the_window_is_no_write_inside_it_for_a_window_only_rollback() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let march_before = duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}"));
+    plan_and_apply(root);
+    let april =
+        duckdb_rows(&silver, "SELECT order_id FROM t WHERE order_date = DATE '2026-04-10' ORDER BY 1");
+    assert!(!april.is_empty());
+    crate::common::servers::python(
+        &format!(
+            "from deltalake import DeltaTable\nDeltaTable({:?}).delete(\"order_id = {}\")",
+            silver.to_str().unwrap(),
+            april[0]
+        ),
+        &[],
+    );
+    let removes: Vec<Value> = std::fs::read_dir(silver.join("_delta_log"))
+        .unwrap()
+        .filter_map(|e| {
+            let path = e.unwrap().path();
+            let text = std::fs::read_to_string(&path)
+                .ok()
+                .filter(|_| path.extension().is_some_and(|e| e == "json"))?;
+            text.contains("\"DELETE\"").then_some(text)
+        })
+        .flat_map(|text| text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).collect::<Vec<_>>())
+        .filter_map(|action| action.get("remove").cloned())
+        .collect();
+    assert!(!removes.is_empty() && removes.iter().all(|r| r.get("stats").is_none()), "{removes:?}");
+    bf_in(root).args(["rollback", "--cascade", "--window-only", "--auto-approve"]).assert().success();
+    assert_eq!(duckdb_rows(&silver, &format!("SELECT * FROM t WHERE {MARCH}")), march_before);
+    let deleted = format!("SELECT count(*) FROM t WHERE order_id = {}", april[0]);
+    assert_eq!(duckdb_count(&silver, &deleted), 0, "the other writer's delete stays");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn rollback_after_vacuum_is_refused_and_touches_nothing() {
     let workspace = demo_workspace();

@@ -20,124 +20,30 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use deltalake::{DeltaTable, DeltaTableError};
-use serde_json::Value;
+use deltalake::DeltaTable;
 use tokio::sync::Mutex;
 
+use crate::delta::footprint::{Footprint, files_at};
 use crate::delta::ledger::{self, Logged};
 use crate::delta::table::FileDates;
 use crate::window::Slice;
 
-/// What one commit did to the table, as far as a slice cares.
-#[derive(Debug, Clone)]
-pub struct Footprint {
-    pub version: u64,
-    pub operation: String,
-    pub timestamp: Option<i64>,
-    /// What it changed of the table itself: `schema or properties`, `protocol`.
-    table_changes: Vec<&'static str>,
-    files: Vec<Touched>,
-}
-
-/// A file a commit added or removed.
-#[derive(Debug, Clone)]
-struct Touched {
-    path: String,
-    added: bool,
-    data_change: bool,
-    /// `None`: the action does not say (a remove without partition values or statistics); the file's
-    /// add elsewhere in the log does.
-    dates: Option<FileDates>,
-}
-
-impl Footprint {
-    /// Reads a commit's actions; `column` is the date column's name in the log (its physical name
-    /// under column mapping).
-    pub fn of(commit: &Logged, column: &str) -> Footprint {
-        let mut table_changes = Vec::new();
-        let mut files = Vec::new();
-        for action in &commit.actions {
-            if action.get("metaData").is_some() {
-                table_changes.push("schema or properties");
-            }
-            if action.get("protocol").is_some() {
-                table_changes.push("protocol");
-            }
-            for (kind, added) in [("add", true), ("remove", false)] {
-                let Some(file) = action.get(kind) else { continue };
-                let Some(path) = file.get("path").and_then(Value::as_str) else { continue };
-                let partitions: HashMap<String, Option<String>> = file
-                    .get("partitionValues")
-                    .and_then(|p| serde_json::from_value(p.clone()).ok())
-                    .unwrap_or_default();
-                let stats = file.get("stats").and_then(Value::as_str);
-                let dates = match FileDates::read(&partitions, stats, column) {
-                    // A remove rarely repeats its add's statistics: its add says.
-                    FileDates::Unknown if !added => None,
-                    known => Some(known),
-                };
-                files.push(Touched {
-                    path: decoded(path),
-                    added,
-                    data_change: file.get("dataChange").and_then(Value::as_bool).unwrap_or(true),
-                    dates,
-                });
-            }
-        }
-        Footprint {
-            version: commit.entry.version,
-            operation: commit.entry.operation.clone(),
-            timestamp: commit.entry.timestamp,
-            table_changes,
-            files,
-        }
+/// Why `commit` makes the plan stale for `slice`, if it does (the rules above). `removes` are the
+/// target's files the slice's publication removes (none when the slice is recomputed); `dates_of`
+/// says the days of a removed file its action does not.
+fn touches(
+    commit: &Footprint,
+    slice: &Slice,
+    removes: &HashSet<&str>,
+    dates_of: &dyn Fn(&str) -> FileDates,
+) -> Option<String> {
+    if let Some(change) = commit.table_change() {
+        return Some(format!("changes the table's {change}"));
     }
-
-    /// Why this commit makes the plan stale for `slice`, if it does. `removes` are the target's files
-    /// the slice's publication removes (none when the slice is recomputed); `dates_of` says the days
-    /// of a removed file its action does not.
-    fn touches(
-        &self,
-        slice: &Slice,
-        removes: &HashSet<&str>,
-        dates_of: &dyn Fn(&str) -> FileDates,
-    ) -> Option<String> {
-        if let Some(change) = self.table_changes.first() {
-            return Some(format!("changes the table's {change}"));
-        }
-        for file in &self.files {
-            if !file.added && removes.contains(file.path.as_str()) {
-                return Some(format!("removes {}, a file the slice replaces", file.path));
-            }
-            if !file.data_change {
-                continue;
-            }
-            let dates = file.dates.unwrap_or_else(|| dates_of(&file.path));
-            if dates.may_overlap(slice.first, slice.last) {
-                let verb = if file.added { "adds" } else { "removes" };
-                return Some(format!("{verb} {} {}", file.path, dates.describe()));
-            }
-        }
-        None
+    if let Some(path) = commit.removed().find(|path| removes.contains(path)) {
+        return Some(format!("removes {path}, a file the slice replaces"));
     }
-
-    /// The files it added, with their days: a later remove of one names no days of its own.
-    fn added(&self) -> impl Iterator<Item = (&str, FileDates)> {
-        self.files.iter().filter(|f| f.added).filter_map(|f| Some((f.path.as_str(), f.dates?)))
-    }
-
-    fn undated_removes(&self) -> impl Iterator<Item = &str> {
-        self.files.iter().filter(|f| !f.added && f.dates.is_none()).map(|f| f.path.as_str())
-    }
-
-    /// `version 7: WRITE at 2026-05-30 10:00:00 UTC`.
-    fn describe(&self) -> String {
-        format!("version {}: {}{}", self.version, self.operation, ledger::at(self.timestamp))
-    }
-}
-
-fn decoded(path: &str) -> String {
-    percent_encoding::percent_decode_str(path).decode_utf8_lossy().into_owned()
+    commit.touches_days(slice.first, slice.last, dates_of)
 }
 
 /// The commits that make a slice stale, each with what it did; empty when the slice may commit.
@@ -221,7 +127,9 @@ impl Watch {
             seen.foreign
                 .iter()
                 .filter(|f| f.version > after)
-                .filter_map(|f| Some(format!("{}: {}", f.describe(), f.touches(slice, &removes, &dates_of)?)))
+                .filter_map(|f| {
+                    Some(format!("{}: {}", f.describe(), touches(f, slice, &removes, &dates_of)?))
+                })
                 .collect(),
         ))
     }
@@ -268,27 +176,6 @@ impl Watch {
         }
         seen.through = seen.through.max(through);
     }
-}
-
-/// The days of each file live in the table at `version`, by path.
-async fn files_at(
-    table: &DeltaTable,
-    version: u64,
-    column: &str,
-) -> Result<HashMap<String, FileDates>, DeltaTableError> {
-    use futures::TryStreamExt;
-    let mut then = table.clone();
-    then.load_version(version as _).await?;
-    let files: Vec<_> = then.get_active_add_actions_by_predicate(None).try_collect().await?;
-    Ok(files
-        .iter()
-        .map(|f| {
-            (
-                decoded(f.path().as_ref()),
-                FileDates::read(&f.partition_values_map(), f.stats().as_deref(), column),
-            )
-        })
-        .collect())
 }
 
 /// The slices each slice must wait for when its files are published: a slice that removes a file

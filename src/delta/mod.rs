@@ -10,6 +10,7 @@ pub mod commit;
 pub mod compat;
 pub mod data_file;
 pub mod days;
+pub(crate) mod footprint;
 pub mod freeze;
 pub mod identity;
 pub mod ledger;

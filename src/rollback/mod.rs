@@ -30,7 +30,6 @@ use crate::delta::predicate::slice_predicate;
 use crate::delta::store::{StoreError, Stores, display_url};
 use crate::delta::table;
 use crate::fault::fault;
-use crate::rehearse::clone::overlaps;
 use crate::rehearse::slice_writer::SliceWriter;
 use crate::source::run::SliceSource;
 use crate::window::{Slice, Window};
@@ -488,33 +487,53 @@ impl RollbackPlan {
 
     /// Other writers' commits since the backfill that added or removed, as a change of data, a file
     /// that may hold window rows: by its partition value or statistics, and a remove that names
-    /// neither may hold any day (an overwrite without a predicate removes every file).
+    /// neither by its add's — in a commit since the pre-version, or among the pre-version's files
+    /// (`delta::footprint`, the apply's rule too). A DELETE of April on a table not partitioned by
+    /// the day is no write inside March; a remove whose add cannot be found may hold any day (an
+    /// overwrite without a predicate removes every file).
     pub(super) async fn others_in_window(&self, table: &DeltaTable) -> Result<Vec<Entry>, RollbackError> {
+        use std::collections::HashMap;
+
+        use crate::delta::footprint::{Footprint, files_at};
+        use crate::delta::table::FileDates;
         // The log keys partition values and statistics by the column's physical name.
         let column = &crate::delta::table::physical_name(table, &self.backfill.backfill.date_column);
-        let mut inside = Vec::new();
-        for entry in &self.others {
-            let Some(logged) = ledger::read_log(table, entry.version..=entry.version).await?.pop() else {
+        let pre_version = self.backfill.backfill.pre_version;
+        let latest = table.version().unwrap_or(0);
+        // Every commit since the pre-version, read once: the others', and the adds of all of them.
+        let since: HashMap<u64, Footprint> = match latest > pre_version {
+            true => ledger::read_log(table, pre_version + 1..=latest)
+                .await?
+                .iter()
+                .map(|logged| (logged.entry.version, Footprint::of(logged, column)))
+                .collect(),
+            false => HashMap::new(),
+        };
+        let added: HashMap<&str, FileDates> = since.values().flat_map(Footprint::added).collect();
+        let others: Vec<(&Entry, Option<&Footprint>)> =
+            self.others.iter().map(|entry| (entry, since.get(&entry.version))).collect();
+        let unresolved = others
+            .iter()
+            .filter_map(|(_, footprint)| *footprint)
+            .flat_map(Footprint::undated_removes)
+            .any(|path| !added.contains_key(path));
+        let at_pre = match unresolved {
+            true => files_at(table, pre_version, column).await?,
+            false => HashMap::new(),
+        };
+        let dates_of =
+            |path: &str| added.get(path).or_else(|| at_pre.get(path)).copied().unwrap_or(FileDates::Unknown);
+        Ok(others
+            .into_iter()
+            .filter(|(_, footprint)| match footprint {
                 // Its log entry was cleaned up: what it did cannot be told, so it may have.
-                inside.push(entry.clone());
-                continue;
-            };
-            let touches = logged.actions.iter().any(|action| {
-                let Some(file) = action.get("add").or_else(|| action.get("remove")) else { return false };
-                if file.get("dataChange").and_then(|c| c.as_bool()) == Some(false) {
-                    return false;
+                None => true,
+                Some(footprint) => {
+                    footprint.touches_days(self.window.start, self.window.end, &dates_of).is_some()
                 }
-                let partition_values = file
-                    .get("partitionValues")
-                    .and_then(|p| serde_json::from_value(p.clone()).ok())
-                    .unwrap_or_default();
-                overlaps(&self.window, column, &partition_values, file.get("stats").and_then(|s| s.as_str()))
-            });
-            if touches {
-                inside.push(entry.clone());
-            }
-        }
-        Ok(inside)
+            })
+            .map(|(entry, _)| entry.clone())
+            .collect())
     }
 }
 
