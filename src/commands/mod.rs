@@ -80,9 +80,27 @@ pub async fn tell(
     notice: &bf::notify::Notice,
 ) -> Vec<String> {
     use bf::notify::Delivery;
-    // The notice file is written only inside the plan's root, whatever the saved plan says.
-    let root = policy.scope(Path::new(&plan.plan_file.path)).root;
-    let deliveries = bf::notify::send(spec, plan.plan_dir(), &root, notice).await;
+    // Where a notice goes is the reviewed plan file's to say: a saved plan is a file in a state
+    // folder, and one planted there (read by `bf rollback`) would pick the file it writes and the
+    // variable whose URL it posts to. Unless the plan file is still the one the saved plan was made
+    // from, the notice is printed, not sent.
+    let reviewed = |text: &[u8]| bf::rehearse::plan::sha256_hex(text) == plan.plan_file.sha256;
+    let reviewed = reviewed(plan.plan_file.text.as_bytes())
+        && std::fs::read(&plan.plan_file.path).is_ok_and(|text| reviewed(&text));
+    let deliveries = match reviewed {
+        true => {
+            // The notice file is written only inside the plan's root, whatever the saved plan says.
+            let root = policy.scope(Path::new(&plan.plan_file.path)).root;
+            bf::notify::send(spec, plan.plan_dir(), &root, notice).await
+        }
+        false => vec![Delivery::Failed {
+            to: "the plan's [notify]".to_owned(),
+            why: format!(
+                "the plan file {} is not the one the saved plan was made from, so where to send it is not known",
+                plan.plan_file.path
+            ),
+        }],
+    };
     let mut lines = Vec::new();
     for delivery in &deliveries {
         let line = match delivery {

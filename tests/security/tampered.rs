@@ -249,9 +249,27 @@ async fn a_notice_file_outside_the_root_is_never_written_even_by_a_rollback_of_a
     let output = checkout.bf(&["rollback", "--auto-approve"]);
     assert!(output.status.success(), "the rollback itself goes ahead: {}", said(&output));
     assert!(
-        said(&output).contains("notice NOT delivered") && said(&output).contains("outside the root"),
+        said(&output).contains("notice NOT delivered") && said(&output).contains("is not the one"),
         "{}",
         said(&output)
     );
+    assert!(said(&output).contains("The notice, to pass on by hand"), "{}", said(&output));
+    assert_eq!(checkout.untouched().0, before, "nothing written beside the repository");
+
+    // A saved plan planted whole: its text hashed to match, its plan file named outside the
+    // checkout (whose folder would be the root): still no file written, no notice sent.
+    for args in [&["plan", &plan.display().to_string(), "-q"][..], &["apply", "--auto-approve", "-q"]] {
+        let output = checkout.bf(args);
+        assert!(output.status.success(), "{args:?}: {}", said(&output));
+    }
+    let mut planted: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let text = planted["plan_file"]["text"].as_str().unwrap().replace("../notices/march.md", "../outside.md");
+    planted["plan_file"]["sha256"] = bf::rehearse::plan::sha256_hex(text.as_bytes()).into();
+    planted["plan_file"]["text"] = text.into();
+    planted["plan_file"]["path"] = checkout.root().join("zz/plan.toml").display().to_string().into();
+    std::fs::write(&saved, planted.to_string()).unwrap();
+    let output = checkout.bf(&["rollback", "--auto-approve"]);
+    assert!(output.status.success(), "the rollback itself goes ahead: {}", said(&output));
+    assert!(said(&output).contains("is not the one the saved plan was made from"), "{}", said(&output));
     assert_eq!(checkout.untouched().0, before, "nothing written beside the repository");
 }
