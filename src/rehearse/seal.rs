@@ -170,6 +170,7 @@ fn check(plan: &Plan, scope: &Scope, above: &[&Plan], found: &mut Findings) {
     let spec = &document.plan;
     unbound.extend(differences(plan, &document, &target));
     unbound.extend(unnamed_files(plan, &document, above));
+    unbound.extend(unrecorded(plan, &document));
     let (verdicts_failed, verdicts_unbound) = verdicts(plan, spec);
     found.failed.extend(verdicts_failed.into_iter().map(at));
     unbound.extend(verdicts_unbound);
@@ -384,6 +385,58 @@ fn unnamed_files(plan: &Plan, document: &PlanDocument, above: &[&Plan]) -> Vec<S
         }
     }
     unnamed
+}
+
+/// What the saved plan must record for `bf apply` to check it, and does not: a fingerprint of every
+/// input file its text reads (each slice's file of a template, each file of a folder's listing, the
+/// file itself), a record of each Delta input, and which table its pre-version is of. Without the
+/// record, the check it serves would pass by having nothing to compare: an input changed after the
+/// review would be read by `--recompute`, a commit since the plan would go unweighed.
+fn unrecorded(plan: &Plan, document: &PlanDocument) -> Vec<String> {
+    let mut missing = Vec::new();
+    if plan.format >= 5 && (plan.target.table_id.is_none() || plan.target.pre_commit_sha256.is_none()) {
+        missing.push("it does not record which table its pre-version is of".to_owned());
+    }
+    if plan.format < 2 {
+        // Saved before inputs' folders and Delta inputs were recorded: `Plan::load` says so.
+        return missing;
+    }
+    let fingerprinted: std::collections::HashSet<(String, Url)> = plan
+        .inputs
+        .iter()
+        .filter_map(|f| Some((f.input.clone(), Location::resolve(Path::new("/"), &f.path).url().ok()?)))
+        .collect();
+    for (name, input) in &document.plan.source.inputs {
+        if input.format == plan_file::Format::Delta {
+            if !plan.delta_inputs.iter().any(|d| &d.input == name) {
+                missing.push(format!("Delta input `{name}` has no record of the version it read"));
+            }
+            continue;
+        }
+        let files: Vec<Url> = if input.path.contains('{') {
+            plan.slices
+                .iter()
+                .filter_map(|s| {
+                    let slice = crate::window::Slice {
+                        index: s.index,
+                        first: s.first,
+                        last: s.last,
+                        run_date: s.run_date,
+                    };
+                    document.resolve(&plan_file::template::expand(&input.path, &slice)).url().ok()
+                })
+                .collect()
+        } else if let Some(folder) = plan.input_folders.iter().find(|f| &f.input == name) {
+            let Some(location) = store::uri(&folder.location) else { continue };
+            folder.files.iter().map(|f| store::join(&location, f)).collect()
+        } else {
+            document.resolve(&input.path).url().ok().into_iter().collect()
+        };
+        for file in files.iter().filter(|f| !fingerprinted.contains(&(name.clone(), (*f).clone()))) {
+            missing.push(format!("input `{name}`'s file {} has no fingerprint", store::display_url(file)));
+        }
+    }
+    missing
 }
 
 /// A path as the saved plan records a plan file's: canonical where it exists.

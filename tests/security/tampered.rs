@@ -39,7 +39,7 @@ async fn a_tampered_saved_plan_writes_no_table() {
     let beside = checkout.repo().join("landing/prices.csv");
     std::fs::write(&beside, "sku,price\n").unwrap();
     let beside = beside.canonicalize().unwrap().display().to_string();
-    let tampers: [(&str, Tamper, &str); 15] = [
+    let tampers: [(&str, Tamper, &str); 18] = [
         ("the bytes it adds", radius("bytes_added"), radius_differs),
         ("the files it adds", radius("files_added"), radius_differs),
         ("the files it removes", radius("files_removed"), radius_differs),
@@ -105,6 +105,25 @@ async fn a_tampered_saved_plan_writes_no_table() {
             "an input beside the one named",
             Box::new(|p| p["inputs"][0]["path"] = beside.clone().into()),
             "which its text does not name",
+        ),
+        (
+            "an input's fingerprint dropped",
+            Box::new(|p| p["inputs"].as_array_mut().unwrap().clear()),
+            "input `orders`'s file",
+        ),
+        (
+            "which table its pre-version is of, dropped",
+            Box::new(|p| {
+                p["target"].as_object_mut().unwrap().remove("table_id");
+            }),
+            "it does not record which table its pre-version is of",
+        ),
+        (
+            "its pre-version's commit, dropped",
+            Box::new(|p| {
+                p["target"].as_object_mut().unwrap().remove("pre_commit_sha256");
+            }),
+            "it does not record which table its pre-version is of",
         ),
         (
             "rows outside the window moved, called unchanged",
