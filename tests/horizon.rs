@@ -271,3 +271,58 @@ fn an_apply_whose_pre_version_the_log_no_longer_holds_is_refused_before_it_write
     );
     assert_eq!(crate::common::snapshot(&table), untouched, "nothing written");
 }
+
+/// A writer whose clock ran ahead stamps the pre-version's commit in 2030. Log cleanup goes by the
+/// commit file's age in the store, so the log horizon counts from the earlier of the two: a month
+/// from now, not a month from 2030 — which would promise a rollback years after the log entry it
+/// reads is gone. (The files' horizon is made longer here, a year, so that the log's is the one
+/// told; it is said as log cleanup's, not VACUUM's.)
+#[test]
+fn the_log_horizon_counts_from_the_commit_files_age_not_a_clock_that_ran_ahead() {
+    let (dir, table) = workspace();
+    let root = dir.path();
+    crate::common::servers::python(
+        &format!(
+            "from deltalake import DeltaTable\n\
+             DeltaTable({:?}).alter.set_table_properties({{'delta.deletedFileRetentionDuration': 'interval 365 days'}})",
+            table.to_str().unwrap()
+        ),
+        &[],
+    );
+    let latest = std::fs::read_dir(table.join("_delta_log"))
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().to_str()?.strip_suffix(".json")?.parse::<u64>().ok())
+        .max()
+        .unwrap();
+    let commit = table.join(format!("_delta_log/{latest:020}.json"));
+    let ahead: String = std::fs::read_to_string(&commit)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut action: Value = serde_json::from_str(line).unwrap();
+            if let Some(info) = action.get_mut("commitInfo") {
+                info["timestamp"] = 1_893_456_000_000_i64.into();
+            }
+            format!("{action}\n")
+        })
+        .collect();
+    std::fs::write(&commit, ahead).unwrap();
+    let text = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02");
+    std::fs::write(root.join("plans/august.toml"), text).unwrap();
+    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
+    let applied = bf(root, &["apply", "--auto-approve"]);
+    assert!(applied.status.success(), "{}", said(&applied));
+    let in_a_month =
+        |days| (chrono::Utc::now() + chrono::Duration::days(days)).format("%Y-%m-%d").to_string();
+    let told = said(&applied);
+    assert!(
+        [in_a_month(30), in_a_month(31)]
+            .iter()
+            .any(|day| told.contains(&format!("rollback: possible until at least {day}")))
+            && told.contains(
+                "(delta.logRetentionDuration is 30 days; after that log cleanup may delete what it reads)"
+            ),
+        "{told}"
+    );
+    assert!(!told.contains("until at least 2030"), "{told}");
+}

@@ -63,7 +63,7 @@ pub fn horizon(horizon: &bf::rollback::Horizon) -> String {
             "rollback: possible until at least {} ({property} is {} days; after that {} may delete what it reads)",
             until.format("%Y-%m-%d %H:%M UTC"),
             super::number(*days),
-            if property.contains("Log") { "log cleanup" } else { "VACUUM" }
+            if *property == "delta.logRetentionDuration" { "log cleanup" } else { "VACUUM" }
         ),
         Horizon::Possible => "rollback: possible (nothing it reads was removed since)".to_owned(),
         Horizon::Gone { why } => format!("rollback: no longer possible: {why}"),

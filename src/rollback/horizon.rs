@@ -11,6 +11,7 @@
 
 use chrono::{DateTime, Utc};
 use deltalake::DeltaTable;
+use object_store::ObjectStoreExt;
 use serde_json::Value;
 use url::Url;
 
@@ -86,7 +87,18 @@ pub async fn horizon_of(
             })
         })
         .min();
-    let ends = [(removed, files_property, files_days), (pre.entry.timestamp, log_property, log_days)];
+    // Log cleanup goes by the commit file's age in the store, not by the time the commit states (a
+    // writer's clock, or an in-commit timestamp that a clock running ahead moved on for good): the
+    // earlier of the two.
+    let stored = latest
+        .log_store()
+        .object_store(None)
+        .head(&object_store::path::Path::from(format!("_delta_log/{pre_version:020}.json")))
+        .await
+        .ok()
+        .map(|meta| meta.last_modified.timestamp_millis());
+    let written = [pre.entry.timestamp, stored].into_iter().flatten().min();
+    let ends = [(removed, files_property, files_days), (written, log_property, log_days)];
     let end = ends
         .into_iter()
         .filter_map(|(from, property, days)| {
