@@ -71,6 +71,12 @@ pub enum RollbackError {
          Nothing was written. Relax the rule, then run `bf rollback --window-only` again; or leave the backfill in place."
     )]
     RulesBroken { version: u64, broken: String },
+    #[error(
+        "the window cannot be put back as version {version} held it: columns were renamed since ({renamed}), and \
+         the rows put back would leave their values out. Nothing was written. `bf rollback --to-version {version}` \
+         restores that version whole (and the old names with it)."
+    )]
+    Renamed { version: u64, renamed: String },
     #[error("after the rollback, the window differs from version {version}: {detail}")]
     Verify { version: u64, detail: String },
     #[error(
@@ -418,6 +424,10 @@ impl RollbackPlan {
         let date_column = self.backfill.backfill.date_column.clone();
         let writer = SliceWriter::replace(&date_column);
         let old = self.stores.open(&self.url, Some(pre_version)).await?;
+        let renamed = renamed_since(&old, &table);
+        if !renamed.is_empty() {
+            return Err(RollbackError::Renamed { version: pre_version, renamed: renamed.join(", ") });
+        }
         let done = self.slices_put_back(&table).await?;
         let pending: Vec<&ledger::RecordedSlice> =
             self.backfill.slices.iter().map(|(s, _)| s).filter(|s| !done.contains(&s.index)).collect();
@@ -540,6 +550,28 @@ impl RollbackPlan {
 /// A slice as the backfill's commits recorded it.
 pub(super) fn slice_of(recorded: &ledger::RecordedSlice) -> Slice {
     Slice { index: recorded.index, first: recorded.first, last: recorded.last, run_date: recorded.first }
+}
+
+/// The columns of `now` that `old` held under another name (`old name → new name`): under column
+/// mapping a column is its physical name, and a rename keeps it. Matched by name alone, a renamed
+/// column would look added since, and the rows put back would hold NULL in it.
+fn renamed_since(old: &DeltaTable, now: &DeltaTable) -> Vec<String> {
+    if !table::maps_columns(now) {
+        return Vec::new();
+    }
+    let (Ok(then), Ok(current)) = (table::arrow_schema(old), table::arrow_schema(now)) else {
+        return Vec::new();
+    };
+    current
+        .fields()
+        .iter()
+        .filter(|field| then.field_with_name(field.name()).is_err())
+        .filter_map(|field| {
+            let physical = table::physical_name(now, field.name());
+            let was = then.fields().iter().find(|f| table::physical_name(old, f.name()) == physical)?;
+            Some(format!("{} → {}", was.name(), field.name()))
+        })
+        .collect()
 }
 
 /// The rows `old` (the pre-version) held in `slice`'s days, as a slice's source, in the columns of

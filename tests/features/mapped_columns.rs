@@ -164,3 +164,42 @@ async fn column_mapped_tables_backfill_by_logical_name_and_write_physical_names(
         assert_eq!(raw_rows(&table, mode, &["order_id", "net_amount", "order_date"]), original, "{mode}");
     }
 }
+
+/// A column renamed after the backfill, as Spark renames one (the logical name changes, the physical
+/// one stays): matched by name alone, the window-only rollback took the column for one added since
+/// and put the window back with NULL in it — and its verification, comparing the columns both
+/// versions name, agreed. It is refused now, naming the rename and `--to-version`; nothing written.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_column_renamed_after_the_backfill_stops_the_window_only_rollback_before_it_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders");
+    python(
+        &format!(
+            "import deltalake, pyarrow as pa, datetime as d\n\
+             t = pa.table({{'order_id': [1, 2, 3], 'amount': [10.0, 20.0, 30.0],\n\
+               'order_date': [d.date(2026, 3, 1), d.date(2026, 3, 1), d.date(2026, 3, 2)]}})\n\
+             deltalake.write_deltalake({:?}, t, configuration={{'delta.columnMapping.mode': 'name'}})\n",
+            table.to_str().unwrap()
+        ),
+        &[],
+    );
+    std::fs::write(
+        dir.path().join("fixed.csv"),
+        "order_id,amount,order_date\n1,11.0,2026-03-01\n3,33.0,2026-03-02\n",
+    )
+    .unwrap();
+    reload_plan(dir.path(), "replace", "order_id, amount, CAST(order_date AS DATE) AS order_date");
+    ok(dir.path(), &["plan", "plan.toml", "-q"]);
+    ok(dir.path(), &["apply", "--auto-approve", "-q"]);
+    rename_column(&table, "amount", "net_amount");
+    let untouched = snapshot(&table);
+    let refused = run(dir.path(), &["rollback", "--auto-approve", "--window-only"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("columns were renamed since (amount → net_amount)")
+            && stderr.contains("Nothing was written"),
+        "{stderr}"
+    );
+    assert_eq!(snapshot(&table), untouched, "the refused rollback wrote nothing");
+}
