@@ -215,3 +215,38 @@ async fn a_delta_input_made_again_at_the_version_the_plan_read_is_refused_on_a_r
     assert_eq!(snapshot(&daily), untouched, "the resume wrote nothing");
     assert_eq!(slices_committed(&daily), [1]);
 }
+
+/// What the seal requires a saved plan to record follows how the plan reads its inputs: a template
+/// naming a folder per day is recorded as each day's folder listing, its files fingerprinted; two
+/// inputs naming one Delta table share one record of the version read. Both plan and apply.
+#[test]
+fn a_folder_per_slice_and_two_names_for_one_delta_table_are_recorded_as_read() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let landing = root.join("bf-demo/landing");
+    for day in ["2026-09-01", "2026-09-02", "2026-09-03"] {
+        std::fs::create_dir_all(landing.join(format!("byday/{day}"))).unwrap();
+        std::fs::copy(
+            landing.join(format!("orders/{day}.csv")),
+            landing.join(format!("byday/{day}/till.csv")),
+        )
+        .unwrap();
+    }
+    let by_day = FOLDER_PLAN.replace("../bf-demo/landing/orders\"", "../bf-demo/landing/byday/{date}\"");
+    assert_ne!(by_day, FOLDER_PLAN);
+    write_plan(&root.join("plans"), "byday.toml", &by_day);
+    bf_in(root).args(["plan", "plans/byday.toml", "-q"]).assert().success();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    assert_eq!(slices_committed(&root.join("bf-demo/warehouse/orders_daily")), [1, 2, 3]);
+
+    let twice = DELTA_PLAN.replace(
+        "inputs.silver = { path = \"../bf-demo/warehouse/orders_silver\", format = \"delta\" }",
+        "inputs.silver = { path = \"../bf-demo/warehouse/orders_silver\", format = \"delta\" }\n\
+         inputs.again = { path = \"../bf-demo/warehouse/orders_silver\", format = \"delta\" }",
+    );
+    assert_ne!(twice, DELTA_PLAN);
+    write_plan(&root.join("plans"), "twice.toml", &twice);
+    bf_in(root).args(["plan", "plans/twice.toml", "-q"]).assert().success();
+    let output = bf_in(root).args(["apply", "--auto-approve", "-q"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+}

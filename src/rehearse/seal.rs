@@ -408,12 +408,26 @@ fn unrecorded(plan: &Plan, document: &PlanDocument) -> Vec<String> {
         .collect();
     for (name, input) in &document.plan.source.inputs {
         if input.format == plan_file::Format::Delta {
-            if !plan.delta_inputs.iter().any(|d| &d.input == name) {
+            // Two inputs naming one table share its record, kept under the first one's name.
+            let table = match crate::delta::catalog::CatalogName::parse(&input.path) {
+                Some(_) => None,
+                None => store::table_url(&document.resolve(&input.path)).ok(),
+            };
+            let recorded = plan.delta_inputs.iter().any(|d| {
+                &d.input == name
+                    || d.catalog.as_ref().is_some_and(|c| c.name == input.path)
+                    || table
+                        .as_ref()
+                        .is_some_and(|t| d.uri == t.as_str() || d.stands_for.as_deref() == Some(t.as_str()))
+            });
+            if !recorded {
                 missing.push(format!("Delta input `{name}` has no record of the version it read"));
             }
             continue;
         }
-        let files: Vec<Url> = if input.path.contains('{') {
+        // Each location the input names (each slice's, for a template): a folder, as its listing
+        // records it, stands for its files; any other location is a file.
+        let locations: Vec<Url> = if input.path.contains('{') {
             plan.slices
                 .iter()
                 .filter_map(|s| {
@@ -426,12 +440,28 @@ fn unrecorded(plan: &Plan, document: &PlanDocument) -> Vec<String> {
                     document.resolve(&plan_file::template::expand(&input.path, &slice)).url().ok()
                 })
                 .collect()
-        } else if let Some(folder) = plan.input_folders.iter().find(|f| &f.input == name) {
-            let Some(location) = store::uri(&folder.location) else { continue };
-            folder.files.iter().map(|f| store::join(&location, f)).collect()
         } else {
             document.resolve(&input.path).url().ok().into_iter().collect()
         };
+        let folders: Vec<(Url, &Vec<String>)> = plan
+            .input_folders
+            .iter()
+            .filter(|f| &f.input == name)
+            .filter_map(|f| Some((store::uri(&f.location)?, &f.files)))
+            .collect();
+        let same = |a: &Url, b: &Url| a.as_str().trim_end_matches('/') == b.as_str().trim_end_matches('/');
+        let files: Vec<Url> = locations
+            .into_iter()
+            .flat_map(|location| match folders.iter().find(|(folder, _)| same(folder, &location)) {
+                Some((folder, files)) => files.iter().map(|f| store::join(folder, f)).collect(),
+                // A folder input recorded under another spelling of its location.
+                None if !folders.is_empty() && !input.path.contains('{') => folders
+                    .iter()
+                    .flat_map(|(folder, files)| files.iter().map(|f| store::join(folder, f)))
+                    .collect(),
+                None => vec![location],
+            })
+            .collect();
         for file in files.iter().filter(|f| !fingerprinted.contains(&(name.clone(), (*f).clone()))) {
             missing.push(format!("input `{name}`'s file {} has no fingerprint", store::display_url(file)));
         }
