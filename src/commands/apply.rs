@@ -434,7 +434,8 @@ async fn tell(plan: &Plan, reports: &[ApplyReport], policy: &bf::plan_file::conf
     match plan.notify() {
         Some(spec) => {
             let notice = Notice::of_apply(plan, &spec.owners, reports);
-            super::tell(&spec, plan, policy, &notice).await
+            // The saved plan was checked against its plan text before it was applied (`seal`).
+            super::tell(&spec, plan, policy, &notice, true).await
         }
         None => Vec::new(),
     }

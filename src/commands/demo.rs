@@ -149,7 +149,8 @@ async fn apply_step(
         };
         let notice = Notice::of_apply(plan, &spec.owners, &reports);
         writeln!(out)?;
-        super::tell(&spec, plan, policy, &notice).await;
+        // The demo's own plans, planned and applied by this run.
+        super::tell(&spec, plan, policy, &notice, true).await;
         write!(out, "\n{}", notice.text())?;
     }
     Ok(reports)
@@ -204,7 +205,7 @@ async fn rollback_step(
         };
         reports.reverse();
         let notice = Notice::of_rollback(plan, &spec.owners, &reports);
-        super::tell(&spec, plan, policy, &notice).await;
+        super::tell(&spec, plan, policy, &notice, true).await;
     }
     writeln!(
         out,

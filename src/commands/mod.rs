@@ -73,30 +73,36 @@ pub fn confirm(question: &str, verb: &str) -> anyhow::Result<bool> {
 /// Sends a notice where the plan's `[notify]` says, and says on stderr where it went. A notice
 /// that was not delivered is a warning with the notice printed, so it can be passed on by hand;
 /// the command's outcome stands. Returns a line per destination, for `--json`.
+///
+/// Where a notice goes is the reviewed plan's to say: `reviewed` tells whether the saved plan's
+/// text is the one checked (by the seal before an apply; against the table's ledger before a
+/// rollback), for a saved plan is a file in a state folder, and one planted or edited there would
+/// pick the file written and the variable whose URL is posted to. Unless it is, the notice is
+/// printed, not sent. The notice file is written only inside the root: the plan file's, where
+/// that file still holds the text, else the one bf runs in — never one a saved plan's path picks.
 pub async fn tell(
     spec: &bf::plan_file::Notify,
     plan: &bf::rehearse::plan::Plan,
     policy: &bf::plan_file::confine::Policy,
     notice: &bf::notify::Notice,
+    reviewed: bool,
 ) -> Vec<String> {
     use bf::notify::Delivery;
-    // Where a notice goes is the reviewed plan file's to say: a saved plan is a file in a state
-    // folder, and one planted there (read by `bf rollback`) would pick the file it writes and the
-    // variable whose URL it posts to. Unless the plan file is still the one the saved plan was made
-    // from, the notice is printed, not sent.
-    let reviewed = |text: &[u8]| bf::rehearse::plan::sha256_hex(text) == plan.plan_file.sha256;
-    let reviewed = reviewed(plan.plan_file.text.as_bytes())
-        && std::fs::read(&plan.plan_file.path).is_ok_and(|text| reviewed(&text));
     let deliveries = match reviewed {
         true => {
-            // The notice file is written only inside the plan's root, whatever the saved plan says.
-            let root = policy.scope(Path::new(&plan.plan_file.path)).root;
+            let in_place = std::fs::read(&plan.plan_file.path)
+                .is_ok_and(|text| bf::rehearse::plan::sha256_hex(&text) == plan.plan_file.sha256);
+            let root = match in_place {
+                true => policy.scope(Path::new(&plan.plan_file.path)).root,
+                false => policy.scope(&Path::new(".").join("plan.toml")).root,
+            };
             bf::notify::send(spec, plan.plan_dir(), &root, notice).await
         }
         false => vec![Delivery::Failed {
             to: "the plan's [notify]".to_owned(),
             why: format!(
-                "the plan file {} is not the one the saved plan was made from, so where to send it is not known",
+                "the saved plan's text is not the one the backfill was applied from (the plan file {}), so where \
+                 to send it is not known",
                 plan.plan_file.path
             ),
         }],

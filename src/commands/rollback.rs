@@ -137,7 +137,11 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
         // A rollback that had nothing left to write tells nobody again.
         Some((root, spec)) if reports.iter().any(|r| belongs(root, r) && !r.wrote.is_empty()) => {
             let notice = Notice::of_rollback(root, &spec.owners, &reports);
-            super::tell(&spec, root, policy, &notice).await
+            // The saved plan's text is the one the backfill was applied from, as the table's own
+            // ledger records it: a saved plan planted or edited since says nothing of where to send.
+            let text = bf::rehearse::plan::sha256_hex(root.plan_file.text.as_bytes());
+            let applied_from = undo.iter().any(|step| step.backfill.backfill.plan_sha256 == text);
+            super::tell(&spec, root, policy, &notice, applied_from).await
         }
         _ => Vec::new(),
     };

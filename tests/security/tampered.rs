@@ -289,6 +289,26 @@ async fn a_notice_file_outside_the_root_is_never_written_even_by_a_rollback_of_a
     std::fs::write(&saved, planted.to_string()).unwrap();
     let output = checkout.bf(&["rollback", "--auto-approve"]);
     assert!(output.status.success(), "the rollback itself goes ahead: {}", said(&output));
-    assert!(said(&output).contains("is not the one the saved plan was made from"), "{}", said(&output));
+    assert!(said(&output).contains("is not the one the backfill was applied from"), "{}", said(&output));
     assert_eq!(checkout.untouched().0, before, "nothing written beside the repository");
+}
+
+/// The notice of a rollback goes where the plan the backfill was applied from says, checked against
+/// the table's ledger, not the working tree: the plan file edited after the apply (a comment added
+/// in a later pull request) still gets its notice, written inside the root.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plan_file_edited_after_its_apply_still_gets_its_rollbacks_notice() {
+    let checkout = Checkout::new().await;
+    let plan = checkout.plan("march.toml", |t| format!("{t}\n[notify]\nfile = \"../notices/march.md\"\n"));
+    for args in [&["plan", &plan.display().to_string(), "-q"][..], &["apply", "--auto-approve", "-q"]] {
+        let output = checkout.bf(args);
+        assert!(output.status.success(), "{args:?}: {}", said(&output));
+    }
+    let text = std::fs::read_to_string(&plan).unwrap();
+    std::fs::write(&plan, format!("{text}# Reloaded in March; see the notice.\n")).unwrap();
+    let output = checkout.bf(&["rollback", "--auto-approve"]);
+    assert!(output.status.success(), "{}", said(&output));
+    assert!(said(&output).contains("notice written to"), "{}", said(&output));
+    let notice = std::fs::read_to_string(checkout.repo().join("notices/march.md")).unwrap();
+    assert!(notice.contains("rolled back"), "{notice}");
 }
