@@ -9,7 +9,8 @@
 //! - for both: without a function that makes rows or values out of nothing (`generate_series`,
 //!   `range`, any table function in `FROM`, a recursive CTE), nor one that makes a value as big as
 //!   a number it is given unless that number is written in the SQL and small (`repeat`, `lpad`,
-//!   `rpad`, `array_repeat`, `array_resize`): a plan reads its inputs, and one such call can ask for
+//!   `rpad`, `array_repeat`, `array_resize`; never one inside another, where sizes multiply), nor
+//!   `FROM unnest(…)` of anything but a column: a plan reads its inputs, and one such call can ask for
 //!   billions of rows, or gigabytes in one value outside DataFusion's memory pool, before anyone
 //!   reviewed it.
 //!
@@ -143,6 +144,8 @@ fn generates(name: &str) -> SqlError {
 struct Guard {
     parameters: BTreeSet<String>,
     forbid_queries: bool,
+    /// How many [`SIZED`] calls the walk is inside: sizes multiply when one holds another.
+    sized_depth: usize,
 }
 
 impl Visitor for Guard {
@@ -185,7 +188,28 @@ impl Visitor for Guard {
         ControlFlow::Continue(())
     }
 
+    fn post_visit_expr(&mut self, expr: &Expr) -> ControlFlow<SqlError> {
+        if let Expr::Function(function) = expr {
+            let name = function.name.to_string().to_ascii_lowercase();
+            if SIZED.iter().any(|(sized, _)| *sized == name.rsplit('.').next().unwrap_or_default()) {
+                self.sized_depth = self.sized_depth.saturating_sub(1);
+            }
+        }
+        ControlFlow::Continue(())
+    }
+
     fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<SqlError> {
+        // `FROM unnest(…)` makes rows of an array: of an input's column, rows the input holds; of
+        // anything else (`array_repeat(1, 10000)`, joined to itself), rows out of nothing.
+        if let TableFactor::UNNEST { array_exprs, .. } = factor
+            && !array_exprs.iter().all(|e| matches!(e, Expr::Identifier(_) | Expr::CompoundIdentifier(_)))
+        {
+            return ControlFlow::Break(SqlError(
+                "`FROM unnest(…)` of anything but a column is not allowed in a plan: it makes rows out of nothing; \
+                 unnest an input's column"
+                    .into(),
+            ));
+        }
         let called = match factor {
             TableFactor::Table { name, args: Some(_), .. } => Some(name.to_string()),
             TableFactor::TableFunction { expr, .. } => Some(expr.to_string()),
@@ -205,13 +229,20 @@ impl Visitor for Guard {
             if GENERATORS.contains(&bare) {
                 return ControlFlow::Break(generates(&name));
             }
-            if let Some(&(_, at)) = SIZED.iter().find(|(sized, _)| *sized == bare)
-                && !small_number(function, at)
-            {
-                return ControlFlow::Break(SqlError(format!(
-                    "`{name}(…)` makes a value as big as its size argument asks: in a plan that size is a number \
-                     written in the SQL, at most {MAX_SIZE_ARGUMENT}"
-                )));
+            if let Some(&(_, at)) = SIZED.iter().find(|(sized, _)| *sized == bare) {
+                if !small_number(function, at) {
+                    return ControlFlow::Break(SqlError(format!(
+                        "`{name}(…)` makes a value as big as its size argument asks: in a plan that size is a \
+                         number written in the SQL, at most {MAX_SIZE_ARGUMENT}"
+                    )));
+                }
+                if self.sized_depth > 0 {
+                    return ControlFlow::Break(SqlError(format!(
+                        "`{name}(…)` inside another call that makes a value by a size: their sizes multiply (10,000 \
+                         of 10,000 of 10,000 is 10¹²); in a plan such calls are not nested"
+                    )));
+                }
+                self.sized_depth += 1;
             }
         }
         let Expr::Value(value) = expr else { return ControlFlow::Continue(()) };
@@ -290,7 +321,16 @@ mod tests {
             "`WITH RECURSIVE` is not allowed",
         );
         refused_with("SELECT unnest(array_repeat(1, 200000000)) FROM orders", "at most 10000");
-        refused_with("SELECT * FROM unnest(array_repeat(1, 200000000))", "at most 10000");
+        refused_with("SELECT * FROM unnest(array_repeat(1, 200000000))", "`FROM unnest(…)` of anything");
+        refused_with(
+            "SELECT * FROM unnest(array_repeat(1, 10000))",
+            "`FROM unnest(…)` of anything but a column",
+        );
+        refused_with(
+            "SELECT repeat(repeat(repeat('x', 10000), 10000), 10000) AS c FROM orders",
+            "their sizes multiply",
+        );
+        refused_with("SELECT array_repeat(lpad(customer, 10000), 10000) FROM orders", "their sizes multiply");
         refused_with("SELECT repeat('x', 1500000000) AS customer FROM orders", "at most 10000");
         refused_with("SELECT repeat('x', amount) FROM orders", "a number written in the SQL");
         refused_with("SELECT lpad(customer, 10001, '0') FROM orders", "at most 10000");
@@ -304,6 +344,8 @@ mod tests {
             "SELECT rpad(customer, 12) AS c, repeat('-', 3) AS rule FROM orders",
             "SELECT array_repeat(amount, 2) AS twice FROM orders",
             "WITH t AS (SELECT * FROM orders) SELECT * FROM t",
+            "SELECT lpad(customer, 8) AS a, rpad(customer, 8) AS b, repeat('-', 3) AS c FROM orders",
+            "SELECT o.id, t.tag FROM orders o CROSS JOIN unnest(o.tags) AS t(tag)",
         ] {
             assert!(check_query(sql).is_ok(), "{sql}: {:?}", check_query(sql));
         }
