@@ -336,11 +336,21 @@ pub async fn removable(stores: &Stores, url: &Url) -> Result<bool, CloneError> {
 }
 
 /// Whether a file, named relative to a rehearsal's folder, is one a rehearsal holds: its log (at the
-/// top, as a table's), and Parquet files (the slices' data, the files it localized, change data).
-/// Nothing hidden (`.git`, `.bf`), no other kind of file, no other table's log below it.
+/// top, as a table's), and Parquet files (the slices' data, the files it localized, change data),
+/// with the staging copy the local store writes before naming one (`….parquet#1`) that a stopped
+/// write leaves. Nothing hidden (`.git`, `.bf`) but the Finder's `.DS_Store`, no other kind of
+/// file, no other table's log below it.
 fn rehearsal_shaped(relative: &str) -> bool {
-    let hidden = relative.split('/').any(|part| part.starts_with('.'));
-    !hidden && (relative.starts_with("_delta_log/") || relative.ends_with(".parquet"))
+    let parts: Vec<&str> = relative.split('/').collect();
+    let (file, folders) = parts.split_last().expect("a path has a last part");
+    if *file == ".DS_Store" {
+        return folders.iter().all(|f| !f.starts_with('.'));
+    }
+    let hidden = parts.iter().any(|part| part.starts_with('.'));
+    let staged = file.rsplit_once('#').is_some_and(|(name, n)| {
+        name.ends_with(".parquet") && !n.is_empty() && n.chars().all(|c| c.is_ascii_digit())
+    });
+    !hidden && (relative.starts_with("_delta_log/") || file.ends_with(".parquet") || staged)
 }
 
 /// Every file (and link) under a local folder, relative to it, links not followed.
@@ -384,6 +394,35 @@ mod tests {
     use deltalake::kernel::{DeletionVectorDescriptor, StorageType};
 
     use super::*;
+
+    #[test]
+    fn a_rehearsal_holds_its_log_parquet_files_and_what_a_stopped_write_or_the_finder_leaves() {
+        for held in [
+            "_delta_log/00000000000000000000.json",
+            "_delta_log/_last_checkpoint",
+            "part-0001.snappy.parquet",
+            "order_date=2026-03-01/part-0001.snappy.parquet",
+            "bf-localized/ab12.parquet",
+            "_change_data/cdc-0001.snappy.parquet",
+            "part-0001.snappy.parquet#1",
+            ".DS_Store",
+            "order_date=2026-03-01/.DS_Store",
+        ] {
+            assert!(rehearsal_shaped(held), "{held}");
+        }
+        for foreign in [
+            "keep.txt",
+            ".git/config",
+            ".bf/plan.json",
+            "plans/march.toml",
+            "orders/_delta_log/00000000000000000000.json",
+            ".git/.DS_Store",
+            "part-0001.snappy.parquet#x",
+            "notes.parquet.txt",
+        ] {
+            assert!(!rehearsal_shaped(foreign), "{foreign}");
+        }
+    }
     use crate::delta::table::absolute_deletion_vector;
 
     #[test]
