@@ -250,3 +250,25 @@ fn a_folder_per_slice_and_two_names_for_one_delta_table_are_recorded_as_read() {
     let output = bf_in(root).args(["apply", "--auto-approve", "-q"]).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 }
+
+/// A link inside an input folder, to a file elsewhere in the root, is that folder's file: the saved
+/// plan's fingerprint of it is the one the seal looks for, so the plan applies. (Resolved through
+/// the link, it read as a file the text does not name, and the plan could never be applied.)
+#[test]
+fn a_link_in_an_input_folder_is_that_folders_file() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let landing = root.join("bf-demo/landing");
+    std::fs::create_dir_all(landing.join("linked")).unwrap();
+    for day in ["2026-09-01", "2026-09-02", "2026-09-03"] {
+        std::os::unix::fs::symlink(format!("../orders/{day}.csv"), landing.join(format!("linked/{day}.csv")))
+            .unwrap();
+    }
+    let linked = FOLDER_PLAN.replace("../bf-demo/landing/orders\"", "../bf-demo/landing/linked\"");
+    assert_ne!(linked, FOLDER_PLAN);
+    write_plan(&root.join("plans"), "linked.toml", &linked);
+    bf_in(root).args(["plan", "plans/linked.toml", "-q"]).assert().success();
+    let output = bf_in(root).args(["apply", "--auto-approve", "-q"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(slices_committed(&root.join("bf-demo/warehouse/orders_daily")), [1, 2, 3]);
+}

@@ -401,10 +401,18 @@ fn unrecorded(plan: &Plan, document: &PlanDocument) -> Vec<String> {
         // Saved before inputs' folders and Delta inputs were recorded: `Plan::load` says so.
         return missing;
     }
+    // Each fingerprint's file as its folder lists it: a URL, or a local path (never resolved
+    // through a link, which would name the file the link leads to).
     let fingerprinted: std::collections::HashSet<(String, Url)> = plan
         .inputs
         .iter()
-        .filter_map(|f| Some((f.input.clone(), Location::resolve(Path::new("/"), &f.path).url().ok()?)))
+        .filter_map(|f| {
+            let url = match store::uri(&f.path) {
+                Some(url) => url,
+                None => Url::from_file_path(&f.path).ok()?,
+            };
+            Some((f.input.clone(), listed_url(&url)))
+        })
         .collect();
     for (name, input) in &document.plan.source.inputs {
         if input.format == plan_file::Format::Delta {
@@ -462,11 +470,29 @@ fn unrecorded(plan: &Plan, document: &PlanDocument) -> Vec<String> {
                 None => vec![location],
             })
             .collect();
-        for file in files.iter().filter(|f| !fingerprinted.contains(&(name.clone(), (*f).clone()))) {
+        for file in files.iter().filter(|f| !fingerprinted.contains(&(name.clone(), listed_url(f)))) {
             missing.push(format!("input `{name}`'s file {} has no fingerprint", store::display_url(file)));
         }
     }
     missing
+}
+
+/// A local file as its folder lists it: the folder resolved (links followed), the file's own name
+/// kept — a link in an input folder is that folder's file (the root's rules judged where it leads
+/// when the plan was loaded). `None` where the folder cannot be resolved.
+fn as_listed(path: &Path) -> Option<std::path::PathBuf> {
+    let (Some(folder), Some(name)) = (path.parent(), path.file_name()) else {
+        return crate::plan_file::confine::resolved(path);
+    };
+    Some(crate::plan_file::confine::resolved(folder)?.join(name))
+}
+
+/// [`as_listed`] for a URL: a local file's, as its folder lists it; any other, as it is.
+fn listed_url(url: &Url) -> Url {
+    store::local_path(url)
+        .and_then(|path| as_listed(&path))
+        .and_then(|path| Url::from_file_path(path).ok())
+        .unwrap_or_else(|| url.clone())
 }
 
 /// A path as the saved plan records a plan file's: canonical where it exists.
@@ -517,8 +543,7 @@ fn within_input(document: &PlanDocument, name: &str, recorded: &str) -> bool {
             } else {
                 base
             };
-            match (crate::plan_file::confine::resolved(&base), crate::plan_file::confine::resolved(&recorded))
-            {
+            match (crate::plan_file::confine::resolved(&base), as_listed(&recorded)) {
                 (Some(base), Some(recorded)) => recorded.starts_with(base),
                 _ => false,
             }
