@@ -9,8 +9,9 @@
 //! - for both: without a function that makes rows or values out of nothing (`generate_series`,
 //!   `range`, any table function in `FROM`, a recursive CTE), nor one that makes a value as big as
 //!   a number it is given unless that number is written in the SQL and small (`repeat`, `lpad`,
-//!   `rpad`, `array_repeat`, `array_resize`; never one inside another, where sizes multiply), nor
-//!   `FROM unnest(…)` of anything but a column: a plan reads its inputs, and one such call can ask for
+//!   `rpad`, `array_repeat`, `array_resize`; what `repeat` and `array_repeat` repeat written in the
+//!   SQL too, or sizes multiply through a CTE), nor `FROM unnest(…)` of anything but a column;
+//!   whatever the quoting of the name: a plan reads its inputs, and one such call can ask for
 //!   billions of rows, or gigabytes in one value outside DataFusion's memory pool, before anyone
 //!   reviewed it.
 //!
@@ -129,6 +130,10 @@ const GENERATORS: [&str; 2] = ["generate_series", "range"];
 const SIZED: [(&str, usize); 5] =
     [("repeat", 1), ("lpad", 1), ("rpad", 1), ("array_repeat", 1), ("array_resize", 1)];
 
+/// Of the [`SIZED`] functions, those that repeat a value (the others pad or cut one to a length):
+/// repeating a repeated value multiplies the sizes.
+const MULTIPLYING: [&str; 2] = ["repeat", "array_repeat"];
+
 /// The largest size a plan's SQL may give one of the [`SIZED`] functions.
 const MAX_SIZE_ARGUMENT: u64 = 10_000;
 
@@ -144,8 +149,6 @@ fn generates(name: &str) -> SqlError {
 struct Guard {
     parameters: BTreeSet<String>,
     forbid_queries: bool,
-    /// How many [`SIZED`] calls the walk is inside: sizes multiply when one holds another.
-    sized_depth: usize,
 }
 
 impl Visitor for Guard {
@@ -188,16 +191,6 @@ impl Visitor for Guard {
         ControlFlow::Continue(())
     }
 
-    fn post_visit_expr(&mut self, expr: &Expr) -> ControlFlow<SqlError> {
-        if let Expr::Function(function) = expr {
-            let name = function.name.to_string().to_ascii_lowercase();
-            if SIZED.iter().any(|(sized, _)| *sized == name.rsplit('.').next().unwrap_or_default()) {
-                self.sized_depth = self.sized_depth.saturating_sub(1);
-            }
-        }
-        ControlFlow::Continue(())
-    }
-
     fn pre_visit_table_factor(&mut self, factor: &TableFactor) -> ControlFlow<SqlError> {
         // `FROM unnest(…)` makes rows of an array: of an input's column, rows the input holds; of
         // anything else (`array_repeat(1, 10000)`, joined to itself), rows out of nothing.
@@ -225,8 +218,8 @@ impl Visitor for Guard {
     fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<SqlError> {
         if let Expr::Function(function) = expr {
             let name = function.name.to_string().to_ascii_lowercase();
-            let bare = name.rsplit('.').next().unwrap_or_default();
-            if GENERATORS.contains(&bare) {
+            let bare = called(function);
+            if GENERATORS.contains(&bare.as_str()) {
                 return ControlFlow::Break(generates(&name));
             }
             if let Some(&(_, at)) = SIZED.iter().find(|(sized, _)| *sized == bare) {
@@ -236,13 +229,13 @@ impl Visitor for Guard {
                          number written in the SQL, at most {MAX_SIZE_ARGUMENT}"
                     )));
                 }
-                if self.sized_depth > 0 {
+                // A copy of a value made by copies (through a subquery, a CTE) multiplies the sizes.
+                if MULTIPLYING.contains(&bare.as_str()) && !literal(function, 0) {
                     return ControlFlow::Break(SqlError(format!(
-                        "`{name}(…)` inside another call that makes a value by a size: their sizes multiply (10,000 \
-                         of 10,000 of 10,000 is 10¹²); in a plan such calls are not nested"
+                        "`{name}(…)` repeats a value: in a plan the value repeated is one written in the SQL (a \
+                         value that is itself made by repeating multiplies the sizes)"
                     )));
                 }
-                self.sized_depth += 1;
             }
         }
         let Expr::Value(value) = expr else { return ControlFlow::Continue(()) };
@@ -256,6 +249,25 @@ impl Visitor for Guard {
         self.parameters.insert(name.clone());
         ControlFlow::Continue(())
     }
+}
+
+/// The function a call names, as DataFusion finds it: the last part of its name, unquoted, in
+/// lower case (`"repeat"` and `REPEAT` are `repeat`; `to_string` would keep the quotes).
+fn called(function: &deltalake::datafusion::sql::sqlparser::ast::Function) -> String {
+    function
+        .name
+        .0
+        .last()
+        .and_then(|part| part.as_ident())
+        .map(|i| i.value.to_ascii_lowercase())
+        .unwrap_or_default()
+}
+
+/// Whether argument `at` of `function` is a value written in the SQL.
+fn literal(function: &deltalake::datafusion::sql::sqlparser::ast::Function, at: usize) -> bool {
+    use deltalake::datafusion::sql::sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+    let FunctionArguments::List(list) = &function.args else { return false };
+    matches!(list.args.get(at), Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(_)))))
 }
 
 /// Whether argument `at` of `function` is a number written in the SQL, at most [`MAX_SIZE_ARGUMENT`].
@@ -328,9 +340,16 @@ mod tests {
         );
         refused_with(
             "SELECT repeat(repeat(repeat('x', 10000), 10000), 10000) AS c FROM orders",
-            "their sizes multiply",
+            "the value repeated is one written in the SQL",
         );
-        refused_with("SELECT array_repeat(lpad(customer, 10000), 10000) FROM orders", "their sizes multiply");
+        refused_with(
+            "WITH a AS (SELECT repeat('x', 10000) AS s FROM orders), b AS (SELECT repeat(s, 10000) AS s FROM a) \
+             SELECT s FROM b",
+            "the value repeated is one written in the SQL",
+        );
+        refused_with("SELECT \"repeat\"('-', 1500000000) AS c FROM orders", "at most 10000");
+        refused_with("SELECT unnest(\"range\"(1, 1000000000)) FROM orders", "makes rows out of nothing");
+        refused_with("SELECT \"GENERATE_SERIES\"(1, 5)", "makes rows out of nothing");
         refused_with("SELECT repeat('x', 1500000000) AS customer FROM orders", "at most 10000");
         refused_with("SELECT repeat('x', amount) FROM orders", "a number written in the SQL");
         refused_with("SELECT lpad(customer, 10001, '0') FROM orders", "at most 10000");
@@ -342,7 +361,8 @@ mod tests {
         for sql in [
             "SELECT lpad(CAST(order_id AS VARCHAR), 8, '0') AS id FROM orders",
             "SELECT rpad(customer, 12) AS c, repeat('-', 3) AS rule FROM orders",
-            "SELECT array_repeat(amount, 2) AS twice FROM orders",
+            "SELECT array_repeat(0, 2) AS twice FROM orders",
+            "SELECT rpad(lpad(customer, 8, '0'), 10, '-') AS padded FROM orders",
             "WITH t AS (SELECT * FROM orders) SELECT * FROM t",
             "SELECT lpad(customer, 8) AS a, rpad(customer, 8) AS b, repeat('-', 3) AS c FROM orders",
             "SELECT o.id, t.tag FROM orders o CROSS JOIN unnest(o.tags) AS t(tag)",
