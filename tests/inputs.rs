@@ -218,9 +218,10 @@ async fn a_delta_input_made_again_at_the_version_the_plan_read_is_refused_on_a_r
 
 /// What the seal requires a saved plan to record follows how the plan reads its inputs: a template
 /// naming a folder per day is recorded as each day's folder listing, its files fingerprinted; two
-/// inputs naming one Delta table share one record of the version read. Both plan and apply.
+/// inputs naming one Delta table share one record of the version read; one folder read by two
+/// inputs, and its files by a template, are recorded once. Each plans and applies.
 #[test]
-fn a_folder_per_slice_and_two_names_for_one_delta_table_are_recorded_as_read() {
+fn each_file_and_table_a_plan_reads_is_recorded_once_however_its_inputs_name_it() {
     let workspace = demo_workspace();
     let root = workspace.path();
     let landing = root.join("bf-demo/landing");
@@ -247,6 +248,22 @@ fn a_folder_per_slice_and_two_names_for_one_delta_table_are_recorded_as_read() {
     assert_ne!(twice, DELTA_PLAN);
     write_plan(&root.join("plans"), "twice.toml", &twice);
     bf_in(root).args(["plan", "plans/twice.toml", "-q"]).assert().success();
+    let output = bf_in(root).args(["apply", "--auto-approve", "-q"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+
+    // One folder read by two inputs, and its files by a third, a template: each file is recorded
+    // once, under the first input that read it.
+    let shared = FOLDER_PLAN
+        .replace(
+            "inputs.orders = { path = \"../bf-demo/landing/orders\", format = \"csv\" }",
+            "inputs.orders = { path = \"../bf-demo/landing/orders\", format = \"csv\" }\n\
+             inputs.again = { path = \"../bf-demo/landing/orders\", format = \"csv\" }\n\
+             inputs.daily = { path = \"../bf-demo/landing/orders/{date}.csv\", format = \"csv\" }",
+        )
+        .replace("end = 2026-09-03", "end = 2026-09-05");
+    assert!(shared.contains("inputs.daily"));
+    write_plan(&root.join("plans"), "shared.toml", &shared);
+    bf_in(root).args(["plan", "plans/shared.toml", "-q"]).assert().success();
     let output = bf_in(root).args(["apply", "--auto-approve", "-q"]).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
 }

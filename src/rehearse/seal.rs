@@ -397,13 +397,15 @@ fn unrecorded(plan: &Plan, document: &PlanDocument) -> Vec<String> {
     if plan.format >= 5 && (plan.target.table_id.is_none() || plan.target.pre_commit_sha256.is_none()) {
         missing.push("it does not record which table its pre-version is of".to_owned());
     }
-    if plan.format < 2 {
-        // Saved before inputs' folders and Delta inputs were recorded: `Plan::load` says so.
+    if plan.format < 5 {
+        // Saved by an older bf, which recorded less, some of it by relative paths: `Plan::load`
+        // says what cannot be checked.
         return missing;
     }
     // Each fingerprint's file as its folder lists it: a URL, or a local path (never resolved
-    // through a link, which would name the file the link leads to).
-    let fingerprinted: std::collections::HashSet<(String, Url)> = plan
+    // through a link, which would name the file the link leads to). A file two inputs read is
+    // fingerprinted once, under the first: the file is what is compared, whatever reads it.
+    let fingerprinted: std::collections::HashSet<Url> = plan
         .inputs
         .iter()
         .filter_map(|f| {
@@ -411,7 +413,7 @@ fn unrecorded(plan: &Plan, document: &PlanDocument) -> Vec<String> {
                 Some(url) => url,
                 None => Url::from_file_path(&f.path).ok()?,
             };
-            Some((f.input.clone(), listed_url(&url)))
+            Some(listed_url(&url))
         })
         .collect();
     for (name, input) in &document.plan.source.inputs {
@@ -451,26 +453,18 @@ fn unrecorded(plan: &Plan, document: &PlanDocument) -> Vec<String> {
         } else {
             document.resolve(&input.path).url().ok().into_iter().collect()
         };
-        let folders: Vec<(Url, &Vec<String>)> = plan
-            .input_folders
-            .iter()
-            .filter(|f| &f.input == name)
-            .filter_map(|f| Some((store::uri(&f.location)?, &f.files)))
-            .collect();
+        // A folder two inputs read is listed once, under the first.
+        let folders: Vec<(Url, &Vec<String>)> =
+            plan.input_folders.iter().filter_map(|f| Some((store::uri(&f.location)?, &f.files))).collect();
         let same = |a: &Url, b: &Url| a.as_str().trim_end_matches('/') == b.as_str().trim_end_matches('/');
         let files: Vec<Url> = locations
             .into_iter()
             .flat_map(|location| match folders.iter().find(|(folder, _)| same(folder, &location)) {
                 Some((folder, files)) => files.iter().map(|f| store::join(folder, f)).collect(),
-                // A folder input recorded under another spelling of its location.
-                None if !folders.is_empty() && !input.path.contains('{') => folders
-                    .iter()
-                    .flat_map(|(folder, files)| files.iter().map(|f| store::join(folder, f)))
-                    .collect(),
                 None => vec![location],
             })
             .collect();
-        for file in files.iter().filter(|f| !fingerprinted.contains(&(name.clone(), listed_url(f)))) {
+        for file in files.iter().filter(|f| !fingerprinted.contains(&listed_url(f))) {
             missing.push(format!("input `{name}`'s file {} has no fingerprint", store::display_url(file)));
         }
     }
