@@ -572,3 +572,35 @@ async fn a_chain_three_tables_deep_applies_in_order_and_rolls_back_from_the_bott
     assert_eq!(rows_at(&revenue, None, "true").await, rows_at(&revenue, Some(4), "true").await);
     assert_eq!(rows_at(&silver, None, "true").await, rows_at(&silver, Some(5), "true").await);
 }
+
+/// Rolling back only the table downstream (by its backfill, from the chain's folder) still tells
+/// the chain's readers: the notice's destination comes from the saved chain, whose text cannot be
+/// checked against a backfill of the upstream here — so against the plan file, unchanged.
+#[test]
+fn a_rollback_of_the_downstream_table_alone_still_sends_the_chains_notice() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let receiver = Receiver::start(200);
+    let hook = [("FINANCE_BACKFILL_WEBHOOK", receiver.url())];
+    let env: Vec<(&str, &str)> = hook.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    assert!(run(root, &["plan", "plans/march.toml", "-q"], &env).status.success());
+    let applied = run(root, &["apply", "--auto-approve", "-q"], &env);
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    let revenue = root.join("bf-demo/warehouse/revenue_by_day");
+    let backfill = crate::common::commit_infos(&revenue)
+        .iter()
+        .rev()
+        .find_map(|(_, info)| info["bf.backfill_id"].as_str().map(str::to_owned))
+        .unwrap();
+    let rolled = run(
+        root,
+        &["rollback", "--table", revenue.to_str().unwrap(), "--backfill", &backfill, "--auto-approve"],
+        &env,
+    );
+    assert!(rolled.status.success(), "{}", String::from_utf8_lossy(&rolled.stderr));
+    let bodies = receiver.bodies();
+    assert_eq!(bodies.len(), 2, "one POST for the apply, one for the rollback");
+    assert_eq!(bodies[1]["event"], "rolled_back");
+    let undone = bodies[1]["tables"].as_array().unwrap();
+    assert_eq!(undone.iter().map(|t| t["name"].as_str().unwrap()).collect::<Vec<_>>(), ["revenue_by_day"]);
+}

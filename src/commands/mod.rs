@@ -94,6 +94,7 @@ pub async fn tell(
                 .is_ok_and(|text| bf::rehearse::plan::sha256_hex(&text) == plan.plan_file.sha256);
             let root = match in_place {
                 true => policy.scope(Path::new(&plan.plan_file.path)).root,
+                // The folder bf runs in (its work tree), never one a saved plan's path picks.
                 false => policy.scope(&Path::new(".").join("plan.toml")).root,
             };
             bf::notify::send(spec, plan.plan_dir(), &root, notice).await
@@ -101,8 +102,8 @@ pub async fn tell(
         false => vec![Delivery::Failed {
             to: "the plan's [notify]".to_owned(),
             why: format!(
-                "the saved plan's text is not the one the backfill was applied from (the plan file {}), so where \
-                 to send it is not known",
+                "the saved plan's text is not, or cannot be shown to be, the one the backfill was applied from \
+                 (the plan file {}), so where to send it is not known",
                 plan.plan_file.path
             ),
         }],

@@ -139,8 +139,16 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
             let notice = Notice::of_rollback(root, &spec.owners, &reports);
             // The saved plan's text is the one the backfill was applied from, as the table's own
             // ledger records it: a saved plan planted or edited since says nothing of where to send.
-            let text = bf::rehearse::plan::sha256_hex(root.plan_file.text.as_bytes());
-            let applied_from = undo.iter().any(|step| step.backfill.backfill.plan_sha256 == text);
+            // Rolling back only tables downstream of it, its text is checked against its file.
+            let sha256 = |text: &[u8]| bf::rehearse::plan::sha256_hex(text);
+            let text = sha256(root.plan_file.text.as_bytes());
+            let applied_from = match undo.iter().find(|step| step.backfill.backfill.plan_id == root.id) {
+                Some(step) => step.backfill.backfill.plan_sha256 == text,
+                None => {
+                    text == root.plan_file.sha256
+                        && std::fs::read(&root.plan_file.path).is_ok_and(|file| sha256(&file) == text)
+                }
+            };
             super::tell(&spec, root, policy, &notice, applied_from).await
         }
         _ => Vec::new(),
