@@ -562,14 +562,15 @@ fn renamed_since(old: &DeltaTable, now: &DeltaTable) -> Vec<String> {
     let (Ok(then), Ok(current)) = (table::arrow_schema(old), table::arrow_schema(now)) else {
         return Vec::new();
     };
+    // Every column by its physical name: two swapped, or one renamed onto a dropped one's name,
+    // keep the names and move the values.
     current
         .fields()
         .iter()
-        .filter(|field| then.field_with_name(field.name()).is_err())
         .filter_map(|field| {
             let physical = table::physical_name(now, field.name());
             let was = then.fields().iter().find(|f| table::physical_name(old, f.name()) == physical)?;
-            Some(format!("{} → {}", was.name(), field.name()))
+            (was.name() != field.name()).then(|| format!("{} → {}", was.name(), field.name()))
         })
         .collect()
 }

@@ -202,4 +202,13 @@ async fn a_column_renamed_after_the_backfill_stops_the_window_only_rollback_befo
         "{stderr}"
     );
     assert_eq!(snapshot(&table), untouched, "the refused rollback wrote nothing");
+
+    // Two columns swapping names keep both names: only their physical names tell.
+    rename_column(&table, "net_amount", "swap");
+    rename_column(&table, "order_id", "net_amount");
+    rename_column(&table, "swap", "order_id");
+    let refused = run(dir.path(), &["rollback", "--auto-approve", "--window-only"]);
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("order_id → net_amount") && stderr.contains("amount → order_id"), "{stderr}");
 }
