@@ -79,7 +79,8 @@ pub fn confirm(question: &str, verb: &str) -> anyhow::Result<bool> {
 /// rollback), for a saved plan is a file in a state folder, and one planted or edited there would
 /// pick the file written and the variable whose URL is posted to. Unless it is, the notice is
 /// printed, not sent. The notice file is written only inside the root: the plan file's, where
-/// that file still holds the text, else the one bf runs in — never one a saved plan's path picks.
+/// that file still holds the text, else the root of where bf runs — never one a saved plan's path
+/// picks.
 pub async fn tell(
     spec: &bf::plan_file::Notify,
     plan: &bf::rehearse::plan::Plan,
@@ -94,7 +95,8 @@ pub async fn tell(
                 .is_ok_and(|text| bf::rehearse::plan::sha256_hex(&text) == plan.plan_file.sha256);
             let root = match in_place {
                 true => policy.scope(Path::new(&plan.plan_file.path)).root,
-                // The folder bf runs in (its work tree), never one a saved plan's path picks.
+                // The root of where bf runs (the operator's, or the work tree holding the current
+                // folder; outside any, the folder above it), never one a saved plan's path picks.
                 false => policy.scope(&Path::new(".").join("plan.toml")).root,
             };
             bf::notify::send(spec, plan.plan_dir(), &root, notice).await
