@@ -328,6 +328,9 @@ impl Spool {
     }
 
     fn save(&mut self, event: &RunEvent) -> std::io::Result<()> {
+        if let Some(state_dir) = self.dir.parent() {
+            crate::rehearse::plan::refuse_linked_state_dir(state_dir)?;
+        }
         std::fs::create_dir_all(&self.dir)?;
         self.count += 1;
         let name = format!(

@@ -583,11 +583,30 @@ pub(crate) fn write_saved(path: &Path, text: String) -> Result<(), SavedPlanErro
         .map_err(|source| SavedPlanError::Write { path: path.to_owned(), source })
 }
 
+/// Refuses to write into the default state dir, `.bf`, where it is a link: a checkout could hold
+/// one leading anywhere, and bf would keep its saved plan, its list of rehearsals and its spooled
+/// events there. (A state dir the operator names, `--state-dir` / `BF_STATE_DIR`, is theirs.)
+pub fn refuse_linked_state_dir(dir: &Path) -> std::io::Result<()> {
+    let linked = dir.file_name().is_some_and(|name| name == ".bf")
+        && std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.file_type().is_symlink());
+    match linked {
+        false => Ok(()),
+        true => Err(std::io::Error::other(format!(
+            "{} is a link, and bf keeps its state only in a folder of its own: remove the link, or name a \
+             folder with --state-dir or BF_STATE_DIR",
+            dir.display()
+        ))),
+    }
+}
+
 /// Writes `bytes` as the file at `path`, whole or not at all, never through a link. The bytes go to
 /// a file bf creates itself beside `path` (a fresh name, created exclusively: a link planted at any
 /// name bf would use is never written through), renamed over `path` — which replaces a link there,
 /// never the file it points at. The folder checked out in CI is a pull request's to fill with links.
 pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(state_dir) = path.parent() {
+        refuse_linked_state_dir(state_dir)?;
+    }
     let folder = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
         Some(parent) => {
             std::fs::create_dir_all(parent)?;

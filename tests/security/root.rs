@@ -439,6 +439,28 @@ async fn a_folder_passed_off_as_an_old_rehearsal_is_never_emptied() {
     assert!(repo.join("notes/keep.txt").exists());
 }
 
+/// A checkout may hold `.bf` itself as a link to a folder outside it: bf would keep its saved plan
+/// and its list of rehearsals there. `bf plan` refuses to write through it, naming the link and the
+/// way out; the folder outside stays empty. (`--state-dir` names a folder of the operator's.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_state_dir_that_is_a_link_is_never_written_through() {
+    let checkout = Checkout::new().await;
+    let outside = checkout.root().join("outside-state");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::os::unix::fs::symlink(&outside, checkout.repo().join(".bf")).unwrap();
+    let plan = checkout.plan("march.toml", |t| t);
+    let output = checkout.bf(&["plan", &plan.display().to_string(), "-q"]);
+    assert_ne!(output.status.code(), Some(0), "{}", said(&output));
+    assert!(
+        said(&output).contains(".bf is a link, and bf keeps its state only in a folder of its own"),
+        "{}",
+        said(&output)
+    );
+    assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 0, "nothing written outside");
+    let output = checkout.bf(&["plan", &plan.display().to_string(), "-q", "--state-dir", "state"]);
+    assert!(output.status.success(), "{}", said(&output));
+}
+
 /// A checkout may hold links where bf writes its own files: at the saved plan `--out` names, at a
 /// name like the partial file it once wrote first (`<name>.json.partial`), at the state dir's list
 /// of rehearsals. Each points outside the repository; `bf plan` replaces the link with its file and
