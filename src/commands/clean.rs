@@ -5,7 +5,8 @@ use std::process::ExitCode;
 
 use bf::delta::store::{self, Location, Stores};
 use bf::rehearse::clone::removable;
-use bf::rehearse::plan::{Plan, remembered_rehearsals};
+use bf::rehearse::own_files::remembered_rehearsals;
+use bf::rehearse::plan::Plan;
 
 /// Delete rehearsal tables: those `bf plan` made from this folder that no saved plan needs (the
 /// saved plan's own, until it is applied), or the ones named. Only bf rehearsals are deleted, and only the files under their own

@@ -205,7 +205,7 @@ pub async fn rehearse_and_save(
     }
     bf::rehearse::seal::save_signed(&plan, &saved, bf::rehearse::seal::PlanKey::from_env().as_ref())?;
     for planned in plan.chain() {
-        bf::rehearse::plan::remember_rehearsal(state.path(), &planned.rehearsal.uri)?;
+        bf::rehearse::own_files::remember_rehearsal(state.path(), &planned.rehearsal.uri)?;
     }
     Ok(Some((plan, saved)))
 }

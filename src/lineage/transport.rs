@@ -329,7 +329,7 @@ impl Spool {
 
     fn save(&mut self, event: &RunEvent) -> std::io::Result<()> {
         if let Some(state_dir) = self.dir.parent() {
-            crate::rehearse::plan::refuse_linked_state_dir(state_dir)?;
+            crate::rehearse::own_files::refuse_linked_state_dir(state_dir)?;
         }
         std::fs::create_dir_all(&self.dir)?;
         self.count += 1;

@@ -12,6 +12,7 @@ mod compare;
 pub mod diff;
 mod error;
 pub mod exact_sum;
+pub mod own_files;
 pub mod plan;
 pub mod policy;
 mod progress;

@@ -463,27 +463,6 @@ impl Plan {
     }
 }
 
-/// Notes a rehearsal table made from this state dir, for `bf clean`.
-pub fn remember_rehearsal(state_dir: &Path, uri: &str) -> std::io::Result<()> {
-    let known = remembered_rehearsals(state_dir);
-    if known.iter().any(|u| u.as_str() == uri) {
-        return Ok(());
-    }
-    let mut listed: String = known.iter().map(|u| format!("{u}\n")).collect();
-    listed.push_str(&format!("{uri}\n"));
-    // Written anew, never appended through whatever a checkout put at that name.
-    replace_file(&state_dir.join("rehearsals"), listed.as_bytes())
-}
-
-/// The rehearsal tables made from this state dir.
-pub fn remembered_rehearsals(state_dir: &Path) -> Vec<url::Url> {
-    std::fs::read_to_string(state_dir.join("rehearsals"))
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|l| url::Url::parse(l.trim()).ok())
-        .collect()
-}
-
 /// sha256 of a text, hex.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
@@ -579,43 +558,6 @@ fn fingerprint(input: &str, path: &Path) -> std::io::Result<InputFingerprint> {
 
 /// Writes a saved plan's `text` to `path` whole or not at all (a partial file, then a rename).
 pub(crate) fn write_saved(path: &Path, text: String) -> Result<(), SavedPlanError> {
-    replace_file(path, (text + "\n").as_bytes())
+    crate::rehearse::own_files::replace_file(path, (text + "\n").as_bytes())
         .map_err(|source| SavedPlanError::Write { path: path.to_owned(), source })
-}
-
-/// Refuses to write into the default state dir, `.bf`, where it is a link: a checkout could hold
-/// one leading anywhere, and bf would keep its saved plan, its list of rehearsals and its spooled
-/// events there. (A state dir the operator names, `--state-dir` / `BF_STATE_DIR`, is theirs.)
-pub fn refuse_linked_state_dir(dir: &Path) -> std::io::Result<()> {
-    let linked = dir.file_name().is_some_and(|name| name == ".bf")
-        && std::fs::symlink_metadata(dir).is_ok_and(|meta| meta.file_type().is_symlink());
-    match linked {
-        false => Ok(()),
-        true => Err(std::io::Error::other(format!(
-            "{} is a link, and bf keeps its state only in a folder of its own: remove the link, or name a \
-             folder with --state-dir or BF_STATE_DIR",
-            dir.display()
-        ))),
-    }
-}
-
-/// Writes `bytes` as the file at `path`, whole or not at all, never through a link. The bytes go to
-/// a file bf creates itself beside `path` (a fresh name, created exclusively: a link planted at any
-/// name bf would use is never written through), renamed over `path` — which replaces a link there,
-/// never the file it points at. The folder checked out in CI is a pull request's to fill with links.
-pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(state_dir) = path.parent() {
-        refuse_linked_state_dir(state_dir)?;
-    }
-    let folder = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(parent) => {
-            std::fs::create_dir_all(parent)?;
-            parent
-        }
-        None => Path::new("."),
-    };
-    let mut partial = tempfile::Builder::new().prefix(".bf-").suffix(".partial").tempfile_in(folder)?;
-    std::io::Write::write_all(&mut partial, bytes)?;
-    partial.persist(path).map_err(|e| e.error)?;
-    Ok(())
 }

@@ -21,7 +21,8 @@ use deltalake::protocol::{DeltaOperation, SaveMode};
 use futures::TryStreamExt;
 use serde_json::Value;
 
-use super::{RollbackError, RollbackPlan, RollbackReport, slice_of};
+use super::window::slice_of;
+use super::{RollbackError, RollbackPlan, RollbackReport};
 use crate::delta::ledger::{self, RollbackStep};
 use crate::delta::predicate::slice_predicate;
 use crate::delta::store::Stores;

@@ -8,9 +8,9 @@
 //!    files ignored. Then one RESTORE commit recorded with `bf.rollback_of`, and the comment.
 //! 4. Window-only rollback: refuse when another writer wrote inside the window after the backfill
 //!    (unless forced); then, per slice, one replaceWhere commit with the rows the slice held at the
-//!    pre-version (time travel), exactly once by its own transaction. Writes outside the window stay.
-//!    On a table whose commits bf completes itself, each slice commit is undone file by file
-//!    instead (`inverse.rs`).
+//!    pre-version (time travel), exactly once by its own transaction. Writes outside the window stay
+//!    (`window.rs`). On a table whose commits bf completes itself, each slice commit is undone file
+//!    by file instead (`inverse.rs`).
 //! 5. Verify: the window now equals the pre-version's, row by row; a mismatch is an error.
 //!
 //! Exactly once: a rollback reads its own earlier commits (the RESTORE, the comment, window-only
@@ -26,19 +26,17 @@ use url::Url;
 
 use crate::delta::catalog::CatalogName;
 use crate::delta::ledger::{self, Entry, Recorded, RollbackStep};
-use crate::delta::predicate::slice_predicate;
 use crate::delta::store::{StoreError, Stores, display_url};
 use crate::delta::table;
 use crate::fault::fault;
-use crate::rehearse::slice_writer::SliceWriter;
-use crate::source::run::SliceSource;
-use crate::window::{Slice, Window};
+use crate::window::Window;
 
 mod files;
 mod history;
 mod horizon;
 mod inverse;
 mod verify;
+mod window;
 
 use files::check_files_exist;
 pub use history::{Applied, backfills};
@@ -411,70 +409,6 @@ impl RollbackPlan {
         Ok(self.report(false, table.version().unwrap_or(0), wrote, rows_before, rows_after))
     }
 
-    /// Put back the window's rows slice by slice, keeping other writers' work outside it.
-    pub async fn window_only(&self, force: bool) -> Result<RollbackReport, RollbackError> {
-        // From the version checked: each slice's replaceWhere then fails on a commit landing in its
-        // days since (deltalake's conflict check reads its predicate), never writes over it.
-        let mut table = self.check(true, force).await?;
-        let pre_version = self.backfill.backfill.pre_version;
-        let rows_before = self.window_rows(&table).await?;
-        if crate::delta::commit::Own::of(&table).needed() {
-            return self.window_only_file_by_file(table, rows_before).await;
-        }
-        let date_column = self.backfill.backfill.date_column.clone();
-        let writer = SliceWriter::replace(&date_column);
-        let old = self.stores.open(&self.url, Some(pre_version)).await?;
-        let renamed = renamed_since(&old, &table);
-        if !renamed.is_empty() {
-            return Err(RollbackError::Renamed { version: pre_version, renamed: renamed.join(", ") });
-        }
-        let done = self.slices_put_back(&table).await?;
-        let pending: Vec<&ledger::RecordedSlice> =
-            self.backfill.slices.iter().map(|(s, _)| s).filter(|s| !done.contains(&s.index)).collect();
-        // Rows the pre-version held that the table's rules forbid now (a constraint another writer
-        // added since) would stop the rollback at their slice, the slices before it put back: every
-        // slice is checked before the first is written.
-        let rules = crate::delta::row_rules::RowRules::of(table.snapshot()?);
-        let mut broken = Vec::new();
-        for slice in pending.iter().map(|recorded| slice_of(recorded)).filter(|_| !rules.rules().is_empty()) {
-            let rows = pre_version_rows(&old, &table, &date_column, &slice).await?.rows;
-            if let Some(rule) = rules.first_broken(&rows).await? {
-                broken.push(format!("  - {slice}: {rule}"));
-            }
-        }
-        if !broken.is_empty() {
-            return Err(RollbackError::RulesBroken { version: pre_version, broken: broken.join("\n") });
-        }
-        let mut wrote = Vec::new();
-        for recorded in pending {
-            let slice = slice_of(recorded);
-            let source = pre_version_rows(&old, &table, &date_column, &slice).await?;
-            fault(&format!("rollback-before-slice:{}", slice.index));
-            let mut commit = ledger::rollback_commit(&self.backfill.backfill, RollbackStep::Slice(*recorded));
-            if crate::delta::table::partition_values_by_physical_name(&table) {
-                // deltalake 1.1 panics checking a concurrent commit on such a table: a slice that
-                // finds the table moved fails instead, and `bf rollback` again goes on from it.
-                commit = commit.with_max_retries(0);
-            }
-            table = writer.write(table, &slice, &source, commit).await?;
-            wrote.push(table.version().unwrap_or(0));
-            fault(&format!("rollback-after-commit:{}", slice.index));
-        }
-        let rows_after = self.verify(&table).await?;
-        Ok(self.report(true, table.version().unwrap_or(0), wrote, rows_before, rows_after))
-    }
-
-    /// The slices an earlier run of a window-only rollback of this backfill already put back, each
-    /// known by its own transaction.
-    pub(super) async fn slices_put_back(&self, table: &DeltaTable) -> Result<BTreeSet<usize>, RollbackError> {
-        let slices = self
-            .backfill
-            .slices
-            .iter()
-            .map(|(s, _)| (s.index, ledger::rollback_app_id(self.backfill_id(), s.index)));
-        Ok(ledger::committed(table, slices).await?.into_iter().collect())
-    }
-
     pub(super) fn report(
         &self,
         window_only: bool,
@@ -494,117 +428,6 @@ impl RollbackPlan {
             rows_after,
         }
     }
-
-    /// Other writers' commits since the backfill that added or removed, as a change of data, a file
-    /// that may hold window rows: by its partition value or statistics, and a remove that names
-    /// neither by its add's — in a commit since the pre-version, or among the pre-version's files
-    /// (`delta::footprint`, the apply's rule too). A DELETE of April on a table not partitioned by
-    /// the day is no write inside March; a remove whose add cannot be found may hold any day (an
-    /// overwrite without a predicate removes every file).
-    pub(super) async fn others_in_window(&self, table: &DeltaTable) -> Result<Vec<Entry>, RollbackError> {
-        use std::collections::HashMap;
-
-        use crate::delta::footprint::{Footprint, files_at};
-        use crate::delta::table::FileDates;
-        // The log keys partition values and statistics by the column's physical name.
-        let column = &crate::delta::table::physical_name(table, &self.backfill.backfill.date_column);
-        let pre_version = self.backfill.backfill.pre_version;
-        let latest = table.version().unwrap_or(0);
-        // Every commit since the pre-version, read once: the others', and the adds of all of them.
-        let since: HashMap<u64, Footprint> = match latest > pre_version {
-            true => ledger::read_log(table, pre_version + 1..=latest)
-                .await?
-                .iter()
-                .map(|logged| (logged.entry.version, Footprint::of(logged, column)))
-                .collect(),
-            false => HashMap::new(),
-        };
-        let added: HashMap<&str, FileDates> = since.values().flat_map(Footprint::added).collect();
-        let others: Vec<(&Entry, Option<&Footprint>)> =
-            self.others.iter().map(|entry| (entry, since.get(&entry.version))).collect();
-        let unresolved = others
-            .iter()
-            .filter_map(|(_, footprint)| *footprint)
-            .flat_map(Footprint::undated_removes)
-            .any(|path| !added.contains_key(path));
-        let at_pre = match unresolved {
-            true => files_at(table, pre_version, column).await?,
-            false => HashMap::new(),
-        };
-        let dates_of =
-            |path: &str| added.get(path).or_else(|| at_pre.get(path)).copied().unwrap_or(FileDates::Unknown);
-        Ok(others
-            .into_iter()
-            .filter(|(_, footprint)| match footprint {
-                // Its log entry was cleaned up: what it did cannot be told, so it may have.
-                None => true,
-                Some(footprint) => {
-                    footprint.touches_days(self.window.start, self.window.end, &dates_of).is_some()
-                }
-            })
-            .map(|(entry, _)| entry.clone())
-            .collect())
-    }
-}
-
-/// A slice as the backfill's commits recorded it.
-pub(super) fn slice_of(recorded: &ledger::RecordedSlice) -> Slice {
-    Slice { index: recorded.index, first: recorded.first, last: recorded.last, run_date: recorded.first }
-}
-
-/// The columns of `now` that `old` held under another name (`old name → new name`): under column
-/// mapping a column is its physical name, and a rename keeps it. Matched by name alone, a renamed
-/// column would look added since, and the rows put back would hold NULL in it.
-fn renamed_since(old: &DeltaTable, now: &DeltaTable) -> Vec<String> {
-    if !table::maps_columns(now) {
-        return Vec::new();
-    }
-    let (Ok(then), Ok(current)) = (table::arrow_schema(old), table::arrow_schema(now)) else {
-        return Vec::new();
-    };
-    // Every column by its physical name: two swapped, or one renamed onto a dropped one's name,
-    // keep the names and move the values.
-    current
-        .fields()
-        .iter()
-        .filter_map(|field| {
-            let physical = table::physical_name(now, field.name());
-            let was = then.fields().iter().find(|f| table::physical_name(old, f.name()) == physical)?;
-            (was.name() != field.name()).then(|| format!("{} → {}", was.name(), field.name()))
-        })
-        .collect()
-}
-
-/// The rows `old` (the pre-version) held in `slice`'s days, as a slice's source, in the columns of
-/// `now` (the table as it is): a column another writer added since is NULL in them, one it widened
-/// is read as its new type. A table lives for years; its schema moves under its backfills.
-async fn pre_version_rows(
-    old: &DeltaTable,
-    now: &DeltaTable,
-    date_column: &str,
-    slice: &Slice,
-) -> Result<SliceSource, RollbackError> {
-    use deltalake::datafusion::common::{Column, ScalarValue};
-    use deltalake::datafusion::logical_expr::{Expr, ExprSchemable};
-    let ctx = deltalake::delta_datafusion::create_session().into_inner();
-    ctx.register_table("__bf_pre_version", old.table_provider().await?)?;
-    let rows = ctx.table("__bf_pre_version").await?.filter(slice_predicate(date_column, slice))?;
-    let then = rows.schema().clone();
-    let columns: Vec<Expr> = table::arrow_schema(now)?
-        .fields()
-        .iter()
-        .map(|field| {
-            let column = Column::from_name(field.name());
-            let value = match then.field_with_unqualified_name(field.name()) {
-                Ok(held) if held.data_type() == field.data_type() => return Ok(Expr::Column(column)),
-                Ok(_) => Expr::Column(column),
-                Err(_) => Expr::Literal(ScalarValue::Null, None),
-            };
-            Ok(value.cast_to(field.data_type(), &then)?.alias(field.name()))
-        })
-        .collect::<Result<_, RollbackError>>()?;
-    let rows = rows.select(columns)?;
-    Ok(SliceSource { ctx, rows, files: Vec::new(), folders: Vec::new() })
 }
 
 /// RESTORE an explicit version (`--to-version`): the same file check, one commit, and the whole
