@@ -20,12 +20,19 @@ pub struct TableNow {
 impl TableNow {
     /// The table `table`, loaded at its latest version, with version `recorded`'s commit hashed.
     pub(super) async fn read(table: &deltalake::DeltaTable, recorded: u64) -> Result<TableNow, String> {
-        let latest = table.version().unwrap_or(0);
-        let commit_sha256 = match recorded <= latest {
-            true => same_table::commit_sha256(table, recorded).await.map_err(|e| e.to_string())?,
-            false => None,
-        };
-        Ok(TableNow { table_id: same_table::table_id(table), latest, commit_sha256 })
+        TableNow::of(table, same_table::table_id(table), table.version().unwrap_or(0), recorded).await
+    }
+
+    /// `table`'s log at `latest` with version `recorded`'s commit hashed: `None` where the log
+    /// holds no such file (cleaned up, or a version it never reached).
+    async fn of(
+        table: &deltalake::DeltaTable,
+        table_id: Option<String>,
+        latest: u64,
+        recorded: u64,
+    ) -> Result<TableNow, String> {
+        let commit_sha256 = same_table::commit_sha256(table, recorded).await.map_err(|e| e.to_string())?;
+        Ok(TableNow { table_id, latest, commit_sha256 })
     }
 
     fn as_now(&self) -> same_table::Now<'_> {
@@ -69,12 +76,8 @@ pub(super) async fn delta_input_versions(
         let url = url::Url::parse(&input.uri).map_err(|e| e.to_string())?;
         // The version is the log's answer; the input's files are the source's to list, at its read.
         let (table, snapshot) = stores.open_log(&url).await.map_err(|e| e.to_string())?;
-        let latest = snapshot.version();
-        let commit_sha256 = match input.version <= latest {
-            true => same_table::commit_sha256(&table, input.version).await.map_err(|e| e.to_string())?,
-            false => None,
-        };
-        Ok(TableNow { table_id: Some(snapshot.metadata().id().to_owned()), latest, commit_sha256 })
+        let table_id = Some(snapshot.metadata().id().to_owned());
+        TableNow::of(&table, table_id, snapshot.version(), input.version).await
     });
     futures::future::join_all(versions).await
 }

@@ -91,9 +91,7 @@ pub async fn tell(
     use bf::notify::Delivery;
     let deliveries = match reviewed {
         true => {
-            let in_place = std::fs::read(&plan.plan_file.path)
-                .is_ok_and(|text| bf::rehearse::plan::sha256_hex(&text) == plan.plan_file.sha256);
-            let root = match in_place {
+            let root = match plan.plan_file.unchanged_on_disk() {
                 true => policy.scope(Path::new(&plan.plan_file.path)).root,
                 // The root of where bf runs (the operator's, or the work tree holding the current
                 // folder; outside any, the folder above it), never one a saved plan's path picks.

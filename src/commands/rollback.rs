@@ -140,14 +140,10 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
             // The saved plan's text is the one the backfill was applied from, as the table's own
             // ledger records it: a saved plan planted or edited since says nothing of where to send.
             // Rolling back only tables downstream of it, its text is checked against its file.
-            let sha256 = |text: &[u8]| bf::rehearse::plan::sha256_hex(text);
-            let text = sha256(root.plan_file.text.as_bytes());
+            let text = bf::rehearse::plan::sha256_hex(root.plan_file.text.as_bytes());
             let applied_from = match undo.iter().find(|step| step.backfill.backfill.plan_id == root.id) {
                 Some(step) => step.backfill.backfill.plan_sha256 == text,
-                None => {
-                    text == root.plan_file.sha256
-                        && std::fs::read(&root.plan_file.path).is_ok_and(|file| sha256(&file) == text)
-                }
+                None => text == root.plan_file.sha256 && root.plan_file.unchanged_on_disk(),
             };
             super::tell(&spec, root, policy, &notice, applied_from).await
         }

@@ -128,6 +128,13 @@ pub struct PlanFileRecord {
     pub text: String,
 }
 
+impl PlanFileRecord {
+    /// Whether the plan file at `path` still holds the text this record pins (`sha256`).
+    pub fn unchanged_on_disk(&self) -> bool {
+        std::fs::read(&self.path).is_ok_and(|text| sha256_hex(&text) == self.sha256)
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TargetRecord {
     pub uri: String,
