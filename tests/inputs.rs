@@ -139,6 +139,20 @@ async fn a_plan_saved_by_an_older_bf_still_applies_and_says_what_it_cannot_check
         .stderr(predicates::str::contains(
             "dropped and created again at its place since `bf plan` is not detected",
         ));
+
+    // One that read a Delta input, from before bf recorded Delta inputs: nothing to hold it to.
+    let (workspace, daily, _) = delta_input_planned();
+    let root = workspace.path();
+    let saved = root.join(".bf/plan.json");
+    let mut plan: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    plan["format"] = 1.into();
+    plan.as_object_mut().unwrap().remove("input_folders");
+    plan.as_object_mut().unwrap().remove("delta_inputs");
+    std::fs::write(&saved, plan.to_string()).unwrap();
+    let output = bf_in(root).args(["apply", "--auto-approve", "-q"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(slices_committed(&daily), [1, 2, 3]);
 }
 
 #[tokio::test(flavor = "multi_thread")]
