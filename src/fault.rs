@@ -1,6 +1,8 @@
 //! Test hooks: points where bf can be made to crash or wait, so tests can prove what a crash or a
 //! concurrent writer at exactly that point does. Each is read from the environment only at its point;
-//! unset, they cost one lookup.
+//! unset, they cost one lookup. They exist only in a build with the `test-hooks` feature, which the
+//! tests' build turns on: in the binary a user builds or installs, every point is inert, whatever
+//! the environment says (a variable left in a shell cannot make bf drop a row or wait).
 
 use std::path::Path;
 
@@ -54,6 +56,9 @@ pub(crate) fn fault(point: &str) {
 /// Whether `BF_FAULT` names `point`: for a corruption, the caller corrupts on purpose, so a test
 /// proves the check that should catch it does.
 pub(crate) fn corrupt(point: &str) -> bool {
+    if !cfg!(feature = "test-hooks") {
+        return false;
+    }
     let Ok(wanted) = std::env::var(FAULT_ENV) else { return false };
     wanted == point
         || TABLE
@@ -91,6 +96,9 @@ pub(crate) fn pausing_before(index: usize) -> bool {
 }
 
 fn pausing(point: &str, index: Option<usize>) -> bool {
+    if !cfg!(feature = "test-hooks") {
+        return false;
+    }
     let at = std::env::var(PAUSE_POINT_ENV).unwrap_or_else(|_| "before".to_owned());
     let slice = std::env::var(PAUSE_SLICE_ENV).ok();
     std::env::var_os(PAUSE_FILE_ENV).is_some()

@@ -37,7 +37,7 @@
 //!
 //! [`fault`] holds the test hooks (faults, pauses) and [`shop`] builds the example shop the demo and
 //! the tests run on, apart from the engine; [`words`] is how every message words a count or a span of
-//! days.
+//! days; [`write_gate`] is the one rule for every file and folder bf writes on a local disk.
 
 pub mod apply;
 pub mod cluster;
@@ -53,6 +53,7 @@ pub mod shop;
 pub mod source;
 pub mod window;
 pub mod words;
+pub mod write_gate;
 
 /// deltalake, as bf builds against it, for tests and tools that inspect bf's tables.
 pub use deltalake;

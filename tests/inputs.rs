@@ -120,17 +120,32 @@ async fn a_commit_to_a_delta_input_after_a_crash_does_not_stop_the_resume() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_plan_saved_by_an_older_bf_still_applies_and_says_what_it_cannot_check() {
+async fn a_plan_saved_by_an_older_bf_only_resumes_and_says_what_it_cannot_check() {
+    // The saved plan rewritten as an older bf saved it: without the records that format lacks.
+    fn made_older(saved: &Path) {
+        let mut plan: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(saved).unwrap()).unwrap();
+        plan["format"] = 1.into();
+        plan.as_object_mut().unwrap().remove("input_folders");
+        plan.as_object_mut().unwrap().remove("delta_inputs");
+        std::fs::write(saved, plan.to_string()).unwrap();
+    }
     let workspace = demo_workspace();
     let root = workspace.path();
     bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
     let saved = root.join(".bf/plan.json");
-    let mut plan: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
-    plan["format"] = 1.into();
-    plan.as_object_mut().unwrap().remove("input_folders");
-    plan.as_object_mut().unwrap().remove("delta_inputs");
-    std::fs::write(&saved, plan.to_string()).unwrap();
+    let reviewed = std::fs::read_to_string(&saved).unwrap();
+    // An older plan starts no backfill: editing `format` down would switch the newer checks off.
+    made_older(&saved);
+    bf_in(root)
+        .args(["apply", "--auto-approve", "-q"])
+        .assert()
+        .failure()
+        .stderr(predicates::str::contains("the table holds no backfill of it to finish"));
+    // It finishes one begun (here by this bf, crashed after its first slice).
+    std::fs::write(&saved, &reviewed).unwrap();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).env("BF_FAULT", "after-commit:1").assert().failure();
+    made_older(&saved);
     bf_in(root)
         .args(["apply", "--auto-approve", "-q"])
         .assert()
@@ -144,12 +159,8 @@ async fn a_plan_saved_by_an_older_bf_still_applies_and_says_what_it_cannot_check
     let (workspace, daily, _) = delta_input_planned();
     let root = workspace.path();
     let saved = root.join(".bf/plan.json");
-    let mut plan: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
-    plan["format"] = 1.into();
-    plan.as_object_mut().unwrap().remove("input_folders");
-    plan.as_object_mut().unwrap().remove("delta_inputs");
-    std::fs::write(&saved, plan.to_string()).unwrap();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).env("BF_FAULT", "after-commit:1").assert().failure();
+    made_older(&saved);
     let output = bf_in(root).args(["apply", "--auto-approve", "-q"]).output().unwrap();
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(slices_committed(&daily), [1, 2, 3]);

@@ -222,6 +222,7 @@ impl<'a> Apply<'a> {
         let slices = document.plan.slices();
         self.refuse_unknown_slices(&slices)?;
         let done = committed(&logged, &backfill, &slices);
+        refuse_older_format_unless_resuming(plan, &since)?;
         // A backfill starts only while it can be undone: with the pre-version's commit cleaned up and
         // no checkpoint standing for it, no rollback could load it. (One already begun is finished:
         // stopping it would leave the window half written, with no way back either.)
@@ -520,6 +521,24 @@ async fn publisher<'s>(
         publisher.read_ahead(target, publications);
     }
     Ok(publisher)
+}
+
+/// A saved plan of an older format lacks records this bf's checks compare (the table's identity,
+/// every input's fingerprint): accepted only to finish a backfill the table's ledger already holds
+/// — an apply an older bf began. Otherwise editing `format` down would switch those checks off.
+fn refuse_older_format_unless_resuming(plan: &Plan, since: &[Entry]) -> Result<(), ApplyError> {
+    if plan.format >= crate::rehearse::plan::PLAN_FORMAT || !ledger::backfill_ids(since, &plan.id).is_empty()
+    {
+        return Ok(());
+    }
+    Err(ApplyError::Stale(format!(
+        "the saved plan is of an older format ({}; this bf writes {}), and the table holds no backfill of it to \
+         finish: an older plan resumes a backfill already begun, it does not start one. Nothing was written. Run \
+         `bf plan {}` again and review it.",
+        plan.format,
+        crate::rehearse::plan::PLAN_FORMAT,
+        plan.plan_file.path
+    )))
 }
 
 /// The backfill this apply continues or starts. A resume keeps the id of the plan's latest backfill

@@ -139,6 +139,8 @@ pub async fn rehearse_and_save(
     progress: &dyn Progress,
 ) -> anyhow::Result<Option<(Plan, PathBuf)>> {
     let How { samples, sample, out, cluster } = how;
+    // The key the plan is signed with: an empty one is refused before anything is rehearsed.
+    let key = bf::rehearse::seal::PlanKey::from_env()?;
     let chain = match Chain::load(path, policy) {
         Ok(chain) => chain.on_cluster(cluster.cloned()),
         Err(error) => {
@@ -161,13 +163,8 @@ pub async fn rehearse_and_save(
     let mut plan = match rehearsed {
         Ok(plan) => plan,
         Err(error) => {
-            let said = at_its_line(&chain, &error);
             // A fork's plan: the comment shows no data value, its errors' neither.
-            let said = match samples {
-                Samples::None => bf::rehearse::rehearsal::without_values(&said),
-                Samples::Show => said,
-            };
-            say!("{said}");
+            say!("{}", at_its_line(&chain, &error, samples));
             say!("nothing was written to the target, and no plan was saved");
             return Ok(None);
         }
@@ -203,7 +200,7 @@ pub async fn rehearse_and_save(
             );
         }
     }
-    bf::rehearse::seal::save_signed(&plan, &saved, bf::rehearse::seal::PlanKey::from_env().as_ref())?;
+    bf::rehearse::seal::save_signed(&plan, &saved, key.as_ref())?;
     for planned in plan.chain() {
         bf::rehearse::own_files::remember_rehearsal(state.path(), &planned.rehearsal.uri)?;
     }
@@ -212,8 +209,13 @@ pub async fn rehearse_and_save(
 
 /// A rehearsal's error, at the line of the plan file key it is about when it is about one (as
 /// `bf validate` shows its errors), in the plan of the chain it came from.
-fn at_its_line(chain: &Chain, error: &bf::rehearse::rehearsal::RehearsalError) -> String {
-    use bf::rehearse::rehearsal::RehearsalError;
+fn at_its_line(chain: &Chain, error: &bf::rehearse::rehearsal::RehearsalError, samples: Samples) -> String {
+    use bf::rehearse::rehearsal::{RehearsalError, without_values};
+    // The value gate applies to what the error says, never to the plan's lines quoted around it.
+    let said = |message: String| match samples {
+        Samples::None => without_values(&message),
+        Samples::Show => message,
+    };
     fn find<'c>(chain: &'c Chain, path: &str) -> Option<&'c Chain> {
         if chain.document.path.display().to_string() == path {
             return Some(chain);
@@ -226,12 +228,13 @@ fn at_its_line(chain: &Chain, error: &bf::rehearse::rehearsal::RehearsalError) -
         }
         other => (&chain.document, other),
     };
-    let issues = inner.issues();
+    let mut issues = inner.issues();
+    for issue in &mut issues {
+        issue.message = said(std::mem::take(&mut issue.message));
+    }
     match issues.is_empty() {
         false => document.invalid(issues).to_string(),
-        true => {
-            format!("error: {}", super::explained(&error.to_string()))
-        }
+        true => format!("error: {}", super::explained(&said(error.to_string()))),
     }
 }
 

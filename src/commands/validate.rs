@@ -31,7 +31,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
                 for (i, member) in chain.plans().into_iter().enumerate() {
                     let document = &member.document;
                     let plan = &document.plan;
-                    let local = LocalTarget::read(&document.path, plan).await;
+                    let local = LocalTarget::read(&document.path, plan, policy).await;
                     if !local.issues.is_empty() {
                         problems.push(document.invalid(local.issues).to_string());
                         continue;
@@ -62,7 +62,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
                 // of a round of edits in one run.
                 let error = match error.broken_plan() {
                     Some((path, plan)) => {
-                        let issues = LocalTarget::read(path, plan).await.issues;
+                        let issues = LocalTarget::read(path, plan, policy).await.issues;
                         error.with(issues)
                     }
                     None => error,
@@ -94,10 +94,20 @@ struct LocalTarget {
 
 impl LocalTarget {
     /// The local target of `plan`, read from the file at `path`.
-    async fn read(path: &std::path::Path, plan: &bf::plan_file::PlanFile) -> LocalTarget {
+    /// A table the plan may not read is not read at all, not even for its columns: the plan's
+    /// refusal says it reaches outside the root, never what is there.
+    async fn read(
+        path: &std::path::Path,
+        plan: &bf::plan_file::PlanFile,
+        policy: &bf::plan_file::confine::Policy,
+    ) -> LocalTarget {
         let dir = path.parent().unwrap_or(std::path::Path::new("."));
         let target = Location::resolve(dir, &plan.target.table);
         let Location::Path(folder) = &target else { return LocalTarget::default() };
+        let scope = policy.scope(path);
+        if !scope.root.lets_read(folder) {
+            return LocalTarget::default();
+        }
         if !folder.join("_delta_log").is_dir() {
             // Not a table (yet, or not on this machine): only a path meant from elsewhere is said.
             let notes = bf::plan_file::written_from_here(dir, &plan.target.table)
@@ -105,6 +115,9 @@ impl LocalTarget {
             return LocalTarget { issues: Vec::new(), notes: notes.into_iter().collect() };
         }
         let Ok(url) = bf::delta::store::table_url(&target) else { return LocalTarget::default() };
+        if scope.check_table_files(&plan.target.table, &url, &[]).is_err() {
+            return LocalTarget::default();
+        }
         let table = match bf::delta::store::Stores::from_environment().open(&url, None).await {
             Ok(table) => table,
             Err(e) => {

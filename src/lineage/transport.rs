@@ -328,10 +328,8 @@ impl Spool {
     }
 
     fn save(&mut self, event: &RunEvent) -> std::io::Result<()> {
-        if let Some(state_dir) = self.dir.parent() {
-            crate::rehearse::own_files::refuse_linked_state_dir(state_dir)?;
-        }
-        std::fs::create_dir_all(&self.dir)?;
+        let state_dir = self.dir.parent().unwrap_or(Path::new("."));
+        crate::rehearse::own_files::refuse_linked_state_dir(state_dir)?;
         self.count += 1;
         let name = format!(
             "{}-{:06}-{}-{:?}.json",
@@ -342,10 +340,10 @@ impl Spool {
         )
         .to_lowercase();
         let body = serde_json::to_string_pretty(event).expect("an event serializes");
-        // Written whole, then named: a crash never leaves half an event to resend.
-        let partial = self.dir.join(format!(".{name}.partial"));
-        std::fs::write(&partial, body)?;
-        std::fs::rename(partial, self.dir.join(name))
+        // Written whole, then named (a crash never leaves half an event to resend), through the
+        // write gate: a `lineage` folder a checkout made a link sends nothing outside.
+        let gate = crate::write_gate::WriteGate::within([state_dir]);
+        gate.write_file(&self.dir.join(name), body.as_bytes(), crate::write_gate::Readers::Owner)
     }
 }
 

@@ -258,7 +258,8 @@ impl Delivery {
     }
 }
 
-/// Sends `notice` where `spec` says (`file` relative to `plan_dir`, and only inside `root`): every
+/// Sends `notice` where `spec` says (`file` relative to `plan_dir`, through the write gate within
+/// `root`): every
 /// destination is tried, whatever the others did.
 pub async fn send(
     spec: &Notify,
@@ -267,15 +268,11 @@ pub async fn send(
     notice: &Notice,
 ) -> Vec<Delivery> {
     let mut deliveries = Vec::new();
-    if let Some(file) = &spec.file {
-        let path = path_clean::clean(plan_dir.join(file));
-        let written = if root.holds(&path) {
-            path.parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::write(&path, notice.markdown()))
-        } else {
-            Err(std::io::Error::other(format!("it is outside the root {}", root.path().display())))
-        };
+    if let Some(path) = file_path(spec, plan_dir) {
+        // Inside the root, never through a link, never into `.git`, never over a file that runs.
+        let gate = crate::write_gate::WriteGate::within([root.path()]);
+        let written =
+            gate.write_file(&path, notice.markdown().as_bytes(), crate::write_gate::Readers::Everyone);
         deliveries.push(match written {
             Ok(()) => Delivery::Written { file: path },
             Err(e) => Delivery::Failed { to: path.display().to_string(), why: e.to_string() },
@@ -292,6 +289,27 @@ pub async fn send(
         });
     }
     deliveries
+}
+
+/// The file a notice is written to: the plan's `[notify] file`, relative to its folder, cleaned as
+/// it is written. The plan shows it, so a reviewer reads where an apply will write.
+pub fn file_path(spec: &Notify, plan_dir: &Path) -> Option<PathBuf> {
+    spec.file.as_ref().map(|file| path_clean::clean(plan_dir.join(file)))
+}
+
+/// Where a notice goes, in words: "written to notices/march.md; posted to the webhook in X". The
+/// file is named from `plan_dir` when given, else as the plan writes it, cleaned (relative to the
+/// plan file's folder: what a comment shows, with no path of the machine that planned).
+pub fn destinations(spec: &Notify, plan_dir: Option<&Path>) -> Option<String> {
+    let file = match plan_dir {
+        Some(dir) => file_path(spec, dir).map(|path| format!("written to {}", path.display())),
+        None => spec.file.as_ref().map(|file| {
+            format!("written to {} (from the plan file's folder)", path_clean::clean(file).display())
+        }),
+    };
+    let webhook = spec.webhook_env.as_ref().map(|env| format!("posted to the webhook in {env}"));
+    let both: Vec<String> = file.into_iter().chain(webhook).collect();
+    (!both.is_empty()).then(|| both.join("; "))
 }
 
 /// One POST of `body`; an answer other than 2xx, a timeout or a refused connection is an error

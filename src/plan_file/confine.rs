@@ -89,34 +89,45 @@ impl Root {
     /// `.git` folder — a checkout's `.git/config` holds the token actions/checkout leaves there, and
     /// a link from anywhere in the root could lead to it.
     pub fn lets_read(&self, path: &Path) -> bool {
-        self.holds(path) && !in_git(path)
+        self.holds(path) && !in_git(path) && !holds_credentials(path)
     }
+}
+
+/// Whether `path`, by its name (or, through a link, its target's), is a file that holds
+/// credentials: what a CI job leaves in the workspace (google-github-actions/auth's
+/// `gha-creds-*.json`), keys, `.env` files, the clients' credential files. Never a plan's input,
+/// named or in a folder it reads.
+pub fn holds_credentials(path: &Path) -> bool {
+    let named = |p: &Path| {
+        let name = p.file_name().map(|n| n.to_string_lossy().to_ascii_lowercase()).unwrap_or_default();
+        let extension = |e: &str| name.ends_with(e);
+        (name.starts_with("gha-creds-") && extension(".json"))
+            || name == ".env"
+            || name.starts_with(".env.")
+            || [".pem", ".key", ".p12", ".pfx", ".jks", ".keystore"].iter().any(|e| extension(e))
+            || ["id_rsa", "id_dsa", "id_ecdsa", "id_ed25519"].iter().any(|k| name.starts_with(k))
+            || [
+                ".netrc",
+                ".npmrc",
+                ".pypirc",
+                ".git-credentials",
+                ".dockercfg",
+                "credentials",
+                "credentials.json",
+            ]
+            .contains(&name.as_str())
+            || name.contains("service-account") && extension(".json")
+            || name == "kubeconfig"
+    };
+    named(path) || resolved(path).is_some_and(|p| named(&p))
 }
 
 /// Whether `path`, as the filesystem resolves it, is in a `.git` folder.
 fn in_git(path: &Path) -> bool {
-    resolved(path).is_some_and(|p| p.components().any(|c| c.as_os_str() == ".git"))
+    resolved(path).is_some_and(|p| crate::write_gate::in_git(&p))
 }
 
-/// `path` as the filesystem resolves it: made absolute and cleaned, then its longest existing
-/// part canonicalized (every symlink followed) with the rest, which does not exist yet, after it.
-/// `None` when a part exists but cannot be followed (a link leading nowhere or in a loop): what
-/// bf would create there is not knowable, so it counts as outside every root.
-pub fn resolved(path: &Path) -> Option<PathBuf> {
-    let absolute = path_clean::clean(std::path::absolute(path).ok()?);
-    let mut existing = absolute.as_path();
-    let mut missing = Vec::new();
-    loop {
-        if let Ok(canonical) = existing.canonicalize() {
-            return Some(missing.iter().rev().fold(canonical, |path, name| path.join(name)));
-        }
-        if existing.symlink_metadata().is_ok() {
-            return None;
-        }
-        missing.push(existing.file_name()?.to_owned());
-        existing = existing.parent()?;
-    }
-}
+pub use crate::write_gate::resolved;
 
 /// A malformed operator setting.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -274,7 +285,7 @@ impl Scope {
             named.push((format!("downstream[{i}].plan"), &downstream.plan, Use::File));
         }
         if let Some(file) = plan.notify.as_ref().and_then(|n| n.file.as_deref()) {
-            named.push(("notify.file".into(), file, Use::File));
+            named.push(("notify.file".into(), file, Use::Notice));
         }
         for (key, written, usage) in named {
             if let Some(problem) = policy.location_problem(document, root, written, usage) {
@@ -286,6 +297,16 @@ impl Scope {
             && let Some(name) = target.file_name()
         {
             let beside = target.with_file_name(format!("{}__rehearsal", name.to_string_lossy()));
+            if let Some(problem) =
+                written_problem("the rehearsal beside the target", &beside, root, Use::Table)
+                && root.holds(&beside)
+            {
+                issues.push(Issue {
+                    key: "target.table".into(),
+                    message: problem,
+                    help: Some("set `[rehearsal] table` to a folder inside the root".into()),
+                });
+            }
             if !root.holds(&beside) {
                 issues.push(Issue {
                     key: "target.table".into(),
@@ -339,14 +360,21 @@ impl Policy {
         if usage == Use::Input && in_git(&path) {
             return Some(format!("`{written}` is inside a `.git` folder, which is never a plan's input"));
         }
+        if usage == Use::Input && holds_credentials(&path) {
+            return Some(format!(
+                "`{written}` holds credentials (a file named as keys, `.env` files and CI credentials are): never a \
+                 plan's input"
+            ));
+        }
         match leaves_root(document, root, written, &path, usage, self.max_slices()) {
-            Leaves::No => None,
+            Leaves::No => written_problem(written, &path, root, usage),
             Leaves::Itself => Some(format!(
                 "`{written}` is outside the root {root_shown}: a plan reads and writes only inside it"
             )),
             Leaves::Through => Some(format!(
-                "`{written}` leads outside the root {root_shown} or into a `.git` folder (a slice's file, or a link \
-                 in the folder): a plan reads only inside the root, never `.git`"
+                "`{written}` leads outside the root {root_shown}, into a `.git` folder or to a file that holds \
+                 credentials (a slice's file, or a file or link in the folder): a plan reads only inside the root, \
+                 never `.git` nor a credentials file"
             )),
         }
     }
@@ -445,6 +473,8 @@ enum Use {
     Table,
     Input,
     File,
+    /// A file bf writes: the notice.
+    Notice,
 }
 
 fn help_for(usage: Use) -> String {
@@ -454,8 +484,25 @@ fn help_for(usage: Use) -> String {
             "keep the inputs inside the root (or under an allowed store location); links out of it are not followed"
         }
         Use::File => "keep the plan's files inside the root",
+        Use::Notice => {
+            "keep the notice file inside the root, outside `.git` and reached through no link; bf never replaces a \
+             file that can be run"
+        }
     };
     format!("{what}; {ROOT_HELP}")
+}
+
+/// Why bf could not write a local location a plan names (a table it writes, its notice) by the
+/// write gate's rules, checked as the plan is loaded so a refusal comes at its line, before any
+/// slice runs; the gate checks again as bf writes.
+fn written_problem(written: &str, path: &Path, root: &Root, usage: Use) -> Option<String> {
+    let gate = crate::write_gate::WriteGate::within([root.path()]);
+    let refused = match usage {
+        Use::Table => gate.check_table(path),
+        Use::Notice => gate.check_file(path),
+        Use::Input | Use::File => return None,
+    };
+    refused.err().map(|refused| format!("`{written}` cannot be written: {}", refused.why))
 }
 
 /// Whether a local location leaves the root.
@@ -518,6 +565,9 @@ fn folder_stays_inside(folder: &Path, root: &Root, most: usize) -> bool {
             }
             let path = entry.path();
             let Ok(kind) = entry.file_type() else { return false };
+            if holds_credentials(&path) {
+                return false;
+            }
             if kind.is_symlink() {
                 if !root.lets_read(&path) {
                     return false;

@@ -91,12 +91,83 @@ pub(crate) fn query_error(
     move |e| RehearsalError::Query { what, message: e.to_string() }
 }
 
-/// An error's text without the data values it quotes, for `--samples none` (a plan of a fork's
-/// pull request, whose comment anyone reads): the engine quotes a value it could not cast or parse
-/// in single quotes (`Cannot cast string 'aws_access_key_id = AKIA…' to value of Float64 type`),
-/// and a row that breaks a table rule is shown as `the row (column = value, …)`. Each is replaced
-/// by `…`; the rest of the message, which says what to fix, stays.
+/// An error's text without the data values it can quote, for `--samples none` (a plan of a fork's
+/// pull request, whose comment anyone reads) — the value gate of docs/SECURITY.md:
+///
+/// - From the first mark of an error the engine raised while it *ran* the query over the data
+///   (`Arrow error:`, `Execution error:`, `External error:`, …) to the message's end, only its
+///   kind is kept: the chain of error kinds the engine wrote (`Arrow error: Compute error`) and,
+///   where its first words are one of the engine's known phrases, that phrase ("Regular
+///   expression did not compile"). What follows can be any value: the string a cast met, a
+///   pattern made of a whole column (`regexp_like(x, (SELECT string_agg(…)))`), the operands of an
+///   overflow. It is never shown, whatever quotes it holds.
+/// - Before that, in bf's own words, a value quoted in single quotes and a row shown as
+///   `the row (column = value, …)` are replaced by `…`; the rest, which says what to fix, stays.
 pub fn without_values(message: &str) -> String {
+    match running_error_at(message) {
+        Some(at) => format!("{}{}", without_quoted(&message[..at]), kind_only(&message[at..])),
+        None => without_quoted(message),
+    }
+}
+
+/// How the engine's errors raised while running a query begin, in DataFusion's and Arrow's words.
+const RUNNING: &[&str] = &[
+    "Arrow error:",
+    "Execution error:",
+    "External error:",
+    "ExecutionJoin error:",
+    "Parquet error:",
+    "Internal error:",
+    "Json error:",
+    "Csv error:",
+    "Cast error:",
+    "Compute error:",
+    "Parser error:",
+    "Invalid argument error:",
+    "Shared error:",
+];
+
+/// The first words of the engine's messages that name what went wrong without any value.
+const KNOWN: &[&str] = &[
+    "Cannot cast",
+    "Can't cast",
+    "Failed to cast",
+    "Regular expression did not compile",
+    "regex parse error",
+    "Overflow happened",
+    "Arithmetic overflow",
+    "Divide by zero",
+    "Division by zero",
+    "Error parsing",
+    "Error while parsing",
+    "Unable to parse",
+    "Invalid",
+    "Unsupported",
+];
+
+fn running_error_at(message: &str) -> Option<usize> {
+    RUNNING.iter().filter_map(|mark| message.find(mark)).min()
+}
+
+/// An engine error reduced to its kind: its chain of `… error:` marks and its known first words.
+fn kind_only(engine: &str) -> String {
+    let mut kinds = Vec::new();
+    let mut rest = engine.trim_start();
+    while let Some(mark) = RUNNING.iter().find(|mark| rest.starts_with(*mark)) {
+        kinds.push(mark.trim_end_matches(':'));
+        rest = rest[mark.len()..].trim_start();
+    }
+    if let Some(known) = KNOWN.iter().find(|known| rest.starts_with(*known)) {
+        kinds.push(known);
+    }
+    format!(
+        "{}: … (what the engine said is withheld: it can quote the data, and samples are off)",
+        kinds.join(": ")
+    )
+}
+
+/// bf's own words without the values they quote: single-quoted text and `the row (…)`.
+fn without_quoted(message: &str) -> String {
     let mut out = String::with_capacity(message.len());
     let mut rest = message;
     loop {
@@ -163,10 +234,22 @@ mod tests {
     fn values_an_error_quotes_are_left_out() {
         assert_eq!(
             without_values(
-                "Cast error: Cannot cast string 'aws_access_key_id = AKIA123' to value of Float64 type"
+                "source.query: Arrow error: Cast error: Cannot cast string 'aws_access_key_id = AKIA123' to value"
             ),
-            "Cast error: Cannot cast string '…' to value of Float64 type"
+            "source.query: Arrow error: Cast error: Cannot cast: … (what the engine said is withheld: it can quote \
+             the data, and samples are off)"
         );
+        // A pattern made of a column, printed unquoted; a value holding a quote: nothing of either.
+        for leaked in [
+            "Arrow error: Compute error: Regular expression did not compile: Syntax(regex parse error:\n    \
+             alice,123-45-6789,bob,987-65-4321(\n ^ error: unclosed group)",
+            "Execution error: it's O'Brien',SECRET' here",
+            "External error: SECRET",
+        ] {
+            let said = without_values(&format!("the query failed: {leaked}"));
+            assert!(!said.contains("SECRET") && !said.contains("6789") && !said.contains("Brien"), "{said}");
+            assert!(said.starts_with("the query failed: "), "{said}");
+        }
         assert_eq!(
             without_values(
                 "slice 1 was not written: the row (order_id = 7, note = f(x)) breaks the table's CHECK amount > 0"

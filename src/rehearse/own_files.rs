@@ -41,23 +41,15 @@ pub fn refuse_linked_state_dir(dir: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Writes `bytes` as the file at `path`, whole or not at all, never through a link. The bytes go to
-/// a file bf creates itself beside `path` (a fresh name, created exclusively: a link planted at any
-/// name bf would use is never written through), renamed over `path` — which replaces a link there,
-/// never the file it points at. The folder checked out in CI is a pull request's to fill with links.
+/// Writes `bytes` as the file at `path` in the state dir that holds it, through the write gate:
+/// whole or not at all, never through a link (a link planted at the name is refused), never into
+/// `.git`. The folder checked out in CI is a pull request's to fill with links.
 pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    if let Some(state_dir) = path.parent() {
-        refuse_linked_state_dir(state_dir)?;
-    }
-    let folder = match path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(parent) => {
-            std::fs::create_dir_all(parent)?;
-            parent
-        }
-        None => Path::new("."),
-    };
-    let mut partial = tempfile::Builder::new().prefix(".bf-").suffix(".partial").tempfile_in(folder)?;
-    std::io::Write::write_all(&mut partial, bytes)?;
-    partial.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    let state_dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    refuse_linked_state_dir(state_dir)?;
+    crate::write_gate::WriteGate::within([state_dir]).write_file(
+        path,
+        bytes,
+        crate::write_gate::Readers::Owner,
+    )
 }

@@ -37,8 +37,14 @@ impl std::fmt::Debug for PlanKey {
 
 impl PlanKey {
     /// The key in `BF_PLAN_KEY`, if the operator set one.
-    pub fn from_env() -> Option<PlanKey> {
-        std::env::var(PLAN_KEY).ok().filter(|k| !k.is_empty()).map(|k| PlanKey(k.into_bytes()))
+    /// An empty one is an error, never "no key": a secret that failed to reach the job would
+    /// otherwise switch the signature check off without a word.
+    pub fn from_env() -> Result<Option<PlanKey>, SealError> {
+        match std::env::var_os(PLAN_KEY) {
+            None => Ok(None),
+            Some(key) if key.to_string_lossy().trim().is_empty() => Err(SealError::EmptyKey),
+            Some(key) => Ok(Some(PlanKey(key.to_string_lossy().into_owned().into_bytes()))),
+        }
     }
 
     fn mac(&self) -> hmac::Hmac<sha2::Sha256> {
@@ -93,6 +99,11 @@ pub enum SealError {
          `bf plan` signed it; run `bf plan` again (with the same {PLAN_KEY}) and review it"
     )]
     Signature { path: String },
+    #[error(
+        "{PLAN_KEY} is set but empty: set it to the key saved plans are signed with, or unset it (a secret that did \
+         not reach the job must not turn the signature check off)"
+    )]
+    EmptyKey,
     #[error("the saved plan {path} is not what its plan text says, so it is not the plan that was reviewed:\n{}\nRun `bf plan` again and review it.", reasons.join("\n"))]
     Unbound { path: String, reasons: Vec<String> },
     #[error(
@@ -117,7 +128,7 @@ pub fn load_reviewed(path: &Path, policy: &Policy) -> Result<Plan, SealError> {
             plan_file: plan.plan_file.path.clone(),
         });
     }
-    if let Some(key) = PlanKey::from_env() {
+    if let Some(key) = PlanKey::from_env()? {
         let text = std::fs::read_to_string(path)
             .map_err(|source| SavedPlanError::Read { path: path.to_owned(), source })?;
         let saved: serde_json::Value = serde_json::from_str(&text)
@@ -198,7 +209,7 @@ fn check(plan: &Plan, scope: &Scope, above: &[&Plan], found: &mut Findings) {
 fn failures(plan: &Plan) -> Vec<String> {
     plan.checks
         .iter()
-        .filter(|c| !c.passed)
+        .filter(|c| !check_passed(plan, c))
         .map(|c| format!("check `{}` failed on slice {}", c.name, c.slice))
         .chain((!plan.outside_window.unchanged).then(|| "rows outside the window changed".to_owned()))
         .chain(
@@ -209,6 +220,21 @@ fn failures(plan: &Plan) -> Vec<String> {
         )
         .chain(plan.policy.iter().flat_map(|d| &d.deny).map(|d| format!("policy denies: {d}")))
         .collect()
+}
+
+/// A check's verdict judged from its numbers, whatever its `passed` flag says: no offending row,
+/// and for the reconcile as many rows in the slice as the source made for it.
+fn check_passed(plan: &Plan, check: &crate::rehearse::checks::CheckResult) -> bool {
+    use crate::rehearse::checks::CheckKind;
+    let rows_kept = match check.kind {
+        CheckKind::Reconcile => plan
+            .slices
+            .iter()
+            .find(|s| s.index == check.slice)
+            .is_some_and(|s| s.after.rows >= s.source.in_slice),
+        _ => true,
+    };
+    check.passed && check.offending == 0 && rows_kept
 }
 
 /// The verdicts the apply relies on, made again from what the saved plan records beside them: its
@@ -234,6 +260,16 @@ fn verdicts(plan: &Plan, spec: &plan_file::PlanFile) -> (Vec<String>, Vec<String
         });
     if !radius_bound {
         unbound.push("its blast radius is not its slices' files".into());
+    }
+    // This format records both for every slice: one missing is one deleted, and a guard on what
+    // the apply rewrites would weigh nothing.
+    if plan.format >= crate::rehearse::plan::PLAN_FORMAT {
+        for slice in plan.slices.iter().filter(|s| s.publication.is_none() || s.blast_radius.is_none()) {
+            unbound.push(format!(
+                "slice {} has no record of the files it publishes or what it rewrites",
+                slice.index
+            ));
+        }
     }
     let slice_rows: Vec<_> = plan.slices.iter().map(|r| r.rows()).collect();
     let guards = crate::rehearse::checks::run_guards(

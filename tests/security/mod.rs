@@ -22,6 +22,8 @@ mod endpoints;
 mod rendering;
 mod root;
 mod tampered;
+mod values;
+mod writes;
 
 /// The fake secret: a value no output of bf may hold.
 const SECRET: &str = "FAKE-SECRET-wJalrXUtnFEMI-K7MDENG";

@@ -70,10 +70,14 @@ async fn writes_outside_the_root_are_refused_and_nothing_is_written() {
         let plan = checkout.plan(&format!("{name}.toml"), |_| text.clone());
         let output = checkout.bf(&["plan", &plan.display().to_string()]);
         refused_at(&checkout, &output, &plan, line, "is outside the root");
-        let help = if name == "target" || name == "rehearsal" || name == "log" {
-            "help: keep the plan's tables inside the root (or under an allowed store location); the root is"
-        } else {
-            "help: keep the plan's files inside the root; the root is"
+        let help = match name {
+            "target" | "rehearsal" | "log" => {
+                "help: keep the plan's tables inside the root (or under an allowed store location); the root is"
+            }
+            "notice" => {
+                "help: keep the notice file inside the root, outside `.git` and reached through no link"
+            }
+            _ => "help: keep the plan's files inside the root; the root is",
         };
         assert!(said(&output).contains(help), "{name}: {}", said(&output));
     }
@@ -307,8 +311,17 @@ async fn files_a_plan_reaches_through_folders_tables_and_logs_stay_inside_the_ro
         ("git", GOOD_PLAN.replace("\"../landing/orders.csv\"", "\"../.git/config\""), "never a plan's input"),
         (
             "log",
+            GOOD_PLAN.replace(
+                "inputs.orders = { path = \"../landing/orders.csv\", format = \"csv\" }",
+                "inputs.orders = { path = \"../warehouse/logged\", format = \"delta\" }",
+            ),
+            "leads outside the root",
+        ),
+        // The same table as the target: a table bf writes is refused by the write gate first.
+        (
+            "logged target",
             GOOD_PLAN.replace("\"../warehouse/orders\"", "\"../warehouse/logged\""),
-            "names the file its log",
+            "_delta_log is a link, and bf never writes through one",
         ),
     ];
     let tables = || ["orders", "linked", "feed", "logged"].map(|t| snapshot(&repo.join("warehouse").join(t)));
@@ -519,4 +532,51 @@ async fn a_file_that_is_not_a_plan_or_is_outside_the_root_is_never_quoted() {
     let output = checkout.bf(&["validate", &plan.display().to_string()]);
     refused_at(&checkout, &output, &plan, 20, "`secret_access_key` looks like a secret");
     assert!(said(&output).contains("secret_access_key = ****"), "{}", said(&output));
+}
+
+/// A target outside the root is refused and never read: not even its columns are listed (a plan
+/// naming a column it lacks used to be told the other table's columns), directly or through a link.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_table_outside_the_root_is_never_read_even_to_list_its_columns() {
+    let checkout = Checkout::new().await;
+    orders_table(&checkout.root().join("other/orders"), false, &[&[(1, "C01", 1.0, "EUR", "2026-03-02")]])
+        .await;
+    std::os::unix::fs::symlink(checkout.root().join("other/orders"), checkout.repo().join("warehouse/other"))
+        .unwrap();
+    for (name, table) in [("outside", "../../other/orders"), ("linked", "../warehouse/other")] {
+        let plan = checkout.plan(&format!("{name}.toml"), |t| {
+            t.replace("\"../warehouse/orders\"", &format!("\"{table}\""))
+                .replace("key = [\"order_id\"]", "key = [\"nope\"]")
+        });
+        let output = checkout.bf(&["validate", &plan.display().to_string()]);
+        let text = said(&output);
+        assert_eq!(output.status.code(), Some(1), "{name}: {text}");
+        assert!(text.contains("outside the root"), "{name}: {text}");
+        assert!(!text.contains("its columns are"), "{name}: the table outside was read:\n{text}");
+    }
+}
+
+/// Files a CI job leaves in the workspace holding credentials (google-github-actions/auth's
+/// `gha-creds-*.json`, a `.env`, a key) are never a plan's input, named or in a folder it reads.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_credentials_file_in_the_checkout_is_never_an_input() {
+    let checkout = Checkout::new().await;
+    let repo = checkout.repo();
+    std::fs::write(repo.join("gha-creds-1a2b3c.json"), format!("{{\"private_key\": \"{SECRET}\"}}")).unwrap();
+    std::fs::create_dir_all(repo.join("landing/all")).unwrap();
+    std::fs::copy(repo.join("landing/orders.csv"), repo.join("landing/all/orders.csv")).unwrap();
+    std::fs::write(repo.join("landing/all/.env"), format!("TOKEN={SECRET}\n")).unwrap();
+    for (name, input) in [
+        ("named", "{ path = \"../gha-creds-1a2b3c.json\", format = \"json\" }"),
+        ("in a folder", "{ path = \"../landing/all\", format = \"csv\" }"),
+    ] {
+        let plan = checkout.plan("creds.toml", |t| {
+            t.replace("{ path = \"../landing/orders.csv\", format = \"csv\" }", input)
+        });
+        let output = checkout.bf(&["plan", &plan.display().to_string()]);
+        let text = said(&output);
+        assert_eq!(output.status.code(), Some(1), "{name}: {text}");
+        assert!(text.contains("holds credentials"), "{name}: {text}");
+        assert!(!text.contains(SECRET), "{name}: {text}");
+    }
 }

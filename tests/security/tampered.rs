@@ -313,3 +313,62 @@ async fn a_plan_file_edited_after_its_apply_still_gets_its_rollbacks_notice() {
     let notice = std::fs::read_to_string(checkout.repo().join("notices/march.md")).unwrap();
     assert!(notice.contains("rolled back"), "{notice}");
 }
+
+/// The seal cannot be switched off by the saved plan itself: its format edited down with the records
+/// that format lacks deleted, a slice's blast radius deleted under a failed guard, a failed check
+/// flipped to `passed`, or an empty `BF_PLAN_KEY` — each refused, nothing written.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_seal_is_not_switched_off_by_what_the_saved_plan_says() {
+    let checkout = Checkout::new().await;
+    let original = planned(&checkout, &[]).await;
+    let mut older = original.clone();
+    older["format"] = 4.into();
+    older["inputs"].as_array_mut().unwrap().clear();
+    for field in ["table_id", "pre_commit_sha256"] {
+        older["target"].as_object_mut().unwrap().remove(field);
+    }
+    apply_refused(&checkout, &older, "the table holds no backfill of it to finish", "a format edited down");
+
+    // A failed guard on what the apply rewrites, its numbers deleted with its verdict flipped.
+    let capped = checkout.plan("capped.toml", |t| t + "\n[guards]\nmax_bytes_rewritten = \"1 B\"\n");
+    let output = checkout.bf(&["plan", &capped.display().to_string(), "-q"]);
+    assert_eq!(output.status.code(), Some(1), "the guard fails: {}", said(&output));
+    let mut erased: Value =
+        serde_json::from_str(&std::fs::read_to_string(checkout.repo().join(".bf/plan.json")).unwrap())
+            .unwrap();
+    erased["slices"][0].as_object_mut().unwrap().remove("blast_radius");
+    erased.as_object_mut().unwrap().remove("blast_radius");
+    erased["guards"][0]["passed"] = true.into();
+    erased["problems"] = serde_json::json!([]);
+    apply_refused(&checkout, &erased, "slice 1 has no record of the files it publishes", "a radius deleted");
+
+    // A failed check flipped: its verdict is its offending count's.
+    let checked = checkout.plan("checked.toml", |t| {
+        t + "\n[[checks]]\nname = \"no euros\"\nsql = \"SELECT * FROM slice WHERE currency = 'EUR'\"\n"
+    });
+    let output = checkout.bf(&["plan", &checked.display().to_string(), "-q"]);
+    assert_eq!(output.status.code(), Some(1), "the check fails: {}", said(&output));
+    let mut flipped: Value =
+        serde_json::from_str(&std::fs::read_to_string(checkout.repo().join(".bf/plan.json")).unwrap())
+            .unwrap();
+    let check =
+        flipped["checks"].as_array_mut().unwrap().iter_mut().find(|c| c["name"] == "no euros").unwrap();
+    assert_eq!(check["passed"], false, "{check}");
+    check["passed"] = true.into();
+    flipped["problems"] = serde_json::json!([]);
+    apply_refused(&checkout, &flipped, "check `no euros` failed on slice 1", "a check flipped");
+
+    // An empty key is an error, at plan and at apply, never "no key".
+    let plan = checkout.plan("march.toml", |t| t);
+    let output = checkout.bf_with(&["plan", &plan.display().to_string(), "-q"], &[("BF_PLAN_KEY", "")]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    assert!(said(&output).contains("BF_PLAN_KEY is set but empty"), "{}", said(&output));
+    let mut signed = planned(&checkout, &[("BF_PLAN_KEY", "operator-key")]).await;
+    signed["signature"] = "hmac-sha256:00".into();
+    save(&checkout, &signed);
+    let tables = snapshot(&checkout.repo().join("warehouse"));
+    let output = checkout.bf_with(&["apply", "--auto-approve"], &[("BF_PLAN_KEY", " ")]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    assert!(said(&output).contains("BF_PLAN_KEY is set but empty"), "{}", said(&output));
+    assert_eq!(snapshot(&checkout.repo().join("warehouse")), tables, "a table was written");
+}

@@ -487,6 +487,12 @@ impl Publisher<'_> {
         let to = store::join(target_root, &file.path);
         // A reading taken ahead holds only for the file as it is now, just before it is linked.
         let read = store::local_path(&from).and_then(|path| read.get(&path).filter(|r| r.unchanged(&path)));
+        if let (Some(table), Some(path)) = (store::local_path(target_root), store::local_path(&to)) {
+            // A partition folder the table holds as a link would take the file elsewhere.
+            crate::write_gate::WriteGate::within([&table])
+                .check_file(&path)
+                .map_err(|refused| commit_problem(version, format!("{refused}; nothing was committed")))?;
+        }
         let placed = self.stores.place(&from, &to, (file.size, &file.sha256)).await?;
         match placed {
             // In a bucket: the bytes put were checked as they were read from the rehearsal.

@@ -9,8 +9,8 @@ use bf::rehearse::plan::{Plan, SliceReport};
 
 use super::shown::Shown;
 use super::{
-    Columns, Detail, breakdown_metrics, checks_by_name, display, mode_verb, rewrites, sample_diff, summary,
-    table_name, unfreeze,
+    Columns, Detail, breakdown_metrics, checks_by_name, display, mode_verb, notice, rewrites, sample_diff,
+    summary, table_name, unfreeze,
 };
 use crate::render::{count, number};
 
@@ -118,6 +118,9 @@ fn heading(w: &mut String, plan: &Plan, level: usize) {
     }
     if let Some(rewrites) = rewrites(plan) {
         let _ = writeln!(w, "**Rewrites** {}\n", md::text(&rewrites));
+    }
+    if let Some(notice) = notice(plan, true) {
+        let _ = writeln!(w, "**Notice** {}\n", md::text(&notice));
     }
     if let Some(ran_on) = &plan.source_ran_on {
         let _ = writeln!(w, "**Source** ran {}\n", md::text(&ran_on.to_string()));

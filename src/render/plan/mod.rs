@@ -145,6 +145,16 @@ fn unfreeze(plan: &Plan) -> Option<String> {
     })
 }
 
+/// Where the apply's and the rollback's notice goes, when the plan says: a file it writes is a
+/// reviewer's to see before it is written.
+/// A comment (`in_comment`) names the file from the plan file's folder, never by a path of the
+/// machine that planned.
+fn notice(plan: &Plan, in_comment: bool) -> Option<String> {
+    let spec = plan.notify()?;
+    let dir = (!in_comment).then(|| plan.plan_dir());
+    Some(format!("{} after apply and rollback", bf::notify::destinations(&spec, dir)?))
+}
+
 /// Each check's results on every slice, in the order the plan declares them.
 fn checks_by_name(plan: &Plan) -> Vec<(&str, Vec<&bf::rehearse::checks::CheckResult>)> {
     let mut grouped: Vec<(&str, Vec<&bf::rehearse::checks::CheckResult>)> = Vec::new();

@@ -7,8 +7,8 @@ use bf::rehearse::plan::Plan;
 
 use super::shown::{Shown, has_samples};
 use super::{
-    Columns, Detail, breakdown_metrics, checks_by_name, display, measured_cells, rewrites, sample_diff,
-    summary, table_name, unfreeze,
+    Columns, Detail, breakdown_metrics, checks_by_name, display, measured_cells, notice, rewrites,
+    sample_diff, summary, table_name, unfreeze,
 };
 use crate::render::{change, count, number, table};
 
@@ -103,6 +103,9 @@ fn header(w: &mut String, plan: &Plan) {
     }
     if let Some(rewrites) = rewrites(plan) {
         let _ = writeln!(w, "  rewrites   {rewrites}");
+    }
+    if let Some(notice) = notice(plan, false) {
+        let _ = writeln!(w, "  notice     {notice}");
     }
     let clone = &plan.rehearsal.clone;
     let _ = writeln!(
