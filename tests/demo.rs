@@ -18,7 +18,9 @@ async fn demo_builds_the_example_shop() {
         .success()
         .stdout(predicate::str::contains("30 files, 130 orders (2001-2130)"))
         .stdout(predicate::str::contains("$ cd "))
-        .stdout(predicate::str::contains("Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue "))
+        .stdout(predicate::str::contains(
+            "Plan: 1 slice to replace; rows 412 → 409 (−0.7%): 287 changed, 3 removed; revenue ",
+        ))
         // What the verbs themselves print, not a second wording.
         .stdout(predicate::str::contains(
             "ok 2026-03-01..2026-03-31: 409 rows for the source's 409, 0 missing (version 6)",
@@ -32,7 +34,7 @@ async fn demo_builds_the_example_shop() {
         // The chain: revenue_by_day rehearsed on the reloaded silver, applied after it, rolled back first.
         .stdout(predicate::str::contains("── downstream of orders_silver: revenue_by_day ──"))
         .stdout(predicate::str::contains(
-            "revenue_by_day: Plan: 1 slice to replace; rows 31 (unchanged); orders 412 → 409",
+            "revenue_by_day: Plan: 1 slice to replace; 31 rows before and after: 31 changed; orders 412 → 409",
         ))
         .stdout(predicate::str::contains("$ bf history warehouse/revenue_by_day --limit 3"))
         .stdout(predicate::str::contains("$ bf rollback --cascade --auto-approve"))

@@ -31,7 +31,8 @@ fn the_markdown_comment_holds_what_a_reviewer_decides_on() {
     );
     assert!(march.contains("\n#### ✅ Plan: 1 slice to replace; rows 412 → 409 (−0.7%)"), "{march}");
     assert!(
-        march.contains("### 2. `revenue_by_day`") && march.contains("rows 31 (unchanged); orders 412 → 409"),
+        march.contains("### 2. `revenue_by_day`")
+            && march.contains("31 rows before and after: 31 changed; orders 412 → 409"),
         "{march}"
     );
     assert!(

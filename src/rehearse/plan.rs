@@ -17,7 +17,7 @@ use crate::plan_file::WriteMode;
 pub use crate::rehearse::blast_radius::BlastRadius;
 use crate::rehearse::checks::{CheckResult, GuardResult};
 use crate::rehearse::clone::CloneMetrics;
-use crate::rehearse::diff::{BreakdownRow, Measures, RowChanges};
+use crate::rehearse::diff::{BreakdownRow, Measures, RowChanges, RowCounts};
 use crate::source::run::{DeltaInput, FolderListing, SourceCounts};
 use crate::window::Window;
 
@@ -52,6 +52,10 @@ pub struct Plan {
     pub slices: Vec<SliceReport>,
     /// The whole window, before and after.
     pub total: BeforeAfter,
+    /// The rows the backfill adds, removes and changes, its slices' summed: what the headline
+    /// counts. Absent when its slices were not compared row by row (no `target.key`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub row_changes: Option<RowCounts>,
     /// Everything outside the window: must be equal before and after.
     pub outside_window: OutsideWindow,
     /// The `[diff] by` columns, and the window's change broken down by them, largest first.
@@ -342,6 +346,11 @@ impl Plan {
     }
 
     /// [`Plan::proven_unchanged`] for this plan's table alone.
+    /// The rows its slices add, remove and change, summed; `None` when a slice was not compared by key.
+    pub fn row_counts(&self) -> Option<RowCounts> {
+        RowCounts::sum(self.slices.iter().map(|s| s.changes.as_ref()))
+    }
+
     pub fn rows_proven_unchanged(&self) -> bool {
         self.slices.iter().all(|s| {
             s.before.same_as(&s.after)

@@ -217,6 +217,7 @@ async fn rehearse(
         },
         input_folders: folders(&sources),
         delta_inputs: source.delta_inputs(),
+        row_changes: crate::rehearse::diff::RowCounts::sum(reports.iter().map(|r| r.changes.as_ref())),
         slices: reports,
         total,
         outside_window,

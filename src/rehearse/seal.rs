@@ -271,6 +271,10 @@ fn verdicts(plan: &Plan, spec: &plan_file::PlanFile) -> (Vec<String>, Vec<String
             ));
         }
     }
+    // Absent in plans saved before bf counted them; present, it is what policies read.
+    if plan.row_changes.is_some() && plan.row_changes != plan.row_counts() {
+        unbound.push("its count of rows added, removed and changed is not its slices'".into());
+    }
     let slice_rows: Vec<_> = plan.slices.iter().map(|r| r.rows()).collect();
     let guards = crate::rehearse::checks::run_guards(
         &spec.guards,

@@ -266,7 +266,9 @@ fn saved_plan_shape_show_formats_and_exit_codes() {
         .assert()
         .success()
         .stdout(predicate::str::starts_with("## ✅ Backfill of 2 tables"))
-        .stdout(predicate::str::contains("### ✅ Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue "))
+        .stdout(predicate::str::contains(
+            "### ✅ Plan: 1 slice to replace; rows 412 → 409 (−0.7%): 287 changed, 3 removed; revenue ",
+        ))
         .stdout(predicate::str::contains("| 1 | 2026-03-01..2026-03-31 | 412 → 409 (−3, −0.7%) |"));
     bf_in(root)
         .arg("show")

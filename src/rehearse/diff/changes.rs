@@ -25,6 +25,34 @@ pub struct RowChanges {
     pub columns: Vec<String>,
 }
 
+/// How many rows a backfill adds, removes and changes, by key: the sum of its slices' changes,
+/// what the plan's headline counts.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct RowCounts {
+    pub added: u64,
+    pub removed: u64,
+    pub changed: u64,
+}
+
+impl RowCounts {
+    /// The sum of every slice's changes; `None` when any slice was not compared by key.
+    pub fn sum<'a>(changes: impl IntoIterator<Item = Option<&'a RowChanges>>) -> Option<RowCounts> {
+        changes.into_iter().try_fold(RowCounts::default(), |sum, changes| {
+            let c = changes?;
+            Some(RowCounts {
+                added: sum.added + c.added,
+                removed: sum.removed + c.removed,
+                changed: sum.changed + c.changed,
+            })
+        })
+    }
+
+    /// Whether no row is added, removed or changed.
+    pub fn none(&self) -> bool {
+        self.added + self.removed + self.changed == 0
+    }
+}
+
 /// One row that changed, as text fields in the table's column order.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SampleRow {

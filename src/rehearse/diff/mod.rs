@@ -22,7 +22,7 @@ mod parts;
 mod session;
 
 pub use breakdown::BreakdownRow;
-pub use changes::{KeyReport, RowChanges, SampleRow, key_report};
+pub use changes::{KeyReport, RowChanges, RowCounts, SampleRow, key_report};
 pub use measures::Measures;
 pub use session::{Comparison, Side, ident};
 

@@ -13,7 +13,7 @@ use bf::rehearse::diff::{BreakdownRow, Measures, SampleRow};
 use bf::rehearse::plan::{BlastRadius, Plan, SliceReport};
 use similar::{ChangeTag, TextDiff};
 
-use super::{change, count, signed};
+use super::{change, count, number, signed};
 use bf::words::before_after;
 use markdown::{COMMENT_LIMIT, MARKER, chain_markdown};
 use text::{chain_text, text};
@@ -79,12 +79,36 @@ pub fn summary(plan: &Plan) -> String {
     let verb = mode_verb(plan);
     let mut parts = vec![format!("{what}: {slices} to {verb}")];
     let (before, after) = (&plan.total.before, &plan.total.after);
-    parts.push(format!("rows {}", before_after(Some(before.rows as f64), Some(after.rows as f64))));
+    parts.push(rows_headline(plan));
     for (name, b) in &before.metrics {
         let a = after.metrics.get(name).copied().flatten();
         parts.push(format!("{name} {}", before_after(*b, a)));
     }
     parts.join("; ")
+}
+
+/// The rows in the headline: their count before and after and, where the slices were compared by
+/// key, how many the backfill changes, adds and removes. A count that stays the same is never
+/// called "unchanged" — 1,494 rows before and after can be 1,492 rows rewritten.
+fn rows_headline(plan: &Plan) -> String {
+    let (before, after) = (plan.total.before.rows, plan.total.after.rows);
+    let counted = match before == after {
+        true => format!("{} before and after", count(before as usize, "row")),
+        false => format!("rows {}", before_after(Some(before as f64), Some(after as f64))),
+    };
+    let Some(changes) = plan.row_counts() else {
+        return format!("{counted} (not compared row by row: the plan names no `target.key`)");
+    };
+    if changes.none() {
+        return format!("{counted}, none of them changed");
+    }
+    let said: Vec<String> =
+        [(changes.changed, "changed"), (changes.added, "added"), (changes.removed, "removed")]
+            .into_iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, what)| format!("{} {what}", number(n as f64)))
+            .collect();
+    format!("{counted}: {}", said.join(", "))
 }
 
 /// What a preview (`bf plan --sample N`) rehearsed, and that `bf apply` will not take it:
