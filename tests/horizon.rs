@@ -129,6 +129,23 @@ fn a_plan_that_must_stay_undoable_longer_than_the_table_keeps_its_files_is_refus
     crate::common::servers::python(&script, &[]);
     let planned = bf(root, &["plan", "plans/august.toml", "-q"]);
     assert!(planned.status.success(), "{}", said(&planned));
+
+    // Spark's other spellings of an interval are read as Spark reads them, never as the default;
+    // one Spark would refuse is refused, naming the property.
+    for (value, expect) in [
+        ("1 hours", "delta.deletedFileRetentionDuration is 0.0 days"),
+        ("INTERVAL 2 HOURS", "delta.deletedFileRetentionDuration is 0.1 days"),
+        ("1 fortnight", "`delta.deletedFileRetentionDuration` is '1 fortnight', which bf cannot read"),
+    ] {
+        let script = format!(
+            "from deltalake import DeltaTable\nDeltaTable({:?}).alter.set_table_properties({{'delta.deletedFileRetentionDuration': {value:?}}})",
+            table.to_str().unwrap()
+        );
+        crate::common::servers::python(&script, &[]);
+        let refused = bf(root, &["plan", "plans/august.toml"]);
+        assert_eq!(refused.status.code(), Some(1), "{value}: {}", said(&refused));
+        assert!(said(&refused).contains(expect), "{value}: {}", said(&refused));
+    }
 }
 
 /// Log cleanup behind a checkpoint deletes the pre-version's commit once

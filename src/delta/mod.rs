@@ -17,6 +17,7 @@ pub mod ledger;
 pub mod memory;
 pub mod predicate;
 pub mod publish;
+pub mod retention;
 pub mod row_rules;
 pub mod row_tracking;
 pub mod same_table;

@@ -26,6 +26,11 @@ pub enum TableError {
     #[error("the table {table} has no column `{column}`; its columns are {columns}")]
     NoDateColumn { table: String, column: String, columns: String },
     #[error(
+        "the table {table}'s `{property}` is '{value}', which bf cannot read as Delta reads it ({problem}); how long a \
+         rollback stays possible depends on it: set it to an interval such as 'interval 7 days'"
+    )]
+    Retention { table: String, property: &'static str, value: String, problem: String },
+    #[error(
         "`{column}` in {table} is {found}, but the window filters on a DATE column; \
          use a DATE column as target.date_column{hint}"
     )]
@@ -44,18 +49,41 @@ pub fn arrow_schema(table: &DeltaTable) -> Result<SchemaRef, TableError> {
 /// The table's settings that bound how long a rollback stays possible, each with the days it keeps
 /// what a rollback reads: removed files (`delta.deletedFileRetentionDuration`, before VACUUM may
 /// delete them) and log entries (`delta.logRetentionDuration`).
+/// Each is read as Delta Spark reads it ([`crate::delta::retention`]): a value it would read
+/// otherwise than bf's defaults, or refuse, is never taken for the default.
 pub fn retention(table: &DeltaTable) -> Result<[(&'static str, f64); 2], TableError> {
-    use deltalake::table::config::TablePropertiesExt;
+    use crate::delta::retention::{DELETED_FILES_DEFAULT, LOG_DEFAULT, read};
     let location = display_url(table.table_url());
     let snapshot = table
         .snapshot()
         .map_err(|source| TableError::Snapshot { location: location.clone(), source: Box::new(source) })?;
-    let config = snapshot.table_config();
-    let days = |kept: std::time::Duration| kept.as_secs_f64() / 86_400.0;
+    let configuration = snapshot.metadata().configuration();
+    let days = |property: &'static str, default| {
+        let value = configuration.get(property).map(String::as_str);
+        read(value, default).map(|kept| (property, kept.as_secs_f64() / 86_400.0)).map_err(|problem| {
+            TableError::Retention {
+                table: location.clone(),
+                property,
+                value: value.unwrap_or_default().to_owned(),
+                problem,
+            }
+        })
+    };
     Ok([
-        ("delta.deletedFileRetentionDuration", days(config.deleted_file_retention_duration())),
-        ("delta.logRetentionDuration", days(config.log_retention_duration())),
+        days("delta.deletedFileRetentionDuration", DELETED_FILES_DEFAULT)?,
+        days("delta.logRetentionDuration", LOG_DEFAULT)?,
     ])
+}
+
+/// The Spark engine that wrote the table, by its latest commits' `engineInfo` (`Apache-Spark/4.0.1
+/// Delta-Lake/4.0.0`, `Databricks-Runtime/15.4`): its team writes Spark SQL.
+pub async fn written_by_spark(table: &DeltaTable) -> Option<String> {
+    use futures::StreamExt;
+    let commits: Vec<_> = table.history(Some(20)).collect().await;
+    commits.into_iter().filter_map(|commit| commit.ok()?.engine_info).find(|engine| {
+        let engine = engine.to_ascii_lowercase();
+        engine.starts_with("apache-spark") || engine.starts_with("databricks")
+    })
 }
 
 /// Refuses a date column that is missing or is not a DATE.
