@@ -496,3 +496,32 @@ async fn a_slice_that_loses_every_race_stops_the_apply_after_bounded_attempts() 
     assert!(resumed.status.success(), "{}", said(&resumed));
     assert_eq!(crate::common::slices_committed(&table), [1, 2, 3, 4, 5, 6]);
 }
+
+/// A table a Spark engine writes is a Databricks team's: `bf init` writes `dialect = "spark"` in
+/// its plan, saying why, and quotes names as Spark does; a table deltalake writes gets none.
+#[tokio::test(flavor = "multi_thread")]
+async fn bf_init_writes_the_spark_dialect_for_a_table_spark_writes() {
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders");
+    orders_table(&table, false, &ROWS).await;
+    let init = bf(dir.path(), &["init", "--table", "orders"], &[]);
+    assert!(init.status.success(), "{}", said(&init));
+    assert!(!String::from_utf8_lossy(&init.stdout).contains("dialect"), "{}", said(&init));
+    // Spark sets a table property, as `ALTER TABLE … SET TBLPROPERTIES` does.
+    let version = commit_files(&table).last().unwrap().0 + 1;
+    let mut metadata = last_metadata(&table);
+    metadata["configuration"]["owner"] = Value::from("finance");
+    let commit = [
+        json!({"commitInfo": {"timestamp": chrono::Utc::now().timestamp_millis(), "operation": "SET TBLPROPERTIES",
+            "operationParameters": {}, "engineInfo": "Apache-Spark/4.0.1 Delta-Lake/4.0.0"}}),
+        json!({"metaData": metadata}),
+    ];
+    let text: Vec<String> = commit.iter().map(Value::to_string).collect();
+    std::fs::write(table.join(format!("_delta_log/{version:020}.json")), text.join("\n") + "\n").unwrap();
+    let init = bf(dir.path(), &["init", "--table", "orders"], &[]);
+    assert!(init.status.success(), "{}", said(&init));
+    let plan = String::from_utf8_lossy(&init.stdout);
+    assert!(plan.contains("# The table is written by Apache-Spark/4.0.1 Delta-Lake/4.0.0"), "{plan}");
+    let parsed = toml::from_str::<toml::Value>(&plan).expect("a plan");
+    assert_eq!(parsed["source"]["dialect"].as_str(), Some("spark"), "{plan}");
+}

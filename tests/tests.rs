@@ -42,4 +42,5 @@ mod second_hour;
 mod security;
 mod slice_rows;
 mod slices;
+mod spark;
 mod stores;

@@ -62,6 +62,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     };
     let written = Location::written_from(&plan_dir, &here, &args.table);
     let notes = bf::delta::compat::notes(&table).await;
+    let spark = bf::delta::table::written_by_spark(&table).await;
     for note in &notes {
         say!("Note: {note}");
     }
@@ -72,6 +73,7 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
         date_column: args.date_column.as_deref(),
         key: &args.key,
         notes: &notes,
+        spark: spark.as_deref(),
     }
     .write()?;
     match &args.out {

@@ -28,6 +28,10 @@ pub fn limit() -> Result<Option<u64>, String> {
 /// smaller of it and `own`, a bound the query keeps anyway), else `own`, else unbounded.
 pub fn session_state(own: Option<usize>) -> SessionState {
     let mut state = deltalake::delta_datafusion::create_session_state_with_spill_config(pool(own), None);
+    // `1234567.89` is the decimal it is written as, as in Spark and the SQL standard: read as a
+    // DOUBLE, `amount = 1234567.89` on a DECIMAL(18,2) column matched no row (the literal's nearest
+    // double is not the decimal), while smaller ones happened to.
+    state.config_mut().options_mut().sql_parser.parse_float_as_decimal = true;
     if bound().is_some() {
         // Sort-merge joins spill; a hash join holds its whole build side.
         state.config_mut().options_mut().optimizer.prefer_hash_join = false;

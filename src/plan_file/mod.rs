@@ -23,10 +23,12 @@ pub mod chain;
 pub mod columns;
 pub mod confine;
 mod load;
+pub mod patterns;
 pub mod read_only;
 pub mod scaffold;
 mod schema;
 mod spans;
+pub mod spark;
 pub mod template;
 
 pub(crate) use spans::key_segment;
@@ -193,16 +195,41 @@ pub struct Source {
     /// Files or tables registered under their name as tables for `query`, e.g.
     /// `inputs.orders = { path = "../landing/orders.csv", format = "csv" }`.
     pub inputs: BTreeMap<String, Input>,
-    /// One read-only `SELECT` (DataFusion SQL) producing the table's columns for a slice. It may use the
-    /// slice's bounds as typed DATE parameters `$start`, `$end` and `$run_date`, never as pasted text.
-    /// Rows it returns in another slice are written by that slice's run.
+    /// One read-only `SELECT` (in the `dialect`'s SQL) producing the table's columns for a slice. It
+    /// may use the slice's bounds as typed DATE parameters `$start`, `$end` and `$run_date`, never as
+    /// pasted text. A slice writes the rows of its own days only: rows the query returns for another
+    /// slice's days are counted (`other_slices` in the saved plan), not written by this slice.
     #[schemars(length(min = 1))]
     pub query: String,
+    /// The SQL the query, metrics, checks and `[diff] by` are written in: `"datafusion"` (the default,
+    /// DataFusion's SQL) or `"spark"` (Spark SQL as Spark 4 and Databricks run it: parsed with
+    /// Databricks' grammar, Spark's functions, `/` on integers a DOUBLE, arrays indexed from 0,
+    /// date patterns Java's, ANSI mode on). What bf cannot make mean what Spark means is refused
+    /// at `bf validate`, naming it.
+    #[serde(default, skip_serializing_if = "Dialect::is_datafusion")]
+    pub dialect: Dialect,
     /// What rows the query returns outside the window mean: `"refuse"` (the default) fails the plan,
     /// because a row no slice writes is usually a bug in the query (a time zone shifting dates, a
     /// missing filter); `"skip"` leaves them out, for inputs that knowingly cover more than the window.
     #[serde(default, skip_serializing_if = "OutsideRows::is_refuse")]
     pub outside_window: OutsideRows,
+}
+
+/// Which SQL a plan speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialect {
+    /// DataFusion's SQL, which bf runs.
+    #[default]
+    Datafusion,
+    /// Spark SQL, as Spark 4 and Databricks SQL run it.
+    Spark,
+}
+
+impl Dialect {
+    fn is_datafusion(&self) -> bool {
+        *self == Dialect::Datafusion
+    }
 }
 
 /// What source rows outside the window mean.

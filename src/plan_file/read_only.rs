@@ -23,6 +23,8 @@ use std::collections::BTreeSet;
 use std::ops::ControlFlow;
 
 use deltalake::datafusion::sql::parser::{DFParser, Statement as DfStatement};
+
+use crate::plan_file::Dialect;
 use deltalake::datafusion::sql::resolve::resolve_table_references;
 use deltalake::datafusion::sql::sqlparser::ast::{
     Expr, Query, SetExpr, Statement, TableFactor, Value, Visit, Visitor,
@@ -43,10 +45,10 @@ pub struct ReadOnlyQuery {
 #[error("{0}")]
 pub struct SqlError(pub String);
 
-/// Checks that `sql` is exactly one read-only query.
-pub fn check_query(sql: &str) -> Result<ReadOnlyQuery, SqlError> {
-    let mut statements =
-        DFParser::parse_sql(sql).map_err(|e| SqlError(format!("SQL does not parse: {e}")))?;
+/// Checks that `sql`, written in `dialect`, is exactly one read-only query.
+pub fn check_query(sql: &str, dialect: Dialect) -> Result<ReadOnlyQuery, SqlError> {
+    let mut statements = DFParser::parse_sql_with_dialect(sql, grammar(dialect))
+        .map_err(|e| SqlError(format!("SQL does not parse: {e}")))?;
     let statement = match statements.len() {
         0 => return Err(SqlError("the query is empty".into())),
         1 => statements.pop_front().expect("one statement"),
@@ -63,7 +65,7 @@ pub fn check_query(sql: &str) -> Result<ReadOnlyQuery, SqlError> {
         DfStatement::Explain(_) => return Err(refused("EXPLAIN", "it returns a plan, not rows")),
         DfStatement::Reset(_) => return Err(refused("RESET", "it changes session settings")),
     };
-    let mut guard = Guard::default();
+    let mut guard = Guard { dialect, ..Guard::default() };
     if let ControlFlow::Break(error) = sql_statement.visit(&mut guard) {
         return Err(error);
     }
@@ -72,11 +74,11 @@ pub fn check_query(sql: &str) -> Result<ReadOnlyQuery, SqlError> {
     Ok(ReadOnlyQuery { tables: tables.iter().map(|t| t.to_string()).collect(), parameters: guard.parameters })
 }
 
-/// Checks that `sql` is one expression without subqueries, as a metric is.
-pub fn check_expression(sql: &str) -> Result<(), SqlError> {
-    let parsed =
-        DFParser::parse_sql_into_expr(sql).map_err(|e| SqlError(format!("SQL does not parse: {e}")))?;
-    let mut guard = Guard { forbid_queries: true, ..Guard::default() };
+/// Checks that `sql`, written in `dialect`, is one expression without subqueries, as a metric is.
+pub fn check_expression(sql: &str, dialect: Dialect) -> Result<(), SqlError> {
+    let parsed = DFParser::parse_sql_into_expr_with_dialect(sql, grammar(dialect))
+        .map_err(|e| SqlError(format!("SQL does not parse: {e}")))?;
+    let mut guard = Guard { forbid_queries: true, dialect, ..Guard::default() };
     match parsed.expr.visit(&mut guard) {
         ControlFlow::Break(error) => Err(error),
         ControlFlow::Continue(()) if !guard.parameters.is_empty() => {
@@ -116,6 +118,15 @@ pub fn summed(sql: &str) -> Option<Summed> {
     }
 }
 
+/// The grammar a dialect's SQL is parsed with: DataFusion's own, or Spark's (backticks, `DIV`).
+fn grammar(dialect: Dialect) -> &'static dyn deltalake::datafusion::sql::sqlparser::dialect::Dialect {
+    use deltalake::datafusion::sql::sqlparser::dialect::{GenericDialect, SparkSqlDialect};
+    match dialect {
+        Dialect::Datafusion => &GenericDialect {},
+        Dialect::Spark => &SparkSqlDialect {},
+    }
+}
+
 fn refused(what: &str, why: &str) -> SqlError {
     SqlError(format!("{what} is not allowed in a plan ({why}); plan SQL is exactly one read-only SELECT"))
 }
@@ -149,6 +160,7 @@ fn generates(name: &str) -> SqlError {
 struct Guard {
     parameters: BTreeSet<String>,
     forbid_queries: bool,
+    dialect: Dialect,
 }
 
 impl Visitor for Guard {
@@ -216,11 +228,23 @@ impl Visitor for Guard {
     }
 
     fn pre_visit_expr(&mut self, expr: &Expr) -> ControlFlow<SqlError> {
+        if self.dialect == Dialect::Spark
+            && let Some(error) = crate::plan_file::spark::expression_refusal(expr)
+        {
+            return ControlFlow::Break(error);
+        }
         if let Expr::Function(function) = expr {
             let name = function.name.to_string().to_ascii_lowercase();
             let bare = called(function);
             if GENERATORS.contains(&bare.as_str()) {
                 return ControlFlow::Break(generates(&name));
+            }
+            let differs = match self.dialect {
+                Dialect::Datafusion => java_pattern(function, &bare),
+                Dialect::Spark => crate::plan_file::spark::refusal(function, &bare),
+            };
+            if let Some(error) = differs {
+                return ControlFlow::Break(error);
             }
             if let Some(&(_, at)) = SIZED.iter().find(|(sized, _)| *sized == bare) {
                 if !small_number(function, at) {
@@ -263,6 +287,35 @@ fn called(function: &deltalake::datafusion::sql::sqlparser::ast::Function) -> St
         .unwrap_or_default()
 }
 
+/// A Java date pattern (`'yyyy-MM'`) handed to a function that reads chrono's (`'%Y-%m'`): it would
+/// print its letters on every row, so it is refused with the pattern to write instead.
+fn java_pattern(
+    function: &deltalake::datafusion::sql::sqlparser::ast::Function,
+    bare: &str,
+) -> Option<SqlError> {
+    use crate::plan_file::patterns::{java_to_chrono, looks_java, takes_patterns};
+    use deltalake::datafusion::sql::sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+    if !takes_patterns(bare) {
+        return None;
+    }
+    let FunctionArguments::List(list) = &function.args else { return None };
+    list.args.iter().skip(1).find_map(|arg| {
+        let FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(value))) = arg else { return None };
+        let Value::SingleQuotedString(pattern) = &value.value else { return None };
+        if !looks_java(pattern) {
+            return None;
+        }
+        let instead = match java_to_chrono(pattern) {
+            Ok(chrono) => format!("write '{chrono}'"),
+            Err(letters) => format!("{letters} has no chrono spelling: compute that part another way"),
+        };
+        Some(SqlError(format!(
+            "`{bare}(…, '{pattern}')`: '{pattern}' is a Java date pattern, as Spark writes them, and DataFusion reads \
+             chrono's (a field is `%` and a letter; other letters are printed as they are, on every row): {instead}"
+        )))
+    })
+}
+
 /// Whether argument `at` of `function` is a value written in the SQL.
 fn literal(function: &deltalake::datafusion::sql::sqlparser::ast::Function, at: usize) -> bool {
     use deltalake::datafusion::sql::sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
@@ -284,8 +337,16 @@ fn small_number(function: &deltalake::datafusion::sql::sqlparser::ast::Function,
 mod tests {
     use super::*;
 
+    fn check_query_df(sql: &str) -> Result<ReadOnlyQuery, SqlError> {
+        check_query(sql, Dialect::Datafusion)
+    }
+
+    fn check_expression_df(sql: &str) -> Result<(), SqlError> {
+        check_expression(sql, Dialect::Datafusion)
+    }
+
     fn refused_with(sql: &str, fragment: &str) {
-        match check_query(sql) {
+        match check_query_df(sql) {
             Err(SqlError(message)) => assert!(message.contains(fragment), "{sql:?}: {message}"),
             Ok(query) => panic!("{sql:?} was accepted: {query:?}"),
         }
@@ -293,7 +354,7 @@ mod tests {
 
     #[test]
     fn accepts_one_select_and_names_its_tables() {
-        let query = check_query(
+        let query = check_query_df(
             "WITH fx AS (SELECT * FROM rates) SELECT o.*, fx.rate FROM orders o JOIN fx USING (currency) \
              WHERE o.day BETWEEN $start AND $end",
         )
@@ -323,6 +384,12 @@ mod tests {
         refused_with("SELECT * FROM orders JOIN range(1, 10) r ON true", "makes rows out of nothing");
         refused_with("SELECT unnest(range(1, 3000000000)) FROM orders", "makes rows out of nothing");
         refused_with("SELECT GENERATE_SERIES(1, 5)", "makes rows out of nothing");
+        refused_with("SELECT date_format(started_at, 'yyyy-MM') FROM s", "write '%Y-%m'");
+        refused_with("SELECT to_date(d, 'dd/MM/yyyy') FROM s", "write '%d/%m/%Y'");
+        refused_with("SELECT to_char(d, 'yyyy QQQ') FROM s", "`QQQ` has no chrono spelling");
+        assert!(
+            check_query_df("SELECT date_format(started_at, '%Y-%m'), to_date(d, '%d/%m/%Y') FROM s").is_ok()
+        );
         refused_with(
             "WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t) SELECT n FROM t",
             "`WITH RECURSIVE` is not allowed",
@@ -367,16 +434,16 @@ mod tests {
             "SELECT lpad(customer, 8) AS a, rpad(customer, 8) AS b, repeat('-', 3) AS c FROM orders",
             "SELECT o.id, t.tag FROM orders o CROSS JOIN unnest(o.tags) AS t(tag)",
         ] {
-            assert!(check_query(sql).is_ok(), "{sql}: {:?}", check_query(sql));
+            assert!(check_query_df(sql).is_ok(), "{sql}: {:?}", check_query_df(sql));
         }
     }
 
     #[test]
     fn metrics_are_single_expressions() {
-        assert!(check_expression("SUM(amount)").is_ok());
-        assert!(check_expression("SUM(amount) FILTER (WHERE currency = 'EUR')").is_ok());
-        assert!(check_expression("SUM(amount); DROP TABLE orders").is_err());
-        assert!(check_expression("(SELECT SUM(amount) FROM other)").is_err());
-        assert!(check_expression("SUM(amount) WHERE").is_err());
+        assert!(check_expression_df("SUM(amount)").is_ok());
+        assert!(check_expression_df("SUM(amount) FILTER (WHERE currency = 'EUR')").is_ok());
+        assert!(check_expression_df("SUM(amount); DROP TABLE orders").is_err());
+        assert!(check_expression_df("(SELECT SUM(amount) FROM other)").is_err());
+        assert!(check_expression_df("SUM(amount) WHERE").is_err());
     }
 }

@@ -27,6 +27,9 @@ pub struct Scaffold<'a> {
     /// What writing the table takes or why bf cannot, written at the top of the plan for its
     /// reviewer (the table's writer features).
     pub notes: &'a [String],
+    /// The Spark engine that wrote the table (its commits' `engineInfo`), when one did: its team
+    /// writes Spark SQL, so the plan says `dialect = "spark"` and quotes names as Spark does.
+    pub spark: Option<&'a str>,
 }
 
 /// Why `bf init` cannot write a plan for the table as told.
@@ -203,6 +206,16 @@ impl Scaffold<'_> {
                 last_segment(self.table)
             ))
         );
+        if let Some(engine) = self.spark {
+            let _ = writeln!(
+                out,
+                "# The table is written by {}: the query, metrics and checks are Spark SQL, and mean what they\n\
+                 # mean in Spark (`dialect = \"datafusion\"` for DataFusion's SQL).\n\
+                 dialect = \"spark\"",
+                engine.replace(char::is_control, " ")
+            );
+        }
+        let ident = |name: &str| ident(name, self.spark.is_some());
         let columns: Vec<String> = self.names().iter().map(|c| ident(c)).collect();
         let query = format!(
             "SELECT {}\nFROM corrected\nWHERE {} BETWEEN $start AND $end",
@@ -281,13 +294,15 @@ fn toml_list(items: &[String]) -> String {
     format!("[{}]", items.iter().map(|i| toml_string(i)).collect::<Vec<_>>().join(", "))
 }
 
-/// A column name as SQL reads it: bare when it is a plain lowercase name, quoted otherwise.
-fn ident(name: &str) -> String {
+/// A column name as SQL reads it: bare when it is a plain lowercase name, quoted otherwise — in
+/// backticks for Spark SQL (where double quotes make a string), in double quotes for DataFusion's.
+fn ident(name: &str, spark: bool) -> String {
     let plain = name.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c == '_')
         && name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-    match plain {
-        true => name.to_owned(),
-        false => format!("\"{}\"", name.replace('"', "\"\"")),
+    match (plain, spark) {
+        (true, _) => name.to_owned(),
+        (false, true) => format!("`{}`", name.replace('`', "``")),
+        (false, false) => format!("\"{}\"", name.replace('"', "\"\"")),
     }
 }
 
@@ -320,6 +335,7 @@ mod tests {
             date_column: None,
             key: &[],
             notes: &[],
+            spark: None,
         }
         .write()
         .unwrap();
@@ -362,6 +378,7 @@ mod tests {
                 date_column: None,
                 key: &[],
                 notes: &[],
+                spark: None,
             }
             .write()
             .unwrap();
@@ -393,6 +410,7 @@ mod tests {
                 date_column: None,
                 key: &[],
                 notes: &[],
+                spark: None,
             }
             .write()
             .unwrap()
@@ -422,6 +440,7 @@ mod tests {
                 date_column: date,
                 key: &[],
                 notes: &[],
+                spark: None,
             }
             .write()
         };

@@ -201,7 +201,7 @@ impl PlanFile {
                 issues.add(format!("{key}.path"), "the input's path is empty");
             }
         }
-        match read_only::check_query(&source.query) {
+        match read_only::check_query(&source.query, source.dialect) {
             Err(error) => issues.add("source.query", error.to_string()),
             Ok(query) => {
                 for table in &query.tables {
@@ -245,7 +245,7 @@ impl PlanFile {
             } else if !names.insert(metric.name.as_str()) {
                 issues.add(format!("{key}.name"), format!("metric `{}` is declared twice", metric.name));
             }
-            if let Err(error) = read_only::check_expression(&metric.sql) {
+            if let Err(error) = read_only::check_expression(&metric.sql, self.source.dialect) {
                 issues.add(format!("{key}.sql"), error.to_string());
             }
         }
@@ -302,7 +302,7 @@ impl PlanFile {
                 check_columns(&format!("{key}.not_null"), columns, issues);
             }
             if let Some(sql) = sql {
-                match read_only::check_query(sql) {
+                match read_only::check_query(sql, self.source.dialect) {
                     Err(error) => issues.add(format!("{key}.sql"), error.to_string()),
                     Ok(query) => {
                         if !query.parameters.is_empty() {

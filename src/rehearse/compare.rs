@@ -33,9 +33,11 @@ pub(crate) async fn compare_window(
     rewritten: &[Window],
 ) -> Result<(BeforeAfter, OutsideWindow, Vec<crate::rehearse::diff::BreakdownRow>), RehearsalError> {
     let comparison =
-        Comparison::new(stores, target, rehearsal, schema).await.map_err(|e| RehearsalError::Query {
-            what: "registering the target and the rehearsal".into(),
-            message: e.to_string(),
+        Comparison::new(stores, target, rehearsal, schema, spec.source.dialect).await.map_err(|e| {
+            RehearsalError::Query {
+                what: "registering the target and the rehearsal".into(),
+                message: e.to_string(),
+            }
         })?;
     let metrics = &spec.metrics;
     let column = spec.target.date_column.as_str();
@@ -106,12 +108,12 @@ impl SliceComparison {
         let SliceComparison { sides, spec, slice, rows, counts, publication, in_memory } = self;
         let started = std::time::Instant::now();
         let (stores, target, rehearsal, schema) = sides;
-        let mut comparison = Comparison::new(&stores, &target, &rehearsal, schema).await.map_err(|e| {
-            RehearsalError::Query {
+        let mut comparison = Comparison::new(&stores, &target, &rehearsal, schema, spec.source.dialect)
+            .await
+            .map_err(|e| RehearsalError::Query {
                 what: "registering the target and the rehearsal".into(),
                 message: e.to_string(),
-            }
-        })?;
+            })?;
         let column = spec.target.date_column.as_str();
         let metrics = &spec.metrics;
         let what = slice.to_string();

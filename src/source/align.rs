@@ -3,8 +3,9 @@
 
 use deltalake::arrow::compute::can_cast_types;
 use deltalake::arrow::datatypes::{DataType, SchemaRef};
+use deltalake::datafusion::common::tree_node::{TreeNode, TreeNodeRecursion};
 use deltalake::datafusion::common::{Column, DFSchema};
-use deltalake::datafusion::logical_expr::{Expr, ExprSchemable, cast};
+use deltalake::datafusion::logical_expr::{Expr, ExprSchemable, LogicalPlan, cast};
 use deltalake::datafusion::prelude::DataFrame;
 
 use crate::delta::table::sql_type;
@@ -182,6 +183,60 @@ impl TypeWarnings {
             })
             .collect()
     }
+}
+
+/// Divisions of an integer by an integer that the query then makes fractional (a CAST to DECIMAL,
+/// DOUBLE or FLOAT): DataFusion keeps the whole part (`7 / 2` is 3) before the cast, so
+/// `CAST(revenue_cents / 100 AS DECIMAL(18,2))` turns 1999 into 19.00, where Spark's `/` would give
+/// 19.99. Each is a warning naming the division, for every output of `bf plan`.
+pub fn integer_divisions(plan: &LogicalPlan) -> Vec<String> {
+    let mut found = std::collections::BTreeSet::new();
+    let _ = plan.apply(|node| {
+        let schemas: Vec<&DFSchema> = node.inputs().iter().map(|input| input.schema().as_ref()).collect();
+        node.apply_expressions(|expr| {
+            expr.apply(|e| {
+                if let Some(division) = integer_division_cast(e, &schemas) {
+                    found.insert(division);
+                }
+                Ok(TreeNodeRecursion::Continue)
+            })
+        })
+    });
+    found.into_iter().collect()
+}
+
+/// The warning for `e` when it casts an integer division to a fractional type.
+fn integer_division_cast(e: &Expr, schemas: &[&DFSchema]) -> Option<String> {
+    use deltalake::datafusion::logical_expr::{BinaryExpr, Cast, Operator, TryCast};
+    let (inner, to) = match e {
+        Expr::Cast(Cast { expr, field }) | Expr::TryCast(TryCast { expr, field }) => {
+            (expr, field.data_type())
+        }
+        _ => return None,
+    };
+    let fractional = matches!(
+        to,
+        DataType::Float32 | DataType::Float64 | DataType::Decimal128(..) | DataType::Decimal256(..)
+    );
+    let Expr::BinaryExpr(BinaryExpr { left, op: Operator::Divide, right }) = inner.as_ref() else {
+        return None;
+    };
+    let empty = DFSchema::empty();
+    let integer = |side: &Expr| {
+        schemas
+            .iter()
+            .copied()
+            .chain([&empty])
+            .any(|schema| side.get_type(schema).is_ok_and(|t| t.is_integer()))
+    };
+    (fractional && integer(left.as_ref()) && integer(right.as_ref())).then(|| {
+        format!(
+            "`{}` divides an integer by an integer: the fraction is cut off (7 / 2 is 3) before it becomes {}; \
+             divide by a decimal (`/ 100.0`) or cast a side first if the fraction is meant",
+            inner.human_display(),
+            sql_type(to)
+        )
+    })
 }
 
 #[cfg(test)]

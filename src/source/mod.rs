@@ -8,3 +8,4 @@ pub mod align;
 mod files;
 pub mod found;
 pub mod run;
+pub mod spark;

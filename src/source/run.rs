@@ -39,7 +39,7 @@ use crate::delta::same_table;
 use crate::delta::store::{self, Found, Location, StoreError, Stores};
 use crate::plan_file::template::expand;
 use crate::plan_file::{Format, PlanDocument, Size};
-use crate::source::align::{align, type_warnings};
+use crate::source::align::{align, integer_divisions, type_warnings};
 use crate::source::files::{PinnedDelta, Registration, format_extension, listed, listing};
 use crate::window::{Slice, Window};
 
@@ -311,7 +311,10 @@ impl<'a> Source<'a> {
             message: e.to_string(),
         };
         // The slice's query and its write share one session, bounded by the operator's memory limit.
-        let ctx = SessionContext::new_with_state(crate::delta::memory::session_state(None));
+        // In the plan's dialect: the query, and the checks that read its inputs there too.
+        let state =
+            crate::source::spark::speaking(crate::delta::memory::session_state(None), plan.source.dialect);
+        let ctx = SessionContext::new_with_state(state);
         // Parquet strings as the table's own Utf8: read as Utf8View they were cast back row by row
         // on the way to the writer (1.8% of an apply, docs/BENCHMARKS.md).
         ctx.state_ref().write().config_mut().options_mut().execution.parquet.schema_force_view_types = false;
@@ -319,6 +322,13 @@ impl<'a> Source<'a> {
         ctx.state_ref().write().config_mut().options_mut().execution.enable_recursive_ctes = false;
         // The session the query runs in on a cluster: one whose queries the cluster runs.
         let there = match &self.cluster {
+            // A cluster's workers plan with DataFusion's functions and operators, not Spark's.
+            Some(_) if plan.source.dialect == crate::plan_file::Dialect::Spark => {
+                return Err(query_error(
+                    &"the Spark dialect runs in bf's process only: a cluster's workers would run the query with \
+                      DataFusion's meaning (unset BF_CLUSTER for this plan)",
+                ));
+            }
             Some(cluster) => Some(crate::cluster::session(cluster).map_err(|e| query_error(&e))?),
             None => None,
         };
@@ -419,11 +429,9 @@ impl<'a> Source<'a> {
             true => format!("slice {} ({first})", slice.index),
             false => format!("slice {} ({first}: {})", slice.index, read.join(", ")),
         };
-        self.type_changes.lock().expect("not poisoned").note(
-            slice.index,
-            &place,
-            type_warnings(query.schema(), &self.target_schema),
-        );
+        let mut warnings = type_warnings(query.schema(), &self.target_schema);
+        warnings.extend(integer_divisions(query.logical_plan()));
+        self.type_changes.lock().expect("not poisoned").note(slice.index, &place, warnings);
         let aligned = align(query, &self.target_schema, &self.computed, &self.made_by_writers)
             .map_err(|e| e.found_in(&place))?;
         let column = &plan.target.date_column;

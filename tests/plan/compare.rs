@@ -149,10 +149,15 @@ async fn a_slice_compared_from_memory_reads_as_one_read_by_each_query() {
     let target = open_table(&orders_table(&dir.path().join("before"), false, &[&before]).await).await;
     let rehearsal = open_table(&orders_table(&dir.path().join("after"), true, &[&after]).await).await;
     let schema = bf::delta::table::arrow_schema(&target).unwrap();
-    let mut comparison =
-        Comparison::new(&bf::delta::store::Stores::from_environment(), &target, &rehearsal, schema)
-            .await
-            .unwrap();
+    let mut comparison = Comparison::new(
+        &bf::delta::store::Stores::from_environment(),
+        &target,
+        &rehearsal,
+        schema,
+        Default::default(),
+    )
+    .await
+    .unwrap();
     let metrics = [bf::plan_file::Metric { name: "revenue".into(), sql: "SUM(amount)".into() }];
     let slice = bf::window::Slice {
         index: 1,

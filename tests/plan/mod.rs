@@ -14,6 +14,7 @@ use serde_json::Value;
 use crate::common::{OrderRow, bf_in, count, demo_workspace, open_table, orders_table, snapshot, write_plan};
 
 mod compare;
+mod idioms;
 mod refusals;
 mod rehearsal;
 

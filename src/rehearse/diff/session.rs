@@ -57,11 +57,14 @@ impl Comparison {
         before: &DeltaTable,
         after: &DeltaTable,
         schema: SchemaRef,
+        dialect: crate::plan_file::Dialect,
     ) -> deltalake::DeltaResult<Self> {
         // A bounded memory pool that sorts and aggregations spill from, and sort-merge joins (which
         // spill) instead of hash joins (which hold a whole side): pairing the rows of a 10M-row
         // slice held 2.3 GB otherwise (docs/BENCHMARKS.md, W3).
-        let state = crate::delta::memory::session_state(Some(MEMORY_POOL));
+        // The plan's metrics and `[diff] by` run here, in the plan's dialect.
+        let state =
+            crate::source::spark::speaking(crate::delta::memory::session_state(Some(MEMORY_POOL)), dialect);
         let ctx = SessionContext::new_with_state(state);
         ctx.state_ref().write().config_mut().options_mut().optimizer.prefer_hash_join = false;
         ctx.register_udaf(crate::rehearse::exact_sum::udaf());
