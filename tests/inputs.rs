@@ -314,3 +314,56 @@ fn a_link_in_an_input_folder_is_that_folders_file() {
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(slices_committed(&root.join("bf-demo/warehouse/orders_daily")), [1, 2, 3]);
 }
+
+/// Exports come as `.jsonl` and `.ndjson` as often as `.json`: a folder of them is read as JSON; a
+/// folder holding none of the three is refused naming the endings looked for; `extension` reads
+/// files of any other ending.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_folder_of_jsonl_exports_is_read_and_an_empty_match_names_what_was_looked_for() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(root.join("plans")).unwrap();
+    std::fs::create_dir_all(root.join("landing/export")).unwrap();
+    crate::common::orders_table(
+        &root.join("warehouse/orders"),
+        false,
+        &[&[(1, "C01", 10.0, "USD", "2026-03-02")]],
+    )
+    .await;
+    let line = |id: u32, day: &str| {
+        format!(
+            "{{\"order_id\":{id},\"customer\":\"C0{id}\",\"amount\":1.5,\"currency\":\"EUR\",\"order_date\":\"{day}\"}}\n"
+        )
+    };
+    std::fs::write(root.join("landing/export/part-1.jsonl"), line(1, "2026-03-02") + &line(2, "2026-03-03"))
+        .unwrap();
+    let plan = |input: &str| {
+        format!(
+            "reason = \"Reload March.\"\n\n[target]\ntable = \"../warehouse/orders\"\ndate_column = \"order_date\"\n\
+             key = [\"order_id\"]\n\n[window]\nstart = 2026-03-01\nend = 2026-03-31\n\n[slicing]\nevery = \"month\"\n\n\
+             [source]\ninputs.orders = {input}\nquery = \"SELECT order_id, customer, amount, currency, \
+             CAST(order_date AS DATE) AS order_date FROM orders\"\n"
+        )
+    };
+    write_plan(
+        &root.join("plans"),
+        "march.toml",
+        &plan("{ path = \"../landing/export\", format = \"json\" }"),
+    );
+    bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    assert_eq!(saved["slices"][0]["source"]["in_slice"], 2, "{}", saved["slices"][0]["source"]);
+
+    std::fs::rename(root.join("landing/export/part-1.jsonl"), root.join("landing/export/part-1.txt"))
+        .unwrap();
+    bf_in(root)
+        .args(["plan", "plans/march.toml"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("holds no file ending in .json, .jsonl, .ndjson"));
+    let txt = "{ path = \"../landing/export\", format = \"json\", extension = \".txt\" }";
+    write_plan(&root.join("plans"), "march.toml", &plan(txt));
+    bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
+}

@@ -401,6 +401,8 @@ fn say_where_it_stopped(plan: &Plan, stopped: &ChainApplyError) {
             | ApplyError::Overtaken { .. }
             | ApplyError::Unverified(_)
             | ApplyError::OutOfOrder(_)
+            // Undone since: its message names the one command that moves on (`bf plan`), never a resume.
+            | ApplyError::RolledBack { .. }
     );
     match error {
         ApplyError::Verify { .. } => {

@@ -261,6 +261,10 @@ pub struct Input {
     pub path: String,
     /// The input's format.
     pub format: Format,
+    /// The ending of the files a folder input reads, e.g. `".jsonl"`; by default the format's:
+    /// `.csv`, `.parquet`, and for JSON `.json`, `.jsonl` or `.ndjson`, whichever the folder holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extension: Option<String>,
 }
 
 /// File formats an input can be read from.

@@ -53,11 +53,14 @@ pub fn refusal(function: &Function, bare: &str) -> Option<SqlError> {
 pub fn expression_refusal(expr: &Expr) -> Option<SqlError> {
     use deltalake::datafusion::sql::sqlparser::ast::BinaryOperator;
     let Expr::BinaryOp { op: BinaryOperator::MyIntegerDivide, right, .. } = expr else { return None };
-    matches!(right.as_ref(), Expr::BinaryOp { .. } | Expr::IsNull(_) | Expr::IsNotNull(_) | Expr::Between { .. })
-        .then(|| {
-            SqlError(format!(
-                "`{expr}`: Spark reads `DIV` before the operator after it, the parser bf uses after it; write \
+    matches!(
+        right.as_ref(),
+        Expr::BinaryOp { .. } | Expr::IsNull(_) | Expr::IsNotNull(_) | Expr::Between { .. }
+    )
+    .then(|| {
+        SqlError(format!(
+            "`{expr}`: Spark reads `DIV` before the operator after it, the parser bf uses after it; write \
                  parentheses to say which: `(a DIV b) + c` or `a DIV (b + c)`"
-            ))
-        })
+        ))
+    })
 }

@@ -200,6 +200,23 @@ impl PlanFile {
             if input.path.trim().is_empty() {
                 issues.add(format!("{key}.path"), "the input's path is empty");
             }
+            if let Some(extension) = &input.extension {
+                let plain = extension.len() <= 16
+                    && extension.strip_prefix('.').is_some_and(|e| {
+                        !e.is_empty() && e.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
+                    });
+                if !plain {
+                    issues.add(
+                        format!("{key}.extension"),
+                        "an extension is a dot and a few letters, e.g. \".jsonl\"",
+                    );
+                } else if input.format == crate::plan_file::Format::Delta {
+                    issues.add(
+                        format!("{key}.extension"),
+                        "a Delta input is a table: it has no extension to choose",
+                    );
+                }
+            }
         }
         match read_only::check_query(&source.query, source.dialect) {
             Err(error) => issues.add("source.query", error.to_string()),

@@ -103,6 +103,33 @@ pub(super) fn format_extension(format: Format) -> &'static str {
     }
 }
 
+/// The files a folder input reads, with the extension they end in: the plan's `extension`, or the
+/// format's — for JSON the first of `.json`, `.jsonl` and `.ndjson` the folder holds (exports
+/// write all three). None found is an error naming what was looked for.
+pub(super) async fn folder_files(
+    stores: &Stores,
+    name: &str,
+    folder: &Url,
+    input: &crate::plan_file::Input,
+) -> Result<(String, FolderListing, u64), String> {
+    let candidates: Vec<String> = match (&input.extension, input.format) {
+        (Some(extension), _) => vec![extension.clone()],
+        (None, Format::Json) => [".json", ".jsonl", ".ndjson"].map(str::to_owned).to_vec(),
+        (None, format) => vec![format_extension(format).to_owned()],
+    };
+    for extension in &candidates {
+        let (listing, size) = listed(stores, name, folder, extension).await.map_err(|e| e.problem)?;
+        if !listing.files.is_empty() {
+            return Ok((extension.clone(), listing, size));
+        }
+    }
+    Err(format!(
+        "the folder holds no file ending in {} (nor in a `key=value` folder in it); set the input's `extension` to \
+         read files of another ending",
+        candidates.join(", ")
+    ))
+}
+
 /// The files under a folder with the extension the query reads, sorted, relative to the folder: its
 /// own files and those of `key=value` partition folders, as DataFusion lists a folder (it skips
 /// other sub-folders, `listing_table_ignore_subdirectory`). A listing by prefix: nothing is read.

@@ -40,7 +40,7 @@ use crate::delta::store::{self, Found, Location, StoreError, Stores};
 use crate::plan_file::template::expand;
 use crate::plan_file::{Format, PlanDocument, Size};
 use crate::source::align::{align, integer_divisions, type_warnings};
-use crate::source::files::{PinnedDelta, Registration, format_extension, listed, listing};
+use crate::source::files::{PinnedDelta, Registration, folder_files, listing};
 use crate::window::{Slice, Window};
 
 /// What the source produced for a slice, before anything is written.
@@ -381,9 +381,8 @@ impl<'a> Source<'a> {
                     (url.to_string(), extension.unwrap_or_default())
                 }
                 Found::Folder => {
-                    let extension = format_extension(input.format).to_owned();
-                    let (folder, size) =
-                        listed(stores, name, &url, &extension).await.map_err(|e| input_error(e.problem))?;
+                    let (extension, folder, size) =
+                        folder_files(stores, name, &url, input).await.map_err(input_error)?;
                     bytes += size;
                     files.extend(
                         folder
