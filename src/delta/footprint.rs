@@ -13,6 +13,21 @@ use serde_json::Value;
 use crate::delta::ledger::{self, Logged};
 use crate::delta::table::FileDates;
 
+/// Whether a commit is the comment that ends another backfill's apply or rollback: bf sets the
+/// table's description there and nothing else (deltalake's `UPDATE TABLE METADATA` of the
+/// description), which changes no row and no column a slice writes. Planned side by side, the
+/// April backfill was refused as stale over the March one's comment.
+fn sets_a_comment_only(commit: &Logged) -> bool {
+    use crate::delta::ledger::{Mark, RollbackStep};
+    let comment = matches!(
+        commit.entry.mark(),
+        Ok(Some(Mark::Comment { .. } | Mark::Rollback { step: RollbackStep::Comment, .. }))
+    );
+    let only_metadata =
+        commit.actions.iter().all(|a| a.get("metaData").is_some() || a.get("commitInfo").is_some());
+    comment && commit.entry.operation == "UPDATE TABLE METADATA" && only_metadata
+}
+
 /// What one commit did to the table, as far as a slice cares.
 #[derive(Debug, Clone)]
 pub(crate) struct Footprint {
@@ -41,8 +56,9 @@ impl Footprint {
     pub(crate) fn of(commit: &Logged, column: &str) -> Footprint {
         let mut table_changes = Vec::new();
         let mut files = Vec::new();
+        let comment_only = sets_a_comment_only(commit);
         for action in &commit.actions {
-            if action.get("metaData").is_some() {
+            if action.get("metaData").is_some() && !comment_only {
                 table_changes.push("schema or properties");
             }
             if action.get("protocol").is_some() {

@@ -237,3 +237,34 @@ async fn a_table_made_again_or_rewound_since_the_plan_is_refused_as_another_tabl
     assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(slices_committed(&silver), [1]);
 }
+
+/// Two backfills of one table, planned side by side over days of their own, each with its own
+/// rehearsal: the comment that ends the first one's apply changes no row and no column, so the
+/// second applies (it was refused as "changes the table's schema or properties"). Its own rows are
+/// the rehearsal's, and the first one's are still there.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_backfills_comment_does_not_make_a_plan_stale() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join("bf-demo/warehouse/orders_daily");
+    let september = std::fs::read_to_string(root.join("plans/september.toml")).unwrap();
+    for (name, start, end) in [("early", "2026-09-01", "2026-09-10"), ("late", "2026-09-20", "2026-09-30")] {
+        let text = september
+            .replace("start = 2026-09-01", &format!("start = {start}"))
+            .replace("end = 2026-09-30", &format!("end = {end}"))
+            + &format!("\n[rehearsal]\ntable = \"../bf-demo/warehouse/orders_daily__{name}\"\n");
+        write_plan(&root.join("plans"), &format!("{name}.toml"), &text);
+        let out = root.join(format!("{name}.json"));
+        bf_in(root).args(["plan", &format!("plans/{name}.toml"), "-q", "--out"]).arg(&out).assert().success();
+    }
+    bf_in(root).args(["apply", "early.json", "--auto-approve", "-q"]).assert().success();
+    let output = bf_in(root).args(["apply", "late.json", "--auto-approve"]).output().unwrap();
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let days = |sql: &str| crate::common::duckdb_count(&daily, sql);
+    assert_eq!(days("SELECT count(DISTINCT order_date) FROM t WHERE order_date <= DATE '2026-09-10'"), 10);
+    assert_eq!(days("SELECT count(DISTINCT order_date) FROM t WHERE order_date >= DATE '2026-09-20'"), 11);
+    assert_eq!(
+        days("SELECT count(*) FROM t WHERE order_date BETWEEN DATE '2026-09-11' AND DATE '2026-09-19'"),
+        0
+    );
+}
