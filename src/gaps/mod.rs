@@ -180,6 +180,11 @@ fn closed_weekdays(first: NaiveDate, last: NaiveDate, rows: &impl Fn(NaiveDate) 
         *count += 1;
         *open |= rows(day) > 0;
     }
+    // No row on any day: a load that broke before the weeks looked at, not a business closed all
+    // week (every weekday counted closed said "No gaps" over a range without a row).
+    if !seen.iter().any(|(_, open)| *open) {
+        return Vec::new();
+    }
     (0..7u8)
         .filter(|&at| seen[at as usize].0 >= 4 && !seen[at as usize].1)
         .filter_map(|at| Weekday::try_from(at).ok())
@@ -254,6 +259,10 @@ mod tests {
         assert!(
             closed_weekdays(d("2025-03-01"), d("2025-03-21"), &|_| 0).is_empty(),
             "three weeks say nothing"
+        );
+        assert!(
+            closed_weekdays(first, last, &|_| 0).is_empty(),
+            "no row at all: nothing is closed, all is missing"
         );
     }
 }

@@ -208,3 +208,18 @@ fn a_day_thinned_by_a_deletion_vector_is_counted_through_the_table() {
     assert!(found.contains(&format!("  {day} (Tue)  2 rows, usually 20 (10%)")), "{found}");
     assert!(found.contains(&format!("  {THIN} (Tue)  2 rows, usually 20 (10%)")), "{found}");
 }
+
+/// A range the table holds no row of, with no row in the weeks around it either (a load that broke
+/// long before): every day is missing — never "No gaps" because every weekday looked closed.
+#[test]
+fn a_range_without_any_row_is_all_missing() {
+    let (dir, _table) = workspace(false);
+    let found = bf(
+        dir.path(),
+        &["gaps", "lake/orders", "--date-column", "order_date", "--from", "2026-06-01", "--to", "2026-06-30"],
+    );
+    let text = said(&found);
+    assert_eq!(found.status.code(), Some(0), "{text}");
+    assert!(text.contains("Missing: 30 days without a row"), "{text}");
+    assert!(!text.contains("No gaps") && !text.contains("closed on"), "{text}");
+}
