@@ -339,12 +339,10 @@ async fn a_folder_of_jsonl_exports_is_read_and_an_empty_match_names_what_was_loo
     std::fs::write(root.join("landing/export/part-1.jsonl"), line(1, "2026-03-02") + &line(2, "2026-03-03"))
         .unwrap();
     let plan = |input: &str| {
-        format!(
-            "reason = \"Reload March.\"\n\n[target]\ntable = \"../warehouse/orders\"\ndate_column = \"order_date\"\n\
-             key = [\"order_id\"]\n\n[window]\nstart = 2026-03-01\nend = 2026-03-31\n\n[slicing]\nevery = \"month\"\n\n\
-             [source]\ninputs.orders = {input}\nquery = \"SELECT order_id, customer, amount, currency, \
-             CAST(order_date AS DATE) AS order_date FROM orders\"\n"
-        )
+        crate::common::march_orders_plan(&format!(
+            "inputs.orders = {input}\nquery = \"SELECT order_id, customer, amount, currency, \
+             CAST(order_date AS DATE) AS order_date FROM orders\""
+        ))
     };
     write_plan(
         &root.join("plans"),

@@ -47,6 +47,16 @@ pub fn write_plan(dir: &Path, name: &str, text: &str) -> PathBuf {
     path
 }
 
+/// A plan reloading March of `../warehouse/orders` (the orders table, keyed by `order_id`) in one
+/// month slice, its `[source]` section's keys `source` (inputs, query, dialect).
+pub fn march_orders_plan(source: &str) -> String {
+    format!(
+        "reason = \"Reload March.\"\n\n[target]\ntable = \"../warehouse/orders\"\ndate_column = \"order_date\"\n\
+         key = [\"order_id\"]\n\n[window]\nstart = 2026-03-01\nend = 2026-03-31\n\n[slicing]\nevery = \"month\"\n\n\
+         [source]\n{source}\n"
+    )
+}
+
 /// Opens the Delta table in `dir` at its latest version.
 pub async fn open_table(dir: &Path) -> DeltaTable {
     open_table_at(dir, None).await

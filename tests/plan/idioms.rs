@@ -17,28 +17,9 @@ async fn workspace(csv: &str) -> tempfile::TempDir {
 }
 
 fn plan_with(query: &str) -> String {
-    format!(
-        r#"reason = "Reload March."
-
-[target]
-table = "../warehouse/orders"
-date_column = "order_date"
-key = ["order_id"]
-
-[window]
-start = 2026-03-01
-end = 2026-03-31
-
-[slicing]
-every = "month"
-
-[source]
-inputs.orders = {{ path = "../landing/orders.csv", format = "csv" }}
-query = """
-{query}
-"""
-"#
-    )
+    crate::common::march_orders_plan(&format!(
+        "inputs.orders = {{ path = \"../landing/orders.csv\", format = \"csv\" }}\nquery = \"\"\"\n{query}\n\"\"\""
+    ))
 }
 
 const CSV: &str = "order_id,customer,amount,currency,order_date\n\

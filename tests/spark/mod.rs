@@ -185,12 +185,10 @@ async fn a_spark_sql_plan_lands_spark_rows() {
     )
     .unwrap();
     let plan = |query: &str| {
-        format!(
-            "reason = \"Reload March.\"\n\n[target]\ntable = \"../warehouse/orders\"\ndate_column = \"order_date\"\n\
-             key = [\"order_id\"]\n\n[window]\nstart = 2026-03-01\nend = 2026-03-31\n\n[slicing]\nevery = \"month\"\n\n\
-             [source]\ndialect = \"spark\"\ninputs.orders = {{ path = \"../landing/orders.csv\", format = \"csv\" }}\n\
-             query = \"\"\"\n{query}\n\"\"\"\n"
-        )
+        crate::common::march_orders_plan(&format!(
+            "dialect = \"spark\"\ninputs.orders = {{ path = \"../landing/orders.csv\", format = \"csv\" }}\n\
+             query = \"\"\"\n{query}\n\"\"\""
+        ))
     };
     let query = "SELECT order_id, date_format(`order_date`, 'yyyy-MM') AS customer, revenue_cents / 100 AS amount, \
                  split(tags, ',')[0] AS currency, CAST(order_date AS DATE) AS order_date FROM orders";
