@@ -259,8 +259,7 @@ impl Delivery {
 }
 
 /// Sends `notice` where `spec` says (`file` relative to `plan_dir`, through the write gate within
-/// `root`): every
-/// destination is tried, whatever the others did.
+/// `root`): every destination is tried, whatever the others did.
 pub async fn send(
     spec: &Notify,
     plan_dir: &Path,

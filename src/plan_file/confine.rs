@@ -87,7 +87,7 @@ impl Root {
 
     /// Whether a plan may read `path`: inside the root and, as the filesystem resolves it, in no
     /// `.git` folder — a checkout's `.git/config` holds the token actions/checkout leaves there, and
-    /// a link from anywhere in the root could lead to it.
+    /// a link from anywhere in the root could lead to it — and no file that holds credentials.
     pub fn lets_read(&self, path: &Path) -> bool {
         self.holds(path) && !in_git(path) && !holds_credentials(path)
     }

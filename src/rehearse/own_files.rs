@@ -42,8 +42,9 @@ pub fn refuse_linked_state_dir(dir: &Path) -> std::io::Result<()> {
 }
 
 /// Writes `bytes` as the file at `path` in the state dir that holds it, through the write gate:
-/// whole or not at all, never through a link (a link planted at the name is refused), never into
-/// `.git`. The folder checked out in CI is a pull request's to fill with links.
+/// whole or not at all, never through a linked folder, never into `.git`; a link planted at the
+/// name itself is replaced by the rename, never written through. The folder checked out in CI is
+/// a pull request's to fill with links.
 pub(crate) fn replace_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let state_dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     refuse_linked_state_dir(state_dir)?;
