@@ -34,8 +34,9 @@ pub fn json(value: &impl serde::Serialize) -> String {
 
 /// What bf prints, made inert for a terminal: a reason, a table name or a data value may hold
 /// escape sequences (ESC `[2J` clears the screen, OSC 8 makes a link, OSC 52 writes the clipboard)
-/// or characters that reorder the line (U+202E). Each such character is shown as its code
-/// (`\u{1b}`); line breaks and tabs stay. Every line bf writes to stdout or stderr passes here once.
+/// or characters that reorder the line (U+202E) or show nothing (U+200B). Each such character is
+/// shown as its code (`\u{1b}`); line breaks and tabs stay. Every line bf writes to stdout or stderr
+/// passes here once.
 pub fn inert(text: &str) -> std::borrow::Cow<'_, str> {
     if !text.chars().any(|c| acts_on_a_terminal(c) && c != '\n' && c != '\t') {
         return std::borrow::Cow::Borrowed(text);
@@ -48,9 +49,19 @@ pub fn inert(text: &str) -> std::borrow::Cow<'_, str> {
     std::borrow::Cow::Owned(shown.collect())
 }
 
-/// A control character (C0, DEL, C1) or one that reorders the text around it.
+/// A control character (C0, DEL, C1), one that reorders the text around it, or one that shows
+/// nothing (a zero-width space or joiner, a byte-order mark, a soft hyphen): a changed row holding
+/// one read the same as the row before it. (The word joiner bf's markdown places after `@` is its
+/// own and stays.)
 fn acts_on_a_terminal(c: char) -> bool {
-    c.is_control() || bf::notify::markdown::reorders(c)
+    c.is_control() || bf::notify::markdown::reorders(c) || invisible(c)
+}
+
+fn invisible(c: char) -> bool {
+    matches!(
+        c,
+        '\u{200B}' | '\u{200C}' | '\u{200D}' | '\u{FEFF}' | '\u{00AD}' | '\u{180E}' | '\u{2061}'..='\u{2064}'
+    )
 }
 
 /// Writes `text` on stdout, made [`inert`]: a report, the outcome of a verb.

@@ -283,3 +283,24 @@ proptest! {
         }
     }
 }
+
+/// A value that differs by a character that shows nothing (a zero-width space, a soft hyphen) is
+/// shown with that character's code, in the text and the pull request's markdown alike: the
+/// changed row no longer reads the same as the row it replaces.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_invisible_character_in_a_changed_value_is_shown() {
+    let checkout = Checkout::new().await;
+    std::fs::write(
+        checkout.repo().join("landing/orders.csv"),
+        "order_id,customer,amount,currency,order_date\n1,C01\u{200B},10.0,USD,2026-03-02\n2,C\u{00AD}02,20.0,EUR,2026-03-03\n",
+    )
+    .unwrap();
+    let plan = checkout.plan("march.toml", |t| t);
+    let output = checkout.bf(&["plan", &plan.display().to_string()]);
+    let text = said(&output);
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("C01\\u{200b}") && text.contains("C\\u{ad}02"), "{text}");
+    assert!(!text.contains('\u{200B}') && !text.contains('\u{00AD}'), "{text}");
+    let markdown = bf_show(&checkout, &[]);
+    assert!(markdown.contains("C01\\u{200b}"), "{markdown}");
+}
