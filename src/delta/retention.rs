@@ -10,10 +10,43 @@
 
 use std::time::Duration;
 
+use deltalake::DeltaTable;
+
+use crate::delta::store::display_url;
+use crate::delta::table::TableError;
+
 /// The default of `delta.deletedFileRetentionDuration`: one week.
 pub const DELETED_FILES_DEFAULT: Duration = Duration::from_secs(7 * 86_400);
 /// The default of `delta.logRetentionDuration`: 30 days.
 pub const LOG_DEFAULT: Duration = Duration::from_secs(30 * 86_400);
+
+/// The table's settings that bound how long a rollback stays possible, each with the days it keeps
+/// what a rollback reads: removed files (`delta.deletedFileRetentionDuration`, before VACUUM may
+/// delete them) and log entries (`delta.logRetentionDuration`).
+/// Each is read as Delta Spark reads it ([`crate::delta::retention`]): a value it would read
+/// otherwise than bf's defaults, or refuse, is never taken for the default.
+pub fn of(table: &DeltaTable) -> Result<[(&'static str, f64); 2], TableError> {
+    let location = display_url(table.table_url());
+    let snapshot = table
+        .snapshot()
+        .map_err(|source| TableError::Snapshot { location: location.clone(), source: Box::new(source) })?;
+    let configuration = snapshot.metadata().configuration();
+    let days = |property: &'static str, default| {
+        let value = configuration.get(property).map(String::as_str);
+        read(value, default).map(|kept| (property, kept.as_secs_f64() / 86_400.0)).map_err(|problem| {
+            TableError::Retention {
+                table: location.clone(),
+                property,
+                value: value.unwrap_or_default().to_owned(),
+                problem,
+            }
+        })
+    };
+    Ok([
+        days("delta.deletedFileRetentionDuration", DELETED_FILES_DEFAULT)?,
+        days("delta.logRetentionDuration", LOG_DEFAULT)?,
+    ])
+}
 
 /// A retention setting as Delta reads it: `value` (the property, when set) parsed as a Spark
 /// interval, else `default`. The error says why the value is not one.

@@ -46,35 +46,6 @@ pub fn arrow_schema(table: &DeltaTable) -> Result<SchemaRef, TableError> {
     Ok(snapshot.snapshot().arrow_schema())
 }
 
-/// The table's settings that bound how long a rollback stays possible, each with the days it keeps
-/// what a rollback reads: removed files (`delta.deletedFileRetentionDuration`, before VACUUM may
-/// delete them) and log entries (`delta.logRetentionDuration`).
-/// Each is read as Delta Spark reads it ([`crate::delta::retention`]): a value it would read
-/// otherwise than bf's defaults, or refuse, is never taken for the default.
-pub fn retention(table: &DeltaTable) -> Result<[(&'static str, f64); 2], TableError> {
-    use crate::delta::retention::{DELETED_FILES_DEFAULT, LOG_DEFAULT, read};
-    let location = display_url(table.table_url());
-    let snapshot = table
-        .snapshot()
-        .map_err(|source| TableError::Snapshot { location: location.clone(), source: Box::new(source) })?;
-    let configuration = snapshot.metadata().configuration();
-    let days = |property: &'static str, default| {
-        let value = configuration.get(property).map(String::as_str);
-        read(value, default).map(|kept| (property, kept.as_secs_f64() / 86_400.0)).map_err(|problem| {
-            TableError::Retention {
-                table: location.clone(),
-                property,
-                value: value.unwrap_or_default().to_owned(),
-                problem,
-            }
-        })
-    };
-    Ok([
-        days("delta.deletedFileRetentionDuration", DELETED_FILES_DEFAULT)?,
-        days("delta.logRetentionDuration", LOG_DEFAULT)?,
-    ])
-}
-
 /// The Spark engine that wrote the table, by its latest commits' `engineInfo` (`Apache-Spark/4.0.1
 /// Delta-Lake/4.0.0`, `Databricks-Runtime/15.4`): its team writes Spark SQL.
 pub async fn written_by_spark(table: &DeltaTable) -> Option<String> {

@@ -466,7 +466,7 @@ fn retention_warnings(target: &deltalake::DeltaTable, keep_days: u32) -> Result<
         "delta.logRetentionDuration" => "log cleanup may delete its versions",
         _ => "VACUUM may delete the files it needs",
     };
-    Ok(table::retention(target)?
+    Ok(crate::delta::retention::of(target)?
         .into_iter()
         .filter(|(_, kept)| *kept < f64::from(keep_days))
         .map(|(name, kept)| {

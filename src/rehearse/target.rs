@@ -173,8 +173,10 @@ fn keeps_rollback_for(
     catalog: Option<&CatalogTable>,
     days: u32,
 ) -> Result<(), RehearsalError> {
-    let short: Vec<(&str, f64)> =
-        table::retention(target)?.into_iter().filter(|(_, kept)| *kept < f64::from(days)).collect();
+    let short: Vec<(&str, f64)> = crate::delta::retention::of(target)?
+        .into_iter()
+        .filter(|(_, kept)| *kept < f64::from(days))
+        .collect();
     if short.is_empty() {
         return Ok(());
     }

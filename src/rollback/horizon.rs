@@ -74,7 +74,7 @@ pub async fn horizon_of(
         Err(other) => return Err(other),
     }
     let [(files_property, files_days), (log_property, log_days)] =
-        crate::delta::table::retention(latest).map_err(|e| RollbackError::Delta(e.to_string()))?;
+        crate::delta::retention::of(latest).map_err(|e| RollbackError::Delta(e.to_string()))?;
     // VACUUM counts from each remove's deletion time; a remove without one, from its commit's.
     let removed = ledger::logged_after(latest, pre_version)
         .await?

@@ -1,0 +1,100 @@
+//! A plan's `[source]`: where the corrected rows come from (its inputs and their formats), the
+//! one read-only query over them, and the SQL dialect it, the metrics and the checks are written in.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// Where the corrected rows come from: named inputs, and one read-only SQL query over them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Source {
+    /// Files or tables registered under their name as tables for `query`, e.g.
+    /// `inputs.orders = { path = "../landing/orders.csv", format = "csv" }`.
+    pub inputs: BTreeMap<String, Input>,
+    /// One read-only `SELECT` (in the `dialect`'s SQL) producing the table's columns for a slice. It
+    /// may use the slice's bounds as typed DATE parameters `$start`, `$end` and `$run_date`, never as
+    /// pasted text. A slice writes the rows of its own days only: rows the query returns for another
+    /// slice's days are counted (`other_slices` in the saved plan), not written by this slice.
+    #[schemars(length(min = 1))]
+    pub query: String,
+    /// The SQL the query, metrics, checks and `[diff] by` are written in: `"datafusion"` (the default,
+    /// DataFusion's SQL) or `"spark"` (Spark SQL as Spark 4 and Databricks run it: parsed with
+    /// Databricks' grammar, Spark's functions, `/` on integers a DOUBLE, arrays indexed from 0,
+    /// date patterns Java's, ANSI mode on). What bf cannot make mean what Spark means is refused
+    /// at `bf validate`, naming it.
+    #[serde(default, skip_serializing_if = "Dialect::is_datafusion")]
+    pub dialect: Dialect,
+    /// What rows the query returns outside the window mean: `"refuse"` (the default) fails the plan,
+    /// because a row no slice writes is usually a bug in the query (a time zone shifting dates, a
+    /// missing filter); `"skip"` leaves them out, for inputs that knowingly cover more than the window.
+    #[serde(default, skip_serializing_if = "OutsideRows::is_refuse")]
+    pub outside_window: OutsideRows,
+}
+
+/// Which SQL a plan speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Dialect {
+    /// DataFusion's SQL, which bf runs.
+    #[default]
+    Datafusion,
+    /// Spark SQL, as Spark 4 and Databricks SQL run it.
+    Spark,
+}
+
+impl Dialect {
+    fn is_datafusion(&self) -> bool {
+        *self == Dialect::Datafusion
+    }
+}
+
+/// What source rows outside the window mean.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum OutsideRows {
+    /// They fail the plan: nothing would write them.
+    #[default]
+    Refuse,
+    /// They are counted and left out.
+    Skip,
+}
+
+impl OutsideRows {
+    fn is_refuse(&self) -> bool {
+        *self == OutsideRows::Refuse
+    }
+}
+
+/// One named input of the source query.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Input {
+    /// A file, folder or table, relative to this plan file unless it is a URI. May contain `{start}`,
+    /// `{end}` and `{run_date}` (the slice's first day, last day and run date, as `YYYY-MM-DD`), and
+    /// `{date}` when slices are one day long, so that each slice reads its own files. A Delta input
+    /// may be named by its catalog name (`uc://catalog.schema.table`, `glue://database.table`).
+    #[schemars(length(min = 1))]
+    pub path: String,
+    /// The input's format.
+    pub format: Format,
+    /// The ending of the files a folder input reads, e.g. `".jsonl"`; by default the format's:
+    /// `.csv`, `.parquet`, and for JSON `.json`, `.jsonl` or `.ndjson`, whichever the folder holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extension: Option<String>,
+}
+
+/// File formats an input can be read from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Comma-separated values with a header row.
+    Csv,
+    /// Apache Parquet.
+    Parquet,
+    /// Newline-delimited JSON.
+    Json,
+    /// A Delta table (read at its latest version).
+    Delta,
+}
