@@ -134,15 +134,20 @@ impl WriteGate {
         std::fs::create_dir_all(folder)?;
         // The folders just made are bf's; checked again in case one was made between the looks.
         self.check_file(path)?;
-        let mode = match readers {
-            Readers::Owner => 0o600,
-            Readers::Everyone => 0o644,
-        };
-        let mut partial = tempfile::Builder::new()
-            .prefix(".bf-")
-            .suffix(".partial")
-            .permissions(permissions(mode))
-            .tempfile_in(folder)?;
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".bf-").suffix(".partial");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = match readers {
+                Readers::Owner => 0o600,
+                Readers::Everyone => 0o644,
+            };
+            builder.permissions(std::fs::Permissions::from_mode(mode));
+        }
+        #[cfg(not(unix))]
+        let _ = readers;
+        let mut partial = builder.tempfile_in(folder)?;
         std::io::Write::write_all(&mut partial, bytes)?;
         partial.persist(&written).map_err(|e| e.error)?;
         Ok(())
@@ -210,20 +215,6 @@ fn executable(meta: &std::fs::Metadata) -> bool {
 #[cfg(not(unix))]
 fn executable(_: &std::fs::Metadata) -> bool {
     false
-}
-
-#[cfg(unix)]
-fn permissions(mode: u32) -> std::fs::Permissions {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::Permissions::from_mode(mode)
-}
-
-#[cfg(not(unix))]
-fn permissions(_: u32) -> std::fs::Permissions {
-    tempfile::NamedTempFile::new()
-        .and_then(|f| f.as_file().metadata())
-        .map(|m| m.permissions())
-        .expect("a temp file")
 }
 
 #[cfg(all(test, unix))]

@@ -134,13 +134,23 @@ impl ScalarUDFImpl for SparkDate {
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let pattern = |at: usize, default: Option<&str>| -> Result<Vec<Option<String>>> {
             match arrays.get(at) {
-                Some(array) => strings(array)?
-                    .into_iter()
-                    .map(|p| {
-                        p.map(|p| java_to_chrono(&p).map_err(|letters| unsupported(self.name, &p, &letters)))
-                            .transpose()
-                    })
-                    .collect(),
+                Some(array) => {
+                    // A literal pattern is every row's: converted once per call, not once per row.
+                    let mut converted: std::collections::HashMap<String, String> = Default::default();
+                    strings(array)?
+                        .into_iter()
+                        .map(|p| {
+                            let Some(p) = p else { return Ok(None) };
+                            if let Some(chrono) = converted.get(&p) {
+                                return Ok(Some(chrono.clone()));
+                            }
+                            let chrono =
+                                java_to_chrono(&p).map_err(|letters| unsupported(self.name, &p, &letters))?;
+                            converted.insert(p, chrono.clone());
+                            Ok(Some(chrono))
+                        })
+                        .collect()
+                }
                 None => Ok(vec![
                     default.map(|d| java_to_chrono(d).expect("the default pattern"));
                     arrays[0].len()

@@ -86,6 +86,8 @@ impl ScalarUDFImpl for SparkString {
         let arrays = ColumnarValue::values_to_arrays(&args.args)?;
         let text = |at: usize| -> Result<Vec<Option<String>>> { strings(&arrays[at]) };
         let rows = arrays[0].len();
+        // A literal pattern is every row's: compiled once per call, not once per row.
+        let mut regexes = Compiled::default();
         let result: ArrayRef = match self.kind {
             Kind::Initcap => {
                 Arc::new(text(0)?.iter().map(|s| s.as_deref().map(initcap)).collect::<StringArray>())
@@ -97,7 +99,7 @@ impl ScalarUDFImpl for SparkString {
                 for row in 0..rows {
                     match (&texts[row], &patterns[row]) {
                         (Some(text), Some(pattern)) => {
-                            let regex = compile(pattern)?;
+                            let regex = regexes.get(pattern)?;
                             let limit = limits[row].unwrap_or(-1);
                             let parts: Vec<&str> = match limit > 0 {
                                 true => regex.splitn(text, limit as usize).collect(),
@@ -118,7 +120,7 @@ impl ScalarUDFImpl for SparkString {
                 let replaced: Result<StringArray> = (0..rows)
                     .map(|row| match (&texts[row], &patterns[row], &replacements[row]) {
                         (Some(text), Some(pattern), Some(with)) => {
-                            Ok(Some(compile(pattern)?.replace_all(text, with.as_str()).into_owned()))
+                            Ok(Some(regexes.get(pattern)?.replace_all(text, with.as_str()).into_owned()))
                         }
                         _ => Ok(None),
                     })
@@ -131,7 +133,7 @@ impl ScalarUDFImpl for SparkString {
                 let extracted: Result<StringArray> = (0..rows)
                     .map(|row| match (&texts[row], &patterns[row]) {
                         (Some(text), Some(pattern)) => {
-                            let regex = compile(pattern)?;
+                            let regex = regexes.get(pattern)?;
                             let group = groups[row].unwrap_or(1);
                             if group < 0 || group as usize >= regex.captures_len() {
                                 return exec_err!("regexp_extract: the regex has no group {group}");
@@ -160,6 +162,19 @@ fn initcap(text: &str) -> String {
             shown
         })
         .collect()
+}
+
+/// The regexes of one call, each compiled the first time a row uses it.
+#[derive(Default)]
+struct Compiled(std::collections::HashMap<String, Regex>);
+
+impl Compiled {
+    fn get(&mut self, pattern: &str) -> Result<&Regex> {
+        if !self.0.contains_key(pattern) {
+            self.0.insert(pattern.to_owned(), compile(pattern)?);
+        }
+        Ok(&self.0[pattern])
+    }
 }
 
 fn compile(pattern: &str) -> Result<Regex> {
