@@ -283,6 +283,13 @@ fn stacked_backfills_roll_back_in_turn_and_rollback_lists_what_it_can_undo() {
     assert!(!again.contains("stopped"), "a finished rollback is not one that stopped:\n{again}");
     let status = ok(&["status"]);
     assert!(status.contains(&format!("backfill {b}: rolled back at version")), "{status}");
+    // One command moves on, the one `bf apply`'s refusal of this plan names too.
+    let next: Vec<&str> = status.lines().filter(|l| l.trim_start().starts_with("next:")).collect();
+    assert_eq!(next.len(), 1, "{status}");
+    assert!(next[0].contains("`bf plan ") && !next[0].contains("bf apply"), "{status}");
+    let refused = run(&["apply", "--auto-approve"]).1;
+    let command = next[0].split('`').nth(1).unwrap();
+    assert!(refused.contains(&format!("run `{command}` again")), "{refused}");
     let listed = run(&["rollback", "--table", table, "--state-dir", "elsewhere"]).1;
     assert!(listed.contains("rolled back at version"), "{listed}");
 

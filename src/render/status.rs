@@ -70,6 +70,12 @@ pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>, unver
                 plan.target.pre_version,
                 state.table_version
             );
+            // As `bf apply`'s refusal of this plan says: the one command that moves on.
+            let _ = writeln!(
+                out,
+                "  next: `bf plan {}` rehearses against the table as the rollback left it, and that plan applies",
+                plan.plan_file.path
+            );
             return out;
         }
         Some(id) => {
