@@ -442,6 +442,36 @@ async fn a_commit_landing_while_the_rollback_asks_is_weighed_after_the_answer() 
     );
 }
 
+/// Two rollbacks of one backfill (#68, hole 1): A shows its plan and waits for its answer; B
+/// (`--auto-approve`) restores and comments; the daily job appends a May order; A is answered "yes".
+/// A finds the backfill rolled back by B and writes nothing: one RESTORE in the log, the May order
+/// kept (read by DuckDB), March the pre-version's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rollback_answered_after_another_rolled_the_backfill_back_restores_nothing_again() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let silver = root.join("bf-demo/warehouse/orders_silver");
+    let march_before = rows(&silver, None, MARCH).await;
+    plan_and_apply(root);
+    let meanwhile = async {
+        bf_in(root).args(["rollback", "--cascade", "--auto-approve"]).assert().success();
+        append_outside_march(&silver, 1).await;
+    };
+    let (code, said) = crate::common::answered_after(root, "rollback --cascade", "yes", meanwhile).await;
+    assert_eq!(code, Some(0), "{said}");
+    assert_eq!(
+        duckdb_count(&silver, "SELECT count(*) FROM t WHERE order_id = 9001"),
+        1,
+        "the May order appended after the first rollback stays: {said}"
+    );
+    let restores = crate::common::commit_infos(&silver)
+        .iter()
+        .filter(|(_, info)| info["operation"] == "RESTORE")
+        .count();
+    assert_eq!(restores, 1, "one RESTORE for one backfill: {said}");
+    assert_eq!(rows(&silver, None, MARCH).await, march_before);
+}
+
 /// After a rollback the saved plan's backfill is not "already applied": its commits are in the log,
 /// its rows are not in the table. `bf apply` of it is refused, naming the rollback and the way out,
 /// and writes nothing; planned again, the reload applies again (read by DuckDB).

@@ -334,7 +334,19 @@ impl RollbackPlan {
 
     /// RESTORE the pre-version in one commit, then record the rollback in the comment. Exactly once:
     /// a rerun after a crash writes only the steps no earlier run committed.
+    ///
+    /// Decided on the log as it is now, not as it was shown: while this rollback waited for its
+    /// answer, another rollback of the same backfill may have restored it and another writer
+    /// committed after that. Taking the earlier reading's "not restored yet" would RESTORE a second
+    /// time and discard that writer's commit (#68, hole 1).
     pub async fn restore(&self) -> Result<RollbackReport, RollbackError> {
+        let mut now = prepare(&self.stores, &self.url, self.backfill_id()).await?;
+        now.catalog = self.catalog.clone();
+        now.restore_as_read().await
+    }
+
+    /// [`restore`](Self::restore), on this reading of the log.
+    async fn restore_as_read(&self) -> Result<RollbackReport, RollbackError> {
         let pre_version = self.backfill.backfill.pre_version;
         let mut wrote = Vec::new();
         // (the table, the RESTORE's version, the window's rows if already verified, the table the
@@ -360,7 +372,8 @@ impl RollbackPlan {
                 (table, version, Some(rows), None)
             }
             None => {
-                let table = self.check(false, false).await?;
+                self.check_as_read(false, false).await?;
+                let table = self.as_read.clone();
                 let before = table.clone();
                 fault("rollback-before-restore");
                 // On exactly the version checked: a commit landing after the check fails the
