@@ -463,7 +463,8 @@ async fn rows_a_deletion_vector_deletes_stay_deleted_through_plan_apply_and_both
                  key = [\"letter\", \"int\"]\n[window]\nstart = 1975-01-01\nend = 1985-12-31\n\
                  [slicing]\nevery = \"4018 days\"\n[write]\nmode = \"{mode}\"\n\
                  [source]\ninputs.src = {{ path = \"fixed.csv\", format = \"csv\" }}\n\
-                 query = \"SELECT letter, int, CAST(date AS DATE) AS date FROM src\"\n"
+                 query = \"SELECT letter, int, CAST(date AS DATE) AS date FROM src\"\n\
+                 [guards]\nallow_empty_slices = true\n"
             ),
         );
         let planned = bf_in(dir.path()).args(["plan", "plan.toml", "--json", "-q"]).output().unwrap();
@@ -511,7 +512,8 @@ async fn a_rollback_whose_deletion_vector_file_is_gone_is_refused() {
         "reason = \"Reload 1975 to 1985.\"\n[target]\ntable = \"t\"\ndate_column = \"date\"\n\
          [window]\nstart = 1975-01-01\nend = 1985-12-31\n[slicing]\nevery = \"4018 days\"\n\
          [source]\ninputs.src = { path = \"fixed.csv\", format = \"csv\" }\n\
-         query = \"SELECT letter, int, CAST(date AS DATE) AS date FROM src\"\n",
+         query = \"SELECT letter, int, CAST(date AS DATE) AS date FROM src\"\n\
+         [guards]\nallow_empty_slices = true\n",
     );
     assert!(bf_in(dir.path()).args(["plan", "plan.toml", "-q"]).output().unwrap().status.success());
     assert!(bf_in(dir.path()).args(["apply", "--auto-approve", "-q"]).output().unwrap().status.success());

@@ -728,6 +728,41 @@ fn a_source_day_without_rows_fails_the_plan_unless_the_plan_allows_it() {
     assert_eq!(crate::common::duckdb_count(&daily, on_the_2nd), 0, "the day emptied, as allowed");
 }
 
+/// A day inside a slice of several days, emptied by its source, is weighed as a slice would be
+/// (#68, hole 11): five September days in one slice, read from the till's folder, with the 3rd's
+/// file holding only its header. The plan names the day first and cannot be applied; the table
+/// keeps the day (read by DuckDB).
+#[test]
+fn an_empty_day_inside_a_slice_of_several_days_fails_the_plan_unless_the_plan_allows_it() {
+    let workspace = demo_workspace();
+    let root = workspace.path();
+    let daily = root.join(DAILY);
+    let path = crate::common::september_plan(root, "five-days.toml", 5, |t| t);
+    assert!(bf_in(root).args(["plan", &path, "--quiet"]).output().unwrap().status.success());
+    assert!(bf_in(root).args(["apply", "--auto-approve"]).output().unwrap().status.success());
+    let on_the_3rd = "SELECT count(*) FROM t WHERE order_date = DATE '2026-09-03'";
+    let held = crate::common::duckdb_count(&daily, on_the_3rd);
+    assert!(held > 0, "the 3rd holds orders");
+    let file = root.join("bf-demo/landing/orders/2026-09-03.csv");
+    let header = std::fs::read_to_string(&file).unwrap().lines().next().unwrap().to_owned();
+    std::fs::write(&file, format!("{header}\n")).unwrap();
+
+    let one_slice = |t: String| {
+        t.replace("every = \"day\"", "every = \"month\"")
+            .replace("/orders/{date}.csv\"", "/orders\"")
+            .replace("FROM orders\n", "FROM orders\nWHERE CAST(ordered_at AS DATE) BETWEEN $start AND $end\n")
+    };
+    let path = crate::common::september_plan(root, "one-slice.toml", 5, one_slice);
+    let planned = bf_in(root).args(["plan", &path]).output().unwrap();
+    let said = String::from_utf8_lossy(&planned.stdout);
+    assert_eq!(planned.status.code(), Some(1), "{said}");
+    let guard =
+        format!("guard allow_empty_slices failed: the source leaves 2026-09-03 ({held} → 0) without rows");
+    assert!(said.contains(&guard), "{said}");
+    assert!(!bf_in(root).args(["apply", "--auto-approve"]).output().unwrap().status.success());
+    assert_eq!(crate::common::duckdb_count(&daily, on_the_3rd), held, "the day was not emptied");
+}
+
 /// Answered "yes" on a terminal, the apply's question applies the plan: each slice once, the
 /// comment set (the slices read from the raw log).
 #[tokio::test(flavor = "multi_thread")]

@@ -4,8 +4,12 @@
 
 use std::path::{Path, PathBuf};
 
+use predicates::prelude::*;
+
 use crate::apply::append_silver;
-use crate::common::{bf_in, count, demo_workspace, duckdb_count, slices_committed, snapshot, write_plan};
+use crate::common::{
+    bf_in, count, demo_workspace, duckdb_count, duckdb_rows, slices_committed, snapshot, write_plan,
+};
 
 /// The first three days of September, loaded from the folder of all September's till files.
 const FOLDER_PLAN: &str = r#"reason = "Load 1-3 September from the till's folder."
@@ -364,4 +368,103 @@ async fn a_folder_of_jsonl_exports_is_read_and_an_empty_match_names_what_was_loo
     let txt = "{ path = \"../landing/export\", format = \"json\", extension = \".txt\" }";
     write_plan(&root.join("plans"), "march.toml", &plan(txt));
     bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
+}
+
+/// An export tree read by a pattern (`landing/**/*.jsonl`) and a CSV export read with the plan's
+/// column types: the files matched are listed in the saved plan and a new one makes it stale; a
+/// code with leading zeros stays text, where inferred types make it a number; a pattern matching
+/// nothing names what it looked for.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_export_tree_is_read_by_its_pattern_and_a_csv_with_the_plans_column_types() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join(".git")).unwrap();
+    std::fs::create_dir_all(root.join("plans")).unwrap();
+    let orders = crate::common::orders_table(
+        &root.join("warehouse/orders"),
+        false,
+        &[&[(1, "C01", 10.0, "USD", "2026-03-02")]],
+    )
+    .await;
+    let line = |id: u32, day: &str| {
+        format!(
+            "{{\"order_id\":{id},\"customer\":\"C0{id}\",\"amount\":1.5,\"currency\":\"EUR\",\"order_date\":\"{day}\"}}\n"
+        )
+    };
+    for (folder, id, day) in [("2026/03/02", 1, "2026-03-02"), ("2026/03/03", 2, "2026-03-03")] {
+        std::fs::create_dir_all(root.join("landing").join(folder)).unwrap();
+        std::fs::write(root.join("landing").join(folder).join("part-0.jsonl"), line(id, day)).unwrap();
+    }
+    // Beside them, what an export tree also holds: neither is read.
+    std::fs::write(root.join("landing/2026/03/README.md"), "exported nightly\n").unwrap();
+    std::fs::write(root.join("landing/2026/.part-9.jsonl"), line(9, "2026-03-09")).unwrap();
+    let query = "query = \"SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders\"";
+    let plan = |input: &str| crate::common::march_orders_plan(&format!("inputs.orders = {input}\n{query}"));
+    write_plan(
+        &root.join("plans"),
+        "tree.toml",
+        &plan("{ path = \"../landing/**/*.jsonl\", format = \"json\" }"),
+    );
+    bf_in(root).args(["plan", "plans/tree.toml", "-q"]).assert().success();
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let listed = &saved["input_folders"][0];
+    assert_eq!(listed["pattern"], "**/*.jsonl", "{listed}");
+    assert_eq!(listed["files"], serde_json::json!(["2026/03/02/part-0.jsonl", "2026/03/03/part-0.jsonl"]));
+    assert_eq!(saved["slices"][0]["source"]["in_slice"], 2);
+
+    // A file the pattern matches, landed after the plan: stale.
+    std::fs::create_dir_all(root.join("landing/2026/03/04")).unwrap();
+    std::fs::write(root.join("landing/2026/03/04/part-0.jsonl"), line(3, "2026-03-04")).unwrap();
+    refused(root, &orders, "1 added [\"2026/03/04/part-0.jsonl\"]");
+    bf_in(root).args(["plan", "plans/tree.toml", "-q"]).assert().success();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    assert_eq!(
+        duckdb_rows(&orders, "SELECT order_id FROM t ORDER BY order_id"),
+        ["1", "2", "3"],
+        "every file the pattern matched, and nothing beside them"
+    );
+
+    // A pattern matching nothing says what it looked for.
+    write_plan(
+        &root.join("plans"),
+        "none.toml",
+        &plan("{ path = \"../landing/**/*.ndjson\", format = \"json\" }"),
+    );
+    bf_in(root).args(["plan", "plans/none.toml"]).assert().code(1).stderr(
+        predicates::str::contains("matches `**/*.ndjson`").and(predicates::str::contains("no file under")),
+    );
+
+    // Customer codes with leading zeros: read as the plan says, they stay text.
+    std::fs::write(
+        root.join("landing/codes.csv"),
+        "order_id,customer,amount,currency,order_date\n7,00742,1.5,EUR,2026-03-05\n",
+    )
+    .unwrap();
+    let columns = "order_id BIGINT, customer STRING, amount DOUBLE, currency STRING, order_date DATE";
+    let typed = format!("{{ path = \"../landing/codes.csv\", format = \"csv\", schema = \"{columns}\" }}");
+    for (input, customer) in
+        [("{ path = \"../landing/codes.csv\", format = \"csv\" }".to_owned(), "742"), (typed, "00742")]
+    {
+        write_plan(&root.join("plans"), "codes.toml", &plan(&input));
+        let output = bf_in(root).args(["plan", "plans/codes.toml", "--json"]).output().unwrap();
+        let saved: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+        let added = saved["slices"][0]["changes"]["samples"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["change"] == "added")
+            .cloned()
+            .unwrap_or_else(|| panic!("{input}: {}", saved["slices"][0]["changes"]));
+        assert_eq!(added["after"][1], customer, "{input}");
+    }
+
+    // A schema for files that say their own types is a mistake, at its line.
+    let parquet =
+        format!("{{ path = \"../landing/codes.parquet\", format = \"parquet\", schema = \"{columns}\" }}");
+    write_plan(&root.join("plans"), "parquet.toml", &plan(&parquet));
+    bf_in(root).args(["validate", "plans/parquet.toml"]).assert().code(1).stderr(
+        predicates::str::contains("source.inputs.orders.schema")
+            .and(predicates::str::contains("a schema is for CSV and JSON")),
+    );
 }

@@ -261,8 +261,9 @@ impl<'a> Apply<'a> {
         self.refuse_out_of_order(&preflight, &pending)?;
         let mut overtaken = Vec::new();
         for slice in &pending {
+            let watched = plan.watched(slice);
             let by =
-                preflight.watch.check(&preflight.target, slice, preflight.removes(plan, slice), 0).await?;
+                preflight.watch.check(&preflight.target, &watched, preflight.removes(plan, slice), 0).await?;
             if !by.is_empty() {
                 overtaken.push((**slice, by));
             }

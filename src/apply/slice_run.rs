@@ -56,7 +56,7 @@ impl SliceRun<'_> {
         table::catch_up(&mut table).await?;
         let removes = self.preflight.removes(self.plan, slice);
         let watch = &self.preflight.watch;
-        let by = watch.check(&table, slice, removes, 0).await?;
+        let by = watch.check(&table, &self.plan.watched(slice), removes, 0).await?;
         if watch.committed(&self.preflight.backfill.backfill_id, slice.index).await.is_some() {
             return Ok(Ready::Done(table));
         }
@@ -163,7 +163,7 @@ impl SliceRun<'_> {
             status: SliceStatus::Committed,
             version,
             rows: Some(found),
-            source_rows: Some(rehearsed.source.in_slice),
+            source_rows: Some(rehearsed.source.written()),
             written,
         };
         self.progress.slice_done(&outcome);
@@ -212,7 +212,7 @@ impl SliceRun<'_> {
                 (written, read_version)
             }
             _ => {
-                let rows = self.source.for_slice(slice).await?;
+                let rows = self.source.for_slice_with(slice, &rehearsed.lending(&self.plan.slices)).await?;
                 pause_before(slice.index);
                 let table = match self.untouched(slice, table).await? {
                     Ready::Write(table) => table,

@@ -9,7 +9,7 @@ use super::{ApplyError, Unverified, backfill_for, committed, publisher, url_of, 
 use crate::apply::staleness::Watch;
 use crate::delta::ledger;
 use crate::delta::store::display_url;
-use crate::rehearse::plan::Plan;
+use crate::rehearse::plan::{Plan, SliceReport};
 use crate::rollback::{Horizon, horizon_of};
 use crate::window::Slice;
 
@@ -20,6 +20,9 @@ pub struct ApplyState {
     pub table_version: u64,
     /// The plan's latest backfill in the table (commit order), if any of its slices committed.
     pub backfill_id: Option<String>,
+    /// The version that backfill's rollback returns to: the one its commits record (`--rerun all`
+    /// starts a backfill of its own, after the first one's commits), or the plan's before any.
+    pub pre_version: u64,
     /// The numbers of the slices that backfill committed, in plan order.
     pub committed: Vec<usize>,
     /// The first days of the slices it has not committed, in plan order.
@@ -83,7 +86,7 @@ pub async fn status(plan: &Plan) -> Result<Status, ApplyError> {
         }
     };
     let rollback = match (&state.backfill_id, state.rolled_back) {
-        (Some(_), None) => horizon_of(&stores, &target, plan.target.pre_version, None).await.ok(),
+        (Some(_), None) => horizon_of(&stores, &target, state.pre_version, None).await.ok(),
         _ => None,
     };
     Ok(Status { state, cannot_publish, unverified, rollback })
@@ -134,6 +137,7 @@ async fn state_of(
         table: display_url(url),
         table_version: target.version().unwrap_or(0),
         backfill_id,
+        pre_version: recorded.as_ref().map_or(plan.target.pre_version, |r| r.backfill.pre_version),
         committed: plan.slices.iter().map(|s| s.index).filter(|i| committed.contains(i)).collect(),
         pending: plan.slices.iter().filter(|s| !committed.contains(&s.index)).map(|s| s.first).collect(),
         rolled_back: recorded.as_ref().and_then(|r| ledger::undone_at(&history, r)),
@@ -154,16 +158,13 @@ async fn by_transactions(
     first_kept: u64,
 ) -> Result<ApplyState, ApplyError> {
     let backfill = backfill_for(plan, &[], false, plan.target.pre_version);
-    let slices: Vec<Slice> = plan
-        .slices
-        .iter()
-        .map(|r| Slice { index: r.index, first: r.first, last: r.last, run_date: r.run_date })
-        .collect();
+    let slices: Vec<Slice> = plan.slices.iter().map(SliceReport::slice).collect();
     let committed: BTreeSet<usize> = backfill.committed_slices(target, &slices).await?.into_iter().collect();
     Ok(ApplyState {
         table: display_url(url),
         table_version: target.version().unwrap_or(0),
         backfill_id: (!committed.is_empty()).then_some(backfill.backfill_id),
+        pre_version: plan.target.pre_version,
         committed: plan.slices.iter().map(|s| s.index).filter(|i| committed.contains(i)).collect(),
         pending: plan.slices.iter().filter(|s| !committed.contains(&s.index)).map(|s| s.first).collect(),
         commented: false,
@@ -183,11 +184,7 @@ async fn unverified_of(
 ) -> Result<Vec<Unverified>, ApplyError> {
     let since: Vec<_> = logged.iter().map(|l| l.entry.clone()).collect();
     let backfill = backfill_for(plan, &since, false, target.version().unwrap_or(0));
-    let slices: Vec<Slice> = plan
-        .slices
-        .iter()
-        .map(|r| Slice { index: r.index, first: r.first, last: r.last, run_date: r.run_date })
-        .collect();
+    let slices: Vec<Slice> = plan.slices.iter().map(SliceReport::slice).collect();
     let done = committed(logged, &backfill, &slices);
     let watch = Watch::new(&plan.id, plan.target.pre_version, target, &plan.target.date_column);
     verify_committed(target, &watch, &done, plan, &slices, |_| true).await

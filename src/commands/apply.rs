@@ -147,6 +147,7 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
         && args.rerun.is_none()
         && !args.finish
         && only_slices(&args).is_none()
+        && !unfinished(&plan).await
     {
         return nothing_to_apply(args.json);
     }
@@ -183,6 +184,15 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     let notices = if fan_out { Vec::new() } else { tell(&plan, &reports, policy).await };
     print_outcome(reports, notices, lineage, args.json)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether a backfill of the plan is begun and neither finished nor rolled back (a `--rerun all`
+/// that stopped after a slice): applying it resumes it, even when it writes rows equal to the
+/// table's, so that it ends with its comment as every backfill does.
+async fn unfinished(plan: &bf::rehearse::plan::Plan) -> bool {
+    bf::apply::state(plan)
+        .await
+        .is_ok_and(|state| state.backfill_id.is_some() && !state.commented && state.rolled_back.is_none())
 }
 
 /// A plan whose rehearsal proved every slice's rows equal to the table's: applying it would write
@@ -265,8 +275,16 @@ async fn plan_to_apply(
 async fn approved(plan: &Plan, auto_approve: bool, whole: bool) -> anyhow::Result<bool> {
     if !plan.appliable() {
         say!("error: this plan cannot be applied:");
-        for problem in &plan.problems {
-            say!("  - {problem}");
+        let chain = plan.chain();
+        for below in &chain {
+            // A downstream plan's problems name its table: they stop the chain as the first's do.
+            let table = match std::ptr::eq(*below, plan) {
+                true => String::new(),
+                false => format!("{}: ", below.target.uri),
+            };
+            for problem in &below.problems {
+                say!("  - {table}{problem}");
+            }
         }
         return Ok(false);
     }

@@ -262,7 +262,12 @@ impl Policy {
         usage: Use,
     ) -> Option<String> {
         // A template is checked at the folder before its first placeholder, and at each slice's file.
-        let fixed = written.split('{').next().unwrap_or_default();
+        // A pattern's files are confined at the folder it lists, walked whole.
+        let fixed = match crate::plan_file::template::split_pattern(written) {
+            Some((folder, _)) => folder,
+            None => written.to_owned(),
+        };
+        let fixed = fixed.split('{').next().unwrap_or_default();
         let path = match document.resolve(fixed) {
             Location::Uri(url) if url.scheme() == "file" => match crate::delta::store::local_path(&url) {
                 Some(path) => path,
@@ -449,8 +454,9 @@ fn leaves_root(
     // At most as many slices as a plan may have: one lookup each, even for a window a plan's count
     // of slices is refused for.
     let slices = plan.window().slices(plan.slicing.every, plan.slicing.run_offset).take(max_slices as usize);
+    let pattern = crate::plan_file::template::split_pattern(written).is_some();
     let through = usage == Use::Input
-        && if written.contains('{') {
+        && if written.contains('{') && !pattern {
             slices.into_iter().any(|slice| {
                 match document.resolve(&crate::plan_file::template::expand(written, &slice)) {
                     Location::Path(path) => !root.lets_read(&path),

@@ -22,6 +22,7 @@
 pub mod chain;
 pub mod columns;
 pub mod confine;
+pub mod input_schema;
 mod load;
 pub mod patterns;
 pub mod read_only;
@@ -303,6 +304,12 @@ pub struct Guards {
     /// such a slice fails the plan (shown first); `true` when emptying those days is the fix.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_empty_slices: bool,
+    /// Let the backfill add rows whose key a DELETE (or a MERGE's delete) in the table's history
+    /// removed: a reload from an export made before a deletion on request brings the deleted rows
+    /// back. Off by default, so such rows fail the plan (shown first, naming the delete and some
+    /// keys); `true` when bringing them back is the fix. Needs `target.key`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_deleted_keys_back: bool,
     /// How long `bf rollback` must stay possible after the apply, e.g. `"30 days"`. A table that
     /// keeps removed files (`delta.deletedFileRetentionDuration`) or its log
     /// (`delta.logRetentionDuration`) for less is refused before anything is rehearsed, with the
@@ -462,6 +469,7 @@ impl Default for Guards {
             unfreeze: None,
             max_bytes_rewritten: None,
             allow_empty_slices: false,
+            allow_deleted_keys_back: false,
             keep_rollback_for: None,
         }
     }

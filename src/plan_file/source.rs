@@ -15,8 +15,9 @@ pub struct Source {
     pub inputs: BTreeMap<String, Input>,
     /// One read-only `SELECT` (in the `dialect`'s SQL) producing the table's columns for a slice. It
     /// may use the slice's bounds as typed DATE parameters `$start`, `$end` and `$run_date`, never as
-    /// pasted text. A slice writes the rows of its own days only: rows the query returns for another
-    /// slice's days are counted (`other_slices` in the saved plan), not written by this slice.
+    /// pasted text. Each row is written by the slice owning its day: rows a slice's query returns for
+    /// another slice's days from files that slice's query does not read (late events in the next
+    /// day's file) are written by that slice, and the plan says how many.
     #[schemars(length(min = 1))]
     pub query: String,
     /// The SQL the query, metrics, checks and `[diff] by` are written in: `"datafusion"` (the default,
@@ -83,6 +84,12 @@ pub struct Input {
     /// `.csv`, `.parquet`, and for JSON `.json`, `.jsonl` or `.ndjson`, whichever the folder holds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extension: Option<String>,
+    /// A CSV or JSON input's columns in the files' order, as SQL writes them (Spark's
+    /// `DataFrameReader.schema` string), e.g. `"order_id BIGINT, code STRING, amount DECIMAL(10,2),
+    /// ordered_at TIMESTAMP"`: every file is read with these types instead of those inferred from
+    /// its first rows (where `00742` is the number 742).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<String>,
 }
 
 /// File formats an input can be read from.

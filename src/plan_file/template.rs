@@ -59,8 +59,44 @@ pub fn expand(path: &str, slice: &Slice) -> String {
         .replace("{run_date}", &slice.run_date.to_string())
 }
 
+/// The characters that start a pattern in an input's path (`landing/**/*.jsonl`), as DataFusion's
+/// listing reads them.
+const PATTERN_START: [char; 3] = ['*', '?', '['];
+
+/// `written` split into the folder to list (ending with `/`, or `./`) and the pattern its files'
+/// paths are matched against; `None` for a path without a pattern.
+pub fn split_pattern(written: &str) -> Option<(String, String)> {
+    let start = written.find(PATTERN_START)?;
+    let folder_end = written[..start].rfind('/').map_or(0, |slash| slash + 1);
+    let folder = match &written[..folder_end] {
+        "" => "./".to_owned(),
+        folder => folder.to_owned(),
+    };
+    Some((folder, written[folder_end..].to_owned()))
+}
+
+/// Whether `pattern` is one bf can match, and if not why.
+pub fn check_pattern(pattern: &str) -> Result<(), String> {
+    glob::Pattern::new(pattern)
+        .map(drop)
+        .map_err(|e| format!("`{pattern}` is not a pattern bf can match: {e}"))
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_path_splits_where_its_pattern_starts() {
+        use super::split_pattern;
+        assert_eq!(split_pattern("landing/**/*.jsonl"), Some(("landing/".into(), "**/*.jsonl".into())));
+        assert_eq!(
+            split_pattern("../exports/2026-03/part-*.csv"),
+            Some(("../exports/2026-03/".into(), "part-*.csv".into()))
+        );
+        assert_eq!(split_pattern("*.csv"), Some(("./".into(), "*.csv".into())));
+        assert_eq!(split_pattern("landing/orders.csv"), None);
+        assert!(super::check_pattern("[a-").is_err());
+    }
+
     use super::*;
 
     #[test]

@@ -200,6 +200,16 @@ impl PlanFile {
             if input.path.trim().is_empty() {
                 issues.add(format!("{key}.path"), "the input's path is empty");
             }
+            if let Some((_, pattern)) = template::split_pattern(&input.path) {
+                if input.format == crate::plan_file::Format::Delta {
+                    issues.add(
+                        format!("{key}.path"),
+                        "a Delta input is a table: name its folder, not a pattern",
+                    );
+                } else if let Err(problem) = template::check_pattern(&pattern) {
+                    issues.add(format!("{key}.path"), problem);
+                }
+            }
             if let Some(extension) = &input.extension {
                 let plain = extension.len() <= 16
                     && extension.strip_prefix('.').is_some_and(|e| {
@@ -216,6 +226,23 @@ impl PlanFile {
                         "a Delta input is a table: it has no extension to choose",
                     );
                 }
+            }
+        }
+        for (name, input) in &source.inputs {
+            let Some(schema) = &input.schema else { continue };
+            let key = format!("source.inputs.{name}.schema");
+            match input.format {
+                crate::plan_file::Format::Csv | crate::plan_file::Format::Json => {
+                    if let Err(problem) = crate::plan_file::input_schema::parse(schema) {
+                        issues.add(key, problem);
+                    }
+                }
+                other => issues.add(
+                    key,
+                    format!(
+                        "a {other:?} input's files say their own columns' types: a schema is for CSV and JSON"
+                    ),
+                ),
             }
         }
         match read_only::check_query(&source.query, source.dialect) {

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::plan_file::{Check, Guards};
 use crate::rehearse::blast_radius::BlastRadius;
+use crate::rehearse::deleted_keys::DeletedKeys;
 use crate::rehearse::diff::{Measures, ident};
 use crate::source::run::read_only_options;
 
@@ -144,16 +145,19 @@ pub struct SliceRows {
 }
 
 /// Checks the window's totals against `max_change_pct`, what it writes against
-/// `max_bytes_rewritten`, and each slice against `allow_empty_slices`.
+/// `max_bytes_rewritten`, each slice against `allow_empty_slices`, and the deleted keys it brings
+/// back against `allow_deleted_keys_back`.
 pub fn run_guards(
     guards: &Guards,
     before: &Measures,
     after: &Measures,
     radius: &BlastRadius,
     slices: &[SliceRows],
+    deleted_keys: Option<&DeletedKeys>,
 ) -> Vec<GuardResult> {
     let mut results = change_guards(guards, before, after);
     results.extend(empty_slices(guards, slices));
+    results.extend(deleted_keys_back(guards.allow_deleted_keys_back, deleted_keys));
     if let Some(limit) = guards.max_bytes_rewritten {
         let written = crate::plan_file::Size(radius.bytes_added);
         results.push(GuardResult {
@@ -165,9 +169,9 @@ pub fn run_guards(
     results
 }
 
-/// `allow_empty_slices`: the slices the backfill leaves without rows where the table held some, a
-/// guard of their own whenever there are any (passed only when the plan allows it), so a plan shows
-/// them first whatever it allows.
+/// `allow_empty_slices`: the slices, and the days inside slices of several days, the backfill leaves
+/// without rows where the table held some, a guard of their own whenever there are any (passed only
+/// when the plan allows it), so a plan shows them first whatever it allows.
 fn empty_slices(guards: &Guards, slices: &[SliceRows]) -> Option<GuardResult> {
     let emptied: Vec<String> = slices
         .iter()
@@ -179,12 +183,9 @@ fn empty_slices(guards: &Guards, slices: &[SliceRows]) -> Option<GuardResult> {
     if emptied.is_empty() {
         return None;
     }
+    // A slice, or a day inside one (`Plan::emptied_rows`): named by its days, either way.
     let detail = format!(
-        "{} the source leaves without rows where the table holds some: {}{}",
-        match emptied.len() {
-            1 => "1 slice".to_owned(),
-            n => format!("{n} slices"),
-        },
+        "the source leaves {} without rows where the table holds some{}",
         emptied.join(", "),
         if guards.allow_empty_slices {
             " (allowed: `allow_empty_slices = true`)"
@@ -193,6 +194,31 @@ fn empty_slices(guards: &Guards, slices: &[SliceRows]) -> Option<GuardResult> {
         }
     );
     Some(GuardResult { name: "allow_empty_slices".into(), passed: guards.allow_empty_slices, detail })
+}
+
+/// `allow_deleted_keys_back`: the deletes in the table's history whose keys the backfill's added
+/// rows bring back, a guard of their own whenever there are any (passed only when the plan allows
+/// it), so that a reload of rows deleted on request is the first thing a reviewer reads.
+pub fn deleted_keys_back(allowed: bool, deleted_keys: Option<&DeletedKeys>) -> Option<GuardResult> {
+    let found = &deleted_keys?.found;
+    if found.is_empty() {
+        return None;
+    }
+    let mut described: Vec<String> = found.iter().take(3).map(|d| d.describe()).collect();
+    if found.len() > 3 {
+        described.push(format!("and {} more deletes", found.len() - 3));
+    }
+    let detail = format!(
+        "{}{}",
+        described.join("; "),
+        if allowed {
+            " (allowed: `allow_deleted_keys_back = true`)"
+        } else {
+            ". Rows deleted on purpose come back; if bringing them back is the fix, say so with \
+             `[guards] allow_deleted_keys_back = true`"
+        }
+    );
+    Some(GuardResult { name: "allow_deleted_keys_back".into(), passed: allowed, detail })
 }
 
 /// `max_change_pct`: each metric's change over the window against its limit.

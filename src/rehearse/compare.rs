@@ -21,6 +21,38 @@ use crate::rehearse::plan::{BeforeAfter, BlastRadius, OutsideWindow, SliceReport
 use crate::source::run::{SliceSource, SourceCounts};
 use crate::window::Window;
 
+/// The days inside slices of several days that the backfill leaves without rows where the table
+/// holds some: a corrections file missing one day of a month empties that day, and a slice's rows
+/// alone would not say so.
+pub(crate) async fn emptied_days(
+    date_column: &str,
+    before: &DeltaTable,
+    after: &DeltaTable,
+    slices: &[crate::window::Slice],
+) -> Result<Vec<crate::rehearse::plan::EmptiedDay>, RehearsalError> {
+    let counted = |e: DeltaTableError| RehearsalError::Query {
+        what: "counting the rows of each day of the slices".into(),
+        message: e.to_string(),
+    };
+    let mut emptied = Vec::new();
+    for slice in slices.iter().filter(|s| s.first < s.last) {
+        let held = crate::delta::days::rows_per_day(before, date_column, slice.first, slice.last).await;
+        let held = held.map_err(counted)?;
+        if held.rows.is_empty() {
+            continue;
+        }
+        let left = crate::delta::days::rows_per_day(after, date_column, slice.first, slice.last).await;
+        let left = left.map_err(counted)?;
+        emptied.extend(
+            held.rows
+                .iter()
+                .filter(|(day, rows)| **rows > 0 && !left.rows.contains_key(day))
+                .map(|(day, rows)| crate::rehearse::plan::EmptiedDay { day: *day, before: *rows }),
+        );
+    }
+    Ok(emptied)
+}
+
 /// Step 4, over the window: its totals before and after, everything outside it (which must not
 /// have moved), and the `[diff] by` breakdown.
 pub(crate) async fn compare_window(
@@ -88,6 +120,7 @@ pub(crate) struct SliceComparison {
     pub(crate) slice: crate::window::Slice,
     pub(crate) rows: SliceSource,
     pub(crate) counts: SourceCounts,
+    pub(crate) lenders: Vec<crate::source::routes::Lender>,
     pub(crate) publication: crate::delta::publish::Publication,
     /// Whether both sides of the slice are small enough to be read once, into memory.
     pub(crate) in_memory: bool,
@@ -105,7 +138,7 @@ pub(crate) struct Compared {
 
 impl SliceComparison {
     pub(crate) async fn run(self) -> Result<Compared, RehearsalError> {
-        let SliceComparison { sides, spec, slice, rows, counts, publication, in_memory } = self;
+        let SliceComparison { sides, spec, slice, rows, counts, lenders, publication, in_memory } = self;
         let started = std::time::Instant::now();
         let (stores, target, rehearsal, schema) = sides;
         let mut comparison = Comparison::new(&stores, &target, &rehearsal, schema, spec.source.dialect)
@@ -123,7 +156,7 @@ impl SliceComparison {
         let changes = match &spec.target.key {
             Some(key) => Some(
                 comparison
-                    .slice_changes(key, spec.diff.samples as usize)
+                    .slice_changes(key, spec.diff.samples as usize, &spec.diff.by)
                     .await
                     .map_err(query_error(&what))?,
             ),
@@ -154,7 +187,7 @@ impl SliceComparison {
         }
         let missing = match (spec.write.mode, &spec.target.key) {
             (WriteMode::Merge, Some(key)) => missing_keys(&rows, key).await.map_err(query_error(&what))?,
-            _ => counts.in_slice.abs_diff(after.rows),
+            _ => counts.written().abs_diff(after.rows),
         };
         compare_ms += rest.elapsed().as_millis() as u64;
         // Only the source's files are needed from here on: let the rehearsal's version go.
@@ -162,7 +195,7 @@ impl SliceComparison {
         checks.push(checks::reconcile(
             slice.index,
             &crate::words::days(slice.first, slice.last),
-            counts.in_slice,
+            counts.written(),
             after.rows,
             missing,
         ));
@@ -173,6 +206,7 @@ impl SliceComparison {
             run_date: slice.run_date,
             predicate: slice_predicate_sql(column, &slice),
             source: counts,
+            lenders,
             blast_radius: Some(BlastRadius::of(&publication, after.rows)),
             before,
             after,

@@ -9,6 +9,7 @@ pub mod blast_radius;
 pub mod checks;
 pub mod clone;
 mod compare;
+pub mod deleted_keys;
 pub mod diff;
 mod error;
 pub mod exact_sum;

@@ -22,8 +22,15 @@ use crate::source::run::{DeltaInput, FolderListing, SourceCounts};
 use crate::window::Window;
 
 /// The version of the saved plan's layout: 3 added downstream plans, which a bf reading format 2
-/// would silently leave unapplied; 5 records which table each version it relies on is of.
-pub const PLAN_FORMAT: u32 = 5;
+/// would silently leave unapplied; 5 records which table each version it relies on is of, and
+/// each slice's publication and blast radius; 6 the deleted keys a plan with a key brings back.
+pub const PLAN_FORMAT: u32 = 6;
+
+/// The first format recording each slice's publication and blast radius.
+pub const PUBLICATION_FORMAT: u32 = 5;
+
+/// The first format recording the deleted keys a plan with a key brings back.
+pub const DELETED_KEYS_FORMAT: u32 = 6;
 
 /// Files bigger than this are fingerprinted by size and modification time only.
 const HASH_LIMIT: u64 = 1 << 30;
@@ -56,6 +63,15 @@ pub struct Plan {
     /// counts. Absent when its slices were not compared row by row (no `target.key`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub row_changes: Option<RowCounts>,
+    /// The deletes in the table's history whose keys the backfill's added rows bring back, and
+    /// what of the history could not be checked; absent without `target.key` (and in plans saved
+    /// before bf looked).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_keys: Option<crate::rehearse::deleted_keys::DeletedKeys>,
+    /// The days inside a slice of several days the backfill leaves without rows where the table
+    /// holds some, with the rows they held: `allow_empty_slices` weighs them as it weighs slices.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub emptied_days: Vec<EmptiedDay>,
     /// Everything outside the window: must be equal before and after.
     pub outside_window: OutsideWindow,
     /// The `[diff] by` columns, and the window's change broken down by them, largest first.
@@ -215,6 +231,10 @@ pub struct SliceReport {
     pub run_date: NaiveDate,
     pub predicate: String,
     pub source: SourceCounts,
+    /// The slices whose queries return rows for this slice's days from files its own does not
+    /// read, which this slice writes after its own ([`crate::source::routes`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub lenders: Vec<crate::source::routes::Lender>,
     pub before: Measures,
     pub after: Measures,
     /// With `target.key`: rows added, removed, changed.
@@ -228,7 +248,34 @@ pub struct SliceReport {
     pub blast_radius: Option<BlastRadius>,
 }
 
+/// A day the backfill empties inside a slice of several days.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EmptiedDay {
+    pub day: NaiveDate,
+    /// The rows the table holds on it at the pre-version.
+    pub before: u64,
+}
+
 impl SliceReport {
+    /// The slice it reports on.
+    pub fn slice(&self) -> crate::window::Slice {
+        crate::window::Slice {
+            index: self.index,
+            first: self.first,
+            last: self.last,
+            run_date: self.run_date,
+        }
+    }
+
+    /// The slices lending it rows, among the plan's `slices`.
+    pub fn lending(&self, slices: &[SliceReport]) -> Vec<crate::window::Slice> {
+        slices
+            .iter()
+            .filter(|s| self.lenders.iter().any(|l| l.slice == s.index))
+            .map(SliceReport::slice)
+            .collect()
+    }
+
     /// Its days and rows before and after, as the guards weigh them.
     pub fn rows(&self) -> crate::rehearse::checks::SliceRows {
         crate::rehearse::checks::SliceRows {
@@ -333,6 +380,36 @@ pub fn json_schema() -> String {
 }
 
 impl Plan {
+    /// The days another writer's commit must not touch for `slice` to be written: its own, or,
+    /// for a plan that rewrites only some days of its window (`[slicing] only`), the whole window,
+    /// days between included — what the README promises such a plan is watched over.
+    pub fn watched(&self, slice: &crate::window::Slice) -> crate::window::Slice {
+        let rewritten: i64 = self.slices.iter().map(|s| (s.last - s.first).num_days() + 1).sum();
+        match rewritten < self.window.days() {
+            true => crate::window::Slice { first: self.window.start, last: self.window.end, ..*slice },
+            false => *slice,
+        }
+    }
+
+    /// What `allow_empty_slices` weighs: each slice's rows before and after, and each day the
+    /// backfill empties inside a slice of several days, as a slice of its own.
+    pub fn emptied_rows(&self) -> Vec<crate::rehearse::checks::SliceRows> {
+        let days = self.emptied_days.iter().map(|d| crate::rehearse::checks::SliceRows {
+            first: d.day,
+            last: d.day,
+            before: d.before,
+            after: 0,
+        });
+        self.slices.iter().map(SliceReport::rows).chain(days).collect()
+    }
+
+    /// How each column of the changed rows changed over the whole backfill, its slices' summed.
+    pub fn column_changes(&self) -> Vec<crate::rehearse::diff::ColumnChange> {
+        crate::rehearse::diff::ColumnChange::sum(
+            self.slices.iter().filter_map(|s| s.changes.as_ref()).map(|c| c.column_changes.as_slice()),
+        )
+    }
+
     /// Whether `bf apply` may apply this plan and every plan downstream of it.
     pub fn appliable(&self) -> bool {
         self.chain().iter().all(|p| p.problems.is_empty())
@@ -367,18 +444,36 @@ impl Plan {
     }
 
     /// Leaves out every value read from the data — changed rows, a check's offending rows, the
-    /// breakdown's groups — keeping counts and metrics: for a plan of a pull request whose data a
+    /// breakdown's groups, the group a column's changes sit in, the deleted keys brought back —
+    /// keeping counts and metrics: for a plan of a pull request whose data a
     /// runner must not post (`--samples none`).
     pub fn keep_counts_only(&mut self) {
         for slice in &mut self.slices {
             if let Some(changes) = &mut slice.changes {
                 changes.samples.clear();
+                changes.column_changes.iter_mut().for_each(|c| c.within = None);
             }
         }
         for check in &mut self.checks {
             check.sample.clear();
         }
         self.breakdown.clear();
+        for found in self.deleted_keys.iter_mut().flat_map(|d| &mut d.found) {
+            found.samples.clear();
+        }
+        // The guard on them said which keys: said again without.
+        for guard in self.guards.iter_mut().filter(|g| g.name == "allow_deleted_keys_back") {
+            let Some(fresh) =
+                crate::rehearse::checks::deleted_keys_back(guard.passed, self.deleted_keys.as_ref())
+            else {
+                continue;
+            };
+            let failed = |detail: &str| format!("guard {} failed: {detail}", guard.name);
+            for problem in self.problems.iter_mut().filter(|p| **p == failed(&guard.detail)) {
+                *problem = failed(&fresh.detail);
+            }
+            guard.detail = fresh.detail;
+        }
         for downstream in &mut self.downstream {
             downstream.keep_counts_only();
         }

@@ -23,6 +23,7 @@ use crate::plan_file::{OutsideRows, PlanDocument};
 use crate::rehearse::checks::{self, CheckResult};
 use crate::rehearse::clone::ShallowClone;
 use crate::rehearse::compare::{Compared, compare_window};
+use crate::rehearse::deleted_keys::Search;
 use crate::rehearse::plan::{
     self, BlastRadius, InputFingerprint, OutsideWindow, PLAN_FORMAT, Plan, PlanFileRecord, PlanTimings,
     RehearsalRecord, SliceReport, TargetRecord,
@@ -177,13 +178,48 @@ async fn rehearse(
     let window = spec.window();
     let (total, outside_window, breakdown) =
         compare_window(spec, &stores, &target.table, &rehearsal, schema, &reports, &rewritten).await?;
+    let row_changes = crate::rehearse::diff::RowCounts::sum(reports.iter().map(|r| r.changes.as_ref()));
+    let deleted_keys = match &spec.target.key {
+        Some(key) => {
+            let search = Search {
+                stores: &stores,
+                target: &target.table,
+                rehearsal: &rehearsal,
+                key,
+                date_column: &spec.target.date_column,
+                rewritten: &rewritten,
+            };
+            Some(search.run(row_changes.map_or(0, |c| c.added)).await?)
+        }
+        None => None,
+    };
     timings.compare += watch.lap();
     let blast_radius = BlastRadius::sum(reports.iter().filter_map(|r| r.blast_radius.as_ref()));
-    let slice_rows: Vec<_> = reports.iter().map(SliceReport::rows).collect();
-    let guards = checks::run_guards(&spec.guards, &total.before, &total.after, &blast_radius, &slice_rows);
+    let emptied_days =
+        crate::rehearse::compare::emptied_days(&spec.target.date_column, &target.table, &rehearsal, &slices)
+            .await?;
+    let slice_rows: Vec<_> = reports
+        .iter()
+        .map(SliceReport::rows)
+        .chain(emptied_days.iter().map(|d| checks::SliceRows {
+            first: d.day,
+            last: d.day,
+            before: d.before,
+            after: 0,
+        }))
+        .collect();
+    let guards = checks::run_guards(
+        &spec.guards,
+        &total.before,
+        &total.after,
+        &blast_radius,
+        &slice_rows,
+        deleted_keys.as_ref(),
+    );
     let mut warnings = warnings(&stores, &target, spec, merge_notes)?;
+    warnings.extend(deleted_keys.iter().flat_map(|d| &d.unchecked).map(|u| format!("deleted keys: {u}")));
     warnings.extend(source.type_warnings());
-    let written = reports.iter().map(|r| r.source.in_slice).sum();
+    let written = reports.iter().map(|r| r.source.written()).sum();
     let in_files = reports.iter().filter_map(|r| r.publication.as_ref()?.rows_written).sum();
     warnings.extend(crate::delta::row_tracking::note(&target.table, written, in_files));
     let problems = problems(spec, &window, &reports, &outside_window, &check_results, &guards);
@@ -217,7 +253,9 @@ async fn rehearse(
         },
         input_folders: folders(&sources),
         delta_inputs: source.delta_inputs(),
-        row_changes: crate::rehearse::diff::RowCounts::sum(reports.iter().map(|r| r.changes.as_ref())),
+        row_changes,
+        deleted_keys,
+        emptied_days,
         slices: reports,
         total,
         outside_window,

@@ -231,7 +231,7 @@ fn check_passed(plan: &Plan, check: &crate::rehearse::checks::CheckResult) -> bo
             .slices
             .iter()
             .find(|s| s.index == check.slice)
-            .is_some_and(|s| s.after.rows >= s.source.in_slice),
+            .is_some_and(|s| s.after.rows >= s.source.written()),
         _ => true,
     };
     check.passed && check.offending == 0 && rows_kept
@@ -263,7 +263,7 @@ fn verdicts(plan: &Plan, spec: &plan_file::PlanFile) -> (Vec<String>, Vec<String
     }
     // This format records both for every slice: one missing is one deleted, and a guard on what
     // the apply rewrites would weigh nothing.
-    if plan.format >= crate::rehearse::plan::PLAN_FORMAT {
+    if plan.format >= crate::rehearse::plan::PUBLICATION_FORMAT {
         for slice in plan.slices.iter().filter(|s| s.publication.is_none() || s.blast_radius.is_none()) {
             unbound.push(format!(
                 "slice {} has no record of the files it publishes or what it rewrites",
@@ -271,17 +271,23 @@ fn verdicts(plan: &Plan, spec: &plan_file::PlanFile) -> (Vec<String>, Vec<String
             ));
         }
     }
+    // A guard on deleted keys would weigh nothing without their record.
+    let recorded_deleted_keys = plan.format >= crate::rehearse::plan::DELETED_KEYS_FORMAT;
+    if recorded_deleted_keys && spec.target.key.is_some() && plan.deleted_keys.is_none() {
+        unbound.push("it has no record of the deleted keys its rows bring back".into());
+    }
     // Absent in plans saved before bf counted them; present, it is what policies read.
     if plan.row_changes.is_some() && plan.row_changes != plan.row_counts() {
         unbound.push("its count of rows added, removed and changed is not its slices'".into());
     }
-    let slice_rows: Vec<_> = plan.slices.iter().map(|r| r.rows()).collect();
+    let slice_rows = plan.emptied_rows();
     let guards = crate::rehearse::checks::run_guards(
         &spec.guards,
         &plan.total.before,
         &plan.total.after,
         &slices_radius,
         &slice_rows,
+        plan.deleted_keys.as_ref(),
     );
     failed.extend(
         guards.iter().filter(|g| !g.passed).map(|g| format!("guard {} failed: {}", g.name, g.detail)),
@@ -487,11 +493,11 @@ fn unrecorded(plan: &Plan, document: &PlanDocument) -> Vec<String> {
                         last: s.last,
                         run_date: s.run_date,
                     };
-                    document.resolve(&plan_file::template::expand(&input.path, &slice)).url().ok()
+                    document.resolve(&listed_at(&plan_file::template::expand(&input.path, &slice))).url().ok()
                 })
                 .collect()
         } else {
-            document.resolve(&input.path).url().ok().into_iter().collect()
+            document.resolve(&listed_at(&input.path)).url().ok().into_iter().collect()
         };
         // A folder two inputs read is listed once, under the first.
         let folders: Vec<(Url, &Vec<String>)> =
@@ -548,7 +554,8 @@ fn is_table_relative(path: &str) -> bool {
 /// file of it: in its folder, or of its template, up to the first placeholder.
 fn within_input(document: &PlanDocument, name: &str, recorded: &str) -> bool {
     let Some(input) = document.plan.source.inputs.get(name) else { return false };
-    let fixed = input.path.split('{').next().unwrap_or_default();
+    let listed = listed_at(&input.path);
+    let fixed = listed.split('{').next().unwrap_or_default();
     let templated = input.path.contains('{');
     match (document.resolve(fixed), store::uri(recorded)) {
         (Location::Uri(base), Some(url)) if base.scheme() != "file" => {
@@ -582,6 +589,15 @@ fn within_input(document: &PlanDocument, name: &str, recorded: &str) -> bool {
                 _ => false,
             }
         }
+    }
+}
+
+/// Where an input's files are listed: the folder of a pattern (`landing/**/*.jsonl` → `landing/`),
+/// or the path itself.
+fn listed_at(path: &str) -> String {
+    match plan_file::template::split_pattern(path) {
+        Some((folder, _)) => folder,
+        None => path.to_owned(),
     }
 }
 

@@ -15,15 +15,13 @@ use crate::rehearse::plan::PlanTimings;
 use crate::rehearse::progress::{Progress, Stopwatch};
 use crate::rehearse::slice_writer::SliceWriter;
 use crate::rehearse::target::Target;
-use crate::source::run::{SliceSource, Source, SourceCounts, SourceError};
+use crate::source::routes::Routes;
+use crate::source::run::{SliceSource, Source};
 
 /// Slices of at most this many rows (the log's bound on the table's, plus the source's) are compared
 /// from memory: each side read once instead of once per query. Bigger ones are read as often as
 /// the queries need, so `bf plan`'s memory does not grow with a slice (docs/BENCHMARKS.md, W3).
 const IN_MEMORY_ROWS: u64 = 1_000_000;
-
-/// The next slice's source run, ahead of its turn, and its milliseconds.
-type Ahead = (Result<(SliceSource, SourceCounts), SourceError>, u64);
 
 /// What writing the slices into the rehearsal needs.
 pub(crate) struct SliceRun<'a, 's> {
@@ -60,33 +58,21 @@ impl SliceRun<'_, '_> {
         let shared_spec = Arc::new(spec.clone());
         let mut comparing: Option<tokio::task::JoinHandle<Result<Compared, RehearsalError>>> = None;
         let mut compared: Vec<Compared> = Vec::with_capacity(slices.len());
-        // The next slice's source runs beside each slice's write: deltalake encodes on tasks of its
-        // own, and the query (which reads the slice's inputs once to count them) would wait for it.
-        let mut ahead: Option<Ahead> = None;
-        for (at, slice) in slices.iter().enumerate() {
+        let routes = self.routes(slices).await?;
+        timings.source += watch.lap();
+        for slice in slices {
             watch.lap();
-            let (rows, counts) = match ahead.take() {
-                Some((sourced, _)) => sourced?,
-                None => self.source.for_slice_counted(slice).await?,
-            };
+            let lenders: Vec<_> = routes.lenders(slice.index).to_vec();
+            let lending: Vec<_> =
+                slices.iter().filter(|s| lenders.iter().any(|l| l.slice == s.index)).copied().collect();
+            let rows = self.source.for_slice_with(slice, &lending).await?;
+            let counts = routes.counts(slice.index);
             check_merge_keys(spec, slice, &rows).await?;
             timings.source += watch.lap();
             let commit = crate::delta::ledger::rehearsal_commit(self.id, slice.index);
-            let write = async {
-                let after = self.writer.write(rehearsal, slice, &rows, commit).await?;
-                Ok::<_, RehearsalError>(table::checkpoint_when_due(after).await)
-            };
-            let next = async {
-                let following = slices.get(at + 1)?;
-                let started = std::time::Instant::now();
-                let sourced = self.source.for_slice_counted(following).await;
-                Some((sourced, started.elapsed().as_millis() as u64))
-            };
-            let (after, sourced) = tokio::join!(write, next);
-            rehearsal = after?;
+            rehearsal = self.writer.write(rehearsal, slice, &rows, commit).await?;
+            rehearsal = table::checkpoint_when_due(rehearsal).await;
             timings.write += watch.lap();
-            timings.source += sourced.as_ref().map_or(0, |(_, ms)| *ms);
-            ahead = sourced;
             // What `bf apply` will publish: this commit's files, and the target's files it replaces.
             let version = rehearsal.version().unwrap_or(0);
             let publication = crate::delta::publish::record(
@@ -110,7 +96,7 @@ impl SliceRun<'_, '_> {
             // The rehearsal at this slice's commit holds the slice's rows as its last version will:
             // slices never share a day.
             let before_rows = bounds.as_ref().and_then(|b| b.in_slice(slice));
-            let in_memory = before_rows.is_some_and(|before| before + counts.in_slice <= IN_MEMORY_ROWS);
+            let in_memory = before_rows.is_some_and(|before| before + counts.written() <= IN_MEMORY_ROWS);
             let job = SliceComparison {
                 sides: (
                     self.stores.clone(),
@@ -122,6 +108,7 @@ impl SliceRun<'_, '_> {
                 slice: *slice,
                 rows,
                 counts,
+                lenders,
                 publication,
                 in_memory,
             };
@@ -133,6 +120,17 @@ impl SliceRun<'_, '_> {
             compared.push(finished(last).await?);
         }
         Ok((rehearsal, compared))
+    }
+
+    /// Every slice's query surveyed, in slice order, before anything is written: which slice
+    /// writes each row ([`Routes`]). One at a time: the operator's bound on bytes read is counted
+    /// as the slices are, and refuses the same slice whatever the timing.
+    async fn routes(&self, slices: &[crate::window::Slice]) -> Result<Routes, RehearsalError> {
+        let mut surveys = Vec::with_capacity(slices.len());
+        for slice in slices {
+            surveys.push(self.source.survey(slice).await?);
+        }
+        Ok(Routes::new(&surveys, &self.document.plan.window()))
     }
 }
 

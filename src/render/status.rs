@@ -67,7 +67,7 @@ pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>, unver
                 out,
                 "  backfill {id}: rolled back at version {}, to the rows of version {}; the table is at version {}",
                 state.rolled_back.unwrap_or_default(),
-                plan.target.pre_version,
+                state.pre_version,
                 state.table_version
             );
             // As `bf apply`'s refusal of this plan says: the one command that moves on.
@@ -102,7 +102,7 @@ pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>, unver
         let _ = writeln!(
             out,
             "  `bf rollback` puts the table back to version {}; `bf apply --rerun all` writes every slice again",
-            plan.target.pre_version
+            state.pre_version
         );
     }
     let _ = if !state.pending.is_empty() {
@@ -116,7 +116,7 @@ pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>, unver
             "  every slice committed; the comment is not set yet: run `bf apply` (or `bf apply --finish`)"
         )
     };
-    let _ = writeln!(out, "  the version to go back to: {}", plan.target.pre_version);
+    let _ = writeln!(out, "  the version to go back to: {}", state.pre_version);
     out
 }
 

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 
+use deltalake::arrow::datatypes::{Schema, SchemaRef};
 use deltalake::datafusion::catalog::TableProvider;
 use deltalake::datafusion::prelude::{CsvReadOptions, JsonReadOptions, ParquetReadOptions, SessionContext};
 use url::Url;
@@ -26,11 +27,19 @@ pub(super) struct PinnedDelta {
 /// An input to register in a slice's session once its size is known.
 pub(super) enum Registration {
     Delta(PinnedDelta),
-    /// Files, read at their absolute `url`, here and on a cluster.
+    /// The files a pattern matched, each read at its URL.
+    Listed {
+        urls: Vec<Url>,
+        format: Format,
+        schema: Option<SchemaRef>,
+    },
+    /// Files, read at their absolute `url`, here and on a cluster, with the plan's columns when
+    /// it says them.
     Files {
         url: String,
         format: Format,
         extension: String,
+        schema: Option<SchemaRef>,
     },
 }
 
@@ -53,10 +62,17 @@ impl Registration {
                     .map_err(|e| e.to_string())?;
                 there.register_table(name, provider).map(drop).map_err(|e| e.to_string())
             }
-            Registration::Files { url, format, extension } => {
-                register(here, name, &url, format, &extension).await?;
+            Registration::Listed { urls, format, schema } => {
+                for session in std::iter::once(here).chain(there) {
+                    let table = listed_table(session, &urls, format, schema.clone()).await?;
+                    session.register_table(name, table).map_err(|e| e.to_string())?;
+                }
+                Ok(())
+            }
+            Registration::Files { url, format, extension, schema } => {
+                register(here, name, &url, format, &extension, schema.as_deref()).await?;
                 match there {
-                    Some(there) => register(there, name, &url, format, &extension).await,
+                    Some(there) => register(there, name, &url, format, &extension, schema.as_deref()).await,
                     None => Ok(()),
                 }
             }
@@ -70,11 +86,16 @@ async fn register(
     path: &str,
     format: Format,
     extension: &str,
+    schema: Option<&Schema>,
 ) -> Result<(), String> {
     let result = match format {
         Format::Csv => {
-            ctx.register_csv(name, path, CsvReadOptions::new().has_header(true).file_extension(extension))
-                .await
+            let options = CsvReadOptions::new().has_header(true).file_extension(extension);
+            let options = match schema {
+                Some(schema) => options.schema(schema),
+                None => options,
+            };
+            ctx.register_csv(name, path, options).await
         }
         Format::Parquet => {
             ctx.register_parquet(
@@ -85,12 +106,45 @@ async fn register(
             .await
         }
         Format::Json => {
-            ctx.register_json(name, path, JsonReadOptions { file_extension: extension, ..Default::default() })
-                .await
+            let options = JsonReadOptions { file_extension: extension, schema, ..Default::default() };
+            ctx.register_json(name, path, options).await
         }
         Format::Delta => unreachable!("Delta inputs are registered at their pinned version"),
     };
     result.map_err(|e| e.to_string())
+}
+
+/// A table of exactly the files `urls`, read as `format` (with `schema`, or the one the first
+/// file's rows make).
+async fn listed_table(
+    ctx: &SessionContext,
+    urls: &[Url],
+    format: Format,
+    schema: Option<SchemaRef>,
+) -> Result<Arc<dyn TableProvider>, String> {
+    use deltalake::datafusion::datasource::file_format::options::ReadOptions;
+    use deltalake::datafusion::datasource::listing::{ListingTable, ListingTableConfig, ListingTableUrl};
+    let (config, table_options) = (ctx.copied_config(), ctx.copied_table_options());
+    // Any file name: the pattern chose them.
+    let options = match format {
+        Format::Csv => CsvReadOptions::new()
+            .has_header(true)
+            .file_extension("")
+            .to_listing_options(&config, table_options),
+        Format::Json => JsonReadOptions { file_extension: "", ..Default::default() }
+            .to_listing_options(&config, table_options),
+        Format::Parquet => ParquetReadOptions { file_extension: "", ..Default::default() }
+            .to_listing_options(&config, table_options),
+        Format::Delta => return Err("a Delta input is a table, never a pattern of files".into()),
+    };
+    let paths = urls.iter().map(|u| ListingTableUrl::parse(u.as_str())).collect::<Result<Vec<_>, _>>();
+    let listing = ListingTableConfig::new_with_multi_paths(paths.map_err(|e| e.to_string())?)
+        .with_listing_options(options);
+    let listing = match schema {
+        Some(schema) => listing.with_schema(schema),
+        None => listing.infer_schema(&ctx.state()).await.map_err(|e| e.to_string())?,
+    };
+    Ok(Arc::new(ListingTable::try_new(listing).map_err(|e| e.to_string())?))
 }
 
 /// The extension of the files a folder input of `format` is read by.
@@ -164,6 +218,7 @@ pub(super) async fn listed(
         input: input.to_owned(),
         location: folder.to_string(),
         extension: extension.to_owned(),
+        pattern: None,
         files,
     };
     Ok((listing, sizes.iter().sum()))

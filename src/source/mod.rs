@@ -7,5 +7,7 @@
 pub mod align;
 mod files;
 pub mod found;
+pub mod pattern;
+pub mod routes;
 pub mod run;
 pub mod spark;

@@ -25,7 +25,7 @@ use deltalake::arrow::datatypes::{Date32Type, SchemaRef};
 use deltalake::datafusion::common::{Column, ScalarValue};
 use deltalake::datafusion::execution::context::SQLOptions;
 use deltalake::datafusion::functions_aggregate::expr_fn::count;
-use deltalake::datafusion::logical_expr::{Expr, ExprFunctionExt, lit, not};
+use deltalake::datafusion::logical_expr::{Expr, lit};
 use deltalake::datafusion::prelude::{DataFrame, SessionContext};
 use deltalake::datafusion::scalar::ScalarValue as Scalar;
 use futures::TryStreamExt;
@@ -34,14 +34,15 @@ use url::Url;
 
 use crate::cluster::Cluster;
 use crate::delta::catalog::{self, CatalogTable};
-use crate::delta::predicate::{slice_predicate, window_predicate};
+use crate::delta::predicate::slice_predicate;
 use crate::delta::same_table;
 use crate::delta::store::{self, Found, Location, StoreError, Stores};
 use crate::plan_file::template::expand;
 use crate::plan_file::{Format, PlanDocument, Size};
 use crate::source::align::{align, integer_divisions, type_warnings};
 use crate::source::files::{PinnedDelta, Registration, folder_files, listing};
-use crate::window::{Slice, Window};
+pub use crate::source::routes::Survey;
+use crate::window::Slice;
 
 /// What the source produced for a slice, before anything is written.
 pub struct SliceSource {
@@ -60,12 +61,28 @@ pub struct SliceSource {
 pub struct SourceCounts {
     /// Rows in this slice: the ones written.
     pub in_slice: u64,
-    /// Rows in the window but in another slice (written by that slice's run).
+    /// Rows in the window but in another slice: that slice writes them, as its own query returns
+    /// them too or as rows lent to it ([`crate::source::routes`]).
     pub other_slices: u64,
+    /// Rows for this slice's days that other slices' queries return from files its own query does
+    /// not read (late rows in the next day's file): written by this slice, after its own.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub from_other_slices: u64,
     /// Rows outside the window: never written.
     pub outside_window: u64,
     /// Rows whose date is NULL: never written.
     pub null_date: u64,
+}
+
+impl SourceCounts {
+    /// The rows this slice writes: its own query's for its days and those lent to it.
+    pub fn written(&self) -> u64 {
+        self.in_slice + self.from_other_slices
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One file an input read.
@@ -85,6 +102,10 @@ pub struct FolderListing {
     pub location: String,
     /// The extension of the files the query reads there.
     pub extension: String,
+    /// For an input named by a pattern (`landing/**/*.jsonl`), the pattern the files' paths under
+    /// the folder match, in place of an extension ([`crate::source::pattern`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
     pub files: Vec<String>,
 }
 
@@ -97,7 +118,12 @@ impl FolderListing {
                 .url()
                 .map_err(|e| StoreError { location: self.location.clone(), problem: e.to_string() })?,
         };
-        listing(stores, &self.input, &url, &self.extension).await
+        match &self.pattern {
+            Some(pattern) => {
+                Ok(crate::source::pattern::matching(stores, &self.input, &url, pattern).await?.0)
+            }
+            None => listing(stores, &self.input, &url, &self.extension).await,
+        }
     }
 }
 
@@ -192,8 +218,10 @@ pub struct Source<'a> {
     /// What the plan may reach: every file a Delta input's log names must be in it, and the most
     /// bytes of input the slices may read together.
     scope: Option<crate::plan_file::confine::Scope>,
-    /// The bytes of input the slices planned so far read.
+    /// The bytes of input the slices planned so far read, and those slices: a slice's query is
+    /// planned again to be written (and to lend rows to another), and counted once.
     read: AtomicU64,
+    counted: std::sync::Mutex<std::collections::BTreeSet<usize>>,
     /// Where the query runs when not in bf's process: the operator's cluster.
     cluster: Option<Cluster>,
 }
@@ -211,6 +239,7 @@ impl<'a> Source<'a> {
             type_changes: Default::default(),
             scope: None,
             read: AtomicU64::new(0),
+            counted: Default::default(),
             cluster: None,
         }
     }
@@ -287,22 +316,60 @@ impl<'a> Source<'a> {
 
     /// The slice's rows, ready to be written: the query is planned, not run.
     pub async fn for_slice(&self, slice: &Slice) -> Result<SliceSource, SourceError> {
-        let (source, _) = self.query(slice, false).await?;
-        Ok(source)
+        self.for_slice_with(slice, &[]).await
     }
 
-    /// The slice's rows and where all the query's rows fell, which takes one pass over the query:
-    /// the rehearsal reports it; apply, whose inputs the saved plan fingerprinted, does not need it.
-    pub async fn for_slice_counted(&self, slice: &Slice) -> Result<(SliceSource, SourceCounts), SourceError> {
-        let (source, counts) = self.query(slice, true).await?;
-        Ok((source, counts.unwrap_or_default()))
+    /// The slice's rows and, after them, the rows for its days that the queries of `lenders`
+    /// return ([`crate::source::routes`]): a slice rewrites its days, so the rows another slice's
+    /// files hold for them are its to write. Planned, not run.
+    pub async fn for_slice_with(&self, slice: &Slice, lenders: &[Slice]) -> Result<SliceSource, SourceError> {
+        let column = &self.document.plan.target.date_column;
+        let planned = self.planned(slice).await?;
+        let query_error = planned.query_error();
+        let mut rows = planned.rows.filter(slice_predicate(column, slice)).map_err(|e| query_error(&e))?;
+        if planned.there.is_some() {
+            rows = crate::cluster::rows_here(&planned.ctx, rows).map_err(|e| query_error(&e))?;
+        }
+        let mut files = planned.files;
+        let mut folders = planned.folders;
+        for lender in lenders {
+            let lent = self.planned(lender).await?;
+            let lent_error = lent.query_error();
+            let mut lent_rows =
+                lent.rows.filter(slice_predicate(column, slice)).map_err(|e| lent_error(&e))?;
+            if lent.there.is_some() {
+                lent_rows = crate::cluster::rows_here(&lent.ctx, lent_rows).map_err(|e| lent_error(&e))?;
+            }
+            // The lender's stores serve its scans from this slice's session too.
+            for file in &lent.files {
+                self.stores.register(&planned.ctx, &file.url).map_err(|e| query_error(&e.problem))?;
+            }
+            rows = rows.union(lent_rows).map_err(|e| query_error(&e))?;
+            files.extend(lent.files);
+            folders.extend(lent.folders);
+        }
+        Ok(SliceSource { ctx: planned.ctx, rows, files, folders })
     }
 
-    async fn query(
-        &self,
-        slice: &Slice,
-        counted: bool,
-    ) -> Result<(SliceSource, Option<SourceCounts>), SourceError> {
+    /// Where the rows of the slice's query fall, day by day, and what it reads: one pass over the
+    /// query, before anything is written, so each slice knows which other slices' rows are its own
+    /// ([`crate::source::routes::Routes`]).
+    pub async fn survey(&self, slice: &Slice) -> Result<Survey, SourceError> {
+        let planned = self.planned(slice).await?;
+        let query_error = planned.query_error();
+        let column = &self.document.plan.target.date_column;
+        let days = rows_per_day(&planned.rows, column)
+            .await
+            .map_err(|e| query_error(&crate::source::found::with_place(e.to_string(), &planned.files)))?;
+        let mut reads: std::collections::BTreeSet<String> =
+            planned.files.iter().map(|f| f.url.to_string()).collect();
+        reads.extend(planned.delta.iter().map(|(uri, version)| format!("{uri}@{version}")));
+        Ok(Survey { slice: *slice, days, reads })
+    }
+
+    /// The slice's query, registered and planned in a session of its own, aligned to the table's
+    /// columns: every row it returns, whatever its day.
+    async fn planned(&self, slice: &Slice) -> Result<Planned, SourceError> {
         let plan = &self.document.plan;
         let first = slice.first.to_string();
         let query_error = |e: &dyn std::fmt::Display| SourceError::Query {
@@ -334,6 +401,7 @@ impl<'a> Source<'a> {
         };
         let mut files = Vec::new();
         let mut folders = Vec::new();
+        let mut delta = Vec::new();
         // What to register once the slice's bytes are known to be within the operator's bound:
         // registering reads (a CSV's schema is inferred from its rows, a Parquet file's footer).
         let mut registrations = Vec::new();
@@ -353,7 +421,35 @@ impl<'a> Source<'a> {
                 // Its files are the table's business: its version says what the query reads.
                 let pinned = self.pin_delta(name, &written).await.map_err(input_error)?;
                 bytes += pinned.files.iter().map(|(_, size)| size).sum::<u64>();
+                delta.push((pinned.url.to_string(), pinned.version));
                 registrations.push((name, location.to_string(), Registration::Delta(pinned)));
+                continue;
+            }
+            if let Some((folder, pattern)) = crate::plan_file::template::split_pattern(&written) {
+                let folder = self.document.resolve(&folder).url().map_err(|e| input_error(e.to_string()))?;
+                for session in std::iter::once(&ctx).chain(&there) {
+                    stores.register(session, &folder).map_err(|e| input_error(e.problem))?;
+                }
+                let (listing, size) = crate::source::pattern::matching(stores, name, &folder, &pattern)
+                    .await
+                    .map_err(|e| input_error(e.problem))?;
+                if listing.files.is_empty() {
+                    return Err(input_error(format!(
+                        "no file under {} matches `{pattern}`",
+                        crate::delta::store::display_url(&folder)
+                    )));
+                }
+                bytes += size;
+                let urls: Vec<Url> = listing.files.iter().map(|f| store::join(&folder, f)).collect();
+                files.extend(urls.iter().map(|url| InputFile { input: name.clone(), url: url.clone() }));
+                folders.push(listing);
+                let schema = input.schema.as_deref().map(crate::plan_file::input_schema::parse).transpose();
+                let schema = schema.map_err(input_error)?;
+                registrations.push((
+                    name,
+                    location.to_string(),
+                    Registration::Listed { urls, format: input.format, schema },
+                ));
                 continue;
             }
             let url = location.url().map_err(|e| input_error(e.to_string()))?;
@@ -362,7 +458,7 @@ impl<'a> Source<'a> {
             }
             // A single file is read whatever its extension; a folder by its files of the format's.
             // Each is handed to DataFusion by its URL, never a local path as text, which it would
-            // expand as a pattern (`*`, `?`, `[`): a file named `*.csv` would read its whole folder.
+            // expand as a pattern its own way: bf matches patterns itself, above.
             let (absolute, extension) = match stores.find(&url).await.map_err(|e| input_error(e.problem))? {
                 Found::Nothing => {
                     return Err(SourceError::MissingInput {
@@ -395,7 +491,13 @@ impl<'a> Source<'a> {
                     (format!("{}/", url.as_str().trim_end_matches('/')), extension)
                 }
             };
-            let files = Registration::Files { url: absolute, format: input.format, extension };
+            let schema = input.schema.as_deref().map(crate::plan_file::input_schema::parse).transpose();
+            let files = Registration::Files {
+                url: absolute,
+                format: input.format,
+                extension,
+                schema: schema.map_err(input_error)?,
+            };
             registrations.push((name, location.to_string(), files));
         }
         self.count_read(slice, bytes)?;
@@ -433,18 +535,7 @@ impl<'a> Source<'a> {
         self.type_changes.lock().expect("not poisoned").note(slice.index, &place, warnings);
         let aligned = align(query, &self.target_schema, &self.computed, &self.made_by_writers)
             .map_err(|e| e.found_in(&place))?;
-        let column = &plan.target.date_column;
-        let counts = if counted {
-            let counted = count_rows(&aligned, column, slice, &plan.window()).await;
-            Some(counted.map_err(|e| query_error(&crate::source::found::with_place(e.to_string(), &files)))?)
-        } else {
-            None
-        };
-        let mut rows = aligned.filter(slice_predicate(column, slice)).map_err(|e| query_error(&e))?;
-        if there.is_some() {
-            rows = crate::cluster::rows_here(&ctx, rows).map_err(|e| query_error(&e))?;
-        }
-        Ok((SliceSource { ctx, rows, files, folders }, counts))
+        Ok(Planned { slice: *slice, ctx, there, rows: aligned, files, folders, delta })
     }
 
     /// Where the Delta input written `written` lives. A catalog name is asked of its catalog once
@@ -465,6 +556,9 @@ impl<'a> Source<'a> {
     /// any of its files is read, when the total would pass the operator's bound.
     fn count_read(&self, slice: &Slice, bytes: u64) -> Result<(), SourceError> {
         let Some(max) = self.scope.as_ref().map(|scope| scope.max_read_bytes()) else { return Ok(()) };
+        if !self.counted.lock().expect("not poisoned").insert(slice.index) {
+            return Ok(());
+        }
         let before = self.read.fetch_add(bytes, Ordering::SeqCst);
         let total = before.saturating_add(bytes);
         if total <= max {
@@ -532,41 +626,58 @@ impl<'a> Source<'a> {
     }
 }
 
-/// Counts the query's rows by where their date falls, in one pass.
-async fn count_rows(
+/// The query's rows counted by their day (`None`: a NULL date), in one pass. As many groups as the
+/// query has days, whatever its rows.
+async fn rows_per_day(
     rows: &DataFrame,
     column: &str,
-    slice: &Slice,
-    window: &Window,
-) -> deltalake::datafusion::error::Result<SourceCounts> {
+) -> deltalake::datafusion::error::Result<std::collections::BTreeMap<Option<chrono::NaiveDate>, u64>> {
     let date = Expr::Column(Column::new_unqualified(column));
-    let in_slice = slice_predicate(column, slice);
-    let in_window = window_predicate(column, window);
-    let counted =
-        |predicate: Expr, name: &str| count(lit(1)).filter(predicate).build().map(|e| e.alias(name));
-    let aggregates = vec![
-        counted(in_slice.clone(), "in_slice")?,
-        counted(in_window.clone().and(not(in_slice)), "other_slices")?,
-        counted(not(in_window), "outside_window")?,
-        counted(date.is_null(), "null_date")?,
-    ];
-    let batches = rows.clone().aggregate(vec![], aggregates)?.collect().await?;
-    let value = |i: usize| -> u64 {
-        batches
-            .first()
-            .and_then(|b| ScalarValue::try_from_array(b.column(i), 0).ok())
-            .and_then(|v| match v {
-                ScalarValue::Int64(Some(n)) => u64::try_from(n).ok(),
-                _ => None,
-            })
-            .unwrap_or(0)
-    };
-    Ok(SourceCounts {
-        in_slice: value(0),
-        other_slices: value(1),
-        outside_window: value(2),
-        null_date: value(3),
-    })
+    // Only the date column goes in: grouped by it alone, whatever the query's own grouping makes
+    // depend on it (DataFusion adds a grouped query's dependent columns to the groups).
+    let dates = rows.clone().select(vec![date.clone()])?;
+    let counted = dates.aggregate(vec![date], vec![count(lit(1)).alias("rows")])?;
+    let mut days = std::collections::BTreeMap::new();
+    let mut batches = counted.execute_stream().await?;
+    while let Some(batch) = batches.try_next().await? {
+        for row in 0..batch.num_rows() {
+            let day = match ScalarValue::try_from_array(batch.column(0), row)? {
+                ScalarValue::Date32(day) => day.and_then(Date32Type::to_naive_date_opt),
+                other => {
+                    return Err(deltalake::datafusion::error::DataFusionError::Internal(format!(
+                        "the date column counted as {other:?}"
+                    )));
+                }
+            };
+            let rows = match ScalarValue::try_from_array(batch.column(1), row)? {
+                ScalarValue::Int64(Some(n)) => u64::try_from(n).unwrap_or(0),
+                _ => 0,
+            };
+            *days.entry(day).or_insert(0) += rows;
+        }
+    }
+    Ok(days)
+}
+
+/// A slice's query planned in its session (on a cluster, `there`): every row it returns, aligned
+/// to the table's columns, and what it reads.
+struct Planned {
+    slice: Slice,
+    ctx: SessionContext,
+    there: Option<SessionContext>,
+    rows: DataFrame,
+    files: Vec<InputFile>,
+    folders: Vec<FolderListing>,
+    /// The Delta inputs it reads: their URL and version.
+    delta: Vec<(String, u64)>,
+}
+
+impl Planned {
+    /// An error of this slice's query, naming the slice.
+    fn query_error(&self) -> impl Fn(&dyn std::fmt::Display) -> SourceError + use<> {
+        let (slice, first) = (self.slice.index, self.slice.first.to_string());
+        move |e| SourceError::Query { slice, first: first.clone(), message: e.to_string() }
+    }
 }
 
 /// The read-only options every query bf runs for a plan is planned with.

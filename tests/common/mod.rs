@@ -805,14 +805,22 @@ pub fn apply_interrupted_after(
     child.wait_with_output().unwrap()
 }
 
-/// The saved plan in `root` with its `problems` erased (a hand edit) is still refused by
+/// The saved plan in `root` with its `problems` erased, its downstream plans' too (a hand edit), is still refused by
 /// `bf apply`, saying `why` (the seal reads the failure from what the plan records beside it), and
 /// writes nothing to `table`.
 pub fn refused_with_its_problems_erased(root: &Path, table: &Path, why: &str) {
     let saved = root.join(".bf/plan.json");
     let mut erased: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
-    erased["problems"] = serde_json::Value::Array(Vec::new());
+    fn erase(plan: &mut serde_json::Value) {
+        plan["problems"] = serde_json::Value::Array(Vec::new());
+        for below in
+            plan.get_mut("downstream").and_then(serde_json::Value::as_array_mut).into_iter().flatten()
+        {
+            erase(below);
+        }
+    }
+    erase(&mut erased);
     std::fs::write(&saved, erased.to_string()).unwrap();
     let untouched = snapshot(table);
     bf_in(root).args(["apply", "--auto-approve"]).assert().code(1).stderr(predicates::str::contains(why));

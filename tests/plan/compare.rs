@@ -171,7 +171,7 @@ async fn a_slice_compared_from_memory_reads_as_one_read_by_each_query() {
     for in_memory in [false, true] {
         comparison.focus(predicate.clone(), in_memory).await.unwrap();
         let (before, after) = comparison.measure_slice(&metrics).await.unwrap();
-        let changes = comparison.slice_changes(&key, 5).await.unwrap();
+        let changes = comparison.slice_changes(&key, 5, &[]).await.unwrap();
         compared.push((before, after, changes));
     }
     let (before, after, changes) = &compared[0];

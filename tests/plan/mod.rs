@@ -13,8 +13,11 @@ use serde_json::Value;
 
 use crate::common::{OrderRow, bf_in, count, demo_workspace, open_table, orders_table, snapshot, write_plan};
 
+mod column_shapes;
 mod compare;
+mod deleted_keys;
 mod idioms;
+mod late_rows;
 mod refusals;
 mod rehearsal;
 

@@ -39,7 +39,7 @@ async fn a_tampered_saved_plan_writes_no_table() {
     let beside = checkout.repo().join("landing/prices.csv");
     std::fs::write(&beside, "sku,price\n").unwrap();
     let beside = beside.canonicalize().unwrap().display().to_string();
-    let tampers: [(&str, Tamper, &str); 18] = [
+    let tampers: [(&str, Tamper, &str); 20] = [
         ("the bytes it adds", radius("bytes_added"), radius_differs),
         ("the files it adds", radius("files_added"), radius_differs),
         ("the files it removes", radius("files_removed"), radius_differs),
@@ -124,6 +124,21 @@ async fn a_tampered_saved_plan_writes_no_table() {
                 p["target"].as_object_mut().unwrap().remove("pre_commit_sha256");
             }),
             "it does not record which table its pre-version is of",
+        ),
+        (
+            "its record of the deleted keys it brings back, dropped",
+            Box::new(|p| {
+                p.as_object_mut().unwrap().remove("deleted_keys");
+            }),
+            "it has no record of the deleted keys its rows bring back",
+        ),
+        (
+            "fewer rows changed than its slices changed",
+            Box::new(|p| {
+                let changed = p["row_changes"]["changed"].as_u64().unwrap();
+                p["row_changes"]["changed"] = (changed.saturating_sub(1)).into();
+            }),
+            "its count of rows added, removed and changed is not its slices'",
         ),
         (
             "rows outside the window moved, called unchanged",

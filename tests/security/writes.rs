@@ -102,7 +102,8 @@ async fn nothing_is_written_through_a_link_a_checkout_holds() {
         &[&[(1, "C01", 10.0, "USD", "2026-03-02"), (2, "C02", 20.0, "EUR", "2026-03-03")]],
     )
     .await;
-    let landing = "order_id,customer,amount,currency,order_date\n1,C01,10.0,EUR,2026-03-02\n4,C04,40.0,EUR,2026-03-04\n";
+    let landing = "order_id,customer,amount,currency,order_date\n1,C01,10.0,EUR,2026-03-02\n2,C02,20.0,EUR,2026-03-03\n\
+                   4,C04,40.0,EUR,2026-03-04\n";
     std::fs::write(repo.join("landing/orders.csv"), landing).unwrap();
     let plan = checkout.plan("march.toml", |t| t);
     let output = checkout.bf(&["plan", &plan.display().to_string(), "-q"]);

@@ -23,6 +23,9 @@ pub struct RowChanges {
     /// The table's columns, in the order of each sample's fields: what a report heads them with.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub columns: Vec<String>,
+    /// What changed in each column of the changed rows, and how ([`super::shapes`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub column_changes: Vec<super::shapes::ColumnChange>,
 }
 
 /// How many rows a backfill adds, removes and changes, by key: the sum of its slices' changes,
@@ -64,15 +67,23 @@ pub struct SampleRow {
 
 impl Comparison {
     /// Added, removed and changed rows between the two sides of the slice [`Comparison::focus`]
-    /// registered, paired by `key`.
-    pub async fn slice_changes(&self, key: &[String], samples: usize) -> DfResult<RowChanges> {
+    /// registered, paired by `key`, and how each column of the changed rows changed (`by`: the
+    /// `[diff] by` columns naming the group they sit in).
+    pub async fn slice_changes(&self, key: &[String], samples: usize, by: &[String]) -> DfResult<RowChanges> {
         let paired = match &self.held {
-            Some((before, after)) => super::pairing::pair(&self.schema, before, after, key, samples)?,
-            None => super::parts::pair(self, key, samples, self.pool()).await?,
+            Some((before, after)) => super::pairing::pair(&self.schema, before, after, key, samples, by)?,
+            None => super::parts::pair(self, key, samples, by, self.pool()).await?,
         };
         match paired {
             Some(changes) => Ok(changes),
-            None => self.sql_changes(key, samples).await,
+            None => {
+                let mut changes = self.sql_changes(key, samples).await?;
+                if changes.changed > 0 {
+                    let pairs = self.pairs(key).await?;
+                    changes.column_changes = self.column_changes(&pairs, key, by).await?;
+                }
+                Ok(changes)
+            }
         }
     }
 
@@ -96,7 +107,7 @@ impl Comparison {
 
     /// A query of the slice's rows paired by key and rank: each pair's kind of change (`__bf_change`),
     /// both sides' columns under names of their own, and the key to order samples by.
-    async fn pairs(&self, key: &[String]) -> DfResult<String> {
+    pub(super) async fn pairs(&self, key: &[String]) -> DfResult<String> {
         let columns: Vec<&str> = self.schema.fields().iter().map(|f| f.name().as_str()).collect();
         let (with, join) = self.paired(key).await?;
         let differs =
@@ -127,7 +138,7 @@ impl Comparison {
         if self.held.is_none() {
             return Ok(joined);
         }
-        let pairs = self.ctx.sql(&joined).await?.cache().await?;
+        let pairs = self.ours(&joined).await?.cache().await?;
         self.ctx.deregister_table("__bf_pairs")?;
         self.ctx.register_table("__bf_pairs", pairs.into_view())?;
         Ok("SELECT * FROM __bf_pairs".to_owned())
@@ -136,7 +147,9 @@ impl Comparison {
     /// How many pairs of each kind the [`Comparison::pairs`] query holds.
     async fn count_changes(&self, joined: &str) -> DfResult<RowChanges> {
         let counts = self
-            .batches(&format!("SELECT __bf_change, COUNT(*) FROM ({joined}) GROUP BY __bf_change"))
+            .ours(&format!("SELECT __bf_change, COUNT(*) FROM ({joined}) GROUP BY __bf_change"))
+            .await?
+            .collect()
             .await?;
         let mut changes = RowChanges::default();
         for batch in &counts {
@@ -182,7 +195,7 @@ impl Comparison {
         );
         let n = self.schema.fields().len();
         let mut sampled = Vec::new();
-        for batch in self.batches(&sample_sql).await? {
+        for batch in self.ours(&sample_sql).await?.collect().await? {
             for row in 0..batch.num_rows() {
                 let text = |i: usize| {
                     let column = batch.column(i);

@@ -20,11 +20,13 @@ mod measures;
 mod pairing;
 mod parts;
 mod session;
+mod shapes;
 
 pub use breakdown::BreakdownRow;
 pub use changes::{KeyReport, RowChanges, RowCounts, SampleRow, key_report};
 pub use measures::Measures;
 pub use session::{Comparison, Side, ident};
+pub use shapes::{ColumnChange, Shape};
 
 #[cfg(test)]
 mod tests {

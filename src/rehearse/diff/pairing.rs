@@ -39,6 +39,10 @@ use deltalake::datafusion::common::format::DEFAULT_CAST_OPTIONS;
 use deltalake::datafusion::common::utils::normalize_float_zero;
 
 use super::changes::{RowChanges, SampleRow};
+use super::shapes::Tallies;
+
+/// How many changed pairs are gathered at a time to tally their columns' changes.
+const TALLIED_AT_ONCE: usize = 8_192;
 
 /// One side of the slice: its batches' columns in the schema's order, its keys in the row format
 /// (numbered across the batches, in their order), and its rows with a whole key in key order.
@@ -61,11 +65,12 @@ pub(super) fn pair(
     after: &[RecordBatch],
     key: &[String],
     samples: usize,
+    by: &[String],
 ) -> Result<Option<RowChanges>, ArrowError> {
     // The columns as the scan reads them (strings as views, say), the same on both sides.
     let Some(first) = before.iter().chain(after).next() else { return Ok(Some(RowChanges::default())) };
     let Some(keys) = Keys::new(schema, &first.schema(), key)? else { return Ok(None) };
-    Ok(keys.pair(schema, before, after, samples)?.map(|paired| paired.changes))
+    Ok(keys.pair(schema, before, after, samples, by)?.map(|paired| merge(vec![paired], samples)))
 }
 
 /// How both sides of a slice are keyed: where the key's columns are, the type each column must be
@@ -82,6 +87,9 @@ pub(super) struct Keys {
 pub(super) struct Paired {
     pub(super) changes: RowChanges,
     sample_keys: Vec<OwnedRow>,
+    /// How its changed pairs' columns changed, counted: the parts' are added up before a shape
+    /// is chosen, so a slice paired in parts names the shapes one paired whole does.
+    tallies: Tallies,
 }
 
 impl Keys {
@@ -115,14 +123,17 @@ impl Keys {
         })
     }
 
-    /// Pairs the rows of `before` and `after`; `None` where they must be paired by SQL (a key
-    /// repeats on one side, a batch read as other types, a column without a comparison kernel).
+    /// Pairs the rows of `before` and `after`, and tallies how each column of the changed pairs
+    /// changed (`by`: the `[diff] by` columns naming their group); `None` where they must be paired
+    /// by SQL (a key repeats on one side, a batch read as other types, a column without a
+    /// comparison kernel).
     pub(super) fn pair(
         &self,
         schema: &SchemaRef,
         before: &[RecordBatch],
         after: &[RecordBatch],
         samples: usize,
+        by: &[String],
     ) -> Result<Option<Paired>, ArrowError> {
         let Keys { key_at, types, encoder } = self;
         let (Some(before), Some(after)) = (
@@ -140,6 +151,18 @@ impl Keys {
             return Ok(None);
         };
         let changed: Vec<usize> = (0..differs.len()).filter(|&i| differs[i]).collect();
+        let mut tallies = Tallies::new(schema, key_at, by);
+        for chunk in changed.chunks(TALLIED_AT_ONCE) {
+            let at_before: Vec<(usize, usize)> =
+                chunk.iter().map(|&i| before.locate(pairs_before[i])).collect();
+            let at_after: Vec<(usize, usize)> = chunk.iter().map(|&i| after.locate(pairs_after[i])).collect();
+            let groups: Vec<(ArrayRef, ArrayRef)> = tallies
+                .grouped_by()
+                .into_iter()
+                .map(|g| Ok((before.gather(g, &at_before)?, after.gather(g, &at_after)?)))
+                .collect::<Result<_, ArrowError>>()?;
+            tallies.add(|i| Ok((before.gather(i, &at_before)?, after.gather(i, &at_after)?)), &groups)?;
+        }
         let changes = RowChanges {
             added: (added.len() + after.unkeyed.len()) as u64,
             removed: (removed.len() + before.unkeyed.len()) as u64,
@@ -147,7 +170,7 @@ impl Keys {
             unchanged: (pairs_before.len() - changed.len()) as u64,
             ..RowChanges::default()
         };
-        let mut paired = Paired { changes, sample_keys: Vec::new() };
+        let mut paired = Paired { changes, sample_keys: Vec::new(), tallies };
         for &i in changed.iter().take(samples) {
             paired.changes.samples.push(SampleRow {
                 change: "changed".into(),
@@ -204,12 +227,17 @@ impl Keys {
 /// own first by key.
 pub(super) fn merge(parts: Vec<Paired>, samples: usize) -> RowChanges {
     let mut changes = RowChanges::default();
+    let mut tallies: Option<Tallies> = None;
     let mut sampled = Vec::new();
-    for Paired { changes: part, sample_keys } in parts {
+    for Paired { changes: part, sample_keys, tallies: counted } in parts {
         changes.added += part.added;
         changes.removed += part.removed;
         changes.changed += part.changed;
         changes.unchanged += part.unchanged;
+        match &mut tallies {
+            Some(sum) => sum.merge(counted),
+            None => tallies = Some(counted),
+        }
         if changes.columns.is_empty() {
             changes.columns = part.columns;
         }
@@ -226,6 +254,7 @@ pub(super) fn merge(parts: Vec<Paired>, samples: usize) -> RowChanges {
             changes.samples.push(sample);
         }
     }
+    changes.column_changes = tallies.map(Tallies::finish).unwrap_or_default();
     changes
 }
 

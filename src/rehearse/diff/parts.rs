@@ -43,11 +43,12 @@ fn budget(pool: usize) -> usize {
 }
 
 /// Pairs the focused slice's two sides by `key` part by part, or `None` where it must be paired by
-/// SQL. `pool`: the comparison's memory pool, in bytes.
+/// SQL. `pool`: the comparison's memory pool, in bytes; `by`: the `[diff] by` columns.
 pub(super) async fn pair(
     comparison: &Comparison,
     key: &[String],
     samples: usize,
+    by: &[String],
     pool: usize,
 ) -> DfResult<Option<RowChanges>> {
     let schema = &comparison.schema;
@@ -78,7 +79,7 @@ pub(super) async fn pair(
             held += before.bytes[last] + after.bytes[last];
         }
         let (b, a) = (before.read(first..=last)?, after.read(first..=last)?);
-        match keys.pair(schema, &b, &a, samples)? {
+        match keys.pair(schema, &b, &a, samples, by)? {
             Some(part) => paired.push(part),
             None => return Ok(None),
         }

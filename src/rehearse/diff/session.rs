@@ -141,8 +141,9 @@ impl Comparison {
             let repeated = format!(
                 "SELECT COUNT(*) FROM (SELECT {keys} FROM {side} GROUP BY {keys} HAVING COUNT(*) > 1)"
             );
-            let batch = self.one_batch(&repeated).await?;
-            unique &= scalar(&batch, 0, 0).and_then(|v| as_f64(&v)).is_some_and(|n| n == 0.0);
+            let batch = self.ours(&repeated).await?.collect().await?;
+            let Some(batch) = batch.first() else { continue };
+            unique &= scalar(batch, 0, 0).and_then(|v| as_f64(&v)).is_some_and(|n| n == 0.0);
         }
         let ranked = |side: &str| {
             if unique {
@@ -184,6 +185,19 @@ impl Comparison {
     /// The bytes the comparison's queries may hold: its own pool, or the operator's smaller bound.
     pub(super) fn pool(&self) -> usize {
         crate::delta::memory::pool(Some(MEMORY_POOL)).unwrap_or(MEMORY_POOL)
+    }
+
+    /// One of bf's own queries (pairing, samples, shapes), which quote names as DataFusion does
+    /// ([`ident`]): parsed in DataFusion's dialect whatever the plan's, so that a Spark plan's
+    /// session reads `"order_id"` as a column, not a string. Planned in this session, with its
+    /// functions and read-only options.
+    pub(super) async fn ours(&self, sql: &str) -> DfResult<deltalake::datafusion::prelude::DataFrame> {
+        let state = self.ctx.state();
+        let statement =
+            state.sql_to_statement(sql, &deltalake::datafusion::common::config::Dialect::Generic)?;
+        let plan = state.statement_to_plan(statement).await?;
+        read_only_options().verify_plan(&plan)?;
+        Ok(deltalake::datafusion::prelude::DataFrame::new(state, plan))
     }
 
     pub(super) async fn batches(&self, sql: &str) -> DfResult<Vec<RecordBatch>> {

@@ -92,6 +92,13 @@ fn file_name(path: &str) -> String {
 fn heading(w: &mut String, plan: &Plan, level: usize) {
     let status = if plan.problems.is_empty() { "✅" } else { "❌" };
     let _ = writeln!(w, "{} {status} {}\n", "#".repeat(level), md::text(&summary(plan)));
+    let columns = plan.column_changes();
+    for column in &columns {
+        let _ = writeln!(w, "- {}", md::text(&column.describe()));
+    }
+    if !columns.is_empty() {
+        let _ = writeln!(w);
+    }
     let _ = writeln!(
         w,
         "**Plan** {} · **id** {} · **inputs** {}\n",
@@ -195,6 +202,9 @@ fn outside_window(w: &mut String, plan: &Plan) {
     );
     for note in &outside.within_error {
         let _ = writeln!(w, "- compared within rounding: {}", md::text(note));
+    }
+    if let Some(lent) = super::lent_rows(plan) {
+        let _ = writeln!(w, "\n**Rows from other slices' files** {}", md::text(&lent));
     }
 }
 

@@ -140,6 +140,34 @@ pub(super) fn outside_label(plan: &Plan) -> &'static str {
     }
 }
 
+/// The rows a slice's query returns for another slice's days from files that slice does not read,
+/// and who writes them: `3 rows the queries return for another slice's days are written by the
+/// slice owning that day: slice 1 writes 1 from slice 2's files, …` (none: `None`).
+fn lent_rows(plan: &Plan) -> Option<String> {
+    let lent: u64 = plan.slices.iter().map(|s| s.source.from_other_slices).sum();
+    if lent == 0 {
+        return None;
+    }
+    let routes: Vec<String> = plan
+        .slices
+        .iter()
+        .flat_map(|s| s.lenders.iter().map(move |l| (s.index, l)))
+        .map(|(owner, l)| {
+            format!("slice {owner} writes {} from slice {}'s files", number(l.rows as f64), l.slice)
+        })
+        .collect();
+    let shown = routes.iter().take(5).cloned().collect::<Vec<_>>().join(", ");
+    let more = match routes.len() {
+        n if n > 5 => format!(" and {} more", n - 5),
+        _ => String::new(),
+    };
+    Some(format!(
+        "{} the queries return for another slice's days {} written by the slice owning that day: {shown}{more}",
+        count(lent as usize, "row"),
+        if lent == 1 { "is" } else { "are" }
+    ))
+}
+
 /// `replace` or `merge`: what each slice does to the table's rows in its window.
 fn mode_verb(plan: &Plan) -> &'static str {
     match plan.mode {

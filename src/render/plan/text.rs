@@ -128,14 +128,21 @@ fn header(w: &mut String, plan: &Plan) {
     }
 }
 
-/// The summary line, and every problem when the plan cannot be applied: the decision comes
-/// before the evidence.
+/// The summary line, every problem when the plan cannot be applied, and what changed in each
+/// column: the decision comes before the evidence.
 fn verdict(w: &mut String, plan: &Plan) {
     let _ = writeln!(w, "\n{}", summary(plan));
     if !plan.problems.is_empty() {
         let _ = writeln!(w, "This plan cannot be applied:");
         for problem in &plan.problems {
             let _ = writeln!(w, "  - {problem}");
+        }
+    }
+    let columns = plan.column_changes();
+    if !columns.is_empty() {
+        let _ = writeln!(w, "What changed, per column:");
+        for column in &columns {
+            let _ = writeln!(w, "  {}", column.describe());
         }
     }
 }
@@ -256,6 +263,9 @@ fn source_rows_not_written(w: &mut String, plan: &Plan) {
             "Source rows not written: {outside_source} outside the window, {null_source} with a NULL {}",
             plan.target.date_column
         );
+    }
+    if let Some(lent) = super::lent_rows(plan) {
+        let _ = writeln!(w, "{lent}");
     }
 }
 

@@ -77,7 +77,13 @@ fn block_on<F: std::future::Future>(future: F) -> F::Output {
 /// What the SQL pairing says of the same two sides.
 fn by_sql(before: &[RecordBatch], after: &[RecordBatch], samples: usize, views: bool) -> RowChanges {
     let comparison = comparison_of(before, after, views);
-    block_on(comparison.sql_changes(&["id".to_owned()], samples)).unwrap()
+    let key = ["id".to_owned()];
+    let mut changes = block_on(comparison.sql_changes(&key, samples)).unwrap();
+    if changes.changed > 0 {
+        let pairs = block_on(comparison.pairs(&key)).unwrap();
+        changes.column_changes = block_on(comparison.column_changes(&pairs, &key, &[])).unwrap();
+    }
+    changes
 }
 
 /// What pairing the same two sides part by part says (`diff/parts.rs`): with a `pool` of 0,
@@ -91,7 +97,9 @@ fn by_parts(
 ) -> RowChanges {
     let comparison = comparison_of(before, after, views);
     let key = ["id".to_owned()];
-    block_on(super::super::parts::pair(&comparison, &key, samples, pool)).unwrap().expect("paired in parts")
+    block_on(super::super::parts::pair(&comparison, &key, samples, &[], pool))
+        .unwrap()
+        .expect("paired in parts")
 }
 
 fn side(keyed: BTreeMap<i64, Values>, unkeyed: Vec<Values>) -> Vec<(Option<i64>, Values)> {
@@ -116,7 +124,7 @@ proptest! {
         let mut after = batches(&side(after, null_after), per_batch + 1, views);
         // A scan's filter may leave a batch empty: rows are numbered across the batches.
         after.insert(after.len() / 2, RecordBatch::new_empty(read_as(views)));
-        let held = pair(&schema(), &before, &after, &["id".to_owned()], samples).unwrap().unwrap();
+        let held = pair(&schema(), &before, &after, &["id".to_owned()], samples, &[]).unwrap().unwrap();
         let expected = by_sql(&before, &after, samples, views);
         let counts = |c: &RowChanges| (c.added, c.removed, c.changed, c.unchanged);
         for paired in [held, by_parts(&before, &after, samples, views, 0), by_parts(&before, &after, samples, views, 1 << 30)] {
@@ -147,7 +155,7 @@ fn a_null_is_distinct_from_a_default_and_floats_compare_as_in_sql() {
     for views in [false, true] {
         let before = batches(&[&before[..], &unchanged].concat(), 2, views);
         let after = batches(&[&after[..], &unchanged].concat(), 3, views);
-        let paired = pair(&schema(), &before, &after, &["id".to_owned()], 5).unwrap().unwrap();
+        let paired = pair(&schema(), &before, &after, &["id".to_owned()], 5, &[]).unwrap().unwrap();
         assert_eq!((paired.changed, paired.unchanged, paired.added, paired.removed), (2, 3, 0, 0));
         assert_eq!(paired, by_sql(&before, &after, 5, views));
         let sampled: Vec<_> =
@@ -179,7 +187,8 @@ fn keys_longer_than_their_prefix_are_ordered_and_paired_by_every_byte() {
     };
     let before = side(&[format!("{long}1"), format!("{long}2")]);
     let after = side(&[format!("{long}2"), format!("{long}3")]);
-    let paired = pair(&schema, &before, &after, &["k".to_owned()], 0).unwrap().expect("paired in memory");
+    let paired =
+        pair(&schema, &before, &after, &["k".to_owned()], 0, &[]).unwrap().expect("paired in memory");
     assert_eq!((paired.added, paired.removed, paired.changed, paired.unchanged), (1, 1, 0, 1));
 }
 
@@ -189,11 +198,11 @@ fn a_repeated_key_or_sides_read_as_other_types_are_left_to_sql() {
     let once = batches(&[row(1), row(2)], 8, false);
     let twice = batches(&[row(1), row(1)], 8, false);
     let key = ["id".to_owned()];
-    assert!(pair(&schema(), &once, &once, &key, 3).unwrap().is_some());
-    assert!(pair(&schema(), &twice, &once, &key, 3).unwrap().is_none(), "a key repeated before");
-    assert!(pair(&schema(), &once, &twice, &key, 3).unwrap().is_none(), "a key repeated after");
+    assert!(pair(&schema(), &once, &once, &key, 3, &[]).unwrap().is_some());
+    assert!(pair(&schema(), &twice, &once, &key, 3, &[]).unwrap().is_none(), "a key repeated before");
+    assert!(pair(&schema(), &once, &twice, &key, 3, &[]).unwrap().is_none(), "a key repeated after");
     let views = batches(&[row(1), row(2)], 8, true);
-    assert!(pair(&schema(), &once, &views, &key, 3).unwrap().is_none(), "strings before, views after");
-    assert!(pair(&schema(), &once, &once, &["sku".to_owned()], 3).unwrap().is_none());
-    assert_eq!(pair(&schema(), &[], &[], &key, 3).unwrap(), Some(RowChanges::default()));
+    assert!(pair(&schema(), &once, &views, &key, 3, &[]).unwrap().is_none(), "strings before, views after");
+    assert!(pair(&schema(), &once, &once, &["sku".to_owned()], 3, &[]).unwrap().is_none());
+    assert_eq!(pair(&schema(), &[], &[], &key, 3, &[]).unwrap(), Some(RowChanges::default()));
 }

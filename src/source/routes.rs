@@ -1,0 +1,159 @@
+//! Which slice writes each row the queries return.
+//!
+//! A slice rewrites its days: whatever the table held for them is replaced by what the slice
+//! writes. A slice's query may return rows for another slice's days — a `{date}` input holding
+//! events by the day they *arrived* keeps each day's late events in the next day's file — and a
+//! slice that wrote only its own query's rows would drop those: the slice owning their day
+//! rewrites it from files that do not hold them.
+//!
+//! So before anything is written, every slice's query is surveyed: its rows counted per day, and
+//! what it reads noted. A slice then writes its own query's rows for its days and, after them, the
+//! rows for its days that another slice's query returns from files its own query does not read:
+//! that slice is its *lender*. Rows another slice's query returns from the same files are the
+//! owner's own query's rows already (a query reading one month's file for every weekly slice
+//! lends nothing), so nothing is written twice.
+//!
+//! The routes are saved with the plan (each slice's lenders), so `bf apply --recompute` writes
+//! what the rehearsal wrote.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::NaiveDate;
+
+use crate::source::run::SourceCounts;
+use crate::window::{Slice, Window};
+
+/// Where one slice's query returns rows, and what it reads.
+#[derive(Debug, Clone)]
+pub struct Survey {
+    pub slice: Slice,
+    /// Rows per day the query returns; `None` counts the rows with a NULL date.
+    pub days: BTreeMap<Option<NaiveDate>, u64>,
+    /// What the query reads: each file's URL, and each Delta input's as `URL@version`.
+    pub reads: BTreeSet<String>,
+}
+
+impl Survey {
+    /// The rows the query returns for `slice`'s days.
+    fn rows_in(&self, slice: &Slice) -> u64 {
+        self.days.range(Some(slice.first)..=Some(slice.last)).map(|(_, rows)| rows).sum()
+    }
+}
+
+/// A slice's lender: another slice whose query returns rows for its days from files it does not
+/// read, and how many.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct Lender {
+    /// The lending slice's index.
+    pub slice: usize,
+    /// The rows its query returns for the borrowing slice's days.
+    pub rows: u64,
+}
+
+/// Every rehearsed slice's counts and lenders.
+#[derive(Debug, Clone, Default)]
+pub struct Routes {
+    slices: BTreeMap<usize, (SourceCounts, Vec<Lender>)>,
+}
+
+impl Routes {
+    /// The routes among the surveyed slices of a plan over `window`.
+    pub fn new(surveys: &[Survey], window: &Window) -> Routes {
+        let mut slices = BTreeMap::new();
+        for own in surveys {
+            let lenders: Vec<Lender> = surveys
+                .iter()
+                .filter(|other| other.slice.index != own.slice.index && !other.reads.is_subset(&own.reads))
+                .map(|other| Lender { slice: other.slice.index, rows: other.rows_in(&own.slice) })
+                .filter(|lender| lender.rows > 0)
+                .collect();
+            let mut counts = counts(own, window);
+            counts.from_other_slices = lenders.iter().map(|l| l.rows).sum();
+            slices.insert(own.slice.index, (counts, lenders));
+        }
+        Routes { slices }
+    }
+
+    /// Where slice `index`'s query's rows fell, and the rows lent to it.
+    pub fn counts(&self, index: usize) -> SourceCounts {
+        self.slices.get(&index).map(|(counts, _)| *counts).unwrap_or_default()
+    }
+
+    /// The slices lending rows to slice `index`.
+    pub fn lenders(&self, index: usize) -> &[Lender] {
+        self.slices.get(&index).map_or(&[], |(_, lenders)| lenders.as_slice())
+    }
+}
+
+/// The survey's rows by where their day falls: this slice, the window's other days, outside the
+/// window, NULL.
+fn counts(survey: &Survey, window: &Window) -> SourceCounts {
+    let mut counts = SourceCounts::default();
+    for (day, rows) in &survey.days {
+        let bucket = match day {
+            None => &mut counts.null_date,
+            Some(day) if survey.slice.first <= *day && *day <= survey.slice.last => &mut counts.in_slice,
+            Some(day) if window.contains(*day) => &mut counts.other_slices,
+            Some(_) => &mut counts.outside_window,
+        };
+        *bucket += rows;
+    }
+    counts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(text: &str) -> NaiveDate {
+        text.parse().unwrap()
+    }
+
+    fn slice(index: usize, first: &str) -> Slice {
+        Slice { index, first: day(first), last: day(first), run_date: day(first) }
+    }
+
+    fn survey(slice: Slice, days: &[(&str, u64)], reads: &[&str]) -> Survey {
+        Survey {
+            slice,
+            days: days.iter().map(|(d, n)| (Some(day(d)), *n)).collect(),
+            reads: reads.iter().map(|r| r.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn late_rows_in_the_next_days_file_are_written_by_the_day_they_belong_to() {
+        let window = Window { start: day("2026-03-01"), end: day("2026-03-03") };
+        let surveys = [
+            survey(slice(1, "2026-03-01"), &[("2026-03-01", 10)], &["d1.csv"]),
+            survey(slice(2, "2026-03-02"), &[("2026-03-01", 3), ("2026-03-02", 8)], &["d2.csv"]),
+            survey(
+                slice(3, "2026-03-03"),
+                &[("2026-03-02", 2), ("2026-03-03", 9), ("2026-04-01", 1)],
+                &["d3.csv"],
+            ),
+        ];
+        let routes = Routes::new(&surveys, &window);
+        assert_eq!(routes.lenders(1), [Lender { slice: 2, rows: 3 }]);
+        assert_eq!(routes.lenders(2), [Lender { slice: 3, rows: 2 }]);
+        assert!(routes.lenders(3).is_empty());
+        let second = routes.counts(2);
+        assert_eq!((second.in_slice, second.other_slices, second.from_other_slices), (8, 3, 2));
+        assert_eq!(second.written(), 10);
+        assert_eq!(routes.counts(3).outside_window, 1);
+    }
+
+    #[test]
+    fn rows_read_from_the_same_files_are_the_owners_own() {
+        let window = Window { start: day("2026-03-01"), end: day("2026-03-02") };
+        let whole = [("2026-03-01", 10), ("2026-03-02", 8)];
+        let surveys = [
+            survey(slice(1, "2026-03-01"), &whole, &["march.csv"]),
+            survey(slice(2, "2026-03-02"), &whole, &["march.csv"]),
+        ];
+        let routes = Routes::new(&surveys, &window);
+        assert!(routes.lenders(1).is_empty() && routes.lenders(2).is_empty());
+        assert_eq!(routes.counts(1).written(), 10);
+        assert_eq!(routes.counts(2).other_slices, 10);
+    }
+}
