@@ -40,6 +40,7 @@ mod row_tracking;
 mod schema;
 mod second_hour;
 mod security;
+mod simulation;
 mod slice_rows;
 mod slices;
 mod spark;
