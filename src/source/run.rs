@@ -430,26 +430,17 @@ impl<'a> Source<'a> {
                 for session in std::iter::once(&ctx).chain(&there) {
                     stores.register(session, &folder).map_err(|e| input_error(e.problem))?;
                 }
-                let (listing, size) = crate::source::pattern::matching(stores, name, &folder, &pattern)
-                    .await
-                    .map_err(|e| input_error(e.problem))?;
-                if listing.files.is_empty() {
-                    return Err(input_error(format!(
-                        "no file under {} matches `{pattern}`",
-                        crate::delta::store::display_url(&folder)
-                    )));
-                }
+                let (listing, size, registration) =
+                    self.matched(name, input, &folder, &pattern).await.map_err(input_error)?;
                 bytes += size;
-                let urls: Vec<Url> = listing.files.iter().map(|f| store::join(&folder, f)).collect();
-                files.extend(urls.iter().map(|url| InputFile { input: name.clone(), url: url.clone() }));
+                files.extend(
+                    listing
+                        .files
+                        .iter()
+                        .map(|f| InputFile { input: name.clone(), url: store::join(&folder, f) }),
+                );
                 folders.push(listing);
-                let schema = input.schema.as_deref().map(crate::plan_file::input_schema::parse).transpose();
-                let schema = schema.map_err(input_error)?;
-                registrations.push((
-                    name,
-                    location.to_string(),
-                    Registration::Listed { urls, format: input.format, schema },
-                ));
+                registrations.push((name, location.to_string(), registration));
                 continue;
             }
             let url = location.url().map_err(|e| input_error(e.to_string()))?;
@@ -536,6 +527,29 @@ impl<'a> Source<'a> {
         let aligned = align(query, &self.target_schema, &self.computed, &self.made_by_writers)
             .map_err(|e| e.found_in(&place))?;
         Ok(Planned { slice: *slice, ctx, there, rows: aligned, files, folders, delta })
+    }
+
+    /// The files under `folder` an input's `pattern` matches, their bytes, and their registration;
+    /// a pattern matching nothing is an error naming where it looked.
+    async fn matched(
+        &self,
+        name: &str,
+        input: &crate::plan_file::Input,
+        folder: &Url,
+        pattern: &str,
+    ) -> Result<(FolderListing, u64, Registration), String> {
+        let (listing, size) = crate::source::pattern::matching(&self.stores, name, folder, pattern)
+            .await
+            .map_err(|e| e.problem)?;
+        if listing.files.is_empty() {
+            return Err(format!(
+                "no file under {} matches `{pattern}`",
+                crate::delta::store::display_url(folder)
+            ));
+        }
+        let urls: Vec<Url> = listing.files.iter().map(|f| store::join(folder, f)).collect();
+        let schema = input.schema.as_deref().map(crate::plan_file::input_schema::parse).transpose()?;
+        Ok((listing, size, Registration::Listed { urls, format: input.format, schema }))
     }
 
     /// Where the Delta input written `written` lives. A catalog name is asked of its catalog once
