@@ -117,10 +117,22 @@ pub async fn run_check(ctx: &SessionContext, check: &Check, slice: usize) -> Res
     })
 }
 
-/// The reconcile: the rehearsed slice holds exactly the rows the source produced for it.
+/// The reconcile: the rehearsed slice holds exactly the rows the source produced for it — its own
+/// query's for its days and `lent`, those other slices' files hold for them, which it says.
 /// `days` names the slice as every line of bf does: `2026-09-15`, `2026-11-02..2026-11-08`.
-pub fn reconcile(slice: usize, days: &str, source_rows: u64, slice_rows: u64, missing: u64) -> CheckResult {
+pub fn reconcile(
+    slice: usize,
+    days: &str,
+    source_rows: u64,
+    lent: u64,
+    slice_rows: u64,
+    missing: u64,
+) -> CheckResult {
     let passed = missing == 0 && slice_rows >= source_rows;
+    let lent = match lent {
+        0 => String::new(),
+        n => format!(" ({n} of them from other slices' files)"),
+    };
     CheckResult {
         name: "reconcile".into(),
         kind: CheckKind::Reconcile,
@@ -129,7 +141,7 @@ pub fn reconcile(slice: usize, days: &str, source_rows: u64, slice_rows: u64, mi
         offending: missing,
         sample: Vec::new(),
         detail: format!(
-            "{} {days}: {slice_rows} rows for the source's {source_rows}, {missing} missing",
+            "{} {days}: {slice_rows} rows for the source's {source_rows}{lent}, {missing} missing",
             if passed { "ok" } else { "MISMATCH" }
         ),
     }

@@ -196,6 +196,7 @@ impl SliceComparison {
             slice.index,
             &crate::words::days(slice.first, slice.last),
             counts.written(),
+            counts.from_other_slices,
             after.rows,
             missing,
         ));

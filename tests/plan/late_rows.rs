@@ -74,6 +74,15 @@ async fn late_rows_in_the_next_days_file_are_written_by_the_slice_owning_their_d
             plan["row_changes"]
         );
         assert!(plan["checks"].as_array().unwrap().iter().all(|c| c["passed"] == true), "{what}");
+        // The reconcile says what it compared: the slice's rows, those lent to it among them.
+        let first =
+            plan["checks"].as_array().unwrap().iter().find(|c| c["name"] == "reconcile" && c["slice"] == 1);
+        let detail = first.unwrap()["detail"].as_str().unwrap();
+        assert_eq!(
+            detail,
+            "ok 2026-03-01: 3 rows for the source's 3 (1 of them from other slices' files), 0 missing",
+            "{what}"
+        );
 
         let shown = bf_in(dir.path()).arg("show").output().unwrap();
         let text = String::from_utf8_lossy(&shown.stdout);
