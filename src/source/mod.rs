@@ -8,6 +8,7 @@ pub mod align;
 mod files;
 pub mod found;
 pub mod pattern;
+mod read;
 pub mod routes;
 pub mod run;
 pub mod spark;

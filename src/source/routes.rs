@@ -20,6 +20,13 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::NaiveDate;
 
+use deltalake::arrow::datatypes::Date32Type;
+use deltalake::datafusion::common::{Column, ScalarValue};
+use deltalake::datafusion::functions_aggregate::expr_fn::count;
+use deltalake::datafusion::logical_expr::{Expr, lit};
+use deltalake::datafusion::prelude::DataFrame;
+use futures::TryStreamExt;
+
 use crate::source::run::SourceCounts;
 use crate::window::{Slice, Window};
 
@@ -99,6 +106,39 @@ fn counts(survey: &Survey, window: &Window) -> SourceCounts {
         *bucket += rows;
     }
     counts
+}
+
+/// The query's rows counted by their day (`None`: a NULL date), in one pass. As many groups as the
+/// query has days, whatever its rows.
+pub(super) async fn rows_per_day(
+    rows: &DataFrame,
+    column: &str,
+) -> deltalake::datafusion::error::Result<std::collections::BTreeMap<Option<chrono::NaiveDate>, u64>> {
+    let date = Expr::Column(Column::new_unqualified(column));
+    // Only the date column goes in: grouped by it alone, whatever the query's own grouping makes
+    // depend on it (DataFusion adds a grouped query's dependent columns to the groups).
+    let dates = rows.clone().select(vec![date.clone()])?;
+    let counted = dates.aggregate(vec![date], vec![count(lit(1)).alias("rows")])?;
+    let mut days = std::collections::BTreeMap::new();
+    let mut batches = counted.execute_stream().await?;
+    while let Some(batch) = batches.try_next().await? {
+        for row in 0..batch.num_rows() {
+            let day = match ScalarValue::try_from_array(batch.column(0), row)? {
+                ScalarValue::Date32(day) => day.and_then(Date32Type::to_naive_date_opt),
+                other => {
+                    return Err(deltalake::datafusion::error::DataFusionError::Internal(format!(
+                        "the date column counted as {other:?}"
+                    )));
+                }
+            };
+            let rows = match ScalarValue::try_from_array(batch.column(1), row)? {
+                ScalarValue::Int64(Some(n)) => u64::try_from(n).unwrap_or(0),
+                _ => 0,
+            };
+            *days.entry(day).or_insert(0) += rows;
+        }
+    }
+    Ok(days)
 }
 
 #[cfg(test)]

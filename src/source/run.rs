@@ -22,10 +22,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use deltalake::arrow::datatypes::{Date32Type, SchemaRef};
-use deltalake::datafusion::common::{Column, ScalarValue};
 use deltalake::datafusion::execution::context::SQLOptions;
-use deltalake::datafusion::functions_aggregate::expr_fn::count;
-use deltalake::datafusion::logical_expr::{Expr, lit};
 use deltalake::datafusion::prelude::{DataFrame, SessionContext};
 use deltalake::datafusion::scalar::ScalarValue as Scalar;
 use futures::TryStreamExt;
@@ -36,11 +33,12 @@ use crate::cluster::Cluster;
 use crate::delta::catalog::{self, CatalogTable};
 use crate::delta::predicate::slice_predicate;
 use crate::delta::same_table;
-use crate::delta::store::{self, Found, Location, StoreError, Stores};
+use crate::delta::store::{self, Found, Stores};
 use crate::plan_file::template::expand;
 use crate::plan_file::{Format, PlanDocument, Size};
 use crate::source::align::{align, integer_divisions, type_warnings};
-use crate::source::files::{PinnedDelta, Registration, folder_files, listing};
+use crate::source::files::{PinnedDelta, Registration, folder_files};
+pub use crate::source::read::{DeltaInput, FolderListing, InputFile};
 pub use crate::source::routes::Survey;
 use crate::window::Slice;
 
@@ -83,78 +81,6 @@ impl SourceCounts {
 
 fn is_zero(n: &u64) -> bool {
     *n == 0
-}
-
-/// One file an input read.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct InputFile {
-    pub input: String,
-    pub url: Url,
-}
-
-/// A folder an input read, and the files the query reads in it (sorted, relative to the folder).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct FolderListing {
-    pub input: String,
-    /// The folder's URL (`file://` for a local one). Plans saved before object stores held its
-    /// path instead, relative to where bf ran.
-    #[serde(alias = "path")]
-    pub location: String,
-    /// The extension of the files the query reads there.
-    pub extension: String,
-    /// For an input named by a pattern (`landing/**/*.jsonl`), the pattern the files' paths under
-    /// the folder match, in place of an extension ([`crate::source::pattern`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pattern: Option<String>,
-    pub files: Vec<String>,
-}
-
-impl FolderListing {
-    /// The folder's listing now, as the query would see it.
-    pub async fn now(&self, stores: &Stores) -> Result<FolderListing, StoreError> {
-        let url = match store::uri(&self.location) {
-            Some(url) => url,
-            None => Location::Path(self.location.clone().into())
-                .url()
-                .map_err(|e| StoreError { location: self.location.clone(), problem: e.to_string() })?,
-        };
-        match &self.pattern {
-            Some(pattern) => {
-                Ok(crate::source::pattern::matching(stores, &self.input, &url, pattern).await?.0)
-            }
-            None => listing(stores, &self.input, &url, &self.extension).await,
-        }
-    }
-}
-
-/// A Delta table an input read, and the version it read: every slice, in the rehearsal and in the
-/// apply, reads that version, so commits to the input after `bf plan` change nothing bf writes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct DeltaInput {
-    pub input: String,
-    pub uri: String,
-    pub version: u64,
-    /// The input's table id, and the sha256 of `version`'s commit, when the plan read it: the same
-    /// number in a table made again, or a log rewound, is other rows (`delta::same_table`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub table_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub commit_sha256: Option<String>,
-    /// In a downstream plan: the upstream table the input names, which it reads the rehearsal of
-    /// (`uri`) instead — the upstream as its backfill will leave it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stands_for: Option<String>,
-    /// The catalog's record of the input, when the plan names it by its catalog name: `bf apply`
-    /// asks the catalog again and finds the input stale when the name has moved.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub catalog: Option<crate::delta::catalog::CatalogTable>,
-}
-
-impl DeltaInput {
-    /// Whether this is what an input naming the table at `url` reads.
-    fn serves(&self, url: &Url) -> bool {
-        self.uri == url.as_str() || self.stands_for.as_deref() == Some(url.as_str())
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -358,7 +284,7 @@ impl<'a> Source<'a> {
         let planned = self.planned(slice).await?;
         let query_error = planned.query_error();
         let column = &self.document.plan.target.date_column;
-        let days = rows_per_day(&planned.rows, column)
+        let days = crate::source::routes::rows_per_day(&planned.rows, column)
             .await
             .map_err(|e| query_error(&crate::source::found::with_place(e.to_string(), &planned.files)))?;
         let mut reads: std::collections::BTreeSet<String> =
@@ -638,39 +564,6 @@ impl<'a> Source<'a> {
         let url = delta.table_url().clone();
         Ok(PinnedDelta { provider, url, version: delta.version().unwrap_or(0), files })
     }
-}
-
-/// The query's rows counted by their day (`None`: a NULL date), in one pass. As many groups as the
-/// query has days, whatever its rows.
-async fn rows_per_day(
-    rows: &DataFrame,
-    column: &str,
-) -> deltalake::datafusion::error::Result<std::collections::BTreeMap<Option<chrono::NaiveDate>, u64>> {
-    let date = Expr::Column(Column::new_unqualified(column));
-    // Only the date column goes in: grouped by it alone, whatever the query's own grouping makes
-    // depend on it (DataFusion adds a grouped query's dependent columns to the groups).
-    let dates = rows.clone().select(vec![date.clone()])?;
-    let counted = dates.aggregate(vec![date], vec![count(lit(1)).alias("rows")])?;
-    let mut days = std::collections::BTreeMap::new();
-    let mut batches = counted.execute_stream().await?;
-    while let Some(batch) = batches.try_next().await? {
-        for row in 0..batch.num_rows() {
-            let day = match ScalarValue::try_from_array(batch.column(0), row)? {
-                ScalarValue::Date32(day) => day.and_then(Date32Type::to_naive_date_opt),
-                other => {
-                    return Err(deltalake::datafusion::error::DataFusionError::Internal(format!(
-                        "the date column counted as {other:?}"
-                    )));
-                }
-            };
-            let rows = match ScalarValue::try_from_array(batch.column(1), row)? {
-                ScalarValue::Int64(Some(n)) => u64::try_from(n).unwrap_or(0),
-                _ => 0,
-            };
-            *days.entry(day).or_insert(0) += rows;
-        }
-    }
-    Ok(days)
 }
 
 /// A slice's query planned in its session (on a cluster, `there`): every row it returns, aligned
