@@ -225,7 +225,7 @@ pub fn parse_within(path: &Path, text: String, scope: Option<&Scope>) -> Result<
     if !placeholders.is_empty() {
         return Err(invalid(placeholders));
     }
-    let plan: PlanFile = match toml::from_str(&text) {
+    let mut plan: PlanFile = match toml::from_str(&text) {
         Ok(plan) => plan,
         // An empty file is an empty plan; anything else without a plan's keys is not one.
         Err(error) if !index.looks_like_plan() && !text.trim().is_empty() => {
@@ -237,6 +237,7 @@ pub fn parse_within(path: &Path, text: String, scope: Option<&Scope>) -> Result<
         }
         Err(error) => return Err(invalid(every_toml_problem(&text, error, &index))),
     };
+    read_older_spellings(&mut plan);
     let mut issues = plan.validate();
     let document = PlanDocument { path: path.to_owned(), text, plan };
     if let Some(scope) = scope {
@@ -246,6 +247,14 @@ pub fn parse_within(path: &Path, text: String, scope: Option<&Scope>) -> Result<
         return Err(document.invalid(issues));
     }
     Ok(document)
+}
+
+/// Keys an older bf read, moved to the keys that replaced them, so each rule reads one key:
+/// `[source] outside_window = "skip"` is `[guards] allow_rows_outside_window = true`.
+fn read_older_spellings(plan: &mut PlanFile) {
+    if plan.source.outside_window == crate::plan_file::OutsideRows::Skip {
+        plan.guards.allow_rows_outside_window = true;
+    }
 }
 
 /// The most problems reading a plan file reports at once.

@@ -310,6 +310,12 @@ pub struct Guards {
     /// keys); `true` when bringing them back is the fix. Needs `target.key`.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub allow_deleted_keys_back: bool,
+    /// Let the queries return rows for days outside the window, which no slice writes: inputs that
+    /// knowingly cover more than the window. Off by default, so such rows fail the plan (shown
+    /// first, naming their days), since they are usually a bug in the query — a time zone
+    /// shifting dates, a missing filter. (`[source] outside_window = "skip"` is an older spelling.)
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub allow_rows_outside_window: bool,
     /// How long `bf rollback` must stay possible after the apply, e.g. `"30 days"`. A table that
     /// keeps removed files (`delta.deletedFileRetentionDuration`) or its log
     /// (`delta.logRetentionDuration`) for less is refused before anything is rehearsed, with the
@@ -470,6 +476,7 @@ impl Default for Guards {
             max_bytes_rewritten: None,
             allow_empty_slices: false,
             allow_deleted_keys_back: false,
+            allow_rows_outside_window: false,
             keep_rollback_for: None,
         }
     }

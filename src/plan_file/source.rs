@@ -27,9 +27,8 @@ pub struct Source {
     /// at `bf validate`, naming it.
     #[serde(default, skip_serializing_if = "Dialect::is_datafusion")]
     pub dialect: Dialect,
-    /// What rows the query returns outside the window mean: `"refuse"` (the default) fails the plan,
-    /// because a row no slice writes is usually a bug in the query (a time zone shifting dates, a
-    /// missing filter); `"skip"` leaves them out, for inputs that knowingly cover more than the window.
+    /// An older spelling of `[guards] allow_rows_outside_window`: `"skip"` is `true`, `"refuse"` (the
+    /// default) `false`. Read into the guard when the plan file is loaded.
     #[serde(default, skip_serializing_if = "OutsideRows::is_refuse")]
     pub outside_window: OutsideRows,
 }

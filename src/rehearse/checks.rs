@@ -5,17 +5,14 @@
 //! when it finds no offending rows; a failure reports how many and a few of them. One check is
 //! always there: the reconcile, which proves the slice holds what the source produced for it.
 //!
-//! Guards look at the whole window: a metric (or the row count) that moves more than
-//! `max_change_pct` fails the plan.
+//! Guards, which weigh the whole backfill, are [`super::guards`].
 
 use deltalake::arrow::util::display::array_value_to_string;
 use deltalake::datafusion::prelude::SessionContext;
 use serde::{Deserialize, Serialize};
 
-use crate::plan_file::{Check, Guards};
-use crate::rehearse::blast_radius::BlastRadius;
-use crate::rehearse::deleted_keys::DeletedKeys;
-use crate::rehearse::diff::{Measures, ident};
+use crate::plan_file::Check;
+use crate::rehearse::diff::ident;
 use crate::source::run::read_only_options;
 
 /// How many offending rows a failed check shows.
@@ -47,14 +44,6 @@ pub struct CheckResult {
     /// A few offending rows, as text.
     pub sample: Vec<String>,
     /// One line for people, e.g. "4 rows for the source's 4, 0 missing".
-    pub detail: String,
-}
-
-/// One guard over the whole window.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct GuardResult {
-    pub name: String,
-    pub passed: bool,
     pub detail: String,
 }
 
@@ -145,121 +134,4 @@ pub fn reconcile(
             if passed { "ok" } else { "MISMATCH" }
         ),
     }
-}
-
-/// A slice's days and its rows before and after: what `allow_empty_slices` weighs.
-#[derive(Debug, Clone, Copy)]
-pub struct SliceRows {
-    pub first: chrono::NaiveDate,
-    pub last: chrono::NaiveDate,
-    pub before: u64,
-    pub after: u64,
-}
-
-/// Checks the window's totals against `max_change_pct`, what it writes against
-/// `max_bytes_rewritten`, each slice against `allow_empty_slices`, and the deleted keys it brings
-/// back against `allow_deleted_keys_back`.
-pub fn run_guards(
-    guards: &Guards,
-    before: &Measures,
-    after: &Measures,
-    radius: &BlastRadius,
-    slices: &[SliceRows],
-    deleted_keys: Option<&DeletedKeys>,
-) -> Vec<GuardResult> {
-    let mut results = change_guards(guards, before, after);
-    results.extend(empty_slices(guards, slices));
-    results.extend(deleted_keys_back(guards.allow_deleted_keys_back, deleted_keys));
-    if let Some(limit) = guards.max_bytes_rewritten {
-        let written = crate::plan_file::Size(radius.bytes_added);
-        results.push(GuardResult {
-            name: "max_bytes_rewritten".into(),
-            passed: written.0 <= limit.0,
-            detail: format!("the backfill writes {written} (limit {limit})"),
-        });
-    }
-    results
-}
-
-/// `allow_empty_slices`: the slices, and the days inside slices of several days, the backfill leaves
-/// without rows where the table held some, a guard of their own whenever there are any (passed only
-/// when the plan allows it), so a plan shows them first whatever it allows.
-fn empty_slices(guards: &Guards, slices: &[SliceRows]) -> Option<GuardResult> {
-    let emptied: Vec<String> = slices
-        .iter()
-        .filter(|s| s.after == 0 && s.before > 0)
-        .map(|s| {
-            format!("{} ({} → 0)", crate::words::days(s.first, s.last), crate::words::number(s.before as f64))
-        })
-        .collect();
-    if emptied.is_empty() {
-        return None;
-    }
-    // A slice, or a day inside one (`Plan::emptied_rows`): named by its days, either way.
-    let detail = format!(
-        "the source leaves {} without rows where the table holds some{}",
-        emptied.join(", "),
-        if guards.allow_empty_slices {
-            " (allowed: `allow_empty_slices = true`)"
-        } else {
-            ". If emptying those days is the fix, say so with `[guards] allow_empty_slices = true`"
-        }
-    );
-    Some(GuardResult { name: "allow_empty_slices".into(), passed: guards.allow_empty_slices, detail })
-}
-
-/// `allow_deleted_keys_back`: the deletes in the table's history whose keys the backfill's added
-/// rows bring back, a guard of their own whenever there are any (passed only when the plan allows
-/// it), so that a reload of rows deleted on request is the first thing a reviewer reads.
-pub fn deleted_keys_back(allowed: bool, deleted_keys: Option<&DeletedKeys>) -> Option<GuardResult> {
-    let found = &deleted_keys?.found;
-    if found.is_empty() {
-        return None;
-    }
-    let mut described: Vec<String> = found.iter().take(3).map(|d| d.describe()).collect();
-    if found.len() > 3 {
-        described.push(format!("and {} more deletes", found.len() - 3));
-    }
-    let detail = format!(
-        "{}{}",
-        described.join("; "),
-        if allowed {
-            " (allowed: `allow_deleted_keys_back = true`)"
-        } else {
-            ". Rows deleted on purpose come back; if bringing them back is the fix, say so with \
-             `[guards] allow_deleted_keys_back = true`"
-        }
-    );
-    Some(GuardResult { name: "allow_deleted_keys_back".into(), passed: allowed, detail })
-}
-
-/// `max_change_pct`: each metric's change over the window against its limit.
-fn change_guards(guards: &Guards, before: &Measures, after: &Measures) -> Vec<GuardResult> {
-    guards
-        .max_change_pct
-        .iter()
-        .map(|(name, limit)| {
-            let values = if name == "rows" {
-                Some((before.rows as f64, after.rows as f64))
-            } else {
-                before.metrics.get(name).copied().flatten().zip(after.metrics.get(name).copied().flatten())
-            };
-            let subject = if name == "rows" { "the row count" } else { name.as_str() };
-            let (passed, detail) = match values {
-                None => (false, format!("{subject} is NULL before or after; a change cannot be measured")),
-                Some((b, a)) if b == 0.0 && a == 0.0 => (true, format!("{subject} is 0 before and after")),
-                Some((0.0, _)) => (
-                    false,
-                    format!("{subject} is 0 before, so its change cannot be a percentage (limit {limit}%)"),
-                ),
-                Some((b, a)) => {
-                    let pct = (a - b) / b.abs() * 100.0;
-                    let passed = pct.abs() <= *limit;
-                    let change = crate::words::signed_percent(pct);
-                    (passed, format!("{subject} changes {change} (limit ±{limit}%)"))
-                }
-            };
-            GuardResult { name: format!("max_change_pct.{name}"), passed, detail }
-        })
-        .collect()
 }

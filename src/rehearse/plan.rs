@@ -15,22 +15,27 @@ use sha2::{Digest, Sha256};
 use crate::delta::store::{Found, Location, Stores};
 use crate::plan_file::WriteMode;
 pub use crate::rehearse::blast_radius::BlastRadius;
-use crate::rehearse::checks::{CheckResult, GuardResult};
+use crate::rehearse::checks::CheckResult;
 use crate::rehearse::clone::CloneMetrics;
 use crate::rehearse::diff::{BreakdownRow, Measures, RowChanges, RowCounts};
+use crate::rehearse::guards::GuardResult;
 use crate::source::run::{DeltaInput, FolderListing, SourceCounts};
 use crate::window::Window;
 
 /// The version of the saved plan's layout: 3 added downstream plans, which a bf reading format 2
 /// would silently leave unapplied; 5 records which table each version it relies on is of, and
-/// each slice's publication and blast radius; 6 the deleted keys a plan with a key brings back.
-pub const PLAN_FORMAT: u32 = 6;
+/// each slice's publication and blast radius; 6 the deleted keys a plan with a key brings back; 7
+/// the days outside the window the queries return rows for.
+pub const PLAN_FORMAT: u32 = 7;
 
 /// The first format recording each slice's publication and blast radius.
 pub const PUBLICATION_FORMAT: u32 = 5;
 
 /// The first format recording the deleted keys a plan with a key brings back.
 pub const DELETED_KEYS_FORMAT: u32 = 6;
+
+/// The first format recording the days outside the window the queries return rows for.
+pub const OUTSIDE_DAYS_FORMAT: u32 = 7;
 
 /// Files bigger than this are fingerprinted by size and modification time only.
 const HASH_LIMIT: u64 = 1 << 30;
@@ -72,6 +77,10 @@ pub struct Plan {
     /// holds some, with the rows they held: `allow_empty_slices` weighs them as it weighs slices.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub emptied_days: Vec<EmptiedDay>,
+    /// The days outside the window the queries return rows for, which no slice writes:
+    /// `allow_rows_outside_window` weighs them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub outside_days: Vec<crate::source::routes::OutsideDay>,
     /// Everything outside the window: must be equal before and after.
     pub outside_window: OutsideWindow,
     /// The `[diff] by` columns, and the window's change broken down by them, largest first.
@@ -277,8 +286,8 @@ impl SliceReport {
     }
 
     /// Its days and rows before and after, as the guards weigh them.
-    pub fn rows(&self) -> crate::rehearse::checks::SliceRows {
-        crate::rehearse::checks::SliceRows {
+    pub fn rows(&self) -> crate::rehearse::guards::SliceRows {
+        crate::rehearse::guards::SliceRows {
             first: self.first,
             last: self.last,
             before: self.before.rows,
@@ -393,14 +402,23 @@ impl Plan {
 
     /// What `allow_empty_slices` weighs: each slice's rows before and after, and each day the
     /// backfill empties inside a slice of several days, as a slice of its own.
-    pub fn emptied_rows(&self) -> Vec<crate::rehearse::checks::SliceRows> {
-        let days = self.emptied_days.iter().map(|d| crate::rehearse::checks::SliceRows {
+    pub fn emptied_rows(&self) -> Vec<crate::rehearse::guards::SliceRows> {
+        let days = self.emptied_days.iter().map(|d| crate::rehearse::guards::SliceRows {
             first: d.day,
             last: d.day,
             before: d.before,
             after: 0,
         });
         self.slices.iter().map(SliceReport::rows).chain(days).collect()
+    }
+
+    /// The source rows no slice writes because their day is outside the window: the days' counts,
+    /// or in plans saved before they were recorded, the most any slice's query returned.
+    pub fn rows_outside_window(&self) -> u64 {
+        match self.outside_days.is_empty() {
+            false => self.outside_days.iter().map(|d| d.rows).sum(),
+            true => self.slices.iter().map(|s| s.source.outside_window).max().unwrap_or(0),
+        }
     }
 
     /// How each column of the changed rows changed over the whole backfill, its slices' summed.
@@ -464,7 +482,7 @@ impl Plan {
         // The guard on them said which keys: said again without.
         for guard in self.guards.iter_mut().filter(|g| g.name == "allow_deleted_keys_back") {
             let Some(fresh) =
-                crate::rehearse::checks::deleted_keys_back(guard.passed, self.deleted_keys.as_ref())
+                crate::rehearse::guards::deleted_keys_back(guard.passed, self.deleted_keys.as_ref())
             else {
                 continue;
             };

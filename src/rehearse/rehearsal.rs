@@ -18,15 +18,16 @@ use std::collections::BTreeMap;
 use crate::delta::same_table;
 use crate::delta::store::{self, display_url};
 use crate::delta::table;
+use crate::plan_file::PlanDocument;
 use crate::plan_file::chain::Chain;
-use crate::plan_file::{OutsideRows, PlanDocument};
-use crate::rehearse::checks::{self, CheckResult};
+use crate::rehearse::checks::CheckResult;
 use crate::rehearse::clone::ShallowClone;
 use crate::rehearse::compare::{Compared, compare_window};
 use crate::rehearse::deleted_keys::Search;
+use crate::rehearse::guards;
 use crate::rehearse::plan::{
-    self, BlastRadius, InputFingerprint, OutsideWindow, PLAN_FORMAT, Plan, PlanFileRecord, PlanTimings,
-    RehearsalRecord, SliceReport, TargetRecord,
+    self, BlastRadius, InputFingerprint, PLAN_FORMAT, Plan, PlanFileRecord, PlanTimings, RehearsalRecord,
+    SliceReport, TargetRecord,
 };
 use crate::rehearse::slice_writer::SliceWriter;
 use crate::rehearse::target::{Target, open_target};
@@ -169,8 +170,10 @@ async fn rehearse(
         localized: &clone_metrics.localized,
         progress,
     };
+    let routes = run.routes(&slices).await?;
+    timings.source += watch.lap();
     let (rehearsal, compared) =
-        run.write_slices(&slices, rehearsal, &written, &mut timings, &mut watch).await?;
+        run.write_slices(&slices, &routes, rehearsal, &written, &mut timings, &mut watch).await?;
     watch.lap();
     progress.step("comparing before and after");
     let Gathered { reports, check_results, merge_notes, sources } = gather(compared, &mut timings);
@@ -198,33 +201,14 @@ async fn rehearse(
     let emptied_days =
         crate::rehearse::compare::emptied_days(&spec.target.date_column, &target.table, &rehearsal, &slices)
             .await?;
-    let slice_rows: Vec<_> = reports
-        .iter()
-        .map(SliceReport::rows)
-        .chain(emptied_days.iter().map(|d| checks::SliceRows {
-            first: d.day,
-            last: d.day,
-            before: d.before,
-            after: 0,
-        }))
-        .collect();
-    let guards = checks::run_guards(
-        &spec.guards,
-        &total.before,
-        &total.after,
-        &blast_radius,
-        &slice_rows,
-        deleted_keys.as_ref(),
-    );
     let mut warnings = warnings(&stores, &target, spec, merge_notes)?;
     warnings.extend(deleted_keys.iter().flat_map(|d| &d.unchecked).map(|u| format!("deleted keys: {u}")));
     warnings.extend(source.type_warnings());
     let written = reports.iter().map(|r| r.source.written()).sum();
     let in_files = reports.iter().filter_map(|r| r.publication.as_ref()?.rows_written).sum();
     warnings.extend(crate::delta::row_tracking::note(&target.table, written, in_files));
-    let problems = problems(spec, &window, &reports, &outside_window, &check_results, &guards);
 
-    Ok(Plan {
+    let mut plan = Plan {
         format: PLAN_FORMAT,
         id,
         created_at: chrono::Utc::now(),
@@ -256,25 +240,31 @@ async fn rehearse(
         row_changes,
         deleted_keys,
         emptied_days,
+        outside_days: routes.outside().to_vec(),
         slices: reports,
         total,
         outside_window,
         breakdown_by: spec.diff.by.clone(),
         breakdown,
         checks: check_results,
-        guards,
+        guards: Vec::new(),
         blast_radius,
         policy: None,
         frozen: target.frozen,
         unfreeze: spec.guards.unfreeze.as_ref().map(crate::plan_file::Unfreeze::approval),
-        problems,
+        problems: Vec::new(),
         warnings,
         timings,
         downstream: Vec::new(),
         replaced_rehearsal_of: replaced,
         preview,
         source_ran_on: chain.cluster.as_ref().map(crate::cluster::Reached::ran_on),
-    })
+    };
+    // Step 5's guards and step 6's verdict weigh the plan as it is saved, as `bf apply` weighs it
+    // again ([`super::seal`]).
+    plan.guards = guards::run_guards(&spec.guards, &guards::Weighed::of(&plan));
+    plan.problems = problems(spec, &plan);
+    Ok(plan)
 }
 
 /// The slices a preview rehearses, chosen by the rows the table holds on each of their days.
@@ -449,21 +439,14 @@ fn warnings(
 
 /// Step 6: what stops `bf apply`: rows outside the window moved, source rows no slice writes, a
 /// failed check or guard.
-fn problems(
-    spec: &crate::plan_file::PlanFile,
-    window: &Window,
-    reports: &[SliceReport],
-    outside_window: &OutsideWindow,
-    check_results: &[CheckResult],
-    guards: &[crate::rehearse::checks::GuardResult],
-) -> Vec<String> {
+fn problems(spec: &crate::plan_file::PlanFile, plan: &Plan) -> Vec<String> {
     let column = spec.target.date_column.as_str();
     let mut problems = Vec::new();
-    if !outside_window.unchanged {
+    if !plan.outside_window.unchanged {
         problems.push("rows outside the window changed in the rehearsal".to_owned());
     }
     // Every slice runs the query; a NULL date shows in each, so the largest count is the number.
-    let null_dates = reports.iter().map(|s| s.source.null_date).max().unwrap_or(0);
+    let null_dates = plan.slices.iter().map(|s| s.source.null_date).max().unwrap_or(0);
     if null_dates > 0 {
         problems.push(format!(
             "{} a NULL {column}: no slice would write them; fix the query or the input",
@@ -473,25 +456,10 @@ fn problems(
             }
         ));
     }
-    if spec.source.outside_window == OutsideRows::Refuse
-        && let Some(worst) = reports.iter().max_by_key(|s| s.source.outside_window)
-        && worst.source.outside_window > 0
-    {
-        let rows = worst.source.outside_window;
-        problems.push(format!(
-            "{rows} {} the query returns for slice {} {} outside the window {window}: no slice would write \
-             {}. Keep only each slice's days by wrapping the query — SELECT * FROM (<the query>) WHERE {column} \
-             BETWEEN $start AND $end — or set source.outside_window = \"skip\"",
-            if rows == 1 { "row" } else { "rows" },
-            worst.index,
-            if rows == 1 { "falls" } else { "fall" },
-            if rows == 1 { "it" } else { "them" },
-        ));
-    }
-    for check in check_results.iter().filter(|c| !c.passed) {
+    for check in plan.checks.iter().filter(|c| !c.passed) {
         problems.push(format!("check `{}` failed on slice {}: {}", check.name, check.slice, check.detail));
     }
-    for guard in guards.iter().filter(|g| !g.passed) {
+    for guard in plan.guards.iter().filter(|g| !g.passed) {
         problems.push(format!("guard {} failed: {}", guard.name, guard.detail));
     }
     problems

@@ -16,7 +16,8 @@ use url::Url;
 
 use crate::delta::store;
 use crate::plan_file::confine::{Policy, Scope};
-use crate::plan_file::{self, Location, OutsideRows, PlanDocument};
+use crate::plan_file::{self, Location, PlanDocument};
+use crate::rehearse::guards;
 use crate::rehearse::plan::{Plan, SavedPlanError};
 
 /// The operator's variable holding the key saved plans are signed with.
@@ -185,7 +186,9 @@ fn check(plan: &Plan, scope: &Scope, above: &[&Plan], found: &mut Findings) {
     let (verdicts_failed, verdicts_unbound) = verdicts(plan, spec);
     found.failed.extend(verdicts_failed.into_iter().map(at));
     unbound.extend(verdicts_unbound);
-    if spec.source.outside_window == OutsideRows::Refuse
+    // Plans saved before their days were recorded: only the slices' counts tell.
+    if plan.format < crate::rehearse::plan::OUTSIDE_DAYS_FORMAT
+        && !spec.guards.allow_rows_outside_window
         && plan.slices.iter().any(|s| s.source.outside_window > 0)
     {
         found.failed.push(at("source rows fall outside the window: no slice writes them".into()));
@@ -280,15 +283,15 @@ fn verdicts(plan: &Plan, spec: &plan_file::PlanFile) -> (Vec<String>, Vec<String
     if plan.row_changes.is_some() && plan.row_changes != plan.row_counts() {
         unbound.push("its count of rows added, removed and changed is not its slices'".into());
     }
-    let slice_rows = plan.emptied_rows();
-    let guards = crate::rehearse::checks::run_guards(
-        &spec.guards,
-        &plan.total.before,
-        &plan.total.after,
-        &slices_radius,
-        &slice_rows,
-        plan.deleted_keys.as_ref(),
-    );
+    // The days outside the window are what their guard weighs: each slice's count of rows outside
+    // it must be among them.
+    let outside_rows: u64 = plan.outside_days.iter().map(|d| d.rows).sum();
+    if plan.format >= crate::rehearse::plan::OUTSIDE_DAYS_FORMAT
+        && plan.slices.iter().any(|s| s.source.outside_window > outside_rows)
+    {
+        unbound.push("its days outside the window do not hold the rows its slices return there".into());
+    }
+    let guards = guards::run_guards(&spec.guards, &guards::Weighed::of(plan));
     failed.extend(
         guards.iter().filter(|g| !g.passed).map(|g| format!("guard {} failed: {}", g.name, g.detail)),
     );

@@ -45,6 +45,7 @@ impl SliceRun<'_, '_> {
     pub(crate) async fn write_slices(
         &self,
         slices: &[crate::window::Slice],
+        routes: &Routes,
         mut rehearsal: DeltaTable,
         written: &store::Written,
         timings: &mut PlanTimings,
@@ -58,8 +59,6 @@ impl SliceRun<'_, '_> {
         let shared_spec = Arc::new(spec.clone());
         let mut comparing: Option<tokio::task::JoinHandle<Result<Compared, RehearsalError>>> = None;
         let mut compared: Vec<Compared> = Vec::with_capacity(slices.len());
-        let routes = self.routes(slices).await?;
-        timings.source += watch.lap();
         for slice in slices {
             watch.lap();
             let lenders: Vec<_> = routes.lenders(slice.index).to_vec();
@@ -125,7 +124,7 @@ impl SliceRun<'_, '_> {
     /// Every slice's query surveyed, in slice order, before anything is written: which slice
     /// writes each row ([`Routes`]). One at a time: the operator's bound on bytes read is counted
     /// as the slices are, and refuses the same slice whatever the timing.
-    async fn routes(&self, slices: &[crate::window::Slice]) -> Result<Routes, RehearsalError> {
+    pub(crate) async fn routes(&self, slices: &[crate::window::Slice]) -> Result<Routes, RehearsalError> {
         let mut surveys = Vec::with_capacity(slices.len());
         for slice in slices {
             surveys.push(self.source.survey(slice).await?);

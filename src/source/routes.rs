@@ -57,10 +57,20 @@ pub struct Lender {
     pub rows: u64,
 }
 
-/// Every rehearsed slice's counts and lenders.
+/// A day outside the window the queries return rows for: no slice writes them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
+pub struct OutsideDay {
+    pub day: NaiveDate,
+    /// The most rows any one slice's query returns for it: the slices' queries may read the same
+    /// files, so their counts are not added.
+    pub rows: u64,
+}
+
+/// Every rehearsed slice's counts and lenders, and the days outside the window the queries return.
 #[derive(Debug, Clone, Default)]
 pub struct Routes {
     slices: BTreeMap<usize, (SourceCounts, Vec<Lender>)>,
+    outside: Vec<OutsideDay>,
 }
 
 impl Routes {
@@ -78,7 +88,12 @@ impl Routes {
             counts.from_other_slices = lenders.iter().map(|l| l.rows).sum();
             slices.insert(own.slice.index, (counts, lenders));
         }
-        Routes { slices }
+        Routes { slices, outside: outside_days(surveys, window) }
+    }
+
+    /// The days outside the window the queries return rows for, in order.
+    pub fn outside(&self) -> &[OutsideDay] {
+        &self.outside
     }
 
     /// Where slice `index`'s query's rows fell, and the rows lent to it.
@@ -90,6 +105,20 @@ impl Routes {
     pub fn lenders(&self, index: usize) -> &[Lender] {
         self.slices.get(&index).map_or(&[], |(_, lenders)| lenders.as_slice())
     }
+}
+
+/// Each day outside the window any query returns rows for, with the most rows one query returns.
+fn outside_days(surveys: &[Survey], window: &Window) -> Vec<OutsideDay> {
+    let mut days: BTreeMap<NaiveDate, u64> = BTreeMap::new();
+    for survey in surveys {
+        for (day, rows) in &survey.days {
+            if let Some(day) = day.filter(|d| !window.contains(*d)) {
+                let most = days.entry(day).or_insert(0);
+                *most = (*most).max(*rows);
+            }
+        }
+    }
+    days.into_iter().map(|(day, rows)| OutsideDay { day, rows }).collect()
 }
 
 /// The survey's rows by where their day falls: this slice, the window's other days, outside the
@@ -181,6 +210,18 @@ mod tests {
         assert_eq!((second.in_slice, second.other_slices, second.from_other_slices), (8, 3, 2));
         assert_eq!(second.written(), 10);
         assert_eq!(routes.counts(3).outside_window, 1);
+        assert_eq!(routes.outside(), [OutsideDay { day: day("2026-04-01"), rows: 1 }]);
+    }
+
+    #[test]
+    fn a_day_outside_the_window_counts_the_most_one_query_returns() {
+        let window = Window { start: day("2026-03-01"), end: day("2026-03-02") };
+        let surveys = [
+            survey(slice(1, "2026-03-01"), &[("2026-02-28", 4), ("2026-03-01", 1)], &["march.csv"]),
+            survey(slice(2, "2026-03-02"), &[("2026-02-28", 4), ("2026-03-03", 2)], &["march.csv"]),
+        ];
+        let days: Vec<_> = Routes::new(&surveys, &window).outside().iter().map(|d| (d.day, d.rows)).collect();
+        assert_eq!(days, [(day("2026-02-28"), 4), (day("2026-03-03"), 2)]);
     }
 
     #[test]

@@ -34,9 +34,10 @@ FROM export
 """
 "#;
 
-/// The orders table as the Python `deltalake` package writes it, then the DELETE of customer C42
-/// (version 1) and an order appended since (version 2).
-fn orders_with_a_gdpr_delete(table: &std::path::Path, partitioned: bool, change_feed: bool) {
+/// The orders table as the Python `deltalake` package writes it, then the deletion of customer
+/// C42 (version 1: a DELETE, or a MERGE deleting the rows it matches) and an order appended since
+/// (version 2).
+fn orders_with_a_gdpr_delete(table: &std::path::Path, partitioned: bool, change_feed: bool, by_merge: bool) {
     python(
         &format!(
             "import datetime, deltalake, pyarrow as pa\n\
@@ -47,13 +48,24 @@ fn orders_with_a_gdpr_delete(table: &std::path::Path, partitioned: bool, change_
                            'customer': [r[1] for r in rows], 'amount': [r[2] for r in rows],\n\
                            'currency': ['EUR'] * len(rows), 'order_date': [d(r[3]) for r in rows]}})\n\
              deltalake.write_deltalake({path:?}, t, partition_by={partitions}, configuration={configuration})\n\
-             deltalake.DeltaTable({path:?}).delete(\"customer = 'C42'\")\n\
+             {delete}\n\
              later = pa.table({{'order_id': pa.array([5], pa.int64()), 'customer': ['C05'], 'amount': [50.0],\n\
                                'currency': ['EUR'], 'order_date': [d('2026-03-03')]}})\n\
              deltalake.write_deltalake({path:?}, later, mode='append')\n",
             path = table.to_str().unwrap(),
             partitions = if partitioned { "['order_date']" } else { "None" },
             configuration = if change_feed { "{'delta.enableChangeDataFeed': 'true'}" } else { "None" },
+            delete = match by_merge {
+                false => format!(
+                    "deltalake.DeltaTable({:?}).delete(\"customer = 'C42'\")",
+                    table.to_str().unwrap()
+                ),
+                true => format!(
+                    "deltalake.DeltaTable({:?}).merge(pa.table({{'customer': ['C42']}}), 'target.customer = source.customer', \
+                     source_alias='source', target_alias='target').when_matched_delete().execute()",
+                    table.to_str().unwrap()
+                ),
+            },
         ),
         &[],
     );
@@ -61,11 +73,15 @@ fn orders_with_a_gdpr_delete(table: &std::path::Path, partitioned: bool, change_
 
 #[test]
 fn a_reload_that_brings_back_keys_a_delete_removed_is_refused_unless_the_plan_allows_it() {
-    for (partitioned, change_feed) in [(true, false), (false, true)] {
-        let what = format!("partitioned: {partitioned}, change data feed: {change_feed}");
+    // Each layout with and without a change data feed; the deletion a DELETE or a deleting MERGE.
+    for (partitioned, change_feed, by_merge) in
+        [(true, false, false), (false, true, false), (false, false, true), (true, true, true)]
+    {
+        let what = format!("partitioned: {partitioned}, change data feed: {change_feed}, merge: {by_merge}");
+        let operation = if by_merge { "MERGE" } else { "DELETE" };
         let dir = tempfile::tempdir().unwrap();
         let table = dir.path().join("orders");
-        orders_with_a_gdpr_delete(&table, partitioned, change_feed);
+        orders_with_a_gdpr_delete(&table, partitioned, change_feed, by_merge);
         std::fs::write(dir.path().join("export.csv"), EXPORT).unwrap();
         let untouched = snapshot(&table);
 
@@ -76,12 +92,12 @@ fn a_reload_that_brings_back_keys_a_delete_removed_is_refused_unless_the_plan_al
         let found = &plan["deleted_keys"]["found"];
         assert_eq!(found.as_array().map(Vec::len), Some(1), "{what}: {}", plan["deleted_keys"]);
         assert_eq!(found[0]["version"], 1, "{what}");
-        assert_eq!(found[0]["operation"], "DELETE", "{what}");
+        assert_eq!(found[0]["operation"], operation, "{what}");
         assert_eq!(found[0]["rows"], 2, "{what}");
         assert_eq!(found[0]["samples"], serde_json::json!(["order_id = 20", "order_id = 21"]), "{what}");
         let today = chrono::Utc::now().format("%Y-%m-%d");
         let finding = format!(
-            "2 rows re-add keys the DELETE of {today} (version 1) removed (order_id = 20; order_id = 21)"
+            "2 rows re-add keys the {operation} of {today} (version 1) removed (order_id = 20; order_id = 21)"
         );
         let problems = plan["problems"].as_array().unwrap();
         assert!(
@@ -114,7 +130,8 @@ fn a_reload_that_brings_back_keys_a_delete_removed_is_refused_unless_the_plan_al
         assert_eq!(counted.status.code(), Some(1), "{what}");
         let said = String::from_utf8_lossy(&counted.stdout);
         assert!(
-            said.contains("2 rows re-add keys the DELETE of") && !said.contains("order_id = 2"),
+            said.contains(&format!("2 rows re-add keys the {operation} of"))
+                && !said.contains("order_id = 2"),
             "{what}: {said}"
         );
         bf_in(dir.path()).args(["apply", "--auto-approve"]).assert().code(1);

@@ -106,7 +106,7 @@ fn source_rows_with_a_null_date_make_the_plan_unappliable() {
 }
 
 #[test]
-fn source_rows_outside_the_window_fail_the_plan_unless_it_says_skip() {
+fn source_rows_outside_the_window_fail_the_plan_naming_their_days_unless_its_guard_allows_them() {
     let workspace = demo_workspace();
     let root = workspace.path();
     let silver = root.join("bf-demo/warehouse/orders_silver");
@@ -128,25 +128,39 @@ fn source_rows_outside_the_window_fail_the_plan_unless_it_says_skip() {
         .lines()
         .filter(|l| l.split(',').nth(4).is_some_and(|t| t.starts_with("2026-03-31")))
         .count();
-    assert!(last_day > 0, "the shop has orders on March 31");
+    assert!(last_day > 1, "the shop has orders on March 31");
 
     let plan = write_plan(&root.join("plans"), "shifted.toml", &shifted);
     let output = bf_in(root).arg("plan").arg(&plan).arg("--json").output().unwrap();
     assert_eq!(output.status.code(), Some(1), "{}", String::from_utf8_lossy(&output.stderr));
     let saved: Value = serde_json::from_slice(&output.stdout).unwrap();
     assert_eq!(saved["slices"][0]["source"]["outside_window"], last_day);
+    assert_eq!(saved["outside_days"], serde_json::json!([{ "day": "2026-04-01", "rows": last_day }]));
+    // The guard names how many rows and which days, first among the problems a reviewer reads.
     let problem = format!(
-        "{last_day} rows the query returns for slice 1 fall outside the window 2026-03-01..2026-03-31"
+        "guard allow_rows_outside_window failed: {last_day} rows the queries return fall outside the window \
+         2026-03-01..2026-03-31, on 2026-04-01 ({last_day}): no slice writes them"
     );
     let problems = saved["problems"].as_array().unwrap();
     assert!(problems.iter().any(|p| p.as_str().unwrap().starts_with(&problem)), "{problems:?}");
+    let text = bf_in(root).arg("plan").arg(&plan).output().unwrap();
+    let text = String::from_utf8_lossy(&text.stdout).to_string();
+    assert!(text.contains(&format!("Source rows not written: {last_day} outside the window")), "{text}");
     bf_in(root).args(["apply", "--auto-approve"]).assert().code(1).stderr(predicate::str::contains(&problem));
     assert_eq!(snapshot(&silver), untouched);
-    crate::common::refused_with_its_problems_erased(
-        root,
-        &silver,
-        "source rows fall outside the window: no slice writes them",
-    );
+    crate::common::refused_with_its_problems_erased(root, &silver, "guard allow_rows_outside_window failed");
+
+    // Its days and its guard erased as well: the slices' counts still hold the rows.
+    let saved_path = root.join(".bf/plan.json");
+    let mut erased: Value = serde_json::from_str(&std::fs::read_to_string(&saved_path).unwrap()).unwrap();
+    erased.as_object_mut().unwrap().remove("outside_days");
+    erased["guards"].as_array_mut().unwrap().retain(|g| g["name"] != "allow_rows_outside_window");
+    erased["problems"] = serde_json::json!([]);
+    std::fs::write(&saved_path, erased.to_string()).unwrap();
+    bf_in(root).args(["apply", "--auto-approve"]).assert().code(1).stderr(predicate::str::contains(
+        "its days outside the window do not hold the rows its slices return there",
+    ));
+    assert_eq!(snapshot(&silver), untouched);
 
     // The fix the problem suggests works: the query wrapped, filtered on the column it computes.
     let problem_text = problems.iter().find_map(|p| p.as_str().filter(|p| p.starts_with(&problem))).unwrap();
@@ -161,12 +175,23 @@ fn source_rows_outside_the_window_fail_the_plan_unless_it_says_skip() {
     assert_eq!(fixed["slices"][0]["source"]["outside_window"], 0, "{wrapped}");
     assert!(!fixed["problems"].as_array().unwrap().iter().any(|p| p.as_str().unwrap().contains("outside")));
 
-    // Saying so makes them a count, not a problem.
-    let skipping = shifted.replace("\n[write]", "outside_window = \"skip\"\n\n[write]");
-    let plan = write_plan(&root.join("plans"), "skipping.toml", &skipping);
-    let saved = plan_json(&bf_in(root).arg("plan").arg(&plan).arg("--json").output().unwrap());
-    assert_eq!(saved["slices"][0]["source"]["outside_window"], last_day);
-    assert!(!saved["problems"].as_array().unwrap().iter().any(|p| p.as_str().unwrap().contains("outside")));
+    // Saying so in `[guards]` (or with the older `[source] outside_window = "skip"`) makes them a
+    // guard that passes, still naming them.
+    let allowing = shifted.replace("[guards]\n", "[guards]\nallow_rows_outside_window = true\n");
+    let older = shifted.replace("\n[write]", "outside_window = \"skip\"\n\n[write]");
+    for (name, text) in [("allowing.toml", allowing), ("older.toml", older)] {
+        let plan = write_plan(&root.join("plans"), name, &text);
+        let saved = plan_json(&bf_in(root).arg("plan").arg(&plan).arg("--json").output().unwrap());
+        assert_eq!(saved["slices"][0]["source"]["outside_window"], last_day);
+        assert!(
+            !saved["problems"].as_array().unwrap().iter().any(|p| p.as_str().unwrap().contains("outside"))
+        );
+        let guard =
+            saved["guards"].as_array().unwrap().iter().find(|g| g["name"] == "allow_rows_outside_window");
+        let guard = guard.unwrap_or_else(|| panic!("{name}: {}", saved["guards"]));
+        assert_eq!(guard["passed"], true, "{name}");
+        assert!(guard["detail"].as_str().unwrap().contains("on 2026-04-01"), "{name}: {guard}");
+    }
     assert_eq!(snapshot(&silver), untouched);
 }
 

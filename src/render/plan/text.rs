@@ -255,7 +255,7 @@ fn outside_window(w: &mut String, plan: &Plan) {
 /// Source rows no slice wrote, outside the window or with no date: a reader checking the counts
 /// should not have to wonder where they went.
 fn source_rows_not_written(w: &mut String, plan: &Plan) {
-    let outside_source: u64 = plan.slices.iter().map(|s| s.source.outside_window).max().unwrap_or(0);
+    let outside_source = plan.rows_outside_window();
     let null_source: u64 = plan.slices.iter().map(|s| s.source.null_date).max().unwrap_or(0);
     if outside_source + null_source > 0 {
         let _ = writeln!(
