@@ -12,8 +12,9 @@
 //!    [`delta::predicate`], a slice as a typed predicate; [`delta::publish`], files committed into a
 //!    table at once; [`delta::ledger`], what every commit bf makes records.
 //! 4. [`source`]: where a slice's corrected rows come from; plan SQL is read-only
-//!    ([`plan_file::read_only`]). [`cluster`], below it: the slice's query run on an Apache
-//!    DataFusion Ballista cluster when the operator names one (`BF_CLUSTER`), its rows streamed back.
+//!    ([`plan_file::read_only`]) and in the plan's [`dialect`] (DataFusion's SQL or Spark's).
+//!    [`cluster`], below it: the slice's query run on an Apache DataFusion Ballista cluster when
+//!    the operator names one (`BF_CLUSTER`), its rows streamed back.
 //! 5. [`rehearse`]: a [`rehearse::clone`] of the target (shallow), every slice written into it by the
 //!    [`rehearse::slice_writer`] — the one way bf writes a slice, one commit; then [`rehearse::diff`]
 //!    and [`rehearse::checks`]: before vs after, row changes, checks, guards. What leaves is
@@ -42,6 +43,7 @@
 pub mod apply;
 pub mod cluster;
 pub mod delta;
+pub mod dialect;
 pub mod fault;
 pub mod gaps;
 pub mod lineage;

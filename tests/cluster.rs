@@ -505,3 +505,70 @@ fn the_march_reload_in_a_bucket_on_a_cluster_reads_with_each_nodes_own_store_set
     assert_eq!(shop.rows("orders_silver", None, "2026-03-01", "2026-03-31").len(), 409);
     assert_eq!(shop.rows("revenue_by_day", None, "2026-03-01", "2026-03-31").len(), 31);
 }
+
+/// A plan in Spark SQL on the cluster: the workers run the functions it was planned with — Spark's
+/// `date_format` with a Java pattern, `/` of integers a DOUBLE, `split(…)[0]` from 0, integer `+`
+/// failing on overflow, `avg` of a decimal — not DataFusion's of the same names. The rehearsal's
+/// rows are those of the plan made in bf's process, and the apply on the cluster lands Spark's rows,
+/// as DuckDB reads them.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_spark_sql_plan_runs_on_the_cluster_with_sparks_functions() {
+    use crate::common::{march_orders_plan, orders_table};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for folder in [".git", "plans", "landing"] {
+        std::fs::create_dir_all(root.join(folder)).unwrap();
+    }
+    let table = root.join("warehouse/orders");
+    orders_table(&table, false, &[&[(1, "C01", 10.0, "USD", "2026-03-02")]]).await;
+    std::fs::write(
+        root.join("landing/orders.csv"),
+        "order_id,revenue_cents,tags,order_date\n1,1999,\"EUR,USD\",2026-03-02\n2,7,GBP,2026-03-15\n",
+    )
+    .unwrap();
+    let query = "SELECT order_id + 0 AS order_id, \
+                 concat(date_format(`order_date`, 'yyyy-MM'), '/', \
+                        CAST(avg(CAST(revenue_cents AS DECIMAL(10, 2))) OVER () AS STRING)) AS customer, \
+                 revenue_cents / 100 AS amount, split(tags, ',')[0] AS currency, \
+                 CAST(order_date AS DATE) AS order_date FROM orders";
+    let plan = march_orders_plan(&format!(
+        "dialect = \"spark\"\ninputs.orders = {{ path = \"../landing/orders.csv\", format = \"csv\" }}\n\
+         query = \"\"\"\n{query}\n\"\"\""
+    ));
+    write_plan(&root.join("plans"), "march.toml", &plan);
+    let here = plan_json(
+        &bf_in(root)
+            .args(["plan", "plans/march.toml", "-q", "--json"])
+            .env_remove("BF_CLUSTER")
+            .output()
+            .unwrap(),
+    );
+    // Read by the Python `deltalake` package (the rehearsal is a shallow clone).
+    let rehearsal = here["rehearsal"]["uri"].as_str().unwrap().to_owned();
+    let rows = |table: &str| rows_by_day(table, None, "2026-03-01", "2026-03-31", &[]);
+    let rehearsed_here = rows(&rehearsal);
+    assert_eq!(rehearsed_here.len(), 2, "{rehearsed_here:?}");
+    let first = rehearsed_here.iter().find(|r| r.contains("\"order_id\": 1}")).unwrap();
+    for spark in ["\"amount\": 19.99", "\"currency\": \"EUR\"", "\"customer\": \"2026-03/1003."] {
+        assert!(first.contains(spark), "{spark} in {first}");
+    }
+
+    let cluster = Cluster::start(1);
+    let untouched = snapshot(&table);
+    let there = plan_json(&cluster.bf(root, &["plan", "plans/march.toml", "-q", "--json"]));
+    assert_eq!(there["source_ran_on"]["workers"], 1, "{}", there["source_ran_on"]);
+    assert_eq!(figures(&there), figures(&here));
+    assert_eq!(rows(&rehearsal), rehearsed_here, "the rehearsals' rows differ");
+    assert_eq!(snapshot(&table), untouched, "bf plan wrote to the table");
+    let jobs = cluster.jobs();
+    assert!(!jobs.is_empty(), "the worker ran no job of the plan");
+
+    let applied = cluster.bf(root, &["apply", "--recompute", "--auto-approve", "-q"]);
+    assert!(applied.status.success(), "{}", String::from_utf8_lossy(&applied.stderr));
+    assert!(cluster.jobs().len() > jobs.len(), "the apply ran no job on the cluster");
+    assert_eq!(rows(table.to_str().unwrap()), rehearsed_here, "the rows Spark writes");
+    assert_eq!(
+        duckdb_rows(&table, "SELECT order_id, amount, currency FROM t ORDER BY order_id"),
+        ["1|19.99|EUR", "2|0.07|GBP"]
+    );
+}

@@ -1,6 +1,6 @@
 //! Where a slice's source query runs when one machine is not enough: an Apache DataFusion Ballista
-//! cluster. bf's plans are DataFusion SQL, and Ballista runs that SQL, with the same DataFusion bf
-//! builds, across a scheduler and its workers.
+//! cluster. Ballista runs a plan's SQL — DataFusion's, or Spark's with the dialect's functions
+//! ([`codec`]) — with the same DataFusion bf builds, across a scheduler and its workers.
 //!
 //! - [`Cluster`]: the operator's `BF_CLUSTER=df://HOST:PORT` (or `--cluster`). A plan file never
 //!   names a cluster: plans are untrusted input, and a cluster runs what it is sent.
@@ -182,10 +182,12 @@ impl std::fmt::Display for Cluster {
     }
 }
 
-/// A session whose queries `cluster` runs: what a slice's query is planned in there.
-pub fn session(cluster: &Cluster) -> QueryResult<SessionContext> {
+/// A session whose queries `cluster` runs, in `dialect`: what a slice's query is planned in there.
+pub fn session(cluster: &Cluster, dialect: crate::dialect::Dialect) -> QueryResult<SessionContext> {
     #[cfg(feature = "cluster")]
-    return remote::session(cluster);
+    return remote::session(cluster, dialect);
+    #[cfg(not(feature = "cluster"))]
+    let _ = dialect;
     #[cfg(not(feature = "cluster"))]
     Err(deltalake::datafusion::error::DataFusionError::Plan(format!(
         "{}: {}",

@@ -17,10 +17,10 @@ use futures::{StreamExt, TryStreamExt};
 
 use super::Cluster;
 
-/// A session whose queries run on `cluster`: bf's usual session (its settings travel with each
-/// query; its memory pool stays here, where it bounds nothing the cluster does), planned by
-/// Ballista's planner.
-pub fn session(cluster: &Cluster) -> Result<SessionContext> {
+/// A session whose queries run on `cluster`: bf's usual session in the plan's `dialect` (its
+/// settings travel with each query; its memory pool stays here, where it bounds nothing the
+/// cluster does), planned by Ballista's planner.
+pub fn session(cluster: &Cluster, dialect: crate::dialect::Dialect) -> Result<SessionContext> {
     let mut state = crate::delta::memory::session_state(None);
     // As bf's own slice sessions read Parquet (`source::run`).
     state.config_mut().options_mut().execution.parquet.schema_force_view_types = false;
@@ -33,7 +33,8 @@ pub fn session(cluster: &Cluster) -> Result<SessionContext> {
         .with_ballista_physical_extension_codec(physical);
     let state = SessionStateBuilder::new_from_existing(state).with_config(config).build();
     let state = state.upgrade_for_ballista(cluster.endpoint())?;
-    Ok(SessionContext::new_with_state(state))
+    // After Ballista's upgrade, which sets its own functions in place of the session's.
+    Ok(SessionContext::new_with_state(crate::dialect::speaking(state, dialect)))
 }
 
 /// `rows`, a query of a [`session`], as a table bf's own session reads: every scan runs the query

@@ -24,7 +24,6 @@ pub mod columns;
 pub mod confine;
 pub mod input_schema;
 mod load;
-pub mod patterns;
 pub mod read_only;
 pub mod root;
 pub mod scaffold;
@@ -46,9 +45,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::window::{Cadence, Order, RunOffset, Slice, Window};
 
+pub use crate::dialect::Dialect;
 pub use load::{PlanDocument, PlanFileError, load, parse, parse_within, written_from_here};
 pub use schema::json_schema;
-pub use source::{Dialect, Format, Input, OutsideRows, Source};
+pub use source::{Format, Input, OutsideRows, Source};
 pub use validate::Issue;
 
 pub use crate::delta::store::{ConditionalPut, Location, Storage};

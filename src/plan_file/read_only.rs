@@ -293,7 +293,7 @@ fn java_pattern(
     function: &deltalake::datafusion::sql::sqlparser::ast::Function,
     bare: &str,
 ) -> Option<SqlError> {
-    use crate::plan_file::patterns::{java_to_chrono, looks_java, takes_patterns};
+    use crate::dialect::patterns::{java_to_chrono, looks_java, takes_patterns};
     use deltalake::datafusion::sql::sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
     if !takes_patterns(bare) {
         return None;

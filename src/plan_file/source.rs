@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use crate::dialect::Dialect;
+
 /// Where the corrected rows come from: named inputs, and one read-only SQL query over them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -31,23 +33,6 @@ pub struct Source {
     /// default) `false`. Read into the guard when the plan file is loaded.
     #[serde(default, skip_serializing_if = "OutsideRows::is_refuse")]
     pub outside_window: OutsideRows,
-}
-
-/// Which SQL a plan speaks.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Dialect {
-    /// DataFusion's SQL, which bf runs.
-    #[default]
-    Datafusion,
-    /// Spark SQL, as Spark 4 and Databricks SQL run it.
-    Spark,
-}
-
-impl Dialect {
-    fn is_datafusion(&self) -> bool {
-        *self == Dialect::Datafusion
-    }
 }
 
 /// What source rows outside the window mean.

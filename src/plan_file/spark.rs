@@ -7,7 +7,7 @@ use deltalake::datafusion::sql::sqlparser::ast::{
     Expr, Function, FunctionArg, FunctionArgExpr, FunctionArguments, Value,
 };
 
-use crate::plan_file::patterns::java_to_chrono;
+use crate::dialect::patterns::java_to_chrono;
 use crate::plan_file::read_only::SqlError;
 
 /// The functions whose arguments after the first are Java date patterns, in Spark.

@@ -11,4 +11,3 @@ pub mod pattern;
 mod read;
 pub mod routes;
 pub mod run;
-pub mod spark;

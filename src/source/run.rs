@@ -305,8 +305,7 @@ impl<'a> Source<'a> {
         };
         // The slice's query and its write share one session, bounded by the operator's memory limit.
         // In the plan's dialect: the query, and the checks that read its inputs there too.
-        let state =
-            crate::source::spark::speaking(crate::delta::memory::session_state(None), plan.source.dialect);
+        let state = crate::dialect::speaking(crate::delta::memory::session_state(None), plan.source.dialect);
         let ctx = SessionContext::new_with_state(state);
         // Parquet strings as the table's own Utf8: read as Utf8View they were cast back row by row
         // on the way to the writer (1.8% of an apply, docs/BENCHMARKS.md).
@@ -315,14 +314,9 @@ impl<'a> Source<'a> {
         ctx.state_ref().write().config_mut().options_mut().execution.enable_recursive_ctes = false;
         // The session the query runs in on a cluster: one whose queries the cluster runs.
         let there = match &self.cluster {
-            // A cluster's workers plan with DataFusion's functions and operators, not Spark's.
-            Some(_) if plan.source.dialect == crate::plan_file::Dialect::Spark => {
-                return Err(query_error(
-                    &"the Spark dialect runs in bf's process only: a cluster's workers would run the query with \
-                      DataFusion's meaning (unset BF_CLUSTER for this plan)",
-                ));
+            Some(cluster) => {
+                Some(crate::cluster::session(cluster, plan.source.dialect).map_err(|e| query_error(&e))?)
             }
-            Some(cluster) => Some(crate::cluster::session(cluster).map_err(|e| query_error(&e))?),
             None => None,
         };
         let mut files = Vec::new();

@@ -109,7 +109,7 @@ async fn bf_answer(case: &Case, inputs: &Path) -> Option<Answer> {
     if bf::plan_file::read_only::check_query(&case.sql, Dialect::Spark).is_err() {
         return None;
     }
-    let state = bf::source::spark::speaking(bf::delta::memory::session_state(None), Dialect::Spark);
+    let state = bf::dialect::speaking(bf::delta::memory::session_state(None), Dialect::Spark);
     let ctx = SessionContext::new_with_state(state);
     let path = inputs.join("sessions").display().to_string();
     ctx.register_parquet("sessions", &path, ParquetReadOptions::default()).await.unwrap();

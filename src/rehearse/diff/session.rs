@@ -63,8 +63,7 @@ impl Comparison {
         // spill) instead of hash joins (which hold a whole side): pairing the rows of a 10M-row
         // slice held 2.3 GB otherwise (docs/BENCHMARKS.md, W3).
         // The plan's metrics and `[diff] by` run here, in the plan's dialect.
-        let state =
-            crate::source::spark::speaking(crate::delta::memory::session_state(Some(MEMORY_POOL)), dialect);
+        let state = crate::dialect::speaking(crate::delta::memory::session_state(Some(MEMORY_POOL)), dialect);
         let ctx = SessionContext::new_with_state(state);
         ctx.state_ref().write().config_mut().options_mut().optimizer.prefer_hash_join = false;
         ctx.register_udaf(crate::rehearse::exact_sum::udaf());

@@ -100,6 +100,11 @@ fn wider(left: &DataType, right: &DataType) -> DataType {
     }
 }
 
+/// The functions the operators are planned into: what a cluster's worker must find by name.
+pub(super) fn functions() -> Vec<ScalarUDF> {
+    vec![checked(Checked::Add), checked(Checked::Subtract), checked(Checked::Multiply), element_at()]
+}
+
 fn call(function: ScalarUDF, args: Vec<Expr>) -> Expr {
     Expr::ScalarFunction(ScalarFunction::new_udf(Arc::new(function), args))
 }

@@ -15,7 +15,7 @@ use deltalake::datafusion::logical_expr::{
     ColumnarValue, ScalarFunctionArgs, ScalarUDF, ScalarUDFImpl, Signature, Volatility,
 };
 
-use crate::plan_file::patterns::java_to_chrono;
+use crate::dialect::patterns::java_to_chrono;
 
 /// Spark's default pattern of `from_unixtime` and `unix_timestamp`.
 const DEFAULT_PATTERN: &str = "yyyy-MM-dd HH:mm:ss";
