@@ -82,9 +82,9 @@ async fn identity_columns_by_default_keep_their_high_water_mark() {
 /// slices rewrite files and copy their other rows): each reloaded March order gets a new id beyond
 /// the mark, one after the other (8 to 11), every other order keeps its own, the mark rises to 11
 /// with the commits, and the RESTORE of the rollback brings every id back and keeps the mark. A
-/// merge keeps the id of the row it updates and gives a new key the next id. A query that supplies
-/// `order_id`, and a plan keyed on it, are refused at the plan, naming the column; the table
-/// untouched.
+/// merge keeps the id of the row it updates (deleting the rows the source lacks or not) and gives a
+/// new key the next id. A query that supplies `order_id`, and a plan keyed on it, are refused at
+/// the plan, naming the column; the table untouched.
 #[tokio::test(flavor = "multi_thread")]
 async fn identity_columns_generated_always_get_new_values_beyond_the_mark() {
     let plan = |dir: &Path, query_columns: &str, key: &str, extra: &str| {
@@ -166,6 +166,30 @@ async fn identity_columns_generated_always_get_new_values_beyond_the_mark() {
         "the update keeps its id, the new key the next"
     );
     assert_eq!(high_water_mark(&table), Some(8));
+
+    // A merge deleting the rows the source lacks: the update still keeps its id.
+    let dir = tempfile::tempdir().unwrap();
+    let table = dir.path().join("orders");
+    orders_table(&table, false, &ROWS).await;
+    upgrade_identity(&table, false, false);
+    std::fs::write(dir.path().join("march.csv"), source).unwrap();
+    plan(
+        dir.path(),
+        "",
+        "[\"customer\", \"order_date\"]",
+        "[write]\nmode = \"merge\"\ndelete_missing = true\n[guards]\nallow_empty_slices = true\n",
+    );
+    for args in [&["plan", "march.toml"][..], &["apply", "--auto-approve"][..]] {
+        let out = bf(dir.path(), args, &[]);
+        assert!(out.status.success(), "{args:?}: {}", said(&out));
+    }
+    let mut merged = ids(&table);
+    merged.sort();
+    assert_eq!(
+        merged,
+        ["1|C1|2026-02-27", "2|C2|2026-03-02", "4|C4|2026-04-02", "7|C3|2026-04-01", "8|C5|2026-03-20"],
+        "the update keeps its id, the new key the next, the rest of March deleted"
+    );
 
     // Refused: the query supplying `order_id`; the plan keyed on it.
     let dir = tempfile::tempdir().unwrap();

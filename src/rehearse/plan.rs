@@ -403,13 +403,15 @@ impl Plan {
     /// What `allow_empty_slices` weighs: each slice's rows before and after, and each day the
     /// backfill empties inside a slice of several days, as a slice of its own.
     pub fn emptied_rows(&self) -> Vec<crate::rehearse::guards::SliceRows> {
-        let days = self.emptied_days.iter().map(|d| crate::rehearse::guards::SliceRows {
-            first: d.day,
-            last: d.day,
-            before: d.before,
-            after: 0,
+        let slices: Vec<_> = self.slices.iter().map(SliceReport::rows).collect();
+        // A day of a slice emptied whole is named by its slice.
+        let emptied_whole = |day: NaiveDate| {
+            slices.iter().any(|s| s.first <= day && day <= s.last && s.after == 0 && s.before > 0)
+        };
+        let days = self.emptied_days.iter().filter(|d| !emptied_whole(d.day)).map(|d| {
+            crate::rehearse::guards::SliceRows { first: d.day, last: d.day, before: d.before, after: 0 }
         });
-        self.slices.iter().map(SliceReport::rows).chain(days).collect()
+        slices.iter().copied().chain(days).collect()
     }
 
     /// The source rows no slice writes because their day is outside the window: the days' counts,

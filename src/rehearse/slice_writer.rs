@@ -118,7 +118,7 @@ impl SliceWriter {
             rows = with_new_identities(&table, rows, &identity).await.map_err(error)?;
             kept_on_update.push(identity.column);
         }
-        if self.mode == WriteMode::Merge && !self.delete_missing {
+        if self.mode == WriteMode::Merge {
             rows =
                 self.merged(&table, source, rows, predicate.clone(), &kept_on_update).await.map_err(error)?;
         }
@@ -145,11 +145,11 @@ impl SliceWriter {
         }
     }
 
-    /// The slice's rows after a merge: the source's, and the target's whose key the source lacks.
-    /// A kept row carries every column it has (in a rehearsal keeping row ids, its id and commit
-    /// version); a source row matching a target row takes that row's value of each column
-    /// `kept_on_update` names (an update keeps the row's id; its commit version is the publishing
-    /// commit's).
+    /// The slice's rows after a merge: the source's, and (unless `delete_missing`) the target's whose
+    /// key the source lacks. A kept row carries every column it has (in a rehearsal keeping row ids,
+    /// its id and commit version); a source row matching a target row takes that row's value of each
+    /// column `kept_on_update` names — with `delete_missing` too: an update keeps the row's id and
+    /// its identity value (its commit version is the publishing commit's).
     async fn merged(
         &self,
         table: &DeltaTable,
@@ -158,6 +158,9 @@ impl SliceWriter {
         predicate: deltalake::datafusion::logical_expr::Expr,
         kept_on_update: &[String],
     ) -> Result<DataFrame, DeltaTableError> {
+        if self.delete_missing && kept_on_update.is_empty() {
+            return Ok(rows);
+        }
         let key: Vec<&str> = self.key.iter().map(String::as_str).collect();
         // The source's columns: a generated column it leaves out is computed for kept rows too.
         let columns: Vec<String> = rows.schema().fields().iter().map(|f| f.name().clone()).collect();
@@ -173,7 +176,10 @@ impl SliceWriter {
             true => rows,
             false => updated_keep(rows, target, &key, kept_on_update, &columns)?,
         };
-        Ok(kept.union(rows)?)
+        match self.delete_missing {
+            true => Ok(rows),
+            false => Ok(kept.union(rows)?),
+        }
     }
 }
 
