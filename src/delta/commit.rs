@@ -10,7 +10,9 @@
 //! - `identityColumns`: each commit raises the columns' high-water marks past the values it adds
 //!   (`delta/identity.rs`; a `GENERATED ALWAYS` column's values are made at the rehearsal);
 //! - `rowTracking`: each file added gets its rows' ids above the table's high-water mark, which
-//!   the commit raises; removes and files added back keep theirs (`delta/row_tracking.rs`);
+//!   the commit raises; removes and files added back keep theirs (`delta/row_tracking.rs`); under
+//!   column mapping, `maxColumnId` is raised past the field ids of the hidden columns that hold
+//!   copied rows' ids in the files it adds;
 //! - `clustering`, and `liquid`, Databricks' name for it before the protocol had one: the
 //!   clustering domain is kept (as above), and every file added carries statistics for the
 //!   clustering columns — deltalake writes them for every column, and [`check`] refuses a table
@@ -207,6 +209,11 @@ pub async fn commit(
             && let Some(metadata) = crate::delta::identity::marked(state.metadata(), &actions)
                 .map_err(DeltaTableError::Generic)?
         {
+            actions.retain(|a| !matches!(a, Action::Metadata(_)));
+            actions.push(Action::Metadata(metadata));
+        }
+        // The field ids the files added carry stay at or under the table's maximum.
+        if let Some(metadata) = crate::delta::row_tracking::column_ids_covered(&table, &actions).await? {
             actions.retain(|a| !matches!(a, Action::Metadata(_)));
             actions.push(Action::Metadata(metadata));
         }

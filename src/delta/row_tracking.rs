@@ -106,8 +106,7 @@ pub fn rehearsal_metadata(
     let schema = metadata.parse_schema().map_err(|e| generic(&e))?;
     let configuration = metadata.configuration().clone();
     let maps = configuration.get("delta.columnMapping.mode").is_some_and(|m| !m.eq_ignore_ascii_case("none"));
-    let mut max_id: i64 =
-        configuration.get("delta.columnMapping.maxColumnId").and_then(|v| v.parse().ok()).unwrap_or(0);
+    let mut max_id: i64 = configuration.get(MAX_COLUMN_ID).and_then(|v| v.parse().ok()).unwrap_or(0);
     let mut fields: Vec<StructField> = schema.fields().cloned().collect();
     for name in materialized.columns() {
         let mut field = StructField::nullable(name, deltalake::kernel::DataType::LONG);
@@ -126,11 +125,83 @@ pub fn rehearsal_metadata(
     let schema = StructType::try_new(fields).map_err(|e| generic(&e))?;
     metadata = metadata.with_schema(&schema).map_err(|e| generic(&e))?;
     if maps {
-        metadata = metadata
-            .add_config_key("delta.columnMapping.maxColumnId".to_owned(), max_id.to_string())
-            .map_err(|e| generic(&e))?;
+        metadata =
+            metadata.add_config_key(MAX_COLUMN_ID.to_owned(), max_id.to_string()).map_err(|e| generic(&e))?;
     }
     Ok(metadata)
+}
+
+/// The table property every column mapping id stays at or under.
+const MAX_COLUMN_ID: &str = "delta.columnMapping.maxColumnId";
+
+/// The metadata a commit adding `actions` to `table` must carry so that its
+/// `delta.columnMapping.maxColumnId` covers the field ids the files it adds carry: under column
+/// mapping a rehearsal gives its hidden columns ids above the table's ([`rehearsal_metadata`]),
+/// and the files bf publishes hold them, so the next column any writer adds must get another id —
+/// else a reader resolving columns by id reads row ids as that column's values. Based on the
+/// commit's own `metaData` when it carries one (a RESTORE's), and never below the table's own
+/// maximum (a file published before keeps its ids). `None` when nothing is to be raised. The first
+/// file added is read for its ids: a commit's files are written alike.
+pub async fn column_ids_covered(
+    table: &DeltaTable,
+    actions: &[Action],
+) -> Result<Option<deltalake::kernel::Metadata>, DeltaTableError> {
+    use deltalake::kernel::MetadataExt;
+    let state = table.snapshot()?;
+    let configuration = state.metadata().configuration();
+    let maps = configuration.get("delta.columnMapping.mode").is_some_and(|m| !m.eq_ignore_ascii_case("none"));
+    let Some(first) = actions.iter().find_map(|a| match a {
+        Action::Add(add) => Some(add),
+        _ => None,
+    }) else {
+        return Ok(None);
+    };
+    if !maps {
+        return Ok(None);
+    }
+    let carried = actions.iter().find_map(|a| match a {
+        Action::Metadata(m) => Some(m.clone()),
+        _ => None,
+    });
+    let base = carried.clone().unwrap_or_else(|| state.metadata().clone());
+    let max_of = |c: &HashMap<String, String>| c.get(MAX_COLUMN_ID).and_then(|v| v.parse::<i64>().ok());
+    let written = max_of(base.configuration());
+    let path =
+        deltalake::Path::from_url_path(&first.path).map_err(|e| DeltaTableError::Generic(e.to_string()))?;
+    let store = table.log_store().object_store(None);
+    let reader = crate::delta::data_file::file_reader(store, path, first.size as u64)?;
+    let footer = deltalake::datafusion::parquet::arrow::ParquetRecordBatchStreamBuilder::new(reader).await?;
+    let needed = [max_of(configuration), written, highest_field_id(footer.schema().fields())]
+        .into_iter()
+        .flatten()
+        .max();
+    match needed {
+        Some(needed) if Some(needed) != written => Ok(Some(
+            base.add_config_key(MAX_COLUMN_ID.to_owned(), needed.to_string())
+                .map_err(|e| DeltaTableError::Generic(e.to_string()))?,
+        )),
+        _ => Ok(carried),
+    }
+}
+
+/// The highest Parquet field id among `fields` and the fields nested in them.
+fn highest_field_id(fields: &deltalake::arrow::datatypes::Fields) -> Option<i64> {
+    use deltalake::arrow::datatypes::DataType as Arrow;
+    fields
+        .iter()
+        .flat_map(|field| {
+            let own = field.metadata().get("PARQUET:field_id").and_then(|id| id.parse::<i64>().ok());
+            let nested = match field.data_type() {
+                Arrow::Struct(inner) => highest_field_id(inner),
+                Arrow::List(item) | Arrow::LargeList(item) | Arrow::Map(item, _) => {
+                    highest_field_id(&std::iter::once(item.clone()).collect())
+                }
+                _ => None,
+            };
+            [own, nested]
+        })
+        .flatten()
+        .max()
 }
 
 /// The hidden columns a rehearsal holds as columns (a table's own schema never names them): what

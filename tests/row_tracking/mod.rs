@@ -218,15 +218,22 @@ fn judge_row_ids(table: &Path, from: u64) -> i64 {
 /// first). Judged from the log, each commit by the protocol's rules; each row's id and commit
 /// version read raw: a copied row keeps both, a reloaded row has a new id above every id before it
 /// and its slice's version; either rollback gives every row its old id back and never lowers the
-/// mark.
+/// mark. Under column mapping too, each field id the files hold within the table's maximum.
 #[tokio::test(flavor = "multi_thread")]
 async fn row_tracking_keeps_every_rows_id_through_plan_apply_resume_and_rollback() {
-    for (partitioned, window_only) in [(false, false), (true, false), (false, true), (true, true)] {
-        let case = format!("partitioned {partitioned}, window only {window_only}");
+    let cases = [
+        (false, false, false),
+        (true, false, false),
+        (false, true, false),
+        (true, true, false),
+        (false, false, true),
+    ];
+    for (partitioned, window_only, mapped) in cases {
+        let case = format!("partitioned {partitioned}, window only {window_only}, mapped {mapped}");
         let dir = tempfile::tempdir().unwrap();
         let table = dir.path().join("orders");
         orders_table(&table, partitioned, &ROWS).await;
-        let upgraded = enable_row_tracking(&table, !partitioned, false);
+        let upgraded = enable_row_tracking(&table, !partitioned, mapped);
         let mark = judge_row_ids(&table, upgraded);
         let before = stable_ids(&table);
         assert_eq!(before.len(), 7);
@@ -262,6 +269,9 @@ async fn row_tracking_keeps_every_rows_id_through_plan_apply_resume_and_rollback
             })
             .collect();
         assert_eq!(rows(&table), expected, "{case}: March corrected, the rest as it was");
+        if mapped {
+            field_ids_under_the_maximum(&table);
+        }
         let applied_version = commits_from(&table, 0).last().unwrap().0;
 
         let mut rollback = vec!["rollback", "--auto-approve"];
@@ -356,6 +366,38 @@ async fn merge_keeps_ids(mapped: bool) {
     }
     assert!(after[&8].0 > mark && after[&8].1 == slice_version, "the new order: {:?}", after[&8]);
     assert_eq!(rows(&table).len(), 8);
+    if mapped {
+        field_ids_under_the_maximum(&table);
+    }
+}
+
+/// Every Parquet field id the table's live files carry is at most its
+/// `delta.columnMapping.maxColumnId`, read by the Python `deltalake` package and pyarrow: else the
+/// next column a writer adds is given an id a file already uses (the hidden row-id column's), and a
+/// reader resolving columns by id reads row ids as its values.
+fn field_ids_under_the_maximum(table: &Path) {
+    let script = format!(
+        "import deltalake, pyarrow.parquet as pq\n\
+         t = deltalake.DeltaTable({path:?})\n\
+         top = int(t.metadata().configuration['delta.columnMapping.maxColumnId'])\n\
+         def ids(fields):\n\
+         \x20   for f in fields:\n\
+         \x20       if f.metadata and b'PARQUET:field_id' in f.metadata:\n\
+         \x20           yield f.name, int(f.metadata[b'PARQUET:field_id'])\n\
+         for uri in t.file_uris():\n\
+         \x20   for name, fid in ids(pq.read_schema(uri.replace('file://', ''))):\n\
+         \x20       print(f'{{name}} {{fid}} {{top}}')\n",
+        path = table.to_str().unwrap()
+    );
+    let listed = crate::common::servers::python(&script, &[]);
+    let mut hidden = 0;
+    for line in listed.lines() {
+        let [name, id, top] = line.split(' ').collect::<Vec<_>>()[..] else { panic!("{line}") };
+        let (id, top): (i64, i64) = (id.parse().unwrap(), top.parse().unwrap());
+        assert!(id <= top, "{name} carries field id {id}, above maxColumnId {top}:\n{listed}");
+        hidden += usize::from(name == ROW_ID || name == COMMIT_VERSION);
+    }
+    assert!(hidden > 0, "the published files hold the hidden columns, with ids:\n{listed}");
 }
 
 /// What another writer does while bf waits.
