@@ -205,9 +205,11 @@ fn a_log_cleaned_up_past_the_pre_version_ends_the_rollback() {
 /// Between the plan and the apply another writer deletes a day outside the window and VACUUMs its
 /// file away. Those commits block nothing, and the apply goes on from a table that is not the
 /// pre-version any more: the horizon it tells counts the pre-version's files — one of them gone,
-/// as the raw log and the disk say — not the files it started from, and agrees with `bf status`.
+/// as the raw log and the disk say — not the files it started from: the full rollback is no longer
+/// possible, the window-only one is (every file of the window's days is there), as `bf status`
+/// says too; `bf rollback --window-only` then puts the window back.
 #[test]
-fn an_apply_after_another_writers_vacuum_tells_the_rollback_is_no_longer_possible() {
+fn an_apply_after_another_writers_vacuum_outside_the_window_leaves_the_window_only_rollback() {
     let (dir, table) = workspace();
     let root = dir.path();
     let text = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02");
@@ -234,13 +236,31 @@ fn an_apply_after_another_writers_vacuum_tells_the_rollback_is_no_longer_possibl
         assert!(!on_disk.exists(), "VACUUM deleted {}", on_disk.display());
     }
 
+    let payments =
+        || crate::common::duckdb_rows(&table, "SELECT payment_id, amount FROM t ORDER BY payment_id");
+    let before_apply = payments();
     let applied = bf(root, &["apply", "--auto-approve", "--json"]);
     assert!(applied.status.success(), "{}", said(&applied));
+    assert_ne!(payments(), before_apply, "the backfill changed August");
     let json: Value = serde_json::from_slice(&applied.stdout).unwrap();
-    let gone = format!("VACUUM removed {} of version {pre_version}'s data files", removed.len());
-    assert_eq!(json["rollback"], serde_json::json!({"state": "gone", "why": gone}), "{json}");
+    let gone = format!(
+        "VACUUM removed {} of version {pre_version}'s data files, none holding the window's days",
+        removed.len()
+    );
+    assert_eq!(json["rollback"], serde_json::json!({"state": "window_only", "why": gone}), "{json}");
     let status = bf(root, &["status"]);
-    assert!(said(&status).contains(&format!("rollback: no longer possible: {gone}")), "{}", said(&status));
+    assert!(
+        said(&status).contains(&format!(
+            "rollback: `bf rollback --window-only` only (the full rollback is no longer possible: {gone})"
+        )),
+        "{}",
+        said(&status)
+    );
+    let full = bf(root, &["rollback", "--auto-approve"]);
+    assert_eq!(full.status.code(), Some(1), "the full rollback would undo the delete: {}", said(&full));
+    let window = bf(root, &["rollback", "--window-only", "--auto-approve"]);
+    assert!(window.status.success(), "{}", said(&window));
+    assert_eq!(payments(), before_apply, "the window put back, the delete outside it kept (DuckDB)");
 }
 
 /// A table keeping its log for no time: between the plan and the apply another writer deletes a day
@@ -342,4 +362,55 @@ fn the_log_horizon_counts_from_the_commit_files_age_not_a_clock_that_ran_ahead()
         "{told}"
     );
     assert!(!told.contains("until at least 2030"), "{told}");
+}
+
+/// Between the plan and the apply another writer rewrites the window's second day without changing
+/// a row (Z-ORDER: `dataChange` false) and VACUUMs the old file away. The pre-version's file of
+/// that day is gone: no rollback, not even a window-only one, could put the window back, so the
+/// apply refuses before its first slice, saying why (the watch of other writers' commits would
+/// refuse the second day's slice too, for a file it replaces).
+#[test]
+fn an_apply_whose_pre_version_lost_a_file_of_the_window_is_refused_before_it_writes() {
+    let (dir, table) = workspace();
+    let root = dir.path();
+    let text = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02");
+    std::fs::write(root.join("plans/august.toml"), text).unwrap();
+    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let pre_version = saved["target"]["pre_version"].as_u64().unwrap();
+    let script = format!(
+        "from deltalake import DeltaTable\ndt = DeltaTable({path:?})\n\
+         dt.optimize.z_order(['payment_id'], partition_filters=[('pay_date', '=', '2026-08-02')])\n\
+         DeltaTable({path:?}).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)",
+        path = table.to_str().unwrap()
+    );
+    crate::common::servers::python(&script, &[]);
+    let removed: Vec<(String, bool)> = crate::databricks::commits_from(&table, pre_version + 1)
+        .iter()
+        .flat_map(|(_, actions)| {
+            actions.iter().filter_map(|a| {
+                let remove = a.get("remove")?;
+                Some((remove["path"].as_str()?.to_owned(), remove["dataChange"].as_bool().unwrap_or(true)))
+            })
+        })
+        .collect();
+    assert!(!removed.is_empty(), "the Z-ORDER rewrote August 2nd's file");
+    for (path, data_change) in &removed {
+        assert!(path.contains("2026-08-02") && !data_change, "{path}: a rewrite of the window's second day");
+        assert!(!table.join(path.replace("%3A", ":")).exists(), "VACUUM deleted {path}");
+    }
+
+    let untouched = crate::common::snapshot(&table);
+    let refused = bf(root, &["apply", "--auto-approve"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", said(&refused));
+    assert!(
+        said(&refused).contains(&format!(
+            "VACUUM removed {} of version {pre_version}'s data files holding the window's days since `bf plan`",
+            removed.len()
+        )) && said(&refused).contains("Nothing was written"),
+        "{}",
+        said(&refused)
+    );
+    assert_eq!(crate::common::snapshot(&table), untouched, "nothing written");
 }

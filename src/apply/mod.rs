@@ -223,20 +223,10 @@ impl<'a> Apply<'a> {
         self.refuse_unknown_slices(&slices)?;
         let done = committed(&logged, &backfill, &slices);
         refuse_older_format_unless_resuming(plan, &since)?;
-        // A backfill starts only while it can be undone: with the pre-version's commit cleaned up and
-        // no checkpoint standing for it, no rollback could load it. (One already begun is finished:
-        // stopping it would leave the window half written, with no way back either.)
-        if done.is_empty()
-            && target_now.commit_sha256.is_none()
-            && stores.open(&url, Some(plan.target.pre_version)).await.is_err()
-        {
-            return Err(ApplyError::Stale(format!(
-                "the table's log no longer holds version {pre} (cleaned up since `bf plan`: \
-                 delta.logRetentionDuration), so no rollback could go back to it. Nothing was written. Run `bf plan \
-                 {file}` again: the new plan goes back to a version the log holds.",
-                pre = plan.target.pre_version,
-                file = plan.plan_file.path
-            )));
+        // A backfill starts only while it can be undone. (One already begun is finished: stopping it
+        // would leave the window half written, with no way back either.)
+        if done.is_empty() {
+            refuse_what_no_rollback_undoes(plan, &stores, &url, &target, &target_now).await?;
         }
         // An earlier backfill of this plan published the rehearsed files already: they are the
         // table's now, and what a rerun rewrites is whatever the table holds on those days.
@@ -331,9 +321,17 @@ impl<'a> Apply<'a> {
         let rollback = match self.only.is_none() && !already_applied {
             false => None,
             true => {
-                crate::rollback::horizon_of(&preflight.stores, &target, pre_version, Some(&preflight.target))
-                    .await
-                    .ok()
+                let within =
+                    crate::rollback::Within { date_column: &plan.target.date_column, window: plan.window };
+                crate::rollback::horizon_of(
+                    &preflight.stores,
+                    &target,
+                    pre_version,
+                    Some(&preflight.target),
+                    within,
+                )
+                .await
+                .ok()
             }
         };
         Ok(ApplyReport {
@@ -522,6 +520,42 @@ async fn publisher<'s>(
         publisher.read_ahead(target, publications);
     }
     Ok(publisher)
+}
+
+/// Refuses to start a backfill no rollback could undo: with the pre-version's commit cleaned up
+/// and no checkpoint standing for it, no rollback could load it; with a file of the pre-version
+/// holding the window's days vacuumed (another writer replaced it since the plan), not even a
+/// window-only rollback could put the window back. A file of another day gone stops only the full
+/// rollback: `bf status` says so once applied.
+async fn refuse_what_no_rollback_undoes(
+    plan: &Plan,
+    stores: &crate::delta::store::Stores,
+    url: &url::Url,
+    target: &DeltaTable,
+    target_now: &TableNow,
+) -> Result<(), ApplyError> {
+    let (pre, file) = (plan.target.pre_version, &plan.plan_file.path);
+    if target_now.commit_sha256.is_none() && stores.open(url, Some(pre)).await.is_err() {
+        return Err(ApplyError::Stale(format!(
+            "the table's log no longer holds version {pre} (cleaned up since `bf plan`: \
+             delta.logRetentionDuration), so no rollback could go back to it. Nothing was written. Run `bf plan \
+             {file}` again: the new plan goes back to a version the log holds."
+        )));
+    }
+    // The pre-version's files are the table's own while nothing was committed since.
+    if target.version() == Some(pre) {
+        return Ok(());
+    }
+    let within = crate::rollback::Within { date_column: &plan.target.date_column, window: plan.window };
+    match crate::rollback::check_files_exist(stores, url, pre, Some(within)).await {
+        Err(crate::rollback::RollbackError::MissingFiles { count, .. }) => Err(ApplyError::Stale(format!(
+            "VACUUM removed {count} of version {pre}'s data files holding the window's days since `bf plan` \
+             (another writer rewrote them, an OPTIMIZE say), so no rollback could put the window back. Nothing was written. Run \
+             `bf plan {file}` again: the new plan goes back to the table as it is."
+        ))),
+        Err(other) => Err(ApplyError::Delta(other.to_string())),
+        Ok(()) => Ok(()),
+    }
 }
 
 /// A saved plan of an older format lacks records this bf's checks compare (the table's identity,

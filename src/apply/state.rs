@@ -86,7 +86,15 @@ pub async fn status(plan: &Plan) -> Result<Status, ApplyError> {
         }
     };
     let rollback = match (&state.backfill_id, state.rolled_back) {
-        (Some(_), None) => horizon_of(&stores, &target, state.pre_version, None).await.ok(),
+        (Some(_), None) => horizon_of(
+            &stores,
+            &target,
+            state.pre_version,
+            None,
+            crate::rollback::Within { date_column: &plan.target.date_column, window: plan.window },
+        )
+        .await
+        .ok(),
         _ => None,
     };
     Ok(Status { state, cannot_publish, unverified, rollback })

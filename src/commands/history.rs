@@ -40,7 +40,8 @@ pub async fn run(args: Args) -> anyhow::Result<ExitCode> {
     for applied in bf::rollback::backfills(&stores, &located.url).await.unwrap_or_default() {
         if applied.rolled_back_at.is_none()
             && shown.contains(applied.backfill_id.as_str())
-            && let Ok(horizon) = bf::rollback::horizon(&stores, &located.url, applied.pre_version).await
+            && let Ok(horizon) =
+                bf::rollback::horizon(&stores, &located.url, applied.pre_version, applied.within()).await
         {
             horizons.insert(applied.backfill_id, render::rollback::horizon(&horizon));
         }

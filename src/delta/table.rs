@@ -479,12 +479,30 @@ pub fn absolute_deletion_vector(
 /// the deletion vectors stored beside them, by URL (an inline vector is in the log itself). What a
 /// RESTORE of the version needs to find, and what a plan reading the table may reach.
 pub async fn files_needed(table: &DeltaTable) -> Result<Vec<(String, url::Url)>, String> {
+    files_needed_within(table, None).await
+}
+
+/// [`files_needed`], of the files that may hold rows of `days` only (the date column and the
+/// first and last day, by the log's partition values or statistics): what reading those days back
+/// needs — a window-only rollback's.
+pub async fn files_needed_within(
+    table: &DeltaTable,
+    days: Option<(&str, NaiveDate, NaiveDate)>,
+) -> Result<Vec<(String, url::Url)>, String> {
     use crate::delta::store;
     let root = table.table_url().clone();
     let files: Vec<_> =
         table.get_active_add_actions_by_predicate(None).try_collect().await.map_err(|e| e.to_string())?;
+    let column = days.map(|(column, ..)| physical_name(table, column));
+    let within = |file: &LogicalFileView| match (days, &column) {
+        (Some((_, first, last)), Some(column)) => {
+            FileDates::read(&file.partition_values_map(), file.stats().as_deref(), column)
+                .may_overlap(first, last)
+        }
+        _ => true,
+    };
     let mut needed = Vec::with_capacity(files.len());
-    for file in &files {
+    for file in files.iter().filter(|f| within(f)) {
         let path = file.path().into_owned();
         let file_url = store::uri(&path).unwrap_or_else(|| store::join(&root, &path));
         if let Some(dv) = file.deletion_vector_descriptor()

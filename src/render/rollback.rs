@@ -66,6 +66,11 @@ pub fn horizon(horizon: &bf::rollback::Horizon) -> String {
             if *property == "delta.logRetentionDuration" { "log cleanup" } else { "VACUUM" }
         ),
         Horizon::Possible => "rollback: possible (nothing it reads was removed since)".to_owned(),
+        Horizon::WindowOnly { why } => {
+            format!(
+                "rollback: `bf rollback --window-only` only (the full rollback is no longer possible: {why})"
+            )
+        }
         Horizon::Gone { why } => format!("rollback: no longer possible: {why}"),
     }
 }

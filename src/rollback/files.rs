@@ -10,14 +10,28 @@ use url::Url;
 use super::RollbackError;
 use crate::delta::store::{StoreError, Stores, display_url};
 
-/// Refuses a restore whose data files VACUUM has removed.
+/// The days a rollback puts back, when it puts back only a window: the date column and the window.
+/// A window-only rollback reads the pre-version's files that may hold those days, and no other.
+#[derive(Debug, Clone, Copy)]
+pub struct Within<'a> {
+    pub date_column: &'a str,
+    pub window: crate::window::Window,
+}
+
+/// Refuses a restore whose data files VACUUM has removed: every file of `version`, or `within` a
+/// window, the files that may hold its days.
 /// In a bucket one listing of the table's folder answers for every file under it
 /// ([`Stores::keys_under`]). A file elsewhere (a shallow clone's), every file on a disk, and every
 /// file when the store will not list (a caller without ListBucket) get a HEAD each, sixteen at a
 /// time.
-pub(super) async fn check_files_exist(stores: &Stores, url: &Url, version: u64) -> Result<(), RollbackError> {
+pub async fn check_files_exist(
+    stores: &Stores,
+    url: &Url,
+    version: u64,
+    within: Option<Within<'_>>,
+) -> Result<(), RollbackError> {
     let old = stores.open(url, Some(version)).await?;
-    check_files_exist_in(stores, url, &old).await
+    check_files_exist_in(stores, url, &old, within).await
 }
 
 /// [`check_files_exist`] for the version `old`, the table at `url`, was loaded at.
@@ -25,10 +39,12 @@ pub(super) async fn check_files_exist_in(
     stores: &Stores,
     url: &Url,
     old: &DeltaTable,
+    within: Option<Within<'_>>,
 ) -> Result<(), RollbackError> {
     let version = old.version().unwrap_or(0);
     let root = old.table_url().clone();
-    let needed = crate::delta::table::files_needed(old)
+    let days = within.map(|w| (w.date_column, w.window.start, w.window.end));
+    let needed = crate::delta::table::files_needed_within(old, days)
         .await
         .map_err(|problem| StoreError { location: display_url(url), problem })?;
     // A listing answers for every file under the table's folder; a store that will not list is

@@ -18,6 +18,8 @@ pub struct Applied {
     pub backfill_id: String,
     pub reason: String,
     pub window: Window,
+    /// The date column its slices are cut on.
+    pub date_column: String,
     pub pre_version: u64,
     /// Its first and last slice commits.
     pub versions: (u64, u64),
@@ -28,6 +30,13 @@ pub struct Applied {
     pub finished: bool,
     /// The version at which a rollback undid it.
     pub rolled_back_at: Option<u64>,
+}
+
+impl Applied {
+    /// The days its window-only rollback reads back.
+    pub fn within(&self) -> super::Within<'_> {
+        super::Within { date_column: &self.date_column, window: self.window }
+    }
 }
 
 /// The backfills of the table at `url`, newest first.
@@ -50,6 +59,7 @@ pub async fn backfills(stores: &Stores, url: &Url) -> Result<Vec<Applied>, Rollb
             backfill_id: id.to_owned(),
             reason: recorded.backfill.reason.clone(),
             window: recorded.backfill.window,
+            date_column: recorded.backfill.date_column.clone(),
             pre_version: recorded.backfill.pre_version,
             versions: (
                 versions.iter().copied().min().unwrap_or_default(),

@@ -7,7 +7,9 @@
 //! plus the log retention. Both rollbacks read the same version, so one date holds for both.
 //!
 //! What has already happened is checked, not predicted: a file of the pre-version gone, or its
-//! log entry, makes the rollback no longer possible, whatever the dates say.
+//! log entry, makes the rollback no longer possible, whatever the dates say — the full rollback:
+//! a window-only rollback reads only the pre-version's files of the window's days, and stays
+//! possible while they are all there.
 
 use chrono::{DateTime, Utc};
 use deltalake::DeltaTable;
@@ -16,7 +18,7 @@ use serde_json::Value;
 use url::Url;
 
 use super::RollbackError;
-use super::files::{check_files_exist, check_files_exist_in};
+use super::files::{Within, check_files_exist_in};
 use crate::delta::ledger;
 use crate::delta::store::Stores;
 
@@ -29,15 +31,24 @@ pub enum Horizon {
     PossibleUntil { until: DateTime<Utc>, property: &'static str, days: f64 },
     /// Possible with no end in sight: nothing was removed since, and the log is kept for ever.
     Possible,
+    /// The full rollback is no longer possible (why), and `--window-only` still is: every file of
+    /// the pre-version that holds the window's days is there.
+    WindowOnly { why: String },
     /// No longer possible: why.
     Gone { why: String },
 }
 
 /// Until when the pre-version `pre_version` of the table at `url` can be restored: what a
-/// rollback of a backfill applied after it needs.
-pub async fn horizon(stores: &Stores, url: &Url, pre_version: u64) -> Result<Horizon, RollbackError> {
+/// rollback of a backfill applied after it needs; `within`, the backfill's window, which a
+/// window-only rollback reads alone.
+pub async fn horizon(
+    stores: &Stores,
+    url: &Url,
+    pre_version: u64,
+    within: Within<'_>,
+) -> Result<Horizon, RollbackError> {
     let latest = stores.open(url, None).await?;
-    horizon_of(stores, &latest, pre_version, None).await
+    horizon_of(stores, &latest, pre_version, None, within).await
 }
 
 /// [`horizon`] from the tables a caller holds already: the table as it is now, and the table at
@@ -51,6 +62,7 @@ pub async fn horizon_of(
     latest: &DeltaTable,
     pre_version: u64,
     at_pre: Option<&DeltaTable>,
+    within: Within<'_>,
 ) -> Result<Horizon, RollbackError> {
     let url = latest.table_url();
     let Some(pre) = ledger::read_log(latest, pre_version..=pre_version).await?.pop() else {
@@ -60,16 +72,21 @@ pub async fn horizon_of(
             ),
         });
     };
-    let checked = match at_pre.filter(|t| t.version() == Some(pre_version)) {
-        Some(at_pre) => check_files_exist_in(stores, url, at_pre).await,
-        None => check_files_exist(stores, url, pre_version).await,
+    let at_pre = match at_pre.filter(|t| t.version() == Some(pre_version)) {
+        Some(at_pre) => at_pre.clone(),
+        None => stores.open(url, Some(pre_version)).await?,
     };
-    match checked {
+    match check_files_exist_in(stores, url, &at_pre, None).await {
         Ok(()) => {}
         Err(RollbackError::MissingFiles { count, .. }) => {
-            return Ok(Horizon::Gone {
-                why: format!("VACUUM removed {count} of version {pre_version}'s data files"),
-            });
+            let why = format!("VACUUM removed {count} of version {pre_version}'s data files");
+            return match check_files_exist_in(stores, url, &at_pre, Some(within)).await {
+                Ok(()) => Ok(Horizon::WindowOnly { why: format!("{why}, none holding the window's days") }),
+                Err(RollbackError::MissingFiles { count, .. }) => {
+                    Ok(Horizon::Gone { why: format!("{why}, {count} of them holding the window's days") })
+                }
+                Err(other) => Err(other),
+            };
         }
         Err(other) => return Err(other),
     }

@@ -38,7 +38,7 @@ mod inverse;
 mod verify;
 mod window;
 
-use files::check_files_exist;
+pub use files::{Within, check_files_exist};
 pub use history::{Applied, backfills};
 use history::{bf_backfill_of, undone_since};
 pub use horizon::{Horizon, horizon, horizon_of};
@@ -319,7 +319,12 @@ impl RollbackPlan {
                 advice: self.advice(),
             });
         }
-        check_files_exist(&self.stores, &self.url, self.backfill.backfill.pre_version).await
+        // A window-only rollback reads the pre-version's files of the window's days, no other: one
+        // of another day gone (another writer's reload outside the window, vacuumed) stops only the
+        // full rollback.
+        let within = window_only
+            .then_some(Within { date_column: &self.backfill.backfill.date_column, window: self.window });
+        check_files_exist(&self.stores, &self.url, self.backfill.backfill.pre_version, within).await
     }
 
     /// Whether the backfill is undone: restored, or every slice put back by a window-only rollback.
@@ -457,7 +462,7 @@ pub async fn restore_version(
     let every_day = Window { start: chrono::NaiveDate::MIN, end: chrono::NaiveDate::MAX };
     let what = format!("a RESTORE of version {version}, which may rewrite any day,");
     crate::delta::freeze::check(&table, &every_day, None, &what)?;
-    check_files_exist(stores, url, version).await?;
+    check_files_exist(stores, url, version, None).await?;
     let ctx = SessionContext::new();
     let rows_before = ctx.read_table(table.table_provider().await?)?.count().await? as u64;
     let table = crate::delta::commit::restore(table, version, ledger::restore_to_commit(version)).await?;
