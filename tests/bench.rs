@@ -11,7 +11,7 @@ use crate::common::repo;
 fn the_benchmark_script_runs_every_workload_at_a_small_size() {
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("results.json");
-    let output = std::process::Command::new("bash")
+    let output = crate::common::clean(std::process::Command::new("bash"))
         .arg(repo("scripts/bench"))
         .arg("--smoke")
         .arg("--bf")

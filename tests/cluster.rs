@@ -4,7 +4,7 @@
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 
 use serde_json::Value;
 
@@ -22,7 +22,7 @@ impl Node {
     fn start(args: &[&str], env: &[(&str, &str)]) -> Node {
         let dir = tempfile::tempdir().unwrap();
         let printed = dir.path().join("printed");
-        let child = Command::new(assert_cmd::cargo::cargo_bin("bf"))
+        let child = crate::common::bf_process()
             .args(args)
             .env_remove("BF_CLUSTER")
             .envs(env.iter().copied())
@@ -143,7 +143,7 @@ impl Cluster {
 
 /// `bf ARGS` in `root` with `BF_CLUSTER` naming `cluster`, running in the background.
 fn started(root: &std::path::Path, args: &[&str], cluster: &Cluster) -> Child {
-    Command::new(assert_cmd::cargo::cargo_bin("bf"))
+    crate::common::bf_process()
         .args(args)
         .current_dir(root)
         .env_remove("BF_STATE_DIR")

@@ -139,7 +139,7 @@ async fn demo_builds_the_example_shop() {
     let mut last = String::new();
     for step in steps {
         let command = step.replacen("bf ", &format!("{} ", assert_cmd::cargo::cargo_bin("bf").display()), 1);
-        let out = std::process::Command::new("sh")
+        let out = crate::common::clean(std::process::Command::new("sh"))
             .arg("-c")
             .arg(&command)
             .current_dir(&shop)

@@ -120,7 +120,7 @@ async fn a_disk_that_fills_mid_apply_stops_it_cleanly_and_the_next_run_finishes(
 
     // Slices 1–3 commit; the disk fills while bf waits before slice 4.
     let pause = root.join("paused");
-    let child = Command::new(assert_cmd::cargo::cargo_bin("bf"))
+    let child = crate::common::bf_process()
         .args(["apply", "--auto-approve"])
         .current_dir(root)
         .env(bf::fault::PAUSE_FILE_ENV, &pause)

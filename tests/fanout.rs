@@ -42,7 +42,7 @@ async fn applied_in_one_go() -> Vec<String> {
 }
 
 fn spawn_slice(root: &Path, slice: &str, pause: &Path) -> Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+    crate::common::bf_process()
         .current_dir(root)
         .env_remove("BF_STATE_DIR")
         .args(["apply", "--slice", slice, "--auto-approve", "-q"])
@@ -219,7 +219,7 @@ pub fn run_exported_dag(root: &Path, days: u32, env: &[(&str, String)]) -> Strin
 
     let venv = airflow_venv();
     let airflow = |args: &[&str]| {
-        std::process::Command::new(venv.join("airflow"))
+        crate::common::clean(std::process::Command::new(venv.join("airflow")))
             .args(args)
             .current_dir(root)
             .env("AIRFLOW_HOME", &home)

@@ -16,7 +16,7 @@ fn a_reader_that_closes_the_pipe_never_stops_an_apply() {
     let root = workspace.path();
     let planned = bf_in(root).args(["plan", "plans/september.toml", "--quiet"]).output().unwrap();
     assert!(planned.status.success(), "{}", String::from_utf8_lossy(&planned.stderr));
-    let mut apply = Command::new(assert_cmd::cargo::cargo_bin("bf"))
+    let mut apply = crate::common::bf_process()
         .current_dir(root)
         .env_remove("BF_STATE_DIR")
         .args(["apply", "--auto-approve"])
@@ -133,7 +133,7 @@ async fn the_readme_first_plan_from_init_to_rollback_on_a_table_of_ones_own() {
         if matches!(args[0].as_str(), "apply" | "rollback") {
             args.push("--auto-approve".into()); // no terminal here to say yes on
         }
-        let mut bf = Command::new(assert_cmd::cargo::cargo_bin("bf"));
+        let mut bf = crate::common::bf_process();
         bf.current_dir(root).env_remove("BF_STATE_DIR").args(&args);
         if let Some(into) = &into {
             bf.stdout(std::fs::File::create(root.join(into)).unwrap());
@@ -477,7 +477,7 @@ fn the_apply_prompt_names_the_plan_and_the_table() {
     let saved: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
     let bf = assert_cmd::cargo::cargo_bin("bf");
-    let mut asked = Command::new("script")
+    let mut asked = crate::common::clean(Command::new("script"))
         .args(["-qec", &format!("{} apply", bf.display()), "/dev/null"])
         .current_dir(root)
         .env_remove("BF_STATE_DIR")

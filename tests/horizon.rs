@@ -414,3 +414,38 @@ fn an_apply_whose_pre_version_lost_a_file_of_the_window_is_refused_before_it_wri
     );
     assert_eq!(crate::common::snapshot(&table), untouched, "nothing written");
 }
+
+/// Another writer appends a payment on the second day of a two-day plan after `bf plan`. The apply
+/// checks every slice against the commits since the plan before it writes any: it refuses naming
+/// the second slice, and the first day's slice, which nothing touched, is not committed either —
+/// a stale plan is not half applied.
+#[test]
+fn a_stale_later_slice_stops_the_apply_before_its_first_slice() {
+    let (dir, table) = workspace();
+    let root = dir.path();
+    let text = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02");
+    std::fs::write(root.join("plans/august.toml"), text).unwrap();
+    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
+    crate::common::servers::python(
+        &format!(
+            "import datetime, pyarrow as pa\nfrom deltalake import DeltaTable, write_deltalake\n\
+             t = DeltaTable({path:?})\nschema = t.schema().to_arrow()\n\
+             row = {{f.name: [None] for f in schema}}\n\
+             row.update(payment_id=[9999], pay_date=[datetime.date(2026, 8, 2)])\n\
+             write_deltalake({path:?}, pa.table(row, schema=pa.schema(schema)), mode='append')",
+            path = table.to_str().unwrap()
+        ),
+        &[],
+    );
+    let untouched = crate::common::snapshot(&table);
+    let refused = bf(root, &["apply", "--auto-approve"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", said(&refused));
+    assert!(
+        said(&refused)
+            .contains("slice 2 (2026-08-02) was not written: since the plan, other commits touch its rows")
+            && said(&refused).contains("No slice of this backfill is committed"),
+        "{}",
+        said(&refused)
+    );
+    assert_eq!(crate::common::snapshot(&table), untouched, "slice 1 was not committed either");
+}

@@ -234,7 +234,7 @@ pub(crate) fn check_jsonschema(args: &[PathBuf]) {
 
 /// `git` in `dir`, as a test user, failing the test when it fails.
 fn git(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("git")
+    crate::common::clean(Command::new("git"))
         .args(args)
         .current_dir(dir)
         .env("GIT_AUTHOR_NAME", "bf test")

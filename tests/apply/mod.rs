@@ -70,7 +70,7 @@ fn spawn_apply(root: &Path, envs: &[(&str, &std::ffi::OsStr)]) -> std::process::
 
 /// [`spawn_apply`] with other arguments (`-q` left out, it prints a line per slice).
 fn spawn_apply_saying(root: &Path, args: &[&str], envs: &[(&str, &std::ffi::OsStr)]) -> std::process::Child {
-    std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+    crate::common::bf_process()
         .args(["apply", "--auto-approve"])
         .args(args)
         .current_dir(root)

@@ -13,7 +13,36 @@ use bf::deltalake::datafusion::prelude::SessionContext;
 
 /// The `bf` binary this test run built.
 pub fn bf() -> Command {
-    Command::cargo_bin("bf").expect("the bf binary is built for integration tests")
+    let mut command = Command::cargo_bin("bf").expect("the bf binary is built for integration tests");
+    for name in inherited_settings() {
+        command.env_remove(name);
+    }
+    command
+}
+
+/// The real binary as a process a test drives itself (spawned, paused, killed), without the
+/// settings the shell running the tests holds ([`inherited_settings`]).
+pub fn bf_process() -> std::process::Command {
+    clean(std::process::Command::new(assert_cmd::cargo::cargo_bin("bf")))
+}
+
+/// `command` (a shell, a terminal, a harness that runs bf) without the settings the shell running
+/// the tests holds ([`inherited_settings`]).
+pub fn clean(mut command: std::process::Command) -> std::process::Command {
+    for name in inherited_settings() {
+        command.env_remove(name);
+    }
+    command
+}
+
+/// bf's settings and OpenLineage's in the environment the tests run in (`BF_SAMPLES`,
+/// `BF_CLUSTER`, `OPENLINEAGE_URL`…): never handed to the binary a test runs, which gets only
+/// what the test sets, so a developer's shell cannot turn a test red or green.
+pub fn inherited_settings() -> Vec<String> {
+    std::env::vars_os()
+        .filter_map(|(name, _)| name.into_string().ok())
+        .filter(|name| name.starts_with("BF_") || name.starts_with("OPENLINEAGE_"))
+        .collect()
 }
 
 /// A path inside the repository.
@@ -462,7 +491,7 @@ pub async fn answered_after(
     use std::io::Read;
     use std::sync::{Arc, Mutex};
     let bf = assert_cmd::cargo::cargo_bin("bf");
-    let mut asked = std::process::Command::new("script")
+    let mut asked = clean(std::process::Command::new("script"))
         .args(["-qec", &format!("{} {args}", bf.display()), "/dev/null"])
         .current_dir(root)
         .env_remove("BF_STATE_DIR")
@@ -517,7 +546,7 @@ pub async fn apply_paused<F: std::future::Future<Output = ()>>(
     meanwhile: F,
 ) -> std::process::Output {
     let pause = dir.join(format!("paused-{slice}-{point}"));
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+    let child = crate::common::bf_process()
         .current_dir(dir)
         .env_remove("BF_STATE_DIR")
         .args(["apply", "--auto-approve"])
@@ -786,7 +815,7 @@ pub fn apply_interrupted_after(
     slices: usize,
     env: &[(&str, &str)],
 ) -> std::process::Output {
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+    let child = crate::common::bf_process()
         .current_dir(root)
         .env_remove("BF_STATE_DIR")
         .env_remove("OPENLINEAGE_CONFIG")

@@ -1,7 +1,7 @@
 //! Another writer at the moment between bf's last check of a slice and its commit: the race the
 //! check cannot see, which the commit itself must settle.
 
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 use super::{MAY_PLAN, may_reload, may_shop, mode, ok, order, planned, refused};
 use crate::common::{
@@ -81,7 +81,7 @@ async fn two_finishes_at_once_comment_and_log_once() {
     let finishing: Vec<_> = pauses
         .iter()
         .map(|pause| {
-            Command::new(assert_cmd::cargo::cargo_bin("bf"))
+            crate::common::bf_process()
                 .current_dir(root)
                 .env_remove("BF_STATE_DIR")
                 .args(["apply", "--finish", "--auto-approve", "-q"])

@@ -41,7 +41,7 @@ fn python() -> PathBuf {
 /// `simulate.py` with `args`, on the binary the tests build; its exit code and what it printed.
 fn simulate(args: &[&str], found: &Path) -> (Option<i32>, String) {
     let bf = assert_cmd::cargo::cargo_bin("bf");
-    let output = Command::new(python())
+    let output = crate::common::clean(Command::new(python()))
         .arg(here().join("simulate.py"))
         .arg("--bf")
         .arg(&bf)

@@ -144,7 +144,7 @@ fn spawn_paused_apply_command(
     slice: usize,
     endpoint: &str,
 ) -> std::process::Command {
-    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"));
+    let mut command = crate::common::bf_process();
     command
         .args(["apply", "--auto-approve"])
         .current_dir(shop.root())

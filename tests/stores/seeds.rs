@@ -114,7 +114,7 @@ fn a_september_backfill_on_s3_resumes_after_a_crash_and_a_kill_9() {
 
     // A real kill -9, once the apply reports its fifth slice committed (its progress lines: the
     // kill follows the apply, not a clock).
-    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("bf"))
+    let mut child = crate::common::bf_process()
         .args(["apply", "--auto-approve"])
         .current_dir(&root)
         .envs(servers::s3_env(&shop.server))
