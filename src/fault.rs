@@ -83,6 +83,12 @@ pub(crate) fn pause_before_comment() {
     pause_at("before-comment", None);
 }
 
+/// Waits while the pause file exists, with `BF_PAUSE_POINT=before-restore`: a rollback checked, its
+/// RESTORE not yet committed.
+pub(crate) fn pause_before_restore() {
+    pause_at("before-restore", None);
+}
+
 /// Waits while the pause file exists, with `BF_PAUSE_POINT=worker-scan`, in a cluster worker.
 #[cfg(feature = "cluster")]
 pub(crate) fn pause_in_worker() {

@@ -713,3 +713,68 @@ fn the_rollbacks_verification_counts_each_rows_copies() {
     bf_in(root).args(["rollback", "--auto-approve"]).assert().success();
     assert_eq!(duckdb_rows(&table, all), ["1", "1", "2"]);
 }
+
+/// Another writer commits while a rollback waits between its checks and its RESTORE (an April
+/// order, outside the window). The RESTORE is committed on exactly the version checked or not at
+/// all: the rollback stops saying another writer committed, writes nothing, and the April order
+/// stays; run again, it weighs that commit like any other (and refuses the full rollback over it).
+/// Red when the RESTORE is made on the table read again after the check; the RESTORE's
+/// `with_max_retries(0)` alone is not what holds it (deltalake does not rebase a RESTORE either).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_landing_between_a_rollbacks_check_and_its_restore_stops_it() {
+    use crate::common::{append_orders, march_orders_plan, orders_table, write_plan};
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for folder in [".git", "plans", "landing"] {
+        std::fs::create_dir_all(root.join(folder)).unwrap();
+    }
+    let table = root.join("warehouse/orders");
+    orders_table(
+        &table,
+        false,
+        &[&[(1, "C01", 10.0, "USD", "2026-03-02"), (2, "C02", 20.0, "USD", "2026-04-02")]],
+    )
+    .await;
+    std::fs::write(
+        root.join("landing/orders.csv"),
+        "order_id,customer,amount,currency,order_date\n1,C01,9.0,EUR,2026-03-02\n",
+    )
+    .unwrap();
+    let plan = march_orders_plan(
+        "inputs.orders = { path = \"../landing/orders.csv\", format = \"csv\" }\n\
+         query = \"SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders\"",
+    );
+    write_plan(&root.join("plans"), "march.toml", &plan);
+    bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
+    bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
+    let applied = snapshot(&table);
+
+    let pause = root.join("paused-before-restore");
+    let child = crate::common::bf_process()
+        .current_dir(root)
+        .env_remove("BF_STATE_DIR")
+        .args(["rollback", "--auto-approve"])
+        .env(bf::fault::PAUSE_FILE_ENV, &pause)
+        .env(bf::fault::PAUSE_POINT_ENV, "before-restore")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    crate::common::wait_for("the rollback to pause before its RESTORE", || pause.exists());
+    assert_eq!(snapshot(&table), applied, "nothing restored yet");
+    append_orders(&table, &[(3, "C03", 30.0, "EUR", "2026-04-20")]).await;
+    std::fs::remove_file(&pause).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("another writer committed to") && said.contains("nothing was written"), "{said}");
+    assert_eq!(duckdb_count(&table, "SELECT count(*) FROM t WHERE order_id = 3"), 1, "the April order stays");
+    let restores =
+        crate::common::commit_infos(&table).iter().filter(|(_, info)| info["operation"] == "RESTORE").count();
+    assert_eq!(restores, 0, "no RESTORE committed");
+    bf_in(root)
+        .args(["rollback", "--auto-approve"])
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("--window-only"));
+}

@@ -381,6 +381,7 @@ impl RollbackPlan {
                 let table = self.as_read.clone();
                 let before = table.clone();
                 fault("rollback-before-restore");
+                crate::fault::pause_before_restore();
                 // On exactly the version checked: a commit landing after the check fails the
                 // RESTORE instead of being discarded by it.
                 let commit = ledger::rollback_commit(&self.backfill.backfill, RollbackStep::Restore);
