@@ -1,7 +1,8 @@
 //! The Spark dialect judged by Spark itself: every query of the corpus (`corpus.toml`) run by
 //! pyspark 4.0 on this machine's Java (session time zone UTC, ANSI mode on) and by the session bf
-//! runs a `dialect = "spark"` plan's SQL in, over the same Parquet input Spark wrote. bf gives
-//! Spark's rows, fails where Spark fails, or refuses the query at validation — never other rows.
+//! runs a `dialect = "spark"` plan's SQL in, over the same input Spark wrote: Parquet, and CSV and
+//! JSON read with their columns said. bf gives Spark's rows, fails where Spark fails, or refuses
+//! the query at validation — never other rows.
 //! And one plan end to end through the real binary, its rows read back by DuckDB.
 
 use std::collections::BTreeMap;
@@ -34,7 +35,12 @@ enum Answer {
     Error(String),
 }
 
-/// Spark's answers to every case, and the folder holding the inputs it wrote.
+/// The formats the corpus's input is read in, each by both engines: Parquet as Spark types it,
+/// CSV and JSON with their columns said (a plan's `schema`, Spark's `DataFrameReader.schema`).
+const FORMATS: [&str; 3] = ["parquet", "csv", "json"];
+
+/// Spark's answers to every case in every format (`csv/<case>`, `json/<case>`; Parquet's by the
+/// case alone), and the folder holding the inputs it wrote.
 fn spark_answers(cases: &[Case], dir: &Path) -> BTreeMap<String, Answer> {
     let bin = python_venv("BF_SPARK_VENV", "bf-spark-venv", "import pyspark", &["pyspark==4.0.1"]);
     let listed = dir.join("cases.json");
@@ -45,6 +51,7 @@ fn spark_answers(cases: &[Case], dir: &Path) -> BTreeMap<String, Answer> {
         .arg(&script)
         .arg(&listed)
         .arg(dir)
+        .arg(FORMATS.join(","))
         .env_remove("SPARK_HOME")
         .output()
         .unwrap();
@@ -104,15 +111,35 @@ fn rows(batches: &[RecordBatch]) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// bf's answer: refused at validation (`None`), or what the Spark dialect's session returns.
-async fn bf_answer(case: &Case, inputs: &Path) -> Option<Answer> {
+/// bf's answer over the input in `format`: refused at validation (`None`), or what the Spark
+/// dialect's session returns. CSV and JSON are read as bf reads an input with a `schema`.
+async fn bf_answer(case: &Case, inputs: &Path, format: &str) -> Option<Answer> {
+    use bf::deltalake::datafusion::prelude::{CsvReadOptions, JsonReadOptions};
     if bf::plan_file::read_only::check_query(&case.sql, Dialect::Spark).is_err() {
         return None;
     }
     let state = bf::dialect::speaking(bf::delta::memory::session_state(None), Dialect::Spark);
     let ctx = SessionContext::new_with_state(state);
-    let path = inputs.join("sessions").display().to_string();
-    ctx.register_parquet("sessions", &path, ParquetReadOptions::default()).await.unwrap();
+    let folder = inputs.join(format);
+    let path = folder.join("sessions").display().to_string();
+    let schema = || {
+        let columns = std::fs::read_to_string(folder.join("sessions.schema")).unwrap();
+        bf::plan_file::input_schema::parse(&columns).unwrap()
+    };
+    match format {
+        "parquet" => ctx.register_parquet("sessions", &path, ParquetReadOptions::default()).await.unwrap(),
+        "csv" => {
+            let schema = schema();
+            let options = CsvReadOptions::new().has_header(true).file_extension(".csv").schema(&schema);
+            ctx.register_csv("sessions", &path, options).await.unwrap()
+        }
+        _ => {
+            let schema = schema();
+            let options =
+                JsonReadOptions { file_extension: ".json", schema: Some(&schema), ..Default::default() };
+            ctx.register_json("sessions", &path, options).await.unwrap()
+        }
+    }
     let answer = match ctx.sql(&case.sql).await {
         Ok(frame) => match frame.collect().await {
             Ok(batches) => Answer::Rows(rows(&batches)),
@@ -131,27 +158,31 @@ async fn every_query_of_the_corpus_gives_sparks_rows_or_is_refused() {
     let spark = spark_answers(&corpus.case, dir.path());
     let (mut equal, mut failed_alike, mut refused, mut failed, mut different) =
         (0, 0, vec![], vec![], vec![]);
-    for case in &corpus.case {
-        let theirs = &spark[&case.name];
-        match (bf_answer(case, &dir.path().join("inputs")).await, theirs) {
+    let runs = FORMATS.iter().flat_map(|format| corpus.case.iter().map(move |case| (*format, case)));
+    for (format, case) in runs {
+        let key = match format {
+            "parquet" => case.name.clone(),
+            _ => format!("{format}/{}", case.name),
+        };
+        let theirs = &spark[&key];
+        match (bf_answer(case, &dir.path().join("inputs"), format).await, theirs) {
             // Refused at validation, naming what: never run.
-            (None, _) => refused.push(case.name.clone()),
+            (None, _) => refused.push(key),
             (Some(Answer::Rows(ours)), Answer::Rows(theirs)) if &ours == theirs => equal += 1,
             (Some(Answer::Error(_)), Answer::Error(_)) => failed_alike += 1,
             // Spark answers, bf's plan stops with an error: no row written, the error says why.
             (Some(Answer::Error(why)), Answer::Rows(_)) => {
-                failed.push(format!("{}: {}", case.name, first_line(&why)))
+                failed.push(format!("{key}: {}", first_line(&why)))
             }
             // Other rows than Spark's, or rows where Spark fails: what must never happen.
-            (Some(ours), theirs) => {
-                different.push(format!("{}:\n  Spark: {theirs:?}\n  bf:    {ours:?}", case.name))
-            }
+            (Some(ours), theirs) => different.push(format!("{key}:\n  Spark: {theirs:?}\n  bf:    {ours:?}")),
         }
     }
     eprintln!(
-        "Spark corpus of {}: {equal} equal, {failed_alike} failing in both, {} refused at validation ({}), {} \
-         stopped by an error ({}), {} different",
+        "Spark corpus of {} queries in {} formats: {equal} equal, {failed_alike} failing in both, {} refused at \
+         validation ({}), {} stopped by an error ({}), {} different",
         corpus.case.len(),
+        FORMATS.len(),
         refused.len(),
         refused.join(", "),
         failed.len(),

@@ -1,9 +1,12 @@
 """Spark's own answers to the Spark corpus (tests/spark/corpus.toml), from pyspark on this machine's
 Java, in one local session with the session time zone UTC and ANSI mode on (Spark 4's default).
 
-Usage: run_spark.py CASES.json OUT_DIR
-Writes the corpus's input tables as Parquet under OUT_DIR/inputs/<name>/ (one file each, typed by
-Spark), runs every case's SQL over them, and prints one JSON object: {case: {"rows": [[cell, ...]]}
+Usage: run_spark.py CASES.json OUT_DIR [FORMATS]
+FORMATS: a comma-separated list of parquet (the default), csv and json. For each, writes the
+corpus's input tables under OUT_DIR/inputs/<format>/<name>/ (one file each, typed by Spark; CSV
+with a header, JSON lines, each read back with its columns said, their DDL in
+OUT_DIR/inputs/<format>/<name>.schema), runs every case's SQL over them (a case's answer keyed
+`<format>/<case>`, Parquet's by the case alone), and prints one JSON object: {case: {"rows": [[cell, ...]]}
 or {"error": "..."}}, each cell a canonical string (see `cell`).
 """
 
@@ -85,17 +88,34 @@ def main():
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    for name, frame in inputs(spark).items():
-        path = f"{out}/inputs/{name}"
-        frame.coalesce(1).write.mode("overwrite").parquet(path)
-        spark.read.parquet(path).createOrReplaceTempView(name)
     answers = {}
-    for case in cases:
-        try:
-            rows = spark.sql(case["sql"]).collect()
-            answers[case["name"]] = {"rows": [[cell(v) for v in row] for row in rows]}
-        except Exception as error:  # Spark's refusal or run-time error, by its first line
-            answers[case["name"]] = {"error": str(error).splitlines()[0][:300]}
+    for fmt in (sys.argv[3] if len(sys.argv) > 3 else "parquet").split(","):
+        for name, frame in inputs(spark).items():
+            path = f"{out}/inputs/{fmt}/{name}"
+            writer = frame.coalesce(1).write.mode("overwrite")
+            if fmt == "parquet":
+                writer.parquet(path)
+                spark.read.parquet(path).createOrReplaceTempView(name)
+                continue
+            # Read back with the columns said, as a plan's `schema` says them (Spark's
+            # `DataFrameReader.schema`): the same types on both sides, none inferred.
+            ddl = ", ".join(f"{f.name} {f.dataType.simpleString().upper()}" for f in frame.schema.fields)
+            reader = spark.read.schema(ddl)
+            if fmt == "csv":
+                writer.option("header", True).csv(path)
+                reader.option("header", True).csv(path).createOrReplaceTempView(name)
+            else:
+                writer.json(path)
+                reader.json(path).createOrReplaceTempView(name)
+            with open(f"{out}/inputs/{fmt}/{name}.schema", "w") as schema:
+                schema.write(ddl)
+        for case in cases:
+            key = case["name"] if fmt == "parquet" else f"{fmt}/{case['name']}"
+            try:
+                rows = spark.sql(case["sql"]).collect()
+                answers[key] = {"rows": [[cell(v) for v in row] for row in rows]}
+            except Exception as error:  # Spark's refusal or run-time error, by its first line
+                answers[key] = {"error": str(error).splitlines()[0][:300]}
     print(json.dumps(answers))
     spark.stop()
 
