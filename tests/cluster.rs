@@ -532,7 +532,8 @@ async fn a_spark_sql_plan_runs_on_the_cluster_with_sparks_functions() {
                  revenue_cents / 100 AS amount, split(tags, ',')[0] AS currency, \
                  CAST(order_date AS DATE) AS order_date FROM orders";
     let plan = march_orders_plan(&format!(
-        "dialect = \"spark\"\ninputs.orders = {{ path = \"../landing/orders.csv\", format = \"csv\" }}\n\
+        "dialect = \"spark\"\ninputs.orders = {{ path = \"../landing/orders.csv\", format = \"csv\", \
+         schema = \"order_id BIGINT, revenue_cents BIGINT, tags STRING, order_date DATE\" }}\n\
          query = \"\"\"\n{query}\n\"\"\""
     ));
     write_plan(&root.join("plans"), "march.toml", &plan);

@@ -498,7 +498,8 @@ async fn a_slice_that_loses_every_race_stops_the_apply_after_bounded_attempts() 
 }
 
 /// A table a Spark engine writes is a Databricks team's: `bf init` writes `dialect = "spark"` in
-/// its plan, saying why, and quotes names as Spark does; a table deltalake writes gets none.
+/// its plan, saying why, quotes names as Spark does and says the CSV input's columns (the table's,
+/// in Spark's types); a table deltalake writes gets none.
 #[tokio::test(flavor = "multi_thread")]
 async fn bf_init_writes_the_spark_dialect_for_a_table_spark_writes() {
     let dir = tempfile::tempdir().unwrap();
@@ -524,4 +525,25 @@ async fn bf_init_writes_the_spark_dialect_for_a_table_spark_writes() {
     assert!(plan.contains("# The table is written by Apache-Spark/4.0.1 Delta-Lake/4.0.0"), "{plan}");
     let parsed = toml::from_str::<toml::Value>(&plan).expect("a plan");
     assert_eq!(parsed["source"]["dialect"].as_str(), Some("spark"), "{plan}");
+    // The CSV input says its columns, as a Spark SQL plan's must: the table's, in Spark's types.
+    assert_eq!(
+        parsed["source"]["inputs"]["corrected"]["schema"].as_str(),
+        Some("order_id BIGINT, customer STRING, amount DOUBLE, currency STRING, order_date DATE"),
+        "{plan}"
+    );
+    // With what only the author knows written in (the path, the reason, the window), the plan
+    // validates: its CSV schema as `bf init` wrote it.
+    std::fs::write(dir.path().join("march.csv"), "order_id,customer,amount,currency,order_date\n").unwrap();
+    let quoted = |text: &str| format!("\"{text}\"");
+    let written = [
+        (quoted(parsed["source"]["inputs"]["corrected"]["path"].as_str().unwrap()), "\"march.csv\""),
+        (quoted(parsed["reason"].as_str().unwrap()), "\"Reload March from the export.\""),
+        (quoted(parsed["window"]["start"].as_str().unwrap()), "2026-03-01"),
+        (quoted(parsed["window"]["end"].as_str().unwrap()), "2026-03-31"),
+    ];
+    let filled =
+        written.iter().fold(plan.to_string(), |text, (placeholder, value)| text.replace(placeholder, value));
+    std::fs::write(dir.path().join("init.toml"), filled).unwrap();
+    let validated = bf(dir.path(), &["validate", "init.toml"], &[]);
+    assert!(validated.status.success(), "{}", said(&validated));
 }

@@ -74,6 +74,37 @@ impl Scaffold<'_> {
         self.schema.fields().iter().map(|f| f.name().clone()).collect()
     }
 
+    /// The table's columns as a CSV input's `schema` says them, `order_id BIGINT, …`, in Spark's
+    /// names for their types; a placeholder when a column's type has none a CSV holds.
+    fn columns_ddl(&self) -> String {
+        let spark_type = |t: &DataType| {
+            Some(match t {
+                DataType::Int64 => "BIGINT".to_owned(),
+                DataType::Int32 => "INT".to_owned(),
+                DataType::Int16 => "SMALLINT".to_owned(),
+                DataType::Int8 => "TINYINT".to_owned(),
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => "STRING".to_owned(),
+                DataType::Float64 => "DOUBLE".to_owned(),
+                DataType::Float32 => "FLOAT".to_owned(),
+                DataType::Boolean => "BOOLEAN".to_owned(),
+                DataType::Date32 => "DATE".to_owned(),
+                DataType::Timestamp(..) => "TIMESTAMP".to_owned(),
+                DataType::Decimal128(p, s) => format!("DECIMAL({p}, {s})"),
+                _ => return None,
+            })
+        };
+        let columns: Option<Vec<String>> = self
+            .schema
+            .fields()
+            .iter()
+            .map(|f| Some(format!("{} {}", ident(f.name(), true), spark_type(f.data_type())?)))
+            .collect();
+        columns.map_or_else(
+            || "<the file's columns and their types, e.g. order_id BIGINT, amount DECIMAL(10, 2)>".to_owned(),
+            |c| c.join(", "),
+        )
+    }
+
     fn dates(&self) -> Vec<String> {
         self.schema
             .fields()
@@ -199,12 +230,17 @@ impl Scaffold<'_> {
             "[source]\n\
              # Where the corrected rows come from, read as the table `corrected`: a file, a folder or a path\n\
              # with {{date}} (csv, parquet or json), or a Delta table (format = \"delta\").\n\
-             inputs.corrected = {{ path = {}, format = \"csv\" }}\n\
+             inputs.corrected = {{ path = {}, format = \"csv\"{} }}\n\
              # One read-only SELECT giving the table's columns for one slice: $start and $end are its days.",
             toml_string(&format!(
                 "<the path of the corrected rows, e.g. ../landing/{}/{{date}}.csv>",
                 last_segment(self.table)
-            ))
+            )),
+            // Spark types a CSV's columns otherwise than bf's inference: a Spark SQL plan says them.
+            match self.spark {
+                Some(_) => format!(", schema = {}", toml_string(&self.columns_ddl())),
+                None => String::new(),
+            }
         );
         if let Some(engine) = self.spark {
             let _ = writeln!(

@@ -229,6 +229,19 @@ impl PlanFile {
             }
         }
         for (name, input) in &source.inputs {
+            let text = matches!(input.format, crate::plan_file::Format::Csv | crate::plan_file::Format::Json);
+            if source.dialect == crate::dialect::Dialect::Spark && text && input.schema.is_none() {
+                issues.add_with_help(
+                    format!("source.inputs.{name}.format"),
+                    format!(
+                        "in the Spark dialect a {:?} input says its columns: Spark reads them otherwise than bf's \
+                         inference would (a CSV's as text, unless told), so the same query could give other rows",
+                        input.format
+                    ),
+                    "add `schema = \"order_id BIGINT, amount DECIMAL(10, 2), …\"` beside `format`, as Spark's \
+                     `DataFrameReader.schema` takes it",
+                );
+            }
             let Some(schema) = &input.schema else { continue };
             let key = format!("source.inputs.{name}.schema");
             match input.format {

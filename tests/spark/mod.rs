@@ -217,7 +217,8 @@ async fn a_spark_sql_plan_lands_spark_rows() {
     .unwrap();
     let plan = |query: &str| {
         crate::common::march_orders_plan(&format!(
-            "dialect = \"spark\"\ninputs.orders = {{ path = \"../landing/orders.csv\", format = \"csv\" }}\n\
+            "dialect = \"spark\"\ninputs.orders = {{ path = \"../landing/orders.csv\", format = \"csv\", \
+             schema = \"order_id BIGINT, revenue_cents BIGINT, tags STRING, order_date DATE\" }}\n\
              query = \"\"\"\n{query}\n\"\"\""
         ))
     };
@@ -239,4 +240,14 @@ async fn a_spark_sql_plan_lands_spark_rows() {
         .assert()
         .code(1)
         .stderr(predicates::str::contains("`to_char(…)`: Spark's `to_char` formats"));
+    // A CSV input whose columns the plan leaves to inference: refused at its line, before it runs.
+    let inferred = plan(query)
+        .replace(", schema = \"order_id BIGINT, revenue_cents BIGINT, tags STRING, order_date DATE\"", "");
+    write_plan(&root.join("plans"), "inferred.toml", &inferred);
+    bf_in(root)
+        .args(["validate", "plans/inferred.toml"])
+        .assert()
+        .code(1)
+        .stderr(predicates::str::contains("in the Spark dialect a Csv input says its columns"))
+        .stderr(predicates::str::contains("plans/inferred.toml:"));
 }
