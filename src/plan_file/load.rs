@@ -51,6 +51,12 @@ impl PlanDocument {
         Ok(url)
     }
 
+    /// The line of this file that line `line` (from 1) of the value of `key` (a SQL text, say
+    /// `source.query`) is on: a multi-line string starts on the line after its opening quotes.
+    pub fn line_in(&self, key: &str, line: usize) -> Option<usize> {
+        line_in(&self.text, key, line)
+    }
+
     /// The folder plan paths are relative to.
     pub fn dir(&self) -> &Path {
         self.path.parent().unwrap_or(Path::new("."))
@@ -255,6 +261,16 @@ fn read_older_spellings(plan: &mut PlanFile) {
     if plan.source.outside_window == crate::plan_file::OutsideRows::Skip {
         plan.guards.allow_rows_outside_window = true;
     }
+}
+
+/// [`PlanDocument::line_in`], of a plan file's `text`.
+fn line_in(text: &str, key: &str, line: usize) -> Option<usize> {
+    let value = SpanIndex::new(text).locate(key)?;
+    let rest = text.get(value.start..)?;
+    let opening = ["\"\"\"", "'''"].iter().find(|q| rest.starts_with(**q)).map_or(0, |q| q.len());
+    // TOML drops a newline right after the opening quotes of a multi-line string.
+    let first = value.start + opening + usize::from(opening > 0 && rest[opening..].starts_with('\n'));
+    Some(text[..first].matches('\n').count() + line)
 }
 
 /// The most problems reading a plan file reports at once.
@@ -483,6 +499,15 @@ fn clamp(span: &Range<usize>, text: &str) -> Range<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_line_of_the_query_is_found_in_the_file() {
+        let text = |query: &str| format!("reason = \"r\"\n\n[source]\n{query}\n");
+        // The query starts on the file's fourth line, or the fifth after `\"\"\"` and its newline.
+        assert_eq!(line_in(&text("query = \"SELECT 1\""), "source.query", 1), Some(4));
+        assert_eq!(line_in(&text("query = \"\"\"\nSELECT a,\n  b / 2\n\"\"\""), "source.query", 2), Some(6));
+        assert_eq!(line_in(&text("query = '''SELECT a,\n  b / 2'''"), "source.query", 2), Some(5));
+    }
 
     #[test]
     fn clamps_spans_inside_the_text() {

@@ -188,8 +188,9 @@ impl TypeWarnings {
 /// Divisions of an integer by an integer that the query then makes fractional (a CAST to DECIMAL,
 /// DOUBLE or FLOAT): DataFusion keeps the whole part (`7 / 2` is 3) before the cast, so
 /// `CAST(revenue_cents / 100 AS DECIMAL(18,2))` turns 1999 into 19.00, where Spark's `/` would give
-/// 19.99. Each is a warning naming the division, for every output of `bf plan`.
-pub fn integer_divisions(plan: &LogicalPlan) -> Vec<String> {
+/// 19.99. Each is a warning naming the division, for every output of `bf plan`, with the line of
+/// the query it is on where its columns' places are known (`sql_parser.collect_spans`).
+pub fn integer_divisions(plan: &LogicalPlan) -> Vec<(String, Option<usize>)> {
     let mut found = std::collections::BTreeSet::new();
     let _ = plan.apply(|node| {
         let schemas: Vec<&DFSchema> = node.inputs().iter().map(|input| input.schema().as_ref()).collect();
@@ -205,8 +206,9 @@ pub fn integer_divisions(plan: &LogicalPlan) -> Vec<String> {
     found.into_iter().collect()
 }
 
-/// The warning for `e` when it casts an integer division to a fractional type.
-fn integer_division_cast(e: &Expr, schemas: &[&DFSchema]) -> Option<String> {
+/// The warning for `e` when it casts an integer division to a fractional type, and the line of the
+/// query its first column is on.
+fn integer_division_cast(e: &Expr, schemas: &[&DFSchema]) -> Option<(String, Option<usize>)> {
     use deltalake::datafusion::logical_expr::{BinaryExpr, Cast, Operator, TryCast};
     let (inner, to) = match e {
         Expr::Cast(Cast { expr, field }) | Expr::TryCast(TryCast { expr, field }) => {
@@ -230,13 +232,29 @@ fn integer_division_cast(e: &Expr, schemas: &[&DFSchema]) -> Option<String> {
             .any(|schema| side.get_type(schema).is_ok_and(|t| t.is_integer()))
     };
     (fractional && integer(left.as_ref()) && integer(right.as_ref())).then(|| {
-        format!(
+        let warning = format!(
             "`{}` divides an integer by an integer: the fraction is cut off (7 / 2 is 3) before it becomes {}; \
              divide by a decimal (`/ 100.0`) or cast a side first if the fraction is meant",
             inner.human_display(),
             sql_type(to)
-        )
+        );
+        (warning, first_line(inner))
     })
+}
+
+/// The line of the query the first column `e` reads is written on, where the parser kept it.
+fn first_line(e: &Expr) -> Option<usize> {
+    let mut line = None;
+    let _ = e.apply(|e| {
+        if let Expr::Column(column) = e
+            && let Some(span) = column.spans().first()
+        {
+            line = Some(span.start.line as usize);
+            return Ok(TreeNodeRecursion::Stop);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    line
 }
 
 #[cfg(test)]

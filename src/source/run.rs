@@ -312,6 +312,8 @@ impl<'a> Source<'a> {
         ctx.state_ref().write().config_mut().options_mut().execution.parquet.schema_force_view_types = false;
         // Behind the guard's refusal (`plan_file::read_only`): no recursion makes rows here either.
         ctx.state_ref().write().config_mut().options_mut().execution.enable_recursive_ctes = false;
+        // Where each column is written in the query: a warning names its line.
+        ctx.state_ref().write().config_mut().options_mut().sql_parser.collect_spans = true;
         // The session the query runs in on a cluster: one whose queries the cluster runs.
         let there = match &self.cluster {
             Some(cluster) => {
@@ -442,7 +444,14 @@ impl<'a> Source<'a> {
             false => format!("slice {} ({first}: {})", slice.index, read.join(", ")),
         };
         let mut warnings = type_warnings(query.schema(), &self.target_schema);
-        warnings.extend(integer_divisions(query.logical_plan()));
+        // At its line of the plan file, where the query kept it.
+        let document = self.document;
+        warnings.extend(integer_divisions(query.logical_plan()).into_iter().map(|(warning, line)| {
+            match line.and_then(|line| document.line_in("source.query", line)) {
+                Some(at) => format!("{}:{at}: {warning}", document.path.display()),
+                None => warning,
+            }
+        }));
         self.type_changes.lock().expect("not poisoned").note(slice.index, &place, warnings);
         let aligned = align(query, &self.target_schema, &self.computed, &self.made_by_writers)
             .map_err(|e| e.found_in(&place))?;

@@ -65,14 +65,15 @@ async fn a_java_date_pattern_is_refused_with_the_pattern_to_write() {
 async fn an_integer_division_made_fractional_is_a_warning_naming_it() {
     let csv = "order_id,customer,cents,currency,order_date\n1,C01,1999,EUR,2026-03-02\n";
     let dir = workspace(csv).await;
-    let query = "SELECT order_id, customer, CAST(cents / 100 AS DECIMAL(18, 2)) AS amount, currency, \
+    let query = "SELECT order_id, customer,\n       CAST(cents / 100 AS DECIMAL(18, 2)) AS amount, currency, \
                  CAST(order_date AS DATE) AS order_date FROM orders";
-    write_plan(&dir.path().join("plans"), "march.toml", &plan_with(query));
-    bf_in(dir.path())
-        .args(["plan", "plans/march.toml"])
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("`orders.cents / 100` divides an integer by an integer"));
+    let text = plan_with(query);
+    write_plan(&dir.path().join("plans"), "march.toml", &text);
+    // Named at its line of the plan file, the query's second.
+    let line = text.lines().position(|l| l.contains("CAST(cents / 100")).unwrap() + 1;
+    bf_in(dir.path()).args(["plan", "plans/march.toml"]).assert().success().stdout(predicate::str::contains(
+        format!("plans/march.toml:{line}: `orders.cents / 100` divides an integer by an integer"),
+    ));
     let cast = "SELECT order_id, customer, CAST(cents AS DOUBLE) / 100 AS amount, currency, \
                 CAST(order_date AS DATE) AS order_date FROM orders";
     write_plan(&dir.path().join("plans"), "march.toml", &plan_with(cast));
