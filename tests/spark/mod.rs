@@ -224,8 +224,27 @@ async fn a_spark_sql_plan_lands_spark_rows() {
     };
     let query = "SELECT order_id, date_format(`order_date`, 'yyyy-MM') AS customer, revenue_cents / 100 AS amount, \
                  split(tags, ',')[0] AS currency, CAST(order_date AS DATE) AS order_date FROM orders";
-    write_plan(&root.join("plans"), "march.toml", &plan(query));
-    bf_in(root).args(["plan", "plans/march.toml", "-q"]).assert().success();
+    // Where the change is, by currency: bf's own queries of the breakdown run in the plan's dialect
+    // beside its metric, and name the currencies, not the column's name.
+    let by_currency =
+        "\n[diff]\nby = [\"currency\"]\n\n[[metrics]]\nname = \"amount\"\nsql = \"SUM(`amount`)\"\n";
+    write_plan(&root.join("plans"), "march.toml", &(plan(query) + by_currency));
+    let planned = bf_in(root).args(["plan", "plans/march.toml", "--json"]).output().unwrap();
+    assert!(planned.status.success(), "{}", String::from_utf8_lossy(&planned.stderr));
+    let saved: serde_json::Value = serde_json::from_slice(&planned.stdout).unwrap();
+    let moves: Vec<(String, String)> = saved["breakdown"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|row| row["metric"] == "amount")
+        .map(|row| (row["from"].to_string(), row["to"].to_string()))
+        .collect();
+    assert_eq!(
+        moves,
+        [("[\"USD\"]".to_owned(), "[\"EUR\"]".to_owned()), ("null".to_owned(), "[\"GBP\"]".to_owned())],
+        "{}",
+        saved["breakdown"]
+    );
     bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
     assert_eq!(
         duckdb_rows(&table, "SELECT order_id, customer, amount, currency FROM t ORDER BY order_id"),

@@ -125,7 +125,9 @@ impl Comparison {
     ) -> DfResult<BTreeMap<(Labels, Labels), Vec<(f64, f64)>>> {
         let mut groups: BTreeMap<(Labels, Labels), Vec<(f64, f64)>> = BTreeMap::new();
         for (sql, is_after) in [(&queries.before, false), (&queries.after, true)] {
-            for batch in self.batches(sql).await? {
+            // bf's own SQL, its names double-quoted: read as DataFusion reads it, whatever the plan's
+            // dialect (the metrics it holds read alike: a backtick quotes a name in both).
+            for batch in self.ours(sql).await?.collect().await? {
                 for row in 0..batch.num_rows() {
                     let label = |i: usize| {
                         let c = batch.column(i);
