@@ -5,6 +5,17 @@ use serde_json::Value;
 
 use crate::second_hour::{august, bf, said, workspace};
 
+/// Plans August's first two days (`plans/august.toml`, a slice a day) in `root`; returns the plan's
+/// pre-version.
+fn plan_two_days(root: &std::path::Path) -> u64 {
+    let text = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02");
+    std::fs::write(root.join("plans/august.toml"), text).unwrap();
+    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    saved["target"]["pre_version"].as_u64().unwrap()
+}
+
 /// The payments table with August's first days reloaded through `last`, applied.
 struct Applied {
     dir: tempfile::TempDir,
@@ -212,12 +223,7 @@ fn a_log_cleaned_up_past_the_pre_version_ends_the_rollback() {
 fn an_apply_after_another_writers_vacuum_outside_the_window_leaves_the_window_only_rollback() {
     let (dir, table) = workspace();
     let root = dir.path();
-    let text = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02");
-    std::fs::write(root.join("plans/august.toml"), text).unwrap();
-    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
-    let saved: Value =
-        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
-    let pre_version = saved["target"]["pre_version"].as_u64().unwrap();
+    let pre_version = plan_two_days(root);
     let script = format!(
         "from deltalake import DeltaTable\ndt = DeltaTable({:?})\ndt.delete(\"pay_date = '2026-07-15'\")\n\
          dt.vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)",
@@ -280,12 +286,7 @@ fn an_apply_whose_pre_version_the_log_no_longer_holds_is_refused_before_it_write
         ),
         &[],
     );
-    let text = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02");
-    std::fs::write(root.join("plans/august.toml"), text).unwrap();
-    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
-    let saved: Value =
-        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
-    let pre_version = saved["target"]["pre_version"].as_u64().unwrap();
+    let pre_version = plan_two_days(root);
     crate::common::servers::python(
         &format!(
             "from deltalake import DeltaTable\ndt = DeltaTable({path:?})\ndt.delete(\"pay_date = '2026-07-15'\")\n\
@@ -344,9 +345,7 @@ fn the_log_horizon_counts_from_the_commit_files_age_not_a_clock_that_ran_ahead()
         })
         .collect();
     std::fs::write(&commit, ahead).unwrap();
-    let text = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02");
-    std::fs::write(root.join("plans/august.toml"), text).unwrap();
-    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
+    plan_two_days(root);
     let applied = bf(root, &["apply", "--auto-approve"]);
     assert!(applied.status.success(), "{}", said(&applied));
     let in_a_month =
@@ -373,12 +372,7 @@ fn the_log_horizon_counts_from_the_commit_files_age_not_a_clock_that_ran_ahead()
 fn an_apply_whose_pre_version_lost_a_file_of_the_window_is_refused_before_it_writes() {
     let (dir, table) = workspace();
     let root = dir.path();
-    let text = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02");
-    std::fs::write(root.join("plans/august.toml"), text).unwrap();
-    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
-    let saved: Value =
-        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
-    let pre_version = saved["target"]["pre_version"].as_u64().unwrap();
+    let pre_version = plan_two_days(root);
     let script = format!(
         "from deltalake import DeltaTable\ndt = DeltaTable({path:?})\n\
          dt.optimize.z_order(['payment_id'], partition_filters=[('pay_date', '=', '2026-08-02')])\n\
@@ -423,9 +417,7 @@ fn an_apply_whose_pre_version_lost_a_file_of_the_window_is_refused_before_it_wri
 fn a_stale_later_slice_stops_the_apply_before_its_first_slice() {
     let (dir, table) = workspace();
     let root = dir.path();
-    let text = august("pay_date", "payment_id", "").replace("end = 2026-08-29", "end = 2026-08-02");
-    std::fs::write(root.join("plans/august.toml"), text).unwrap();
-    assert!(bf(root, &["plan", "plans/august.toml", "-q"]).status.success());
+    plan_two_days(root);
     crate::common::servers::python(
         &format!(
             "import datetime, pyarrow as pa\nfrom deltalake import DeltaTable, write_deltalake\n\

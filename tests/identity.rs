@@ -137,59 +137,44 @@ async fn identity_columns_generated_always_get_new_values_beyond_the_mark() {
     assert_eq!(restored, expected, "every id back");
     assert_eq!(high_water_mark(&table), Some(11), "an id handed out stays handed out");
 
-    // A merge: order 2 (C2, 2 March) updated keeps its id; C5 on 20 March is new.
-    let dir = tempfile::tempdir().unwrap();
-    let table = dir.path().join("orders");
-    orders_table(&table, false, &ROWS).await;
-    upgrade_identity(&table, false, false);
+    // A merge: order 2 (C2, 2 March) updated keeps its id; C5 on 20 March is new. Deleting the rows
+    // the source lacks too, the update still keeps its id, and the rest of March goes.
     let source = "customer,amount,currency,order_date\nC2,22.0,EUR,2026-03-02\nC5,55.0,EUR,2026-03-20\n";
-    std::fs::write(dir.path().join("march.csv"), source).unwrap();
-    plan(dir.path(), "", "[\"customer\", \"order_date\"]", "[write]\nmode = \"merge\"\n");
-    for args in [&["plan", "march.toml"][..], &["apply", "--auto-approve"][..]] {
-        let out = bf(dir.path(), args, &[]);
-        assert!(out.status.success(), "{args:?}: {}", said(&out));
+    let all = vec![
+        "1|C1|2026-02-27",
+        "2|C2|2026-03-02",
+        "3|C3|2026-03-09",
+        "4|C4|2026-04-02",
+        "5|C1|2026-03-16",
+        "6|C2|2026-03-31",
+        "7|C3|2026-04-01",
+        "8|C5|2026-03-20",
+    ];
+    let deleting =
+        ["1|C1|2026-02-27", "2|C2|2026-03-02", "4|C4|2026-04-02", "7|C3|2026-04-01", "8|C5|2026-03-20"];
+    let merges = [
+        ("[write]\nmode = \"merge\"\n", all),
+        (
+            "[write]\nmode = \"merge\"\ndelete_missing = true\n[guards]\nallow_empty_slices = true\n",
+            deleting.to_vec(),
+        ),
+    ];
+    for (write, expected) in merges {
+        let dir = tempfile::tempdir().unwrap();
+        let table = dir.path().join("orders");
+        orders_table(&table, false, &ROWS).await;
+        upgrade_identity(&table, false, false);
+        std::fs::write(dir.path().join("march.csv"), source).unwrap();
+        plan(dir.path(), "", "[\"customer\", \"order_date\"]", write);
+        for args in [&["plan", "march.toml"][..], &["apply", "--auto-approve"][..]] {
+            let out = bf(dir.path(), args, &[]);
+            assert!(out.status.success(), "{write}{args:?}: {}", said(&out));
+        }
+        let mut merged = ids(&table);
+        merged.sort();
+        assert_eq!(merged, expected, "{write}: the update keeps its id, the new key the next");
+        assert_eq!(high_water_mark(&table), Some(8), "{write}");
     }
-    let mut merged = ids(&table);
-    merged.sort();
-    assert_eq!(
-        merged,
-        [
-            "1|C1|2026-02-27",
-            "2|C2|2026-03-02",
-            "3|C3|2026-03-09",
-            "4|C4|2026-04-02",
-            "5|C1|2026-03-16",
-            "6|C2|2026-03-31",
-            "7|C3|2026-04-01",
-            "8|C5|2026-03-20"
-        ],
-        "the update keeps its id, the new key the next"
-    );
-    assert_eq!(high_water_mark(&table), Some(8));
-
-    // A merge deleting the rows the source lacks: the update still keeps its id.
-    let dir = tempfile::tempdir().unwrap();
-    let table = dir.path().join("orders");
-    orders_table(&table, false, &ROWS).await;
-    upgrade_identity(&table, false, false);
-    std::fs::write(dir.path().join("march.csv"), source).unwrap();
-    plan(
-        dir.path(),
-        "",
-        "[\"customer\", \"order_date\"]",
-        "[write]\nmode = \"merge\"\ndelete_missing = true\n[guards]\nallow_empty_slices = true\n",
-    );
-    for args in [&["plan", "march.toml"][..], &["apply", "--auto-approve"][..]] {
-        let out = bf(dir.path(), args, &[]);
-        assert!(out.status.success(), "{args:?}: {}", said(&out));
-    }
-    let mut merged = ids(&table);
-    merged.sort();
-    assert_eq!(
-        merged,
-        ["1|C1|2026-02-27", "2|C2|2026-03-02", "4|C4|2026-04-02", "7|C3|2026-04-01", "8|C5|2026-03-20"],
-        "the update keeps its id, the new key the next, the rest of March deleted"
-    );
 
     // Refused: the query supplying `order_id`; the plan keyed on it.
     let dir = tempfile::tempdir().unwrap();
