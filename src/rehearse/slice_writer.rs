@@ -123,14 +123,29 @@ impl SliceWriter {
                 self.merged(&table, source, rows, predicate.clone(), &kept_on_update).await.map_err(error)?;
         }
         let rules = RowRules::of(table.snapshot().map_err(&error)?);
-        let written = table
-            .write(vec![])
-            .with_input_plan(rows.logical_plan().clone())
-            .with_session_state(session_state(&source.ctx))
-            .with_save_mode(SaveMode::Overwrite)
-            .with_replace_where(predicate)
-            .with_commit_properties(commit)
-            .await;
+        let written = match hidden {
+            None => replace_where(table, &rows, predicate, source, commit).await,
+            // A rehearsal keeping row ids: the rows of the files the slice rewrites that it carries
+            // (other days' rows, each with its id) and the slice's own rows go into files apart,
+            // one commit each, published as one. In one file, a later slice of the same backfill
+            // rewriting it would carry the slice's rows again, and publishing them as rehearsed
+            // gives them new ids: the ids the slice's own commit gave them would be lost.
+            Some(_) => {
+                let carried = rows.clone().limit(0, Some(0)).map_err(|e| error(e.into()))?;
+                match replace_where(table, &carried, predicate, source, commit.clone()).await {
+                    Ok(table) => {
+                        table
+                            .write(vec![])
+                            .with_input_plan(rows.logical_plan().clone())
+                            .with_session_state(session_state(&source.ctx))
+                            .with_save_mode(SaveMode::Append)
+                            .with_commit_properties(commit)
+                            .await
+                    }
+                    Err(refused) => Err(refused),
+                }
+            }
+        };
         match written {
             Ok(table) => Ok(table),
             // deltalake says how many rows broke a rule, not which rule: find it, and the row.
@@ -181,6 +196,25 @@ impl SliceWriter {
             false => Ok(kept.union(rows)?),
         }
     }
+}
+
+/// `rows` written as the slice's replaceWhere: the files of its days removed, their other days'
+/// rows carried into new files with `rows`, one commit.
+async fn replace_where(
+    table: DeltaTable,
+    rows: &DataFrame,
+    predicate: deltalake::datafusion::logical_expr::Expr,
+    source: &SliceSource,
+    commit: CommitProperties,
+) -> Result<DeltaTable, DeltaTableError> {
+    table
+        .write(vec![])
+        .with_input_plan(rows.logical_plan().clone())
+        .with_session_state(session_state(&source.ctx))
+        .with_save_mode(SaveMode::Overwrite)
+        .with_replace_where(predicate)
+        .with_commit_properties(commit)
+        .await
 }
 
 /// The source's rows of a merge, each matching a target row with that row's value in each of the

@@ -69,6 +69,7 @@ impl SliceRun<'_, '_> {
             check_merge_keys(spec, slice, &rows).await?;
             timings.source += watch.lap();
             let commit = crate::delta::ledger::rehearsal_commit(self.id, slice.index);
+            let first = rehearsal.version().map_or(0, |v| v + 1);
             rehearsal = self.writer.write(rehearsal, slice, &rows, commit).await?;
             rehearsal = table::checkpoint_when_due(rehearsal).await;
             timings.write += watch.lap();
@@ -77,7 +78,7 @@ impl SliceRun<'_, '_> {
             let publication = crate::delta::publish::record(
                 self.stores,
                 &rehearsal,
-                version,
+                first..=version,
                 &self.target.url,
                 self.localized,
                 written,

@@ -218,7 +218,8 @@ fn judge_row_ids(table: &Path, from: u64) -> i64 {
 /// first). Judged from the log, each commit by the protocol's rules; each row's id and commit
 /// version read raw: a copied row keeps both, a reloaded row has a new id above every id before it
 /// and its slice's version; either rollback gives every row its old id back and never lowers the
-/// mark. Under column mapping too, each field id the files hold within the table's maximum.
+/// mark. A reloaded order keeps the id and version of its own slice's commit, whatever later slices
+/// rewrite. Under column mapping too, each field id the files hold within the table's maximum.
 #[tokio::test(flavor = "multi_thread")]
 async fn row_tracking_keeps_every_rows_id_through_plan_apply_resume_and_rollback() {
     let cases = [
@@ -252,6 +253,13 @@ async fn row_tracking_keeps_every_rows_id_through_plan_apply_resume_and_rollback
         let applied_mark = judge_row_ids(&table, upgraded);
         assert!(applied_mark > mark, "{case}: the reload handed out new ids");
         let after = stable_ids(&table);
+        // Each reloaded order keeps the id and version its own slice's commit gave it: a later
+        // slice rewriting a file never carries them again (orders 2, 3, 5 and 6 are in four slices).
+        let versions: Vec<i64> = [2, 3, 5, 6].iter().map(|order| after[order].1).collect();
+        assert!(
+            versions.windows(2).all(|w| w[0] < w[1]),
+            "{case}: each order its own slice's version: {versions:?}"
+        );
         let march = |id: &i64| [2, 3, 5, 6].contains(id);
         for (order, (id, version)) in &after {
             if march(order) {

@@ -48,8 +48,13 @@ const AT_ONCE: usize = 8;
 /// What publishing one rehearsed slice takes, recorded by `bf plan`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Publication {
-    /// The rehearsal's version holding the slice's commit.
+    /// The rehearsal's version holding the slice's commit (its last, when it took two).
     pub rehearsal_version: u64,
+    /// The first of the rehearsal's versions holding the slice, when it took two: on a table keeping
+    /// row ids, the rows the slice carries and its own are written apart (`rehearse::slice_writer`),
+    /// and published as one commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rehearsal_first_version: Option<u64>,
     /// The files the slice adds, as the rehearsal wrote them.
     pub adds: Vec<PublishedFile>,
     /// The target's files the slice removes: their paths relative to the target's root, decoded.
@@ -126,6 +131,18 @@ pub enum PublishError {
 }
 
 /// The actions of one commit of a table's log, read raw.
+/// The actions of the rehearsal's commits `versions`, in order: what one slice publishes.
+async fn slice_actions(
+    table: &DeltaTable,
+    versions: std::ops::RangeInclusive<u64>,
+) -> Result<Vec<Value>, PublishError> {
+    let mut actions = Vec::new();
+    for version in versions {
+        actions.extend(commit_actions(table, version).await?);
+    }
+    Ok(actions)
+}
+
 async fn commit_actions(table: &DeltaTable, version: u64) -> Result<Vec<Value>, PublishError> {
     let problem = |problem: String| PublishError::Commit { version, problem };
     let bytes = table
@@ -144,18 +161,20 @@ fn decoded(path: &str) -> String {
     percent_encoding::percent_decode_str(path).decode_utf8_lossy().into_owned()
 }
 
-/// What publishing the rehearsal's commit `version` takes. `localized` maps the files the clone
-/// copied into the rehearsal to the target's paths for them; `written` holds the checksums of the
-/// files the rehearsal's writer wrote, which are not read again.
+/// What publishing the rehearsal's commits `versions` (one slice's: one commit, or two) takes.
+/// `localized` maps the files the clone copied into the rehearsal to the target's paths for them;
+/// `written` holds the checksums of the files the rehearsal's writer wrote, which are not read
+/// again.
 pub async fn record(
     stores: &Stores,
     rehearsal: &DeltaTable,
-    version: u64,
+    versions: std::ops::RangeInclusive<u64>,
     target_root: &Url,
     localized: &BTreeMap<String, String>,
     written: &store::Written,
 ) -> Result<Publication, PublishError> {
-    let actions = commit_actions(rehearsal, version).await?;
+    let (first, version) = (*versions.start(), *versions.end());
+    let actions = slice_actions(rehearsal, versions).await?;
     let root = decoded(target_root.as_str());
     let mut adds = Vec::new();
     let mut removes = Vec::new();
@@ -222,6 +241,7 @@ pub async fn record(
     };
     Ok(Publication {
         rehearsal_version: version,
+        rehearsal_first_version: (first < version).then_some(first),
         adds: recorded(adds).await?,
         removes,
         cdc: recorded(cdc).await?,
@@ -229,6 +249,13 @@ pub async fn record(
         partitions: partitions.into_iter().collect(),
         rows_written,
     })
+}
+
+impl Publication {
+    /// The rehearsal's versions holding the slice.
+    pub fn versions(&self) -> std::ops::RangeInclusive<u64> {
+        self.rehearsal_first_version.unwrap_or(self.rehearsal_version)..=self.rehearsal_version
+    }
 }
 
 /// What the saved plan says of its rehearsal, each checked against the rehearsal itself.
@@ -350,7 +377,7 @@ impl<'a> Publisher<'a> {
         commit: impl FnOnce(HashMap<String, Value>) -> CommitProperties,
     ) -> Result<DeltaTable, PublishError> {
         let version = publication.rehearsal_version;
-        let actions = commit_actions(&self.rehearsal, version).await?;
+        let actions = slice_actions(&self.rehearsal, publication.versions()).await?;
         let metrics = operation_metrics(&actions);
         data_only(version, &actions)?;
         // The table's own files: a file at one of their paths is never replaced.
@@ -440,13 +467,26 @@ impl<'a> Publisher<'a> {
 }
 
 /// The history reads as it would for a write: the rows the rehearsal's write added and removed.
+/// A slice written in two rehearsal commits publishes their counts added up.
 fn operation_metrics(actions: &[Value]) -> HashMap<String, Value> {
-    actions
-        .iter()
-        .find_map(|a| a.pointer("/commitInfo/operationMetrics").cloned())
-        .map(|m| ("operationMetrics".to_owned(), m))
-        .into_iter()
-        .collect()
+    let mut summed: Option<serde_json::Map<String, Value>> = None;
+    for metrics in actions.iter().filter_map(|a| a.pointer("/commitInfo/operationMetrics")?.as_object()) {
+        let Some(sum) = summed.as_mut() else {
+            summed = Some(metrics.clone());
+            continue;
+        };
+        for (name, value) in metrics {
+            match (sum.get(name).and_then(Value::as_u64), value.as_u64()) {
+                (Some(a), Some(b)) => {
+                    sum.insert(name.clone(), Value::from(a + b));
+                }
+                _ => {
+                    sum.entry(name.clone()).or_insert_with(|| value.clone());
+                }
+            }
+        }
+    }
+    summed.map(|m| ("operationMetrics".to_owned(), Value::Object(m))).into_iter().collect()
 }
 
 /// What publishing carries over is data: a commit that would also change the table's schema,
