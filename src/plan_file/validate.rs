@@ -2,10 +2,10 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+mod inputs;
+
 use super::read_only;
-use super::template::{self, Placeholder};
 use super::{Check, PlanFile, WriteMode, quoted};
-use crate::window::Cadence;
 
 /// The longest reason bf accepts: Delta table comments hold at most 4000 characters.
 pub const MAX_REASON_CHARS: usize = 4000;
@@ -175,89 +175,7 @@ impl PlanFile {
 
     fn check_source(&self, issues: &mut Issues) {
         let source = &self.source;
-        let one_day = self.slicing.every == Cadence::Days(1);
-        for (name, input) in &source.inputs {
-            let key = format!("source.inputs.{name}");
-            if !is_lowercase_identifier(name) {
-                issues.add(
-                    key.clone(),
-                    format!("input name `{name}` is not a lowercase SQL identifier (letters, digits, _): the query reads it as a table"),
-                );
-            }
-            if name == "slice" {
-                issues
-                    .add(key.clone(), "`slice` is reserved: checks read the rehearsed slice under that name");
-            }
-            match template::placeholders(&input.path) {
-                Err(error) => issues.add(format!("{key}.path"), error.to_string()),
-                Ok(found) if found.contains(&Placeholder::Date) && !one_day => issues.add_with_help(
-                    format!("{key}.path"),
-                    format!("`{{date}}` names one day, but slices are `{}` long", self.slicing.every),
-                    "use {start} and {end}, or slice by \"day\"",
-                ),
-                Ok(_) => {}
-            }
-            if input.path.trim().is_empty() {
-                issues.add(format!("{key}.path"), "the input's path is empty");
-            }
-            if let Some((_, pattern)) = template::split_pattern(&input.path) {
-                if input.format == crate::plan_file::Format::Delta {
-                    issues.add(
-                        format!("{key}.path"),
-                        "a Delta input is a table: name its folder, not a pattern",
-                    );
-                } else if let Err(problem) = template::check_pattern(&pattern) {
-                    issues.add(format!("{key}.path"), problem);
-                }
-            }
-            if let Some(extension) = &input.extension {
-                let plain = extension.len() <= 16
-                    && extension.strip_prefix('.').is_some_and(|e| {
-                        !e.is_empty() && e.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '.')
-                    });
-                if !plain {
-                    issues.add(
-                        format!("{key}.extension"),
-                        "an extension is a dot and a few letters, e.g. \".jsonl\"",
-                    );
-                } else if input.format == crate::plan_file::Format::Delta {
-                    issues.add(
-                        format!("{key}.extension"),
-                        "a Delta input is a table: it has no extension to choose",
-                    );
-                }
-            }
-        }
-        for (name, input) in &source.inputs {
-            let text = matches!(input.format, crate::plan_file::Format::Csv | crate::plan_file::Format::Json);
-            if source.dialect == crate::dialect::Dialect::Spark && text && input.schema.is_none() {
-                issues.add_with_help(
-                    format!("source.inputs.{name}.format"),
-                    format!(
-                        "in the Spark dialect a {:?} input says its columns: Spark reads them otherwise than bf's \
-                         inference would (a CSV's as text, unless told), so the same query could give other rows",
-                        input.format
-                    ),
-                    "add `schema = \"order_id BIGINT, amount DECIMAL(10, 2), …\"` beside `format`, as Spark's \
-                     `DataFrameReader.schema` takes it",
-                );
-            }
-            let Some(schema) = &input.schema else { continue };
-            let key = format!("source.inputs.{name}.schema");
-            match input.format {
-                crate::plan_file::Format::Csv | crate::plan_file::Format::Json => {
-                    if let Err(problem) = crate::plan_file::input_schema::parse(schema) {
-                        issues.add(key, problem);
-                    }
-                }
-                other => issues.add(
-                    key,
-                    format!(
-                        "a {other:?} input's files say their own columns' types: a schema is for CSV and JSON"
-                    ),
-                ),
-            }
-        }
+        self.check_inputs(issues);
         match read_only::check_query(&source.query, source.dialect) {
             Err(error) => issues.add("source.query", error.to_string()),
             Ok(query) => {

@@ -13,6 +13,7 @@ pub mod deleted_keys;
 pub mod diff;
 mod error;
 pub mod exact_sum;
+mod fingerprint;
 pub mod guards;
 pub mod own_files;
 pub mod plan;
