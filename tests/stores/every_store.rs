@@ -99,6 +99,10 @@ fn denied_requests_and_unreachable_endpoints_are_one_line_naming_the_fix_on_ever
     s3.push(("AWS_ENDPOINT_URL", nowhere.clone()));
     let plan = plan_on(dir.path(), "s3://acme-lake/silver/orders", quick);
     refused(&plan, &s3, "the store does not answer");
+    // An endpoint holding a password: named in the refusal, never with its password.
+    s3.retain(|(k, _)| *k != "AWS_ENDPOINT_URL");
+    s3.push(("AWS_ENDPOINT_URL", nowhere.replace("http://", &format!("http://minio:{SECRET}@"))));
+    refused(&plan, &s3, "the store does not answer");
     let gcs = vec![
         ("GOOGLE_BASE_URL", nowhere.clone()),
         ("GOOGLE_ALLOW_HTTP", "true".to_owned()),

@@ -6,8 +6,9 @@ use url::Url;
 
 use super::location::Kind;
 
-/// `text` with the query of every URL in it removed: a store's request URL can carry a signature
-/// (an Azure SAS token, a presigned S3 URL), and errors quote request URLs.
+/// `text` with the query and the password of every URL in it removed: a store's request URL can
+/// carry a signature (an Azure SAS token, a presigned S3 URL), an endpoint a password
+/// (`https://user:secret@minio`), and errors quote both.
 pub fn redact(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut rest = text;
@@ -16,7 +17,7 @@ pub fn redact(text: &str) -> String {
             rest[..at].rfind(|c: char| c.is_whitespace() || c == '(' || c == '"').map_or(0, |i| i + 1);
         let end = at
             + rest[at..].find(|c: char| c.is_whitespace() || c == ')' || c == '"').unwrap_or(rest.len() - at);
-        let url = &rest[start..end];
+        let url = &without_password(&rest[start..end]);
         out.push_str(&rest[..start]);
         match url.find('?') {
             Some(query) => {
@@ -29,6 +30,19 @@ pub fn redact(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// A URL's text with the password of its `user:password@` part written `***`.
+fn without_password(url: &str) -> String {
+    let Some(scheme_end) = url.find("://").map(|i| i + 3) else { return url.to_owned() };
+    let authority_end = url[scheme_end..].find(['/', '?', '#']).map_or(url.len(), |i| scheme_end + i);
+    let authority = &url[scheme_end..authority_end];
+    match authority.rfind('@').and_then(|at| authority[..at].find(':').map(|colon| (colon, at))) {
+        Some((colon, at)) => {
+            format!("{}{}:***{}", &url[..scheme_end], &authority[..colon], &url[scheme_end + at..])
+        }
+        None => url.to_owned(),
+    }
 }
 
 /// An error and its causes, in one line.

@@ -168,7 +168,8 @@ fn absolute(path: &Path) -> Result<PathBuf, OpenError> {
 pub fn display_url(url: &Url) -> String {
     match url.to_file_path() {
         Ok(path) if url.scheme() == "file" => path.display().to_string().trim_end_matches('/').to_owned(),
-        _ => url.to_string(),
+        // Never a password, nor a query, which can carry a signature (a presigned URL, a SAS token).
+        _ => super::redact(url.as_str()),
     }
 }
 

@@ -129,7 +129,7 @@ mod tests {
     }
 
     #[test]
-    fn redaction_removes_the_queries_of_urls_and_nothing_else() {
+    fn redaction_removes_the_queries_and_passwords_of_urls_and_nothing_else() {
         let error = "Error performing GET https://a.blob.core.windows.net/c/p?sv=1&sig=SECRET in 3ms (retry)";
         assert_eq!(
             redact(error),
@@ -137,6 +137,14 @@ mod tests {
         );
         assert_eq!(redact("s3://b/t: no such key? really"), "s3://b/t: no such key? really");
         assert_eq!(redact("(see \"http://h/x?token=T\")"), "(see \"http://h/x?…\")");
+        // An endpoint's password, never its user or host.
+        assert_eq!(
+            redact("cannot reach https://minio:s3cr3t@10.0.0.5:9000/bucket/t (timed out)"),
+            "cannot reach https://minio:***@10.0.0.5:9000/bucket/t (timed out)"
+        );
+        assert_eq!(redact("https://user@host/x and a@b: c"), "https://user@host/x and a@b: c");
+        let presigned = url::Url::parse("https://minio:s3cr3t@h/b/f.csv?X-Amz-Signature=abc").unwrap();
+        assert_eq!(display_url(&presigned), "https://minio:***@h/b/f.csv?…");
     }
 
     #[test]
