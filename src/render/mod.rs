@@ -34,17 +34,52 @@ pub fn json(value: &impl serde::Serialize) -> String {
 
 /// What bf prints, made inert for a terminal: a reason, a table name or a data value may hold
 /// escape sequences (ESC `[2J` clears the screen, OSC 8 makes a link, OSC 52 writes the clipboard)
-/// or characters that reorder the line (U+202E) or show nothing (U+200B). Each such character is
-/// shown as its code (`\u{1b}`); line breaks and tabs stay. Every line bf writes to stdout or stderr
+/// or characters that reorder the line (U+202E) or show nothing (U+200B), and a word may hide a
+/// look-alike letter of another script (a Cyrillic `а` in `pаypal`). Each such character is shown
+/// as its code (`\u{1b}`); line breaks and tabs stay. Every line bf writes to stdout or stderr
 /// passes here once.
 pub fn inert(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(|c| acts_on_a_terminal(c) && c != '\n' && c != '\t') {
+    let acts = |c: char| acts_on_a_terminal(c) && c != '\n' && c != '\t';
+    if text.is_ascii() && !text.chars().any(acts) {
         return std::borrow::Cow::Borrowed(text);
     }
-    let shown = text.chars().map(|c| match c {
-        '\n' | '\t' => c.to_string(),
-        c if acts_on_a_terminal(c) => format!("\\u{{{:x}}}", c as u32),
-        c => c.to_string(),
+    let mut shown = String::with_capacity(text.len());
+    let mut word = String::new();
+    for c in text.chars().chain(std::iter::once(' ')) {
+        if c.is_alphanumeric() {
+            word.push(c);
+            continue;
+        }
+        shown.push_str(&word_shown(&word));
+        word.clear();
+        match c {
+            c if acts(c) => shown.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => shown.push(c),
+        }
+    }
+    shown.pop();
+    match shown == text {
+        true => std::borrow::Cow::Borrowed(text),
+        false => std::borrow::Cow::Owned(shown),
+    }
+}
+
+/// A word as [`inert`] shows it: in one that mixes scripts (UTS #39), each letter of another
+/// script that looks like a Latin one (its confusable skeleton is ASCII) as its code — `p\u{430}ypal`;
+/// a word of one script (`Zürich`, `Москва`), and a letter like no Latin one (`東京Tower`), as written.
+fn word_shown(word: &str) -> std::borrow::Cow<'_, str> {
+    use unicode_security::MixedScript;
+    if word.is_ascii() || word.is_single_script() {
+        return std::borrow::Cow::Borrowed(word);
+    }
+    let looks_latin = |c: char| {
+        let mut buffer = [0; 4];
+        let skeleton: String = unicode_security::skeleton(c.encode_utf8(&mut buffer)).collect();
+        !c.is_ascii() && !skeleton.is_empty() && skeleton.chars().all(|s| s.is_ascii_alphanumeric())
+    };
+    let shown = word.chars().map(|c| match looks_latin(c) {
+        true => format!("\\u{{{:x}}}", c as u32),
+        false => c.to_string(),
     });
     std::borrow::Cow::Owned(shown.collect())
 }
@@ -143,5 +178,16 @@ mod tests {
         assert!(!document.chars().any(|c| acts_on_a_terminal(c) && c != '\n'), "{document}");
         let back: serde_json::Value = serde_json::from_str(&document).unwrap();
         assert_eq!(back["reason"], "a\u{1b}b\u{202e}c\u{85}", "reads back the same");
+    }
+
+    #[test]
+    fn a_look_alike_letter_in_a_latin_word_is_shown_as_its_code() {
+        // A Cyrillic а (U+0430) and о (U+043E) among Latin letters: shown, the rest as written.
+        assert_eq!(inert("p\u{430}ypal, C\u{43e}01"), "p\\u{430}ypal, C\\u{43e}01");
+        assert_eq!(
+            inert("Stra\u{df}e Zürich région Москва 東京Tower"),
+            "Stra\u{df}e Zürich région Москва 東京Tower"
+        );
+        assert!(matches!(inert("Zürich"), std::borrow::Cow::Borrowed(_)));
     }
 }

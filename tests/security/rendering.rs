@@ -284,15 +284,17 @@ proptest! {
     }
 }
 
-/// A value that differs by a character that shows nothing (a zero-width space, a soft hyphen) is
-/// shown with that character's code, in the text and the pull request's markdown alike: the
-/// changed row no longer reads the same as the row it replaces.
+/// A value that differs by a character that shows nothing (a zero-width space, a soft hyphen), or
+/// by a look-alike letter of another script in a Latin word (a Cyrillic О), is shown with that
+/// character's code, in the text and the pull request's markdown alike: the changed row no longer
+/// reads the same as the row it replaces.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_invisible_character_in_a_changed_value_is_shown() {
     let checkout = Checkout::new().await;
     std::fs::write(
         checkout.repo().join("landing/orders.csv"),
-        "order_id,customer,amount,currency,order_date\n1,C01\u{200B},10.0,USD,2026-03-02\n2,C\u{00AD}02,20.0,EUR,2026-03-03\n",
+        "order_id,customer,amount,currency,order_date\n1,C01\u{200B},10.0,USD,2026-03-02\n2,C\u{00AD}02,20.0,EUR,2026-03-03\n\
+         3,C\u{41e}3,30.0,EUR,2026-03-04\n",
     )
     .unwrap();
     let plan = checkout.plan("march.toml", |t| t);
@@ -301,6 +303,8 @@ async fn an_invisible_character_in_a_changed_value_is_shown() {
     assert!(output.status.success(), "{text}");
     assert!(text.contains("C01\\u{200b}") && text.contains("C\\u{ad}02"), "{text}");
     assert!(!text.contains('\u{200B}') && !text.contains('\u{00AD}'), "{text}");
+    // A Cyrillic О among Latin letters: a look-alike, shown as its code.
+    assert!(text.contains("C\\u{41e}3") && !text.contains('\u{41e}'), "{text}");
     let markdown = bf_show(&checkout, &[]);
-    assert!(markdown.contains("C01\\u{200b}"), "{markdown}");
+    assert!(markdown.contains("C01\\u{200b}") && markdown.contains("C\\u{41e}3"), "{markdown}");
 }
