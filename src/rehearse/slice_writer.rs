@@ -123,14 +123,17 @@ impl SliceWriter {
                 self.merged(&table, source, rows, predicate.clone(), &kept_on_update).await.map_err(error)?;
         }
         let rules = RowRules::of(table.snapshot().map_err(&error)?);
-        let written = match hidden {
-            None => replace_where(table, &rows, predicate, source, commit).await,
-            // A rehearsal keeping row ids: the rows of the files the slice rewrites that it carries
-            // (other days' rows, each with its id) and the slice's own rows go into files apart,
-            // one commit each, published as one. In one file, a later slice of the same backfill
-            // rewriting it would carry the slice's rows again, and publishing them as rehearsed
-            // gives them new ids: the ids the slice's own commit gave them would be lost.
-            Some(_) => {
+        // A rehearsal keeping row ids: the rows of the files the slice rewrites that it carries
+        // (other days' rows, each with its id) and the slice's own rows go into files apart, one
+        // commit each, published as one. In one file, a later slice of the same backfill rewriting
+        // it would carry the slice's rows again, and publishing them as rehearsed gives them new
+        // ids: the ids the slice's own commit gave them would be lost. Not with the change data
+        // feed on: the append writes no change-data file, and a commit holding one is read from its
+        // change-data files alone, so the slice's inserts would be missing from the feed.
+        let apart = hidden.is_some() && !change_data_feed(&table);
+        let written = match apart {
+            false => replace_where(table, &rows, predicate, source, commit).await,
+            true => {
                 let carried = rows.clone().limit(0, Some(0)).map_err(|e| error(e.into()))?;
                 match replace_where(table, &carried, predicate, source, commit.clone()).await {
                     Ok(table) => {
@@ -196,6 +199,12 @@ impl SliceWriter {
             false => Ok(kept.union(rows)?),
         }
     }
+}
+
+/// Whether `table` records its changes in a change data feed (`delta.enableChangeDataFeed`).
+fn change_data_feed(table: &DeltaTable) -> bool {
+    use deltalake::table::config::TablePropertiesExt;
+    table.snapshot().is_ok_and(|state| state.table_config().enable_change_data_feed())
 }
 
 /// `rows` written as the slice's replaceWhere: the files of its days removed, their other days'
