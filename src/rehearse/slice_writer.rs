@@ -132,19 +132,11 @@ impl SliceWriter {
         // change-data files alone, so the slice's inserts would be missing from the feed.
         let apart = hidden.is_some() && !change_data_feed(&table);
         let written = match apart {
-            false => replace_where(table, &rows, predicate, source, commit).await,
+            false => write_rows(table, &rows, Some(predicate), source, commit).await,
             true => {
                 let carried = rows.clone().limit(0, Some(0)).map_err(|e| error(e.into()))?;
-                match replace_where(table, &carried, predicate, source, commit.clone()).await {
-                    Ok(table) => {
-                        table
-                            .write(vec![])
-                            .with_input_plan(rows.logical_plan().clone())
-                            .with_session_state(session_state(&source.ctx))
-                            .with_save_mode(SaveMode::Append)
-                            .with_commit_properties(commit)
-                            .await
-                    }
+                match write_rows(table, &carried, Some(predicate), source, commit.clone()).await {
+                    Ok(table) => write_rows(table, &rows, None, source, commit).await,
                     Err(refused) => Err(refused),
                 }
             }
@@ -207,23 +199,24 @@ fn change_data_feed(table: &DeltaTable) -> bool {
     table.snapshot().is_ok_and(|state| state.table_config().enable_change_data_feed())
 }
 
-/// `rows` written as the slice's replaceWhere: the files of its days removed, their other days'
-/// rows carried into new files with `rows`, one commit.
-async fn replace_where(
+/// `rows` written in one commit: as the slice's replaceWhere on `predicate` (the files of its days
+/// removed, their other days' rows carried into new files with `rows`), or appended without one.
+async fn write_rows(
     table: DeltaTable,
     rows: &DataFrame,
-    predicate: deltalake::datafusion::logical_expr::Expr,
+    predicate: Option<deltalake::datafusion::logical_expr::Expr>,
     source: &SliceSource,
     commit: CommitProperties,
 ) -> Result<DeltaTable, DeltaTableError> {
-    table
+    let write = table
         .write(vec![])
         .with_input_plan(rows.logical_plan().clone())
         .with_session_state(session_state(&source.ctx))
-        .with_save_mode(SaveMode::Overwrite)
-        .with_replace_where(predicate)
-        .with_commit_properties(commit)
-        .await
+        .with_commit_properties(commit);
+    match predicate {
+        Some(predicate) => write.with_save_mode(SaveMode::Overwrite).with_replace_where(predicate).await,
+        None => write.with_save_mode(SaveMode::Append).await,
+    }
 }
 
 /// The source's rows of a merge, each matching a target row with that row's value in each of the
