@@ -144,7 +144,7 @@ fn day_runs(days: &[OutsideDay]) -> String {
     if runs.len() > SHOWN {
         let more: usize =
             runs[SHOWN..].iter().map(|(first, last, _)| (*last - *first).num_days() as usize + 1).sum();
-        shown.push(format!("and {} more", crate::words::count(more, "day")));
+        shown.push(format!("and {more} more {}", if more == 1 { "day" } else { "days" }));
     }
     shown.join(", ")
 }
@@ -230,4 +230,28 @@ fn change_guards(guards: &Guards, before: &Measures, after: &Measures) -> Vec<Gu
             GuardResult { name: format!("max_change_pct.{name}"), passed, detail }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn day(text: &str) -> NaiveDate {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn days_outside_the_window_are_named_as_runs_the_first_five() {
+        let days = |list: &[(&str, u64)]| -> Vec<OutsideDay> {
+            list.iter().map(|(d, rows)| OutsideDay { day: day(d), rows: *rows }).collect()
+        };
+        let two_runs = days(&[("2026-02-27", 5), ("2026-02-28", 7), ("2026-04-01", 13)]);
+        assert_eq!(day_runs(&two_runs), "2026-02-27..2026-02-28 (12), 2026-04-01 (13)");
+        let seven: Vec<(String, u64)> = (1..=7).map(|d| (format!("2026-05-{:02}", d * 2), 1)).collect();
+        let seven: Vec<(&str, u64)> = seven.iter().map(|(d, r)| (d.as_str(), *r)).collect();
+        assert_eq!(
+            day_runs(&days(&seven)),
+            "2026-05-02 (1), 2026-05-04 (1), 2026-05-06 (1), 2026-05-08 (1), 2026-05-10 (1), and 2 more days"
+        );
+    }
 }
