@@ -15,6 +15,7 @@ pub mod freeze;
 pub mod identity;
 pub mod ledger;
 pub mod memory;
+pub mod needed_files;
 pub mod predicate;
 pub mod publish;
 pub mod retention;

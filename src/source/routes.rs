@@ -26,9 +26,38 @@ use deltalake::datafusion::functions_aggregate::expr_fn::count;
 use deltalake::datafusion::logical_expr::{Expr, lit};
 use deltalake::datafusion::prelude::DataFrame;
 use futures::TryStreamExt;
+use serde::{Deserialize, Serialize};
 
-use crate::source::run::SourceCounts;
 use crate::window::{Slice, Window};
+
+/// Where the source's rows fell.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SourceCounts {
+    /// Rows in this slice: the ones written.
+    pub in_slice: u64,
+    /// Rows in the window but in another slice: that slice writes them, as its own query returns
+    /// them too or as rows lent to it (see `lenders`).
+    pub other_slices: u64,
+    /// Rows for this slice's days that other slices' queries return from files its own query does
+    /// not read (late rows in the next day's file): written by this slice, after its own.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub from_other_slices: u64,
+    /// Rows outside the window: never written.
+    pub outside_window: u64,
+    /// Rows whose date is NULL: never written.
+    pub null_date: u64,
+}
+
+impl SourceCounts {
+    /// The rows this slice writes: its own query's for its days and those lent to it.
+    pub fn written(&self) -> u64 {
+        self.in_slice + self.from_other_slices
+    }
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
 
 /// Where one slice's query returns rows, and what it reads.
 #[derive(Debug, Clone)]

@@ -26,7 +26,6 @@ use deltalake::datafusion::execution::context::SQLOptions;
 use deltalake::datafusion::prelude::{DataFrame, SessionContext};
 use deltalake::datafusion::scalar::ScalarValue as Scalar;
 use futures::TryStreamExt;
-use serde::{Deserialize, Serialize};
 use url::Url;
 
 use crate::cluster::Cluster;
@@ -39,7 +38,7 @@ use crate::plan_file::{Format, PlanDocument, Size};
 use crate::source::align::{align, integer_divisions, type_warnings};
 use crate::source::files::{PinnedDelta, Registration, folder_files};
 pub use crate::source::read::{DeltaInput, FolderListing, InputFile};
-pub use crate::source::routes::Survey;
+pub use crate::source::routes::{SourceCounts, Survey};
 use crate::window::Slice;
 
 /// What the source produced for a slice, before anything is written.
@@ -52,35 +51,6 @@ pub struct SliceSource {
     pub files: Vec<InputFile>,
     /// The folders inputs read, with the files in them, so a file added later is seen.
     pub folders: Vec<FolderListing>,
-}
-
-/// Where the source's rows fell.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct SourceCounts {
-    /// Rows in this slice: the ones written.
-    pub in_slice: u64,
-    /// Rows in the window but in another slice: that slice writes them, as its own query returns
-    /// them too or as rows lent to it ([`crate::source::routes`]).
-    pub other_slices: u64,
-    /// Rows for this slice's days that other slices' queries return from files its own query does
-    /// not read (late rows in the next day's file): written by this slice, after its own.
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub from_other_slices: u64,
-    /// Rows outside the window: never written.
-    pub outside_window: u64,
-    /// Rows whose date is NULL: never written.
-    pub null_date: u64,
-}
-
-impl SourceCounts {
-    /// The rows this slice writes: its own query's for its days and those lent to it.
-    pub fn written(&self) -> u64 {
-        self.in_slice + self.from_other_slices
-    }
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 #[derive(Debug, thiserror::Error)]
