@@ -16,6 +16,18 @@ import time
 TIMEOUT = 180
 
 
+
+def wait_until(child, condition) -> bool:
+    """Whether `condition` came true before `child` ended or TIMEOUT passed, polled every 10 ms."""
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        if child.poll() is not None:
+            return False
+        time.sleep(0.01)
+    return False
+
 class Run:
     def __init__(self, args: list[str], code: int | None, stdout: str, stderr: str, seconds: float,
                  fault: str | None = None):
@@ -92,15 +104,7 @@ class Bf:
         out: dict = {}
         reader = threading.Thread(target=lambda: out.update(zip(("stdout", "stderr"), child.communicate())))
         reader.start()
-        paused = False
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            if os.path.exists(pause):
-                paused = True
-                break
-            if child.poll() is not None:
-                break
-            time.sleep(0.01)
+        paused = wait_until(child, lambda: os.path.exists(pause))
         try:
             meanwhile()
         finally:
@@ -135,15 +139,7 @@ class Bf:
 
         reader = threading.Thread(target=read)
         reader.start()
-        asked = False
-        deadline = time.monotonic() + TIMEOUT
-        while time.monotonic() < deadline:
-            if b"Only 'yes' will be accepted" in printed:
-                asked = True
-                break
-            if child.poll() is not None:
-                break
-            time.sleep(0.01)
+        asked = wait_until(child, lambda: b"Only 'yes' will be accepted" in printed)
         try:
             meanwhile()
         finally:
