@@ -146,6 +146,11 @@ fn source_rows_outside_the_window_fail_the_plan_naming_their_days_unless_its_gua
     let text = bf_in(root).arg("plan").arg(&plan).output().unwrap();
     let text = String::from_utf8_lossy(&text.stdout).to_string();
     assert!(text.contains(&format!("Source rows not written: {last_day} outside the window")), "{text}");
+    // The pull request's comment names them too, under the title.
+    let markdown = bf_in(root).args(["show", "--format", "markdown"]).output().unwrap();
+    let markdown = String::from_utf8_lossy(&markdown.stdout);
+    let named = format!("outside the window 2026-03-01..2026-03-31, on 2026-04-01 ({last_day})");
+    assert!(markdown.contains(&named) && markdown.contains("allow_rows_outside_window"), "{markdown}");
     bf_in(root).args(["apply", "--auto-approve"]).assert().code(1).stderr(predicate::str::contains(&problem));
     assert_eq!(snapshot(&silver), untouched);
     crate::common::refused_with_its_problems_erased(root, &silver, "guard allow_rows_outside_window failed");
