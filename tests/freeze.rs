@@ -34,6 +34,27 @@ fn march_with(dir: &Path, line: &str) -> &'static str {
     "plans/march-approved.toml"
 }
 
+/// Records on the orders table the approval [`APPROVAL`] asks for, as the finance lead's operator would.
+fn record_approval(root: &Path) -> String {
+    ok(
+        root,
+        &[
+            "unfreeze",
+            ORDERS,
+            "--from",
+            "2026-03-01",
+            "--to",
+            "2026-03-31",
+            "--approved-by",
+            "Dana Reyes (finance data lead)",
+            "--ticket",
+            "FIN-231",
+            "--reason",
+            "restatement of March approved",
+        ],
+    )
+}
+
 /// The table's frozen periods as its metadata holds them, read from the raw log.
 fn frozen_property(table: &Path) -> serde_json::Value {
     let metadata = latest_metadata(table);
@@ -90,23 +111,7 @@ fn a_plan_over_frozen_days_is_refused_and_applies_only_with_a_recorded_approval(
         "{stderr}"
     );
     assert_eq!(commit_infos(&table).len(), versions, "nothing was written");
-    let recorded = ok(
-        root,
-        &[
-            "unfreeze",
-            ORDERS,
-            "--from",
-            "2026-03-01",
-            "--to",
-            "2026-03-31",
-            "--approved-by",
-            "Dana Reyes (finance data lead)",
-            "--ticket",
-            "FIN-231",
-            "--reason",
-            "restatement of March approved",
-        ],
-    );
+    let recorded = record_approval(root);
     assert!(
         recorded.starts_with("Opened 2026-03-01..2026-03-31 of bf-demo/warehouse/orders_silver"),
         "{recorded}"
@@ -169,6 +174,68 @@ fn a_plan_over_frozen_days_is_refused_and_applies_only_with_a_recorded_approval(
     // The backfill's own approval lets it be undone over the frozen days.
     ok(root, &["rollback", "--cascade", "--auto-approve"]);
     assert_eq!(frozen_property(&table)[0]["reason"], "Q1 closed (FIN-204)", "the RESTORE kept the freeze");
+}
+
+/// Approver, ticket and days are public: an approval that any later plan repeating them could
+/// use would be a standing grant. It opens its days to the first backfill applied under it — which
+/// may still be rolled back under it — and to no other plan, rerun, or plan made before it was used.
+#[test]
+fn an_approval_opens_its_frozen_days_to_one_backfill() {
+    let dir = demo_workspace();
+    let root = dir.path();
+    let table = root.join(ORDERS);
+    let alone =
+        crate::common::without_downstream(&std::fs::read_to_string(root.join("plans/march.toml")).unwrap());
+    let text = alone.replace("\n[guards]\n", &format!("\n[guards]\n{APPROVAL}\n"));
+    let approved = crate::common::write_plan(&root.join("plans"), "march-approved.toml", &text);
+    let approved = approved.to_str().unwrap();
+    ok(root, &["freeze", ORDERS, "--through", "2026-03-31", "--reason", "Q1 closed (FIN-204)"]);
+    let recorded = record_approval(root);
+    assert!(recorded.contains("to one backfill"), "{recorded}");
+    // Two plans made while the approval is unused: both rehearse.
+    let planned = ok(root, &["plan", approved, "--out", ".bf/second.json"]);
+    assert!(planned.contains("the approval opens them to this backfill only"), "{planned}");
+    ok(root, &["plan", approved]);
+    assert!(
+        ok(root, &["status"])
+            .contains("approved by Dana Reyes (finance data lead) (FIN-231), recorded by controller")
+    );
+    assert!(ok(root, &["status"]).contains("; not used yet"));
+    ok(root, &["apply", "--auto-approve"]);
+    let saved: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(root.join(".bf/plan.json")).unwrap()).unwrap();
+    let first = saved["id"].as_str().unwrap().to_owned();
+    let versions = commit_infos(&table).len();
+    let used = format!("was used by backfill {first} (version");
+
+    // The plan made before the first was applied is refused at its apply, before any write.
+    let stderr = refused(root, &["apply", ".bf/second.json", "--auto-approve"]);
+    assert!(stderr.contains("an approval opens its days to one backfill"), "{stderr}");
+    assert!(stderr.contains(&used), "{stderr}");
+    // A later pull request repeating approver, ticket and days is refused at `bf plan`.
+    let stderr = refused(root, &["plan", approved, "--out", ".bf/third.json"]);
+    assert!(stderr.contains(&used), "{stderr}");
+    assert!(!root.join(".bf/third.json").exists());
+    // A rerun is another backfill.
+    let stderr = refused(root, &["apply", "--rerun", "all", "--auto-approve"]);
+    assert!(stderr.contains(&used), "{stderr}");
+    assert_eq!(commit_infos(&table).len(), versions, "nothing was written");
+    assert_eq!(slices_committed(&table), vec![1], "the first backfill's one slice");
+    // `bf status` says which backfill used it: the log's first slice commit after the approval.
+    let status = ok(root, &["status"]);
+    let slice_version = commit_infos(&table)
+        .into_iter()
+        .find(|(_, info)| info.get("bf.slice").is_some())
+        .map(|(version, _)| version)
+        .unwrap();
+    assert!(status.contains(&format!("; used by backfill {first} (version {slice_version})")), "{status}");
+
+    // The backfill that used it is still undone under it.
+    ok(root, &["rollback", "--auto-approve"]);
+    // Another approval, recorded for the next backfill, opens the days to it.
+    record_approval(root);
+    ok(root, &["plan", approved]);
+    ok(root, &["apply", "--auto-approve"]);
 }
 
 #[test]

@@ -183,9 +183,6 @@ impl<'a> Apply<'a> {
         stale::check_same_target(plan, &target_now)?;
 
         crate::delta::compat::check_writable(&target).await?;
-        // Days frozen since the plan, or frozen beyond the plan's approval, stop it before any write.
-        let what = format!("the saved plan's window {}", plan.window);
-        crate::delta::freeze::check(&target, &plan.window, plan.unfreeze.as_ref(), &what)?;
         // The change log is written after the last slice: a log table bf may not write is refused
         // before the first.
         let log_url = match &document.plan.record.log_table {
@@ -209,6 +206,12 @@ impl<'a> Apply<'a> {
 
         let mut backfill = backfill_for(plan, &since, self.rerun, latest);
         backfill.cascade = self.cascade.clone();
+        // Days frozen since the plan, frozen beyond the plan's approval, or opened by an approval
+        // another backfill used, stop it before any write.
+        let what = format!("the saved plan's window {}", plan.window);
+        let unfreeze = plan.unfreeze.as_ref();
+        crate::delta::freeze::check(&target, &plan.window, unfreeze, Some(&backfill.backfill_id), &what)
+            .await?;
         // A backfill undone since is not "already applied": its slices' commits are in the log, the
         // rows they wrote are not in the table.
         if let Some(recorded) =

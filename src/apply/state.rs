@@ -39,6 +39,9 @@ pub struct ApplyState {
     /// The periods frozen on the table (`bf freeze`), whatever the window.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub frozen: Vec<crate::delta::freeze::Frozen>,
+    /// Which backfill used each approval recorded on those periods (each opens its days to one).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub approval_uses: Vec<crate::delta::freeze::Use>,
     /// Set when the log since the plan was cleaned up before this version: the committed slices
     /// are then known by their Delta transactions (which checkpoints keep), whether the apply
     /// finished or was rolled back is not, and `bf apply` refuses the plan as stale.
@@ -133,6 +136,7 @@ async fn state_of(
     };
     let committed: BTreeSet<usize> =
         recorded.iter().flat_map(|r| r.slices.iter().map(|(s, _)| s.index)).collect();
+    let frozen = crate::delta::freeze::frozen(target)?;
     let committed_by = match &backfill_id {
         Some(id) => history
             .iter()
@@ -151,7 +155,8 @@ async fn state_of(
         rolled_back: recorded.as_ref().and_then(|r| ledger::undone_at(&history, r)),
         commented: recorded.is_some_and(|r| r.commented),
         committed_by,
-        frozen: crate::delta::freeze::frozen(target)?,
+        approval_uses: crate::delta::freeze::uses_of_all(target, &frozen).await,
+        frozen,
         log_cleaned_before: None,
     })
 }
@@ -178,6 +183,7 @@ async fn by_transactions(
         commented: false,
         rolled_back: None,
         committed_by: BTreeMap::new(),
+        approval_uses: Vec::new(),
         frozen: crate::delta::freeze::frozen(target)?,
         log_cleaned_before: Some(first_kept),
     })

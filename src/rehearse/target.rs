@@ -100,7 +100,9 @@ pub(crate) async fn open_target(
     // Signed-off days are refused before anything is cloned, unless the plan carries an approval.
     let window = spec.window();
     let approval = spec.guards.unfreeze.as_ref().map(crate::plan_file::Unfreeze::approval);
-    let frozen = freeze::check(&target, &window, approval.as_ref(), &format!("the plan's window {window}"))?;
+    let frozen =
+        freeze::check(&target, &window, approval.as_ref(), None, &format!("the plan's window {window}"))
+            .await?;
     if let Some(written) = &spec.record.log_table {
         let log = crate::delta::catalog::locate(document.dir(), written).await?;
         if let Some(pinned) = &log.catalog {

@@ -19,7 +19,7 @@ pub fn text(plan: &Plan, state: &ApplyState, cannot_publish: Option<&str>, unver
         plan.created_at.format("%Y-%m-%d %H:%M UTC")
     );
     let _ = writeln!(out, "  {}", summary(plan));
-    out.push_str(&super::freeze::periods(&state.frozen));
+    out.push_str(&super::freeze::periods(&state.frozen, &state.approval_uses));
     if let Some(preview) = &plan.preview {
         let _ = writeln!(
             out,

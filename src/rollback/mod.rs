@@ -299,7 +299,8 @@ impl RollbackPlan {
         // applied with, as its plan needed it.
         let table = &self.as_read;
         let what = format!("rolling back backfill {} (window {})", self.backfill_id(), self.window);
-        crate::delta::freeze::check(table, &self.window, self.backfill.backfill.unfreeze.as_ref(), &what)?;
+        let (unfreeze, by) = (self.backfill.backfill.unfreeze.as_ref(), Some(self.backfill_id()));
+        crate::delta::freeze::check(table, &self.window, unfreeze, by, &what).await?;
         if window_only {
             let in_window = self.others_in_window(table).await?;
             if !in_window.is_empty() && !force {
@@ -462,7 +463,7 @@ pub async fn restore_version(
     // A RESTORE rewrites every day the table changed since: no frozen period may stand.
     let every_day = Window { start: chrono::NaiveDate::MIN, end: chrono::NaiveDate::MAX };
     let what = format!("a RESTORE of version {version}, which may rewrite any day,");
-    crate::delta::freeze::check(&table, &every_day, None, &what)?;
+    crate::delta::freeze::check(&table, &every_day, None, None, &what).await?;
     check_files_exist(stores, url, version, None).await?;
     let ctx = SessionContext::new();
     let rows_before = ctx.read_table(table.table_provider().await?)?.count().await? as u64;

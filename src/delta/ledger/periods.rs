@@ -48,6 +48,15 @@ impl Approval {
             && self.from <= days.start
             && days.end <= self.to
     }
+
+    /// Whether a backfill recorded as asking `asked` was applied under this approval: the same
+    /// approver and ticket, over some of its days.
+    pub fn matches(&self, asked: &Unfreeze) -> bool {
+        self.approved_by == asked.approved_by
+            && self.ticket == asked.ticket
+            && asked.from <= self.to
+            && self.from <= asked.to
+    }
 }
 
 impl std::fmt::Display for Approval {

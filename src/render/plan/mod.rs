@@ -193,7 +193,10 @@ fn unfreeze(plan: &Plan) -> Option<String> {
     let frozen = plan.frozen.iter().map(ToString::to_string).collect::<Vec<_>>();
     Some(match frozen.is_empty() {
         true => format!("{approval} (no frozen day in the window when planned)"),
-        false => format!("{approval}, over frozen {}", frozen.join("; ")),
+        false => format!(
+            "{approval}, over frozen {}; the approval opens them to this backfill only",
+            frozen.join("; ")
+        ),
     })
 }
 
