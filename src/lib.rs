@@ -24,8 +24,9 @@
 //! 7. [`apply`]: the rehearsed slices' files published into the real table, one recorded commit
 //!    each; [`apply::change_log`]: one row per finished backfill in a log table;
 //!    [`apply::cascade`]: a chain applied upstream first and rolled back downstream first.
-//! 8. [`notify`]: the notice that tells the people who read its tables; [`notify::markdown`] is the
-//!    one escaper of text from a plan or from data on its way into a comment or a notice.
+//! 8. [`notify`]: the notice that tells the people who read its tables. [`markdown`], a leaf
+//!    below every stage, is the one escaper of text from a plan or from data on its way into a
+//!    comment, a notice, a DAG's docs or the table comment.
 //!    [`lineage`], beside it: the apply and the rollback as OpenLineage runs, for the tools that
 //!    learn what changed from lineage.
 //!
@@ -47,6 +48,7 @@ pub mod dialect;
 pub mod fault;
 pub mod gaps;
 pub mod lineage;
+pub mod markdown;
 pub mod notify;
 pub mod plan_file;
 pub mod rehearse;

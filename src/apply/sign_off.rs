@@ -101,7 +101,10 @@ async fn comment_once(
 /// How many times the comment is tried against other writers' commits landing first.
 const COMMENT_ATTEMPTS: usize = 5;
 
-/// The table comment from the plan's template, at most 4000 characters.
+/// The table comment from the plan's template, at most 4000 characters, made inert markdown line
+/// by line: catalogs (Unity Catalog, Databricks' explorer) render a table comment as markdown, and
+/// the reason and the template come from a pull request, so a link or a remote image in them would
+/// become one on every page that shows the table.
 pub fn comment_text(template: &str, backfill: &Backfill, today: chrono::NaiveDate) -> String {
     let text = template
         .replace("{reason}", &backfill.reason)
@@ -110,5 +113,6 @@ pub fn comment_text(template: &str, backfill: &Backfill, today: chrono::NaiveDat
         .replace("{end}", &backfill.window.end.to_string())
         .replace("{date}", &today.to_string())
         .replace("{backfill_id}", &backfill.backfill_id);
-    text.chars().take(4000).collect()
+    let inert: Vec<String> = text.lines().map(crate::markdown::text).collect();
+    inert.join("\n").chars().take(4000).collect()
 }

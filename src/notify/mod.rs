@@ -12,8 +12,6 @@
 //! never printed, saved or put in an error. A notice that cannot be delivered is a loud warning
 //! with its text, never a reason to undo data that landed.
 
-pub mod markdown;
-
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,6 +19,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::apply::ApplyReport;
+use crate::markdown;
 use crate::plan_file::Notify;
 use crate::rehearse::plan::Plan;
 use crate::rollback::RollbackReport;

@@ -50,10 +50,10 @@ pub fn dag(plan: &Plan, saved: &str, retries: &Retries) -> Result<String, String
          Workers need the `bf` binary (the BF_BIN environment variable, default `bf` on the PATH), the\n\
          saved plan at PLAN, and access to the table and the rehearsal beside it. After a failure,\n\
          clear the failed task in the Airflow UI: slices already committed are skipped.\n",
-        id = bf::notify::markdown::text(&plan.id),
-        table = bf::notify::markdown::text(&table),
+        id = bf::markdown::text(&plan.id),
+        table = bf::markdown::text(&table),
         window = plan.window,
-        reason = bf::notify::markdown::text(&plan.reason),
+        reason = bf::markdown::text(&plan.reason),
     );
     let _ = writeln!(out, "{}", python(&doc));
     out.push_str(

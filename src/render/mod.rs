@@ -89,7 +89,7 @@ fn word_shown(word: &str) -> std::borrow::Cow<'_, str> {
 /// one read the same as the row before it. (The word joiner bf's markdown places after `@` is its
 /// own and stays.)
 fn acts_on_a_terminal(c: char) -> bool {
-    c.is_control() || bf::notify::markdown::reorders(c) || invisible(c)
+    c.is_control() || bf::markdown::reorders(c) || invisible(c)
 }
 
 fn invisible(c: char) -> bool {

@@ -395,12 +395,13 @@ impl RollbackPlan {
             }
         };
         if !self.commented() {
-            // RESTORE brought back the old comment; say in it what happened.
+            // RESTORE brought back the old comment; say in it what happened. The reason is inert
+            // markdown, as in the apply's comment: catalogs render the comment.
             let comment = format!(
                 "Backfill {} rolled back on {}: {}",
                 self.backfill_id(),
                 chrono::Utc::now().date_naive(),
-                self.backfill.backfill.reason
+                crate::markdown::text(&self.backfill.backfill.reason)
             );
             fault("rollback-before-comment");
             table = crate::delta::commit::set_description(

@@ -42,7 +42,7 @@ fn assert_inert(markdown: &str) {
                 assert!(
                     written
                         .match_indices('@')
-                        .all(|(at, _)| written[at + 1..].starts_with(bf::notify::markdown::JOINER)),
+                        .all(|(at, _)| written[at + 1..].starts_with(bf::markdown::JOINER)),
                     "an @mention in {written:?}:\n{markdown}"
                 );
             }
@@ -91,6 +91,34 @@ async fn hostile_values_and_reasons_render_inert_and_samples_none_posts_no_value
     }
 }
 
+/// Catalogs render a table's comment as markdown (Unity Catalog, Databricks' explorer): the reason
+/// a pull request wrote reaches it through the apply and the rollback, and must stay text there.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_reason_is_inert_markdown_in_the_table_comment() {
+    let checkout = Checkout::new().await;
+    let reason = "![x](https://evil.example/p.png) [docs](https://evil.example) <img src=x> # heading *bold*";
+    let plan = checkout.plan("hostile.toml", |t| t.replace("Fix March's currency.", reason));
+    let plan = plan.display().to_string();
+    let applied = checkout.bf(&["apply", &plan, "--auto-approve", "-q"]);
+    assert!(applied.status.success(), "{}", said(&applied));
+    let table = checkout.repo().join("warehouse/orders");
+    let comment = || {
+        let metadata = crate::common::latest_metadata(&table);
+        metadata["description"].as_str().expect("a table comment").to_owned()
+    };
+    let applied = comment();
+    assert!(
+        applied.contains("evil.example") && applied.contains("heading"),
+        "the reason, as text: {applied}"
+    );
+    assert_inert(&applied);
+    let rolled_back = checkout.bf(&["rollback", "--auto-approve"]);
+    assert!(rolled_back.status.success(), "{}", said(&rolled_back));
+    let rolled_back = comment();
+    assert!(rolled_back.contains("rolled back on") && rolled_back.contains("evil.example"), "{rolled_back}");
+    assert_inert(&rolled_back);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn every_plan_string_in_the_airflow_dag_is_a_python_literal() {
     let checkout = Checkout::new().await;
@@ -104,7 +132,7 @@ async fn every_plan_string_in_the_airflow_dag_is_a_python_literal() {
     std::fs::write(&dag, &output.stdout).unwrap();
     // Python's own parser: the payload is the docstring's text, and no call to `system` exists.
     // The docstring is the DAG's `doc_md` too: the id is there as the markdown escaper writes it.
-    let shown = bf::notify::markdown::text(&format!("x{payload}"));
+    let shown = bf::markdown::text(&format!("x{payload}"));
     assert!(shown.contains("system"), "{shown}");
     let check = format!(
         "import ast, sys\ntree = ast.parse(open({dag:?}).read())\ndoc = ast.get_docstring(tree, clean=False)\n\
@@ -254,7 +282,7 @@ proptest! {
 
     #[test]
     fn the_escaper_makes_any_string_inert_text_that_reads_back_as_written(value in hostile()) {
-        use bf::notify::markdown::{JOINER, code, text};
+        use bf::markdown::{JOINER, code, text};
         // What a reader must see, computed here and not by bf: the value on one line, each control
         // character and each character that reorders text a space, the ends trimmed.
         let reorders = |c: char| matches!(c, '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}');

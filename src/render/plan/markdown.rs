@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use bf::notify::markdown as md;
+use bf::markdown as md;
 use bf::rehearse::diff::{RowChanges, SampleRow};
 use bf::rehearse::plan::{Plan, SliceReport};
 

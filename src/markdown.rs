@@ -10,7 +10,9 @@
 //! break that would end a table cell, a code span or a code block early. Each string is escaped
 //! once, where it is placed, by one of these functions; bf's own words and numbers are not.
 //!
-//! It lives in the library, not the command line's renderers, because notices are markdown too.
+//! It lives in the library, not the command line's renderers, because notices are markdown too,
+//! and below every stage, because the apply writes the reason into the table comment, which
+//! catalogs (Unity Catalog, Databricks' explorer) render as markdown.
 
 /// Placed after `@` and after a `#` that starts a number: GitHub finds mentions and issue
 /// references in the rendered text, where a backslash escape is gone; this invisible character
