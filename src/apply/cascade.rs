@@ -24,6 +24,7 @@ pub struct ChainApply<'a> {
     cluster: Option<crate::cluster::Reached>,
     only: Option<std::collections::BTreeSet<usize>>,
     finish: bool,
+    key: Option<super::receipt::StateKey>,
 }
 
 /// A chain's apply that stopped: at which table, and what the tables before it got.
@@ -55,7 +56,22 @@ impl<A: ChainProgress + ?Sized, B: ChainProgress + ?Sized> ChainProgress for (&A
 
 impl<'a> ChainApply<'a> {
     pub fn new(root: &'a Plan) -> Self {
-        ChainApply { root, rerun: false, recompute: false, cluster: None, only: None, finish: false }
+        ChainApply {
+            root,
+            rerun: false,
+            recompute: false,
+            cluster: None,
+            only: None,
+            finish: false,
+            key: None,
+        }
+    }
+
+    /// Each table's slice commits record the receipt of the state dir `key` is of
+    /// ([`Apply::with_receipts`]).
+    pub fn with_receipts(mut self, key: Option<super::receipt::StateKey>) -> Self {
+        self.key = key;
+        self
     }
 
     /// Only these slices of a plan without downstream plans ([`Apply::with_only`]).
@@ -125,6 +141,7 @@ impl<'a> ChainApply<'a> {
             .with_cascade(cascade.clone())
             .with_only(self.only.clone())
             .finishing(self.finish)
+            .with_receipts(self.key.clone())
     }
 }
 

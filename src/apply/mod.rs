@@ -37,6 +37,7 @@ pub mod cascade;
 pub mod change_log;
 mod error;
 mod order;
+pub mod receipt;
 mod report;
 mod sign_off;
 mod slice_run;
@@ -78,6 +79,8 @@ pub struct Apply<'a> {
     only: Option<BTreeSet<usize>>,
     /// No slice: the end of an apply whose slices were applied one task each.
     finish: bool,
+    /// The key of the state dir applying, whose receipt each slice commit records.
+    key: Option<receipt::StateKey>,
 }
 
 /// What an apply found before writing: the plan as reviewed, the target, and its commits since the
@@ -107,6 +110,7 @@ impl<'a> Apply<'a> {
             cascade: None,
             only: None,
             finish: false,
+            key: None,
         }
     }
 
@@ -122,6 +126,13 @@ impl<'a> Apply<'a> {
     /// the table comment and the change-log row, once.
     pub fn finishing(mut self, finish: bool) -> Self {
         self.finish = finish;
+        self
+    }
+
+    /// Records the receipt of the state dir `key` is of in each slice commit: what lets `bf
+    /// rollback` there undo the backfill without being told which.
+    pub fn with_receipts(mut self, key: Option<receipt::StateKey>) -> Self {
+        self.key = key;
         self
     }
 
@@ -206,6 +217,7 @@ impl<'a> Apply<'a> {
 
         let mut backfill = backfill_for(plan, &since, self.rerun, latest);
         backfill.cascade = self.cascade.clone();
+        backfill.receipt = self.key.as_ref().map(|key| key.receipt(&backfill.backfill_id));
         // Days frozen since the plan, frozen beyond the plan's approval, or opened by an approval
         // another backfill used, stop it before any write.
         let what = format!("the saved plan's window {}", plan.window);
@@ -553,5 +565,6 @@ fn backfill_for(plan: &Plan, since: &[Entry], rerun: bool, latest: u64) -> Backf
         slices: plan.slices.len(),
         cascade: None,
         unfreeze: plan.unfreeze.clone(),
+        receipt: None,
     }
 }

@@ -385,6 +385,7 @@ async fn execute(
     let slices = plan.chain().iter().map(|p| p.slices.len()).sum();
     let lines = Lines::new(args.quiet || args.json, slices);
     let outcome = ChainApply::new(plan)
+        .with_receipts(args.state.key())
         .with_rerun(args.rerun.is_some())
         .with_recompute(args.recompute)
         .on_cluster(cluster)

@@ -58,9 +58,10 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
 
     // Each step prints what the verb itself prints, through the same renderers.
     writeln!(out, "\n$ cd {dir} && bf plan plans/march.toml\n")?;
-    let plan = plan_step(&mut out, &shop, policy).await?;
+    let state = super::StateDir { dir: shop.root.join(".bf") };
+    let plan = plan_step(&mut out, &shop, &state, policy).await?;
     writeln!(out, "\n$ bf apply --auto-approve\n")?;
-    let reports = apply_step(&mut out, &plan, policy).await?;
+    let reports = apply_step(&mut out, &plan, &state, policy).await?;
     history_step(&mut out, &plan, &stores, args.store.is_some()).await?;
     writeln!(out, "\n$ bf rollback --cascade --auto-approve\n")?;
     rollback_step(&mut out, &plan, &stores, &reports[0].backfill_id, policy).await?;
@@ -108,18 +109,18 @@ fn describe_shop(out: &mut impl Write, args: &Args, summary: &ShopSummary) -> an
 async fn plan_step(
     out: &mut impl Write,
     shop: &Shop,
+    state: &super::StateDir,
     policy: &bf::plan_file::confine::Policy,
 ) -> anyhow::Result<Plan> {
-    let state = super::StateDir { dir: shop.root.join(".bf") };
     let how = super::plan::How { samples: super::plan::Samples::from_env(), ..Default::default() };
     let Some((plan, saved)) =
-        super::plan::rehearse_and_save(&shop.plans().join("march.toml"), policy, None, how, &state, &Quiet)
+        super::plan::rehearse_and_save(&shop.plans().join("march.toml"), policy, None, how, state, &Quiet)
             .await?
     else {
         anyhow::bail!("the bundled March plan was refused (above)");
     };
     write!(out, "{}", render(&plan, Format::Text))?;
-    writeln!(out, "{}", super::plan::saved_line(&plan, &saved, &state))?;
+    writeln!(out, "{}", super::plan::saved_line(&plan, &saved, state))?;
     writeln!(
         out,
         "\nNeither real table changed: each was rehearsed on a shallow clone beside it, revenue_by_day on the \
@@ -132,9 +133,14 @@ async fn plan_step(
 async fn apply_step(
     out: &mut impl Write,
     plan: &Plan,
+    state: &super::StateDir,
     policy: &bf::plan_file::confine::Policy,
 ) -> anyhow::Result<Vec<ApplyReport>> {
-    let reports = ChainApply::new(plan).execute(&Silent).await.context("applying plans/march.toml")?;
+    let reports = ChainApply::new(plan)
+        .with_receipts(state.key())
+        .execute(&Silent)
+        .await
+        .context("applying plans/march.toml")?;
     for report in &reports {
         for slice in &report.slices {
             writeln!(out, "{}", render::apply::slice_line(slice))?;

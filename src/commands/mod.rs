@@ -198,4 +198,20 @@ impl StateDir {
     pub fn path(&self) -> &Path {
         &self.dir
     }
+
+    /// The state dir's key, whose receipt each slice an apply commits from here records; `None`,
+    /// said, where it cannot be kept (the apply goes on, and its rollback must name it).
+    pub fn key(&self) -> Option<bf::apply::receipt::StateKey> {
+        match bf::apply::receipt::StateKey::of(&self.dir) {
+            Ok(key) => Some(key),
+            Err(error) => {
+                say!(
+                    "warning: {}: {error}: this apply's slices record no receipt of it, so `bf rollback` undoes \
+                     it only when named (`--backfill`)",
+                    self.dir.join("key").display()
+                );
+                None
+            }
+        }
+    }
 }

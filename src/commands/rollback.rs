@@ -84,7 +84,17 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
         (Some(id), _) => id.clone(),
         (None, Some(plan)) => {
             let target = stores.open(&url, None).await?;
-            match ledger::backfills_of_plan(&target, &plan.id, plan.target.pre_version).await?.pop() {
+            let entries = ledger::entries_since_plan(&target, plan.target.pre_version).await?;
+            match ledger::backfill_ids(&entries, &plan.id).pop() {
+                // A saved plan is a file a checkout can hold: it chooses only a backfill applied
+                // from this state dir, as the table's own commits prove.
+                Some(id) if !applied_here(&args.state, &entries, &id) => {
+                    say!(
+                        "error: {}",
+                        render::rollback::not_applied_here(&args.state.saved_plan(), &name, &id)
+                    );
+                    return Ok(ExitCode::FAILURE);
+                }
                 Some(id) => id,
                 None => {
                     return choose(
@@ -172,6 +182,11 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     }
     crate::render::print(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether a slice commit of `backfill_id` among `entries` carries this state dir's receipt.
+fn applied_here(state: &super::StateDir, entries: &[ledger::Entry], backfill_id: &str) -> bool {
+    bf::apply::receipt::StateKey::existing(state.path()).is_some_and(|key| key.applied(entries, backfill_id))
 }
 
 /// No backfill named: lists the table's backfills, newest first, to name one with `--backfill`.

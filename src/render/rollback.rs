@@ -157,3 +157,14 @@ pub fn choose(table: &str, why: &str, backfills: &[Applied]) -> String {
     }
     out
 }
+
+/// A saved plan naming a backfill this state dir did not apply: it is undone only when named.
+pub fn not_applied_here(saved: &std::path::Path, table: &str, backfill_id: &str) -> String {
+    format!(
+        "the saved plan {} names backfill {backfill_id} of {table}, but none of its slices was applied from \
+         this state dir (their commits carry no receipt of it). A saved plan is a file a checkout can hold, so it \
+         chooses only a backfill applied from here. To undo that one, name it:\n  bf rollback --table {table} \
+         --backfill {backfill_id}",
+        saved.display()
+    )
+}

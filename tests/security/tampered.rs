@@ -387,3 +387,40 @@ async fn the_seal_is_not_switched_off_by_what_the_saved_plan_says() {
     assert!(said(&output).contains("BF_PLAN_KEY is set but empty"), "{}", said(&output));
     assert_eq!(snapshot(&checkout.repo().join("warehouse")), tables, "a table was written");
 }
+
+/// A saved plan planted in a checkout's state dir — the other team's own, byte for byte, with a key
+/// file beside it — does not choose what an operator's `bf rollback` there undoes: the table's
+/// commits carry the receipt of the state dir that applied them, which the planted key does not
+/// match. Named, the backfill is undone; from its own state dir, without being named.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_planted_saved_plan_never_chooses_what_rollback_undoes() {
+    let checkout = Checkout::new().await;
+    let plan = checkout.plan("march.toml", |t| t);
+    let theirs = checkout.root().join("other-team-state");
+    let theirs = theirs.to_str().unwrap();
+    for args in [&["plan", &plan.display().to_string(), "-q"][..], &["apply", "--auto-approve", "-q"]] {
+        let output = checkout.bf_with(args, &[("BF_STATE_DIR", theirs)]);
+        assert!(output.status.success(), "{args:?}: {}", said(&output));
+    }
+    let state = checkout.repo().join(".bf");
+    std::fs::create_dir_all(&state).unwrap();
+    std::fs::copy(Path::new(theirs).join("plan.json"), state.join("plan.json")).unwrap();
+    std::fs::write(state.join("key"), "0123456789abcdef0123456789abcdef0123456789abcdef").unwrap();
+    let table = checkout.repo().join("warehouse/orders");
+    let before = snapshot(&table);
+
+    let output = checkout.bf(&["rollback", "--auto-approve"]);
+    let text = said(&output);
+    assert!(!output.status.success(), "{text}");
+    assert!(text.contains("none of its slices was applied from this state dir"), "{text}");
+    assert!(text.contains("--backfill"), "the command that names it: {text}");
+    assert_eq!(snapshot(&table), before, "nothing written to the table");
+
+    let saved: Value =
+        serde_json::from_str(&std::fs::read_to_string(state.join("plan.json")).unwrap()).unwrap();
+    let id = saved["id"].as_str().unwrap();
+    let output = checkout.bf_with(&["rollback", "--auto-approve"], &[("BF_STATE_DIR", theirs)]);
+    assert!(output.status.success(), "from the state dir that applied it: {}", said(&output));
+    assert!(said(&output).contains(id), "{}", said(&output));
+    assert_ne!(snapshot(&table), before, "rolled back");
+}

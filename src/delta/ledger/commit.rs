@@ -42,6 +42,7 @@ impl Backfill {
             slice_first: Some(slice.first),
             slice_last: Some(slice.last),
             applied_by: Some(worker()),
+            receipt: self.receipt.clone(),
             ..self.keys()
         }
     }

@@ -69,6 +69,11 @@ pub struct Keys {
     /// one ran it, else `<host>:<pid>` — for `bf status` when slices run as separate tasks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub applied_by: Option<String>,
+    /// On a slice commit: the receipt of the state dir that committed it (sha256 of that state
+    /// dir's key and the backfill's id), by which `bf rollback` knows a backfill was applied from
+    /// there, whatever a saved plan planted in it says.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<String>,
     /// A backfill in a chain: the chain's id (its first plan's id)…
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cascade: Option<String>,
@@ -157,6 +162,10 @@ pub struct Backfill {
     /// The approval to rewrite frozen days its plan carried, recorded in each of its commits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unfreeze: Option<Unfreeze>,
+    /// The receipt of the state dir applying it, recorded in each slice commit it makes (each
+    /// commit of a fanned-out apply carries its own task's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<String>,
 }
 
 /// A backfill's place in a chain: the tables above and below it were backfilled with it, and are
@@ -276,6 +285,7 @@ impl Keys {
                     downstream: self.downstream.clone().unwrap_or_default(),
                 }),
                 unfreeze: self.unfreeze.clone(),
+                receipt: self.receipt.clone(),
             };
             return match self.comment {
                 Some(true) => Ok(Mark::Comment { backfill }),

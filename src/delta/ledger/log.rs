@@ -57,22 +57,15 @@ pub fn recorded(entries: &[Entry], backfill_id: &str) -> Result<Option<Recorded>
     Ok(found)
 }
 
-/// The backfill ids a plan's applies recorded, in the order of their first commits (a rerun's
-/// `-r10` after `-r9`, whatever their names sort as). A plan's backfills follow the version it was
-/// made at, `planned_at`: the log before it is not read.
-pub async fn backfills_of_plan(
-    table: &DeltaTable,
-    plan_id: &str,
-    planned_at: u64,
-) -> Result<Vec<String>, LedgerError> {
-    // Read whole: commits cleaned up since may have been the plan's, and "never applied" would be
-    // a guess.
+/// The table's commits after the version a plan was made at, `planned_at`, where its backfills
+/// are. Read whole: commits cleaned up since may have been the plan's, and "never applied" would
+/// be a guess.
+pub async fn entries_since_plan(table: &DeltaTable, planned_at: u64) -> Result<Vec<Entry>, LedgerError> {
     let logged = logged_after_whole(table, planned_at).await.map_err(|source| match source {
         WholeLogError::Delta(error) => LedgerError::Delta(error),
         cleaned => LedgerError::Cleaned { after: planned_at, source: cleaned },
     })?;
-    let entries: Vec<Entry> = logged.into_iter().map(|l| l.entry).collect();
-    Ok(backfill_ids(&entries, plan_id))
+    Ok(logged.into_iter().map(|l| l.entry).collect())
 }
 
 /// The backfill ids of `plan_id` among `entries`, in the order their first commits appear.

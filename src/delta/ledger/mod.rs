@@ -32,7 +32,7 @@ pub use commit::{
 pub use keys::{Backfill, Cascade, Keys, Mark, RecordedSlice, RollbackStep};
 pub use log::{
     Entry, LedgerError, Logged, Malformed, Recorded, WholeLogError, added_files, at, backfill_ids,
-    backfills_of_plan, commits_after, commits_back, describe, history, logged_after, logged_after_whole,
+    commits_after, commits_back, describe, entries_since_plan, history, logged_after, logged_after_whole,
     read_log, read_log_whole, recorded, undone_at,
 };
 pub use periods::{Approval, Frozen, Unfreeze};
@@ -60,6 +60,7 @@ mod tests {
             slices: 1,
             cascade: None,
             unfreeze: None,
+            receipt: None,
         }
     }
 
