@@ -32,7 +32,10 @@ pub fn text(text: &str) -> String {
         let escape = match c {
             // Markup anywhere in a line: HTML, entities, links and images, emphasis,
             // strikethrough, code spans, table cells, escapes.
-            '\\' | '`' | '*' | '_' | '~' | '[' | ']' | '<' | '>' | '&' | '|' => true,
+            '\\' | '`' | '*' | '~' | '[' | ']' | '<' | '>' | '&' | '|' => true,
+            // An underscore inside a word (`orders_silver`) can neither open nor close emphasis
+            // (CommonMark's flanking rules), and a table comment read as plain text keeps it bare.
+            '_' => !inside_word(&chars, i),
             // A line's first character can start a block inside a list item: a heading, a quote,
             // a list, a rule, a fence. Every punctuation mark is escaped there, and the mark after
             // a leading number (`1.` starts a list).
@@ -53,6 +56,13 @@ pub fn text(text: &str) -> String {
         }
     }
     out
+}
+
+/// Whether the run of underscores holding `chars[at]` has a letter or digit on both sides.
+fn inside_word(chars: &[char], at: usize) -> bool {
+    let left = chars[..at].iter().rev().find(|c| **c != '_');
+    let right = chars[at..].iter().find(|c| **c != '_');
+    left.is_some_and(|c| c.is_alphanumeric()) && right.is_some_and(|c| c.is_alphanumeric())
 }
 
 /// `text` as inline code where a code span can hold it (no `|`, which ends a table cell even
@@ -113,4 +123,16 @@ pub fn reorders(c: char) -> bool {
 /// The longest run of `c` in `text`.
 fn longest_run(text: &str, c: char) -> usize {
     text.split(|x| x != c).map(str::len).max().unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_underscore_inside_a_word_stays_bare_and_one_that_could_emphasise_is_escaped() {
+        assert_eq!(text("orders_silver and fx__rates"), "orders_silver and fx__rates");
+        assert_eq!(text("_hidden_ or __bold__ or snake_"), "\\_hidden\\_ or \\_\\_bold\\_\\_ or snake\\_");
+        assert_eq!(text("a_*b*_c"), "a\\_\\*b\\*\\_c");
+    }
 }

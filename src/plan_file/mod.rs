@@ -491,10 +491,14 @@ impl PlanFile {
     /// `slicing.only`, numbered 1, 2, … in calendar order either way.
     pub fn slices(&self) -> Vec<Slice> {
         let made = self.window().slices(self.slicing.every, self.slicing.run_offset);
-        let slices = match self.slicing.only.as_slice() {
-            [] => made.collect(),
-            only => made
-                .filter(|slice| only.iter().any(|day| slice.first <= day.0 && day.0 <= slice.last))
+        let only: std::collections::BTreeSet<NaiveDate> = self.slicing.only.iter().map(|day| day.0).collect();
+        let slices = match only.last() {
+            None => made.collect(),
+            // Each slice asks the sorted days once, and the walk ends at the last day named: a long
+            // `only` over a long window stays linear (every slice against every day was quadratic).
+            Some(&last) => made
+                .take_while(|slice| slice.first <= last)
+                .filter(|slice| only.range(slice.first..=slice.last).next().is_some())
                 .enumerate()
                 .map(|(at, slice)| Slice { index: at + 1, ..slice })
                 .collect(),
@@ -550,5 +554,22 @@ impl<'de> Deserialize<'de> for PlanDate {
                 article(other.type_str())
             ))),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_picks_the_slices_holding_its_days_numbered_in_calendar_order() {
+        let text = "reason = \"r\"\n[target]\ntable = \"t\"\ndate_column = \"d\"\n[window]\nstart = 2026-01-01\n\
+                    end = 2026-12-31\n[slicing]\nevery = \"week\"\nonly = [2026-03-25, 2026-03-05, 2026-03-06, 2026-03-05]\n\
+                    [source]\ninputs = {}\nquery = \"SELECT 1\"\n";
+        let plan: PlanFile = toml::from_str(text).unwrap();
+        let slices = plan.slices();
+        let firsts: Vec<(usize, String)> = slices.iter().map(|s| (s.index, s.first.to_string())).collect();
+        // 03-05 and 03-06 share a week; the walk stops after the week of the last day named.
+        assert_eq!(firsts, [(1, "2026-03-02".to_owned()), (2, "2026-03-23".to_owned())]);
     }
 }
