@@ -17,12 +17,15 @@
 //! and the slice's rows stream back as a table of bf's own session, which the writer and the checks
 //! read as before. The inputs are registered in bf's session too, for checks that read them.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use deltalake::arrow::datatypes::{Date32Type, SchemaRef};
+use deltalake::datafusion::common::tree_node::TreeNodeRecursion;
 use deltalake::datafusion::execution::context::SQLOptions;
+use deltalake::datafusion::logical_expr::LogicalPlan;
 use deltalake::datafusion::prelude::{DataFrame, SessionContext};
 use deltalake::datafusion::scalar::ScalarValue as Scalar;
 use futures::TryStreamExt;
@@ -297,7 +300,8 @@ impl<'a> Source<'a> {
         // What to register once the slice's bytes are known to be within the operator's bound:
         // registering reads (a CSV's schema is inferred from its rows, a Parquet file's footer).
         let mut registrations = Vec::new();
-        let mut bytes = 0u64;
+        // The bytes each input holds for this slice, by its name in the query.
+        let mut sizes: BTreeMap<String, u64> = BTreeMap::new();
         let stores = &self.stores;
         for (name, input) in &plan.source.inputs {
             let written = expand(&input.path, slice);
@@ -312,7 +316,8 @@ impl<'a> Source<'a> {
             if input.format == Format::Delta {
                 // Its files are the table's business: its version says what the query reads.
                 let pinned = self.pin_delta(name, &written).await.map_err(input_error)?;
-                bytes += pinned.files.iter().map(|(_, size)| size).sum::<u64>();
+                *sizes.entry(name.clone()).or_default() +=
+                    pinned.files.iter().map(|(_, size)| size).sum::<u64>();
                 delta.push((pinned.url.to_string(), pinned.version));
                 registrations.push((name, location.to_string(), Registration::Delta(pinned)));
                 continue;
@@ -324,7 +329,7 @@ impl<'a> Source<'a> {
                 }
                 let (listing, size, registration) =
                     self.matched(name, input, &folder, &pattern).await.map_err(input_error)?;
-                bytes += size;
+                *sizes.entry(name.clone()).or_default() += size;
                 files.extend(
                     listing
                         .files
@@ -353,7 +358,7 @@ impl<'a> Source<'a> {
                     });
                 }
                 Found::File(meta) => {
-                    bytes += meta.size;
+                    *sizes.entry(name.clone()).or_default() += meta.size;
                     files.push(InputFile { input: name.clone(), url: url.clone() });
                     let extension =
                         Path::new(url.path()).extension().map(|e| format!(".{}", e.to_string_lossy()));
@@ -362,7 +367,7 @@ impl<'a> Source<'a> {
                 Found::Folder => {
                     let (extension, folder, size) =
                         folder_files(stores, name, &url, input).await.map_err(input_error)?;
-                    bytes += size;
+                    *sizes.entry(name.clone()).or_default() += size;
                     files.extend(
                         folder
                             .files
@@ -383,7 +388,7 @@ impl<'a> Source<'a> {
             };
             registrations.push((name, location.to_string(), files));
         }
-        self.count_read(slice, bytes)?;
+        self.refuse_past_bound(slice, sizes.values().sum())?;
         for (name, path, registration) in registrations {
             let registered = registration.register(name, &ctx, there.as_ref()).await;
             registered.map_err(|message| SourceError::Input {
@@ -408,6 +413,9 @@ impl<'a> Source<'a> {
                 ])
             })
             .map_err(|e| query_error(&e))?;
+        // Each scan of an input reads it: a query naming one file 200 times (`UNION ALL`, a CTE
+        // referenced again and again) reads it 200 times.
+        self.count_read(slice, scanned_bytes(query.logical_plan(), &sizes))?;
         let read: Vec<String> = files.iter().map(|f| crate::delta::store::display_url(&f.url)).collect();
         let place = match read.is_empty() {
             true => format!("slice {} ({first})", slice.index),
@@ -465,8 +473,28 @@ impl<'a> Source<'a> {
         Ok((located.url, located.catalog))
     }
 
-    /// Adds a slice's `bytes` of input to what the rehearsal has read, refusing the slice, before
-    /// any of its files is read, when the total would pass the operator's bound.
+    /// Refuses the slice, before its inputs are registered (which reads their schemas), when its
+    /// `bytes` of input, read once, would already take the rehearsal past the operator's bound.
+    fn refuse_past_bound(&self, slice: &Slice, bytes: u64) -> Result<(), SourceError> {
+        let Some(max) = self.scope.as_ref().map(|scope| scope.max_read_bytes()) else { return Ok(()) };
+        if self.counted.lock().expect("not poisoned").contains(&slice.index) {
+            return Ok(());
+        }
+        let total = self.read.load(Ordering::SeqCst).saturating_add(bytes);
+        match total <= max {
+            true => Ok(()),
+            false => Err(SourceError::TooMuchInput {
+                slice: slice.index,
+                first: slice.first.to_string(),
+                total,
+                max,
+            }),
+        }
+    }
+
+    /// Adds the `bytes` a slice's query scans to what the rehearsal has read, refusing the slice,
+    /// before its query runs, when the total would pass the operator's bound. Counted once a slice
+    /// (its query is planned again to be written).
     fn count_read(&self, slice: &Slice, bytes: u64) -> Result<(), SourceError> {
         let Some(max) = self.scope.as_ref().map(|scope| scope.max_read_bytes()) else { return Ok(()) };
         if !self.counted.lock().expect("not poisoned").insert(slice.index) {
@@ -561,6 +589,22 @@ impl Planned {
 }
 
 /// The read-only options every query bf runs for a plan is planned with.
+/// The bytes a query's plan scans: each scan of an input (a table scan of its name, in the query
+/// or a subquery of it) counts the input's `sizes` once more.
+fn scanned_bytes(plan: &LogicalPlan, sizes: &BTreeMap<String, u64>) -> u64 {
+    let mut scanned = 0u64;
+    let _ = plan.apply_with_subqueries(|node| {
+        if let LogicalPlan::TableScan(scan) = node
+            && let Some(size) =
+                sizes.iter().find(|(name, _)| name.eq_ignore_ascii_case(scan.table_name.table()))
+        {
+            scanned = scanned.saturating_add(*size.1);
+        }
+        Ok(TreeNodeRecursion::Continue)
+    });
+    scanned
+}
+
 pub fn read_only_options() -> SQLOptions {
     SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false)
 }

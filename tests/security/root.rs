@@ -145,6 +145,24 @@ async fn a_plan_cannot_read_more_than_the_operator_allows() {
     let output = checkout.bf_with(&["plan", &daily.display().to_string()], &[("BF_MAX_READ_BYTES", &exact)]);
     assert_eq!(output.status.code(), Some(0), "{}", said(&output));
 
+    // Each scan counts: the month's file read once passes a bound of its size, and scanned five
+    // times (a CTE named in five arms of a UNION ALL) it is refused before the query runs.
+    let once = file.to_string();
+    let monthly = checkout.plan("monthly.toml", |t| t);
+    let output = checkout.bf_with(&["plan", &monthly.display().to_string()], &[("BF_MAX_READ_BYTES", &once)]);
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    let scans = checkout.plan("scans.toml", |t| {
+        let query =
+            "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders";
+        let arms = vec![format!("SELECT * FROM o WHERE order_id < 0"); 4].join(" UNION ALL ");
+        t.replace(query, &format!("WITH o AS ({query}) SELECT * FROM o UNION ALL {arms}"))
+    });
+    let output = checkout.bf_with(&["plan", &scans.display().to_string()], &[("BF_MAX_READ_BYTES", &once)]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    let expected =
+        format!("slice 1 (2026-03-01): the plan's inputs would have read {}", bf::plan_file::Size(file * 5));
+    assert!(said(&output).contains(&expected), "{expected}: {}", said(&output));
+
     // A Delta input: the bytes of its version's data files, whichever the query keeps.
     let input = checkout.repo().join("warehouse/corrections");
     orders_table(
