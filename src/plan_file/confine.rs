@@ -42,6 +42,15 @@ pub const MAX_READ_BYTES: &str = "BF_MAX_READ_BYTES";
 /// folder, every live file of a Delta input's version), before any of them is read, so a plan in
 /// an unreviewed pull request cannot keep a runner reading a lake for days.
 pub const DEFAULT_MAX_READ_BYTES: u64 = 1 << 40;
+/// The operator's variable bounding how many rows a rehearsal's queries may return, e.g. `"50000000"`.
+pub const MAX_WRITE_ROWS: &str = "BF_MAX_WRITE_ROWS";
+/// Unless the operator sets [`MAX_WRITE_ROWS`], a rehearsal writes at most this many rows, plus
+/// [`ROWS_PER_BYTE_READ`] for every byte its queries scan: a backfill writes about what it reads,
+/// and a query making far more rows than its inputs hold (an `unnest`, inputs joined to themselves)
+/// is making them out of nothing, on a runner, before review.
+pub const BASE_WRITE_ROWS: u64 = 1_000_000;
+/// No file format keeps a row in less than a tenth of a byte.
+pub const ROWS_PER_BYTE_READ: u64 = 10;
 
 /// How many entries of an input folder are looked at for links leading out of the root; a folder
 /// with more is refused rather than read half-checked.
@@ -62,6 +71,8 @@ pub struct Policy {
     max_slices: Option<u32>,
     /// The most bytes of input a rehearsal may read.
     max_read_bytes: Option<u64>,
+    /// The most rows a rehearsal's queries may return.
+    max_write_rows: Option<u64>,
 }
 
 impl Policy {
@@ -93,7 +104,31 @@ impl Policy {
                     })
                 })
                 .transpose()?,
+            max_write_rows: list(MAX_WRITE_ROWS)
+                .map(|v| {
+                    v.trim()
+                        .replace('_', "")
+                        .parse()
+                        .map_err(|_| PolicyError(format!("{MAX_WRITE_ROWS}: `{v}` is not a number of rows")))
+                })
+                .transpose()?,
         })
+    }
+
+    /// The most rows a rehearsal whose queries scanned `read` bytes may write, and what makes it so:
+    /// the operator's, or [`BASE_WRITE_ROWS`] and [`ROWS_PER_BYTE_READ`] for each byte read.
+    pub fn max_write_rows(&self, read: u64) -> (u64, String) {
+        match self.max_write_rows {
+            Some(max) => (max, "the operator's bound".to_owned()),
+            None => (
+                BASE_WRITE_ROWS.saturating_add(read.saturating_mul(ROWS_PER_BYTE_READ)),
+                format!(
+                    "{} and {ROWS_PER_BYTE_READ} for every byte the queries scanned, {}",
+                    crate::words::count(BASE_WRITE_ROWS, "row"),
+                    crate::plan_file::Size(read)
+                ),
+            ),
+        }
     }
 
     /// The most bytes of input a rehearsal may read: the operator's, or [`DEFAULT_MAX_READ_BYTES`].
@@ -124,6 +159,11 @@ impl Scope {
     /// The most bytes of input a rehearsal of the plan may read.
     pub fn max_read_bytes(&self) -> u64 {
         self.policy.max_read_bytes()
+    }
+
+    /// The most rows a rehearsal of the plan whose queries scanned `read` bytes may write, and why.
+    pub fn max_write_rows(&self, read: u64) -> (u64, String) {
+        self.policy.max_write_rows(read)
     }
 
     /// Refuses the location a catalog gave for `name` when the operator lists the locations plans

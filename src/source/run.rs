@@ -77,6 +77,12 @@ pub enum SourceError {
         Size(*total), Size(*max), crate::plan_file::confine::MAX_READ_BYTES
     )]
     TooMuchInput { slice: usize, first: String, total: u64, max: u64 },
+    #[error(
+        "slice {slice} ({first}): the plan's queries return {} by this slice, more than the {} a rehearsal \
+         may write ({why}); nothing of this slice was written (the operator sets the bound with {})",
+        crate::words::count(*total, "row"), crate::words::count(*max, "row"), crate::plan_file::confine::MAX_WRITE_ROWS
+    )]
+    TooManyRows { slice: usize, first: String, total: u64, max: u64, why: String },
     #[error("the source query's columns do not match the table's:\n{0}")]
     Schema(String),
 }
@@ -121,6 +127,8 @@ pub struct Source<'a> {
     /// planned again to be written (and to lend rows to another), and counted once.
     read: AtomicU64,
     counted: std::sync::Mutex<std::collections::BTreeSet<usize>>,
+    /// The rows the slices' queries returned so far, as their surveys counted them.
+    returned: AtomicU64,
     /// Where the query runs when not in bf's process: the operator's cluster.
     cluster: Option<Cluster>,
 }
@@ -139,6 +147,7 @@ impl<'a> Source<'a> {
             scope: None,
             read: AtomicU64::new(0),
             counted: Default::default(),
+            returned: AtomicU64::new(0),
             cluster: None,
         }
     }
@@ -260,6 +269,7 @@ impl<'a> Source<'a> {
         let days = crate::source::routes::rows_per_day(&planned.rows, column)
             .await
             .map_err(|e| query_error(&crate::source::found::with_place(e.to_string(), &planned.files)))?;
+        self.count_rows(slice, days.values().sum())?;
         let mut reads: std::collections::BTreeSet<String> =
             planned.files.iter().map(|f| f.url.to_string()).collect();
         reads.extend(planned.delta.iter().map(|(uri, version)| format!("{uri}@{version}")));
@@ -506,6 +516,19 @@ impl<'a> Source<'a> {
             return Ok(());
         }
         Err(SourceError::TooMuchInput { slice: slice.index, first: slice.first.to_string(), total, max })
+    }
+
+    /// Adds the `rows` a slice's query returns to what the rehearsal will write, refusing the slice,
+    /// before anything is written, when the total passes the operator's bound (or, unset, a bound
+    /// that grows with the bytes the queries scanned: rows made out of nothing pass it).
+    fn count_rows(&self, slice: &Slice, rows: u64) -> Result<(), SourceError> {
+        let Some(scope) = &self.scope else { return Ok(()) };
+        let total = self.returned.fetch_add(rows, Ordering::SeqCst).saturating_add(rows);
+        let (max, why) = scope.max_write_rows(self.read.load(Ordering::SeqCst));
+        if total <= max {
+            return Ok(());
+        }
+        Err(SourceError::TooManyRows { slice: slice.index, first: slice.first.to_string(), total, max, why })
     }
 
     /// A Delta input at its pinned version, pinning it at its latest on first use, and the bytes

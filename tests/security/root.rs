@@ -201,6 +201,52 @@ async fn a_plan_cannot_read_more_than_the_operator_allows() {
     assert!(said(&output).contains("BF_MAX_READ_BYTES: `lots` is not a size"), "{}", said(&output));
 }
 
+/// What a rehearsal writes is bounded before anything is written: by the operator's
+/// `BF_MAX_WRITE_ROWS`, else by a million rows and ten for every byte the queries scan — a query
+/// joining its two-row input to itself 21 times (2,097,152 rows out of 2) is refused, naming the
+/// bound, with no plan saved and the table as it was.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_rehearsal_writes_no_more_rows_than_its_bound() {
+    let checkout = Checkout::new().await;
+    let before = checkout.untouched();
+    let good = checkout.plan("good.toml", |t| t);
+    let output = checkout.bf_with(&["plan", &good.display().to_string()], &[("BF_MAX_WRITE_ROWS", "2")]);
+    assert_eq!(output.status.code(), Some(0), "two rows within a bound of two: {}", said(&output));
+    let query =
+        "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders";
+    let doubled = checkout.plan("doubled.toml", |t| t.replace(query, &format!("{query} UNION ALL {query}")));
+    let output = checkout.bf_with(&["plan", &doubled.display().to_string()], &[("BF_MAX_WRITE_ROWS", "2")]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    assert!(
+        said(&output).contains("slice 1 (2026-03-01): the plan's queries return 4 rows by this slice, more than the 2 rows a rehearsal may write (the operator's bound)"),
+        "{}",
+        said(&output)
+    );
+    let joins: String = (1..=20).map(|i| format!(" CROSS JOIN orders j{i}")).collect();
+    let joined = checkout.plan("joined.toml", |t| {
+        t.replace(
+            query,
+            &format!(
+                "SELECT o.order_id, o.customer, o.amount, o.currency, CAST(o.order_date AS DATE) AS order_date \
+                 FROM orders o{joins}"
+            ),
+        )
+    });
+    std::fs::remove_file(checkout.repo().join(".bf/plan.json")).unwrap();
+    let output = checkout.bf(&["plan", &joined.display().to_string()]);
+    assert_eq!(output.status.code(), Some(1), "{}", said(&output));
+    assert!(
+        said(&output).contains("the plan's queries return 2,097,152 rows by this slice, more than the")
+            && said(&output).contains("1,000,000 rows and 10 for every byte the queries scanned"),
+        "{}",
+        said(&output)
+    );
+    assert!(!checkout.repo().join(".bf/plan.json").exists(), "a plan was saved");
+    let (outside, mut files) = checkout.untouched();
+    files.retain(|path, _| path.starts_with("orders"));
+    assert_eq!((outside, files), before, "something changed");
+}
+
 /// A query cannot make rows, or giant values, out of nothing: a recursive CTE counting for ever,
 /// an array of 200,000,000 elements unnested, a 1.5 GB string from `repeat`. Each ran (or held
 /// gigabytes, `BF_MEMORY_LIMIT` or not: a scalar's allocation is no memory pool's) before it was
