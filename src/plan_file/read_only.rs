@@ -10,7 +10,8 @@
 //!   `range`, any table function in `FROM`, a recursive CTE), nor one that makes a value as big as
 //!   a number it is given unless that number is written in the SQL and small (`repeat`, `lpad`,
 //!   `rpad`, `array_repeat`, `array_resize`; what `repeat` and `array_repeat` repeat written in the
-//!   SQL too, or sizes multiply through a CTE), nor `FROM unnest(…)` of anything but a column;
+//!   SQL too, or sizes multiply through a CTE), nor `unnest(…)` of anything but a column (or, in
+//!   a SELECT list, an array written out);
 //!   whatever the quoting of the name: a plan reads its inputs, and one such call can ask for
 //!   billions of rows, or gigabytes in one value outside DataFusion's memory pool, before anyone
 //!   reviewed it.
@@ -246,6 +247,16 @@ impl Visitor for Guard {
             if let Some(error) = differs {
                 return ControlFlow::Break(error);
             }
+            // `unnest(…)` in a SELECT list makes a row of each element: of an input's column, rows
+            // the input holds; of an array written out, as many as it lists; of anything else
+            // (`array_repeat(1, 10000)` through a chain of CTEs), rows out of nothing.
+            if bare == "unnest" && !unnests_what_is_written(function) {
+                return ControlFlow::Break(SqlError(
+                    "`unnest(…)` of anything but a column or an array written out (`make_array(a, b)`, `[a, b]`) is \
+                     not allowed in a plan: it makes rows out of nothing; unnest an input's column"
+                        .into(),
+                ));
+            }
             if let Some(&(_, at)) = SIZED.iter().find(|(sized, _)| *sized == bare) {
                 if !small_number(function, at) {
                     return ControlFlow::Break(SqlError(format!(
@@ -313,6 +324,20 @@ fn java_pattern(
             "`{bare}(…, '{pattern}')`: '{pattern}' is a Java date pattern, as Spark writes them, and DataFusion reads \
              chrono's (a field is `%` and a letter; other letters are printed as they are, on every row): {instead}"
         )))
+    })
+}
+
+/// Whether every argument of an `unnest` is a column, or an array whose elements are written out.
+fn unnests_what_is_written(function: &deltalake::datafusion::sql::sqlparser::ast::Function) -> bool {
+    use deltalake::datafusion::sql::sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+    let FunctionArguments::List(list) = &function.args else { return false };
+    list.args.iter().all(|arg| match arg {
+        FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => match expr {
+            Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Array(_) => true,
+            Expr::Function(inner) => called(inner) == "make_array",
+            _ => false,
+        },
+        _ => false,
     })
 }
 
@@ -399,7 +424,15 @@ mod tests {
              SELECT n FROM t)",
             "`WITH RECURSIVE` is not allowed",
         );
-        refused_with("SELECT unnest(array_repeat(1, 200000000)) FROM orders", "at most 10000");
+        refused_with("SELECT unnest(array_repeat(1, 200000000)) FROM orders", "makes rows out of nothing");
+        refused_with(
+            "SELECT unnest(array_repeat(1, 10000)) AS u FROM orders",
+            "`unnest(…)` of anything but a column",
+        );
+        refused_with(
+            "WITH a AS (SELECT unnest(array_repeat(1, 10000)) AS u FROM orders) SELECT u FROM a",
+            "`unnest(…)` of anything but a column",
+        );
         refused_with("SELECT * FROM unnest(array_repeat(1, 200000000))", "`FROM unnest(…)` of anything");
         refused_with(
             "SELECT * FROM unnest(array_repeat(1, 10000))",
@@ -433,6 +466,7 @@ mod tests {
             "WITH t AS (SELECT * FROM orders) SELECT * FROM t",
             "SELECT lpad(customer, 8) AS a, rpad(customer, 8) AS b, repeat('-', 3) AS c FROM orders",
             "SELECT o.id, t.tag FROM orders o CROSS JOIN unnest(o.tags) AS t(tag)",
+            "SELECT unnest(tags) AS tag, unnest(make_array(amount, fee)) AS part, unnest([1, 2]) AS n FROM orders",
         ] {
             assert!(check_query_df(sql).is_ok(), "{sql}: {:?}", check_query_df(sql));
         }
