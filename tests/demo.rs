@@ -48,7 +48,7 @@ async fn demo_builds_the_example_shop() {
     let notice =
         walk(dir.path()).into_iter().find(|p| p.ends_with("march-reload.md")).expect("the notice file");
     let notice = std::fs::read_to_string(notice).unwrap();
-    assert!(notice.contains("## Backfill rolled back: orders\\_silver → revenue\\_by\\_day"), "{notice}");
+    assert!(notice.contains("## Backfill rolled back: orders_silver → revenue_by_day"), "{notice}");
     assert!(!notice.contains("Backfill applied"), "{notice}");
     // `bf clean` in the shop finds the walkthrough's rehearsal: the demo remembered it like `bf plan`.
     crate::common::bf_in(&shop)

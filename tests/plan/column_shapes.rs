@@ -90,7 +90,7 @@ fn each_columns_change_is_named_by_its_shape_and_the_group_it_is_confined_to() {
     let markdown = String::from_utf8_lossy(&markdown.stdout);
     let title_end = markdown.find("**Plan**").unwrap();
     for line in lines {
-        let written = line.replace('_', "\\_");
+        let written = bf::markdown::text(line);
         let at = markdown.find(&format!("- {written}\n")).unwrap_or_else(|| panic!("{line}: {markdown}"));
         assert!(at < title_end, "under the title, never cut: {markdown}");
     }

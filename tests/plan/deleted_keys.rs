@@ -113,7 +113,7 @@ fn a_reload_that_brings_back_keys_a_delete_removed_is_refused_unless_the_plan_al
             let shown = bf_in(dir.path()).args(["show", "--format", format]).output().unwrap();
             let shown = String::from_utf8_lossy(&shown.stdout);
             let written = match format {
-                "markdown" => finding.replace('_', "\\_"),
+                "markdown" => bf::markdown::text(&finding),
                 _ => finding.clone(),
             };
             let at = shown.find(&written).unwrap_or_else(|| panic!("{what}, {format}: {shown}"));
