@@ -99,13 +99,13 @@ pub(crate) async fn compare_window(
     let outside_window = compare_outside(target, rehearsal, &comparison, column, rewritten, outside, metrics)
         .await
         .map_err(query_error("outside the window"))?;
-    let breakdown = if spec.diff.by.is_empty() {
-        Vec::new()
-    } else {
-        comparison
+    let breakdown = match spec.diff.by.is_empty() {
+        true => Vec::new(),
+        false => comparison
             .breakdown(in_window, spec.target.key.as_deref(), &spec.diff.by, metrics)
             .await
             .map_err(query_error("the [diff] by breakdown"))?
+            .ok_or_else(|| too_many_groups(&spec.diff.by))?,
     };
     Ok((total, outside_window, breakdown))
 }
@@ -353,4 +353,22 @@ async fn missing_keys(rows: &SliceSource, key: &[String]) -> deltalake::datafusi
         })
         .unwrap_or(0);
     Ok(count)
+}
+
+/// A `[diff] by` whose values make more groups than a breakdown holds, refused at its key.
+fn too_many_groups(by: &[String]) -> RehearsalError {
+    RehearsalError::At {
+        key: "diff.by".to_owned(),
+        help: Some(
+            "break the change down by a column with fewer values (a currency, a country, a status), or leave \
+             `[diff] by` out"
+                .to_owned(),
+        ),
+        source: Box::new(RehearsalError::Refused(format!(
+            "the window's rows fall in more than {} of ({}): a breakdown names its largest few, and one by \
+             a column with a value per row (an id, a timestamp) says nothing by groups",
+            crate::words::count(crate::rehearse::diff::MAX_GROUPS, "group"),
+            by.join(", ")
+        ))),
+    }
 }

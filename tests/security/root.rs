@@ -247,6 +247,32 @@ async fn a_rehearsal_writes_no_more_rows_than_its_bound() {
     assert_eq!((outside, files), before, "something changed");
 }
 
+/// `[diff] by` a column with a value per row held every group in memory, outside any pool, and saved
+/// them all in the plan (957 MB held, a 197 MB plan): a breakdown holds at most 10,000 groups, read
+/// as they stream, and one with more is refused at its key, with no plan saved.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_breakdown_by_a_column_with_a_value_per_row_is_refused() {
+    let checkout = Checkout::new().await;
+    let rows: String =
+        (1..=10_050).map(|i| format!("{i},C{i},{}.0,EUR,2026-03-{:02}\n", i % 97, i % 28 + 1)).collect();
+    std::fs::write(
+        checkout.repo().join("landing/orders.csv"),
+        format!("order_id,customer,amount,currency,order_date\n{rows}"),
+    )
+    .unwrap();
+    let by_currency = checkout.plan("by-currency.toml", |t| t + "\n[diff]\nby = [\"currency\"]\n");
+    let output = checkout.bf(&["plan", &by_currency.display().to_string(), "-q"]);
+    assert_eq!(output.status.code(), Some(0), "{}", said(&output));
+    std::fs::remove_file(checkout.repo().join(".bf/plan.json")).unwrap();
+    let by_id = checkout.plan("by-id.toml", |t| t + "\n[diff]\nby = [\"customer\"]\n");
+    let output = checkout.bf(&["plan", &by_id.display().to_string()]);
+    let text = said(&output);
+    assert_eq!(output.status.code(), Some(1), "{text}");
+    assert!(text.contains("by-id.toml:"), "at the plan's line: {text}");
+    assert!(text.contains("the window's rows fall in more than 10,000 groups of (customer)"), "{text}");
+    assert!(!checkout.repo().join(".bf/plan.json").exists(), "a plan was saved");
+}
+
 /// A query cannot make rows, or giant values, out of nothing: a recursive CTE counting for ever,
 /// an array of 200,000,000 elements unnested, a 1.5 GB string from `repeat`. Each ran (or held
 /// gigabytes, `BF_MEMORY_LIMIT` or not: a scalar's allocation is no memory pool's) before it was

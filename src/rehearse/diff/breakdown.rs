@@ -7,6 +7,7 @@ use deltalake::arrow::array::Array;
 use deltalake::arrow::util::display::array_value_to_string;
 use deltalake::datafusion::error::Result as DfResult;
 use deltalake::datafusion::logical_expr::Expr;
+use futures::TryStreamExt;
 use serde::{Deserialize, Serialize};
 
 use super::session::{Comparison, Side, as_f64, ident, scalar};
@@ -26,6 +27,11 @@ pub struct BreakdownRow {
 /// The `by` values of a group of rows; `None` where a value is NULL.
 type Labels = Vec<Option<String>>;
 
+/// The most groups of `[diff] by` values a breakdown holds: each is a line a reviewer could read, and
+/// every one is held in memory and saved in the plan, outside any memory pool. A column with a
+/// value per row (an id, a timestamp) says nothing by groups, and is refused.
+pub const MAX_GROUPS: usize = 10_000;
+
 /// One query per side, grouping its rows by the `by` values (with a key: before and after) and
 /// measuring each group; `width` is how many label columns come before the measured values.
 struct GroupQueries {
@@ -35,14 +41,15 @@ struct GroupQueries {
 }
 
 impl Comparison {
-    /// Each metric's (and the row count's) change within `predicate`, split by the `by` columns.
+    /// Each metric's (and the row count's) change within `predicate`, split by the `by` columns;
+    /// `None` when the rows fall in more than [`MAX_GROUPS`] groups.
     pub async fn breakdown(
         &self,
         predicate: Expr,
         key: Option<&[String]>,
         by: &[String],
         metrics: &[Metric],
-    ) -> DfResult<Vec<BreakdownRow>> {
+    ) -> DfResult<Option<Vec<BreakdownRow>>> {
         self.view("__bf_bs", Side::Before, predicate.clone()).await?;
         self.view("__bf_as", Side::After, predicate).await?;
         let mut measured: Vec<(String, String)> = vec![("rows".into(), "COUNT(*)".into())];
@@ -53,7 +60,9 @@ impl Comparison {
             Some(key) => self.transition_queries(key, by, &values).await?,
             None => group_queries(by, &values),
         };
-        let groups = self.group_sums(&queries, by.len(), key.is_some(), measured.len()).await?;
+        let Some(groups) = self.group_sums(&queries, by.len(), key.is_some(), measured.len()).await? else {
+            return Ok(None);
+        };
         let present = |labels: &Vec<Option<String>>| {
             labels.iter().all(Option::is_some).then(|| labels.iter().flatten().cloned().collect())
         };
@@ -72,7 +81,7 @@ impl Comparison {
             }
         }
         rows.sort_by(|a, b| (b.after - b.before).abs().total_cmp(&(a.after - a.before).abs()));
-        Ok(rows)
+        Ok(Some(rows))
     }
 
     /// With a key, rows are paired (as for the row changes) and each pair's `by` values before and
@@ -115,19 +124,26 @@ impl Comparison {
         Ok(GroupQueries { before: side_sql("b"), after: side_sql("a"), width: 2 * by.len() })
     }
 
-    /// The measured values of each group, summed per side: (from, to) → per value (before, after).
+    /// The measured values of each group, summed per side: (from, to) → per value (before, after);
+    /// `None` as soon as there are more than [`MAX_GROUPS`]. Streamed: the groups are read a batch
+    /// at a time, and never more than the bound are held.
     async fn group_sums(
         &self,
         queries: &GroupQueries,
         by: usize,
         keyed: bool,
         measured: usize,
-    ) -> DfResult<BTreeMap<(Labels, Labels), Vec<(f64, f64)>>> {
+    ) -> DfResult<Option<BTreeMap<(Labels, Labels), Vec<(f64, f64)>>>> {
         let mut groups: BTreeMap<(Labels, Labels), Vec<(f64, f64)>> = BTreeMap::new();
         for (sql, is_after) in [(&queries.before, false), (&queries.after, true)] {
             // bf's own SQL, its names double-quoted: read as DataFusion reads it, whatever the plan's
             // dialect (the metrics it holds read alike: a backtick quotes a name in both).
-            for batch in self.ours(sql).await?.collect().await? {
+            let mut batches = self.ours(sql).await?.execute_stream().await?;
+            while let Some(batch) = batches.try_next().await? {
+                // At most a batch (8,192 rows) past the bound is ever held.
+                if groups.len() > MAX_GROUPS {
+                    return Ok(None);
+                }
                 for row in 0..batch.num_rows() {
                     let label = |i: usize| {
                         let c = batch.column(i);
@@ -145,7 +161,7 @@ impl Comparison {
                 }
             }
         }
-        Ok(groups)
+        Ok((groups.len() <= MAX_GROUPS).then_some(groups))
     }
 }
 

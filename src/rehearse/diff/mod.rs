@@ -22,7 +22,7 @@ mod parts;
 mod session;
 mod shapes;
 
-pub use breakdown::BreakdownRow;
+pub use breakdown::{BreakdownRow, MAX_GROUPS};
 pub use changes::{KeyReport, RowChanges, RowCounts, SampleRow, key_report};
 pub use measures::Measures;
 pub use session::{Comparison, Side, ident};
