@@ -31,13 +31,20 @@ macro_rules! out_part {
 }
 
 mod commands;
+mod process_memory;
 mod render;
+
+/// Counts what bf holds, to stop it at the bound the operator's memory limit sets
+/// ([`process_memory`]).
+#[global_allocator]
+static ALLOCATOR: process_memory::Counted = process_memory::Counted;
 
 use std::process::ExitCode;
 
 use clap::Parser;
 
 fn main() -> ExitCode {
+    process_memory::bound_by_operator_limit();
     let cli = commands::cli::Cli::parse();
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(runtime) => runtime,

@@ -273,6 +273,41 @@ async fn a_breakdown_by_a_column_with_a_value_per_row_is_refused() {
     assert!(!checkout.repo().join(".bf/plan.json").exists(), "a plan was saved");
 }
 
+/// A scalar function's result is no memory pool's: three nested `replace()` asked for 10^12 bytes
+/// under `BF_MEMORY_LIMIT=64MiB` and were killed at 3.3 GB. Under a limit, the process now stops
+/// before holding four times the limit and 1 GiB, saying why (exit 3), with no plan saved and the
+/// table as it was. (`prlimit` caps the address space at 8 GiB: were the bound gone, the test fails
+/// on an abort instead of taking the machine.)
+#[tokio::test(flavor = "multi_thread")]
+async fn a_query_building_giant_values_stops_at_the_process_bound() {
+    let checkout = Checkout::new().await;
+    let before = checkout.untouched();
+    let wide = "lpad(customer, 10000)";
+    let giant = format!("replace(replace({wide}, ' ', {wide}), ' ', {wide})");
+    let plan = checkout.plan("giant.toml", |t| {
+        t.replace("SELECT order_id, customer,", &format!("SELECT order_id, {giant} AS customer,"))
+    });
+    let output = crate::common::clean(std::process::Command::new("prlimit"))
+        .arg(format!("--as={}", 8u64 << 30))
+        .arg("--")
+        .arg(assert_cmd::cargo::cargo_bin("bf"))
+        .args(["plan", &plan.display().to_string()])
+        .env("BF_MEMORY_LIMIT", "64MiB")
+        .current_dir(checkout.repo())
+        .output()
+        .unwrap();
+    let text = said(&output);
+    assert_eq!(output.status.code(), Some(3), "{text}");
+    assert!(text.contains("error: bf stopped before holding"), "{text}");
+    assert!(text.contains("past its bound of 1280 MiB (4 times BF_MEMORY_LIMIT and 1 GiB"), "{text}");
+    assert!(!checkout.repo().join(".bf/plan.json").exists(), "a plan was saved");
+    let (outside, mut files) = checkout.untouched();
+    files.retain(|path, _| !path.starts_with("orders__rehearsal"));
+    let (_, mut was) = before.clone();
+    was.retain(|path, _| !path.starts_with("orders__rehearsal"));
+    assert_eq!((outside, files), (before.0, was), "something changed");
+}
+
 /// A query cannot make rows, or giant values, out of nothing: a recursive CTE counting for ever,
 /// an array of 200,000,000 elements unnested, a 1.5 GB string from `repeat`. Each ran (or held
 /// gigabytes, `BF_MEMORY_LIMIT` or not: a scalar's allocation is no memory pool's) before it was
