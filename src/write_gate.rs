@@ -298,4 +298,105 @@ mod tests {
             "a path spelt through another link is not inside"
         );
     }
+
+    /// What a random checkout may hold: folders, and links to folders inside it, to `.git/hooks`,
+    /// to a folder outside it or to a file outside it.
+    #[derive(Debug, Clone)]
+    enum Planted {
+        Folder,
+        Link(usize),
+    }
+
+    const NAMES: [&str; 5] = ["a", "b", "notices", ".git", "x"];
+
+    /// Every regular file under `dir` (links not followed) with its bytes.
+    fn files(dir: &Path) -> std::collections::BTreeMap<PathBuf, Vec<u8>> {
+        let mut found = std::collections::BTreeMap::new();
+        let mut stack = vec![dir.to_owned()];
+        while let Some(folder) = stack.pop() {
+            for entry in std::fs::read_dir(&folder).unwrap().flatten() {
+                let kind = entry.file_type().unwrap();
+                if kind.is_dir() {
+                    stack.push(entry.path());
+                } else if kind.is_file() {
+                    found.insert(entry.path(), std::fs::read(entry.path()).unwrap());
+                }
+            }
+        }
+        found
+    }
+
+    use proptest::strategy::Strategy as _;
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(96))]
+
+        /// Whatever folders and links a checkout holds and whatever paths bf is asked to write,
+        /// every file that is new or changed afterwards is inside the root, under no link and no
+        /// `.git`; nothing outside the root changes.
+        #[test]
+        fn nothing_is_written_outside_the_allowed_place_whatever_links_the_checkout_holds(
+            planted in proptest::collection::vec((0usize..8, 0usize..NAMES.len(), proptest::prop_oneof![
+                proptest::strategy::Just(Planted::Folder),
+                (0usize..8).prop_map(Planted::Link),
+            ]), 0..8),
+            writes in proptest::collection::vec(
+                proptest::collection::vec(0usize..NAMES.len() + 2, 1..5), 1..5),
+        ) {
+            let (dir, root) = checkout();
+            let outside = dir.path().join("outside");
+            std::fs::create_dir_all(&outside).unwrap();
+            std::fs::write(dir.path().join("secret.txt"), "keep").unwrap();
+            // Link targets: the folders made so far, `.git/hooks`, outside, a file outside.
+            let mut folders = vec![root.clone(), root.join(".git/hooks")];
+            for (parent, name, kind) in &planted {
+                let path = folders[parent % folders.len()].join(NAMES[*name]);
+                if std::fs::symlink_metadata(&path).is_ok() {
+                    continue;
+                }
+                match kind {
+                    Planted::Folder => {
+                        if std::fs::create_dir(&path).is_ok() {
+                            folders.push(path);
+                        }
+                    }
+                    Planted::Link(to) => {
+                        let targets = [folders.clone(), vec![outside.clone(), dir.path().join("secret.txt")]].concat();
+                        let _ = symlink(&targets[to % targets.len()], &path);
+                    }
+                }
+            }
+            let before = files(dir.path());
+            let gate = WriteGate::within([&root]);
+            for (n, parts) in writes.iter().enumerate() {
+                let mut path = root.clone();
+                for part in parts {
+                    match part.checked_sub(NAMES.len()) {
+                        None => path.push(NAMES[*part]),
+                        Some(0) => path.push(".."),
+                        Some(_) => path.push(format!("f{n}.json")),
+                    }
+                }
+                let _ = gate.write_file(&path, b"written", Readers::Everyone);
+            }
+            for (path, bytes) in files(dir.path()) {
+                if before.get(&path) == Some(&bytes) {
+                    continue;
+                }
+                let inside = path.strip_prefix(&root);
+                proptest::prop_assert!(inside.is_ok(), "written outside the root: {}", path.display());
+                let inside = inside.unwrap();
+                proptest::prop_assert!(
+                    !inside.components().any(|c| c.as_os_str().eq_ignore_ascii_case(".git")),
+                    "written into .git: {}", path.display()
+                );
+                let mut prefix = root.clone();
+                for part in inside.parent().into_iter().flat_map(Path::components) {
+                    prefix.push(part);
+                    let meta = std::fs::symlink_metadata(&prefix).unwrap();
+                    proptest::prop_assert!(!meta.file_type().is_symlink(), "written through a link: {}", path.display());
+                }
+            }
+        }
+    }
 }

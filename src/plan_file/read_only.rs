@@ -139,8 +139,14 @@ const GENERATORS: [&str; 2] = ["generate_series", "range"];
 /// 1500000000)` is 1.5 GB in one call, which no memory pool sees. Padding an id to eight digits is
 /// not generating: each is allowed with that argument a number written in the SQL, up to
 /// [`MAX_SIZE_ARGUMENT`].
-const SIZED: [(&str, usize); 5] =
-    [("repeat", 1), ("lpad", 1), ("rpad", 1), ("array_repeat", 1), ("array_resize", 1)];
+/// (`space` is the Spark dialect's: `space(1500000000)` is 1.5 GB of spaces.)
+const SIZED: [(&str, usize); 6] =
+    [("repeat", 1), ("lpad", 1), ("rpad", 1), ("array_repeat", 1), ("array_resize", 1), ("space", 0)];
+
+/// The Spark dialect's functions that format a value by a pattern (`format_string('%0999999999d',
+/// 1)`): the widths and precisions in it are sizes, so the pattern is written in the SQL and each
+/// of them at most [`MAX_SIZE_ARGUMENT`].
+const FORMATTING: [&str; 2] = ["format_string", "printf"];
 
 /// Of the [`SIZED`] functions, those that repeat a value (the others pad or cut one to a length):
 /// repeating a repeated value multiplies the sizes.
@@ -257,6 +263,12 @@ impl Visitor for Guard {
                         .into(),
                 ));
             }
+            if FORMATTING.contains(&bare.as_str()) && !small_widths(function) {
+                return ControlFlow::Break(SqlError(format!(
+                    "`{name}(…)` pads a value to the widths its pattern asks for: in a plan the pattern is written \
+                     in the SQL, each width and precision at most {MAX_SIZE_ARGUMENT}"
+                )));
+            }
             if let Some(&(_, at)) = SIZED.iter().find(|(sized, _)| *sized == bare) {
                 if !small_number(function, at) {
                     return ControlFlow::Break(SqlError(format!(
@@ -339,6 +351,23 @@ fn unnests_what_is_written(function: &deltalake::datafusion::sql::sqlparser::ast
         },
         _ => false,
     })
+}
+
+/// Whether `function`'s first argument is a pattern written in the SQL whose widths and
+/// precisions (`%-10s`, `%08.2f`, `%1$5d`) are all at most [`MAX_SIZE_ARGUMENT`].
+fn small_widths(function: &deltalake::datafusion::sql::sqlparser::ast::Function) -> bool {
+    use deltalake::datafusion::sql::sqlparser::ast::{FunctionArg, FunctionArgExpr, FunctionArguments};
+    let FunctionArguments::List(list) = &function.args else { return false };
+    let Some(FunctionArg::Unnamed(FunctionArgExpr::Expr(Expr::Value(value)))) = list.args.first() else {
+        return false;
+    };
+    let Value::SingleQuotedString(pattern) = &value.value else { return false };
+    // Every run of digits in a pattern is an argument's index, a width or a precision: none may be
+    // a size above the bound (a literal `12345` in the text is refused too; write it as an argument).
+    pattern
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|digits| !digits.is_empty())
+        .all(|digits| digits.parse::<u64>().is_ok_and(|n| n <= MAX_SIZE_ARGUMENT))
 }
 
 /// Whether argument `at` of `function` is a value written in the SQL.
@@ -454,6 +483,32 @@ mod tests {
         refused_with("SELECT repeat('x', amount) FROM orders", "a number written in the SQL");
         refused_with("SELECT lpad(customer, 10001, '0') FROM orders", "at most 10000");
         refused_with("SELECT array_resize(tags, 99999999) FROM orders", "at most 10000");
+    }
+
+    #[test]
+    fn the_spark_dialects_own_sized_functions_are_bounded_too() {
+        let spark = |sql: &str| check_query(sql, Dialect::Spark);
+        let refused = |sql: &str, fragment: &str| {
+            let error = spark(sql).expect_err(sql).0;
+            assert!(error.contains(fragment), "{sql}: {error}");
+        };
+        refused("SELECT space(1500000000) AS s FROM orders", "at most 10000");
+        refused("SELECT space(amount) AS s FROM orders", "a number written in the SQL");
+        refused(
+            "SELECT format_string('%01500000000d', 1) AS s FROM orders",
+            "each width and precision at most",
+        );
+        refused(
+            "SELECT printf('%1$.999999999f', amount) AS s FROM orders",
+            "each width and precision at most",
+        );
+        refused("SELECT format_string(customer, 1) AS s FROM orders", "the pattern is written in the SQL");
+        for allowed in [
+            "SELECT space(2) AS s, format_string('%08.2f %-10s', amount, customer) AS f FROM orders",
+            "SELECT printf('%1$s-%2$05d', customer, order_id) AS f FROM orders",
+        ] {
+            spark(allowed).unwrap_or_else(|e| panic!("{allowed}: {}", e.0));
+        }
     }
 
     #[test]

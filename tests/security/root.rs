@@ -349,6 +349,34 @@ async fn a_query_cannot_make_rows_or_giant_values_out_of_nothing() {
             refused_at(&checkout, &checkout.bf(verb), &plan, 17, expect);
         }
     }
+    // The Spark dialect's own: `space(n)` and the widths of a `format_string` pattern are sizes too.
+    let spark = [
+        (
+            "space",
+            format!("SELECT {columns}, space(1500000000) AS note FROM orders"),
+            "`space(…)` makes a value",
+        ),
+        (
+            "format-string",
+            format!("SELECT {columns}, format_string('%01500000000d', 1) AS note FROM orders"),
+            "`format_string(…)` pads a value to the widths its pattern asks for",
+        ),
+    ];
+    for (name, query, expect) in spark {
+        let plan = checkout.plan(&format!("{name}.toml"), |t| {
+            let line = t.lines().find(|l| l.starts_with("query = ")).unwrap().to_owned();
+            t.replace(&line, &format!("query = \"{query}\""))
+                .replace("[source]\n", "[source]\ndialect = \"spark\"\n")
+                .replace(
+                    "format = \"csv\" }",
+                    "format = \"csv\", schema = \"order_id BIGINT, customer STRING, amount DOUBLE, currency STRING, order_date DATE\" }",
+                )
+        });
+        let plan_arg = plan.display().to_string();
+        for verb in [&["validate", &plan_arg][..], &["plan", &plan_arg]] {
+            refused_at(&checkout, &checkout.bf(verb), &plan, 18, expect);
+        }
+    }
     assert_eq!(checkout.untouched(), before, "nothing cloned, nothing written");
 }
 
