@@ -346,7 +346,8 @@ fn unnests_what_is_written(function: &deltalake::datafusion::sql::sqlparser::ast
     list.args.iter().all(|arg| match arg {
         FunctionArg::Unnamed(FunctionArgExpr::Expr(expr)) => match expr {
             Expr::Identifier(_) | Expr::CompoundIdentifier(_) | Expr::Array(_) => true,
-            Expr::Function(inner) => called(inner) == "make_array",
+            // `array(a, b)` is the Spark dialect's spelling.
+            Expr::Function(inner) => matches!(called(inner).as_str(), "make_array" | "array"),
             _ => false,
         },
         _ => false,
