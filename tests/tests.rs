@@ -11,6 +11,7 @@ mod chain;
 mod cluster;
 mod corpus;
 mod databricks;
+mod delta_spark;
 mod demo;
 mod disk;
 mod fanout;
