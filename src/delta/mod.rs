@@ -6,6 +6,7 @@
 //! here to where it lives. It knows nothing of plans beyond their `[storage]` settings.
 
 pub mod catalog;
+pub mod change_data;
 pub mod commit;
 pub mod compat;
 pub mod data_file;

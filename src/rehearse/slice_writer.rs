@@ -127,16 +127,24 @@ impl SliceWriter {
         // (other days' rows, each with its id) and the slice's own rows go into files apart, one
         // commit each, published as one. In one file, a later slice of the same backfill rewriting
         // it would carry the slice's rows again, and publishing them as rehearsed gives them new
-        // ids: the ids the slice's own commit gave them would be lost. Not with the change data
-        // feed on: the append writes no change-data file, and a commit holding one is read from its
-        // change-data files alone, so the slice's inserts would be missing from the feed.
-        let apart = hidden.is_some() && !change_data_feed(&table);
-        let written = match apart {
+        // ids: the ids the slice's own commit gave them would be lost. With the change data feed
+        // on, the appended rows' inserts are written as change-data files in a third commit
+        // (`delta::change_data`): the published commit holds the first one's change-data files, and
+        // a reader takes it from those alone.
+        let written = match hidden.is_some() {
             false => write_rows(table, &rows, Some(predicate), source, commit).await,
             true => {
                 let carried = rows.clone().limit(0, Some(0)).map_err(|e| error(e.into()))?;
-                match write_rows(table, &carried, Some(predicate), source, commit.clone()).await {
-                    Ok(table) => write_rows(table, &rows, None, source, commit).await,
+                let feed = change_data_feed(&table);
+                let table = write_rows(table, &carried, Some(predicate), source, commit.clone()).await;
+                match table {
+                    Ok(table) => match write_rows(table, &rows, None, source, commit.clone()).await {
+                        Ok(table) if feed => {
+                            let appended = table.version().unwrap_or(0);
+                            crate::delta::change_data::insert_changes(table, appended, commit).await
+                        }
+                        other => other,
+                    },
                     Err(refused) => Err(refused),
                 }
             }

@@ -58,8 +58,8 @@ async fn delta_spark_reads_the_march_reload_of_its_row_tracked_column_mapped_tab
 
 /// The same with the change data feed on: Spark's `table_changes` of bf's commits holds, at each
 /// slice's version, a delete of each old row of its days and an insert of each new one — and
-/// nothing of the rows it only carried. (The March rows' own commit versions are not judged here:
-/// hole 3 of #68 is open on such tables.)
+/// nothing of the rows it only carried — and each March row keeps its own slice's commit version
+/// there too (its inserts are change-data files bf writes: `delta::change_data`).
 #[tokio::test(flavor = "multi_thread")]
 async fn delta_spark_reads_the_change_data_feed_of_the_march_reload() {
     reload_judged_by_delta_spark(true).await;
@@ -180,12 +180,7 @@ query = "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) A
     .collect();
     assert_eq!(currencies, expected, "the rows Delta Spark reads");
     assert_eq!(rows(&judged[1], "row ids after"), before, "the carried rows keep their row ids and versions");
-    // Not yet with the change data feed on (#68, hole 3 there): a slice's rows are written in the
-    // one commit that carries the rest of their files, so a later slice carrying them gives them its
-    // own version. Writing them apart takes an insert change-data file for them, which an append
-    // does not write.
-    let march = rows(&judged[2], "March's row commit versions");
-    for row in march.iter().filter(|_| !change_data_feed) {
+    for row in rows(&judged[2], "March's row commit versions") {
         let (id, day, version) = (&row[0], &row[1], &row[2]);
         let slice = slice_of(day);
         assert_eq!(version, &slice.0.to_string(), "order {id} of {day}: written by the slice at {slice:?}");

@@ -48,11 +48,11 @@ const AT_ONCE: usize = 8;
 /// What publishing one rehearsed slice takes, recorded by `bf plan`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Publication {
-    /// The rehearsal's version holding the slice's commit (its last, when it took two).
+    /// The rehearsal's version holding the slice's commit (its last, when it took several).
     pub rehearsal_version: u64,
-    /// The first of the rehearsal's versions holding the slice, when it took two: on a table keeping
-    /// row ids, the rows the slice carries and its own are written apart (`rehearse::slice_writer`),
-    /// and published as one commit.
+    /// The first of the rehearsal's versions holding the slice, when it took several: on a table
+    /// keeping row ids, the rows the slice carries and its own are written apart, with the change
+    /// data feed on the own rows' inserts a third (`rehearse::slice_writer`), published as one commit.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rehearsal_first_version: Option<u64>,
     /// The files the slice adds, as the rehearsal wrote them.
