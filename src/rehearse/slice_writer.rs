@@ -133,21 +133,7 @@ impl SliceWriter {
         // a reader takes it from those alone.
         let written = match hidden.is_some() {
             false => write_rows(table, &rows, Some(predicate), source, commit).await,
-            true => {
-                let carried = rows.clone().limit(0, Some(0)).map_err(|e| error(e.into()))?;
-                let feed = change_data_feed(&table);
-                let table = write_rows(table, &carried, Some(predicate), source, commit.clone()).await;
-                match table {
-                    Ok(table) => match write_rows(table, &rows, None, source, commit.clone()).await {
-                        Ok(table) if feed => {
-                            let appended = table.version().unwrap_or(0);
-                            crate::delta::change_data::insert_changes(table, appended, commit).await
-                        }
-                        other => other,
-                    },
-                    Err(refused) => Err(refused),
-                }
-            }
+            true => write_apart(table, &rows, predicate, source, commit).await,
         };
         match written {
             Ok(table) => Ok(table),
@@ -205,6 +191,27 @@ impl SliceWriter {
 fn change_data_feed(table: &DeltaTable) -> bool {
     use deltalake::table::config::TablePropertiesExt;
     table.snapshot().is_ok_and(|state| state.table_config().enable_change_data_feed())
+}
+
+/// A slice of a rehearsal keeping row ids, written apart: its replaceWhere with no rows (the files
+/// of its days removed, their other days' rows carried), then its own rows appended, and with the
+/// change data feed on their inserts' change-data files — commits published as one.
+async fn write_apart(
+    table: DeltaTable,
+    rows: &DataFrame,
+    predicate: deltalake::datafusion::logical_expr::Expr,
+    source: &SliceSource,
+    commit: CommitProperties,
+) -> Result<DeltaTable, DeltaTableError> {
+    let feed = change_data_feed(&table);
+    let carried = rows.clone().limit(0, Some(0))?;
+    let table = write_rows(table, &carried, Some(predicate), source, commit.clone()).await?;
+    let table = write_rows(table, rows, None, source, commit.clone()).await?;
+    if !feed {
+        return Ok(table);
+    }
+    let appended = table.version().unwrap_or(0);
+    crate::delta::change_data::insert_changes(table, appended, commit).await
 }
 
 /// `rows` written in one commit: as the slice's replaceWhere on `predicate` (the files of its days
