@@ -111,17 +111,21 @@ impl Watch {
         let mut seen = self.seen.lock().await;
         self.read_through(&mut seen, table).await?;
         let removes: HashSet<&str> = removes.iter().map(String::as_str).collect();
+        // A file's days are its add's. Spark re-adds a file it gives a deletion vector under the same
+        // path, often without statistics: the add at the plan's version then says.
+        let known = |dates: &&FileDates| dates.names_days();
         if seen.at_plan.is_none()
-            && seen.foreign.iter().flat_map(|f| f.undated_removes()).any(|p| !seen.added.contains_key(p))
+            && seen
+                .foreign
+                .iter()
+                .flat_map(|f| f.undated_removes())
+                .any(|p| seen.added.get(p).filter(known).is_none())
         {
             seen.at_plan = Some(files_at(table, self.plan_version, &self.column).await?);
         }
         let dates_of = |path: &str| {
-            seen.added
-                .get(path)
-                .or_else(|| seen.at_plan.as_ref()?.get(path))
-                .copied()
-                .unwrap_or(FileDates::Unknown)
+            let at_plan = || seen.at_plan.as_ref()?.get(path).filter(known);
+            seen.added.get(path).filter(known).or_else(at_plan).copied().unwrap_or(FileDates::Unknown)
         };
         Ok(Overtaken(
             seen.foreign

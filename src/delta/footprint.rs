@@ -73,9 +73,10 @@ impl Footprint {
                     .unwrap_or_default();
                 let stats = file.get("stats").and_then(Value::as_str);
                 let dates = match FileDates::read(&partitions, stats, column) {
-                    // A remove rarely repeats its add's statistics: its add says.
-                    FileDates::Unknown if !added => None,
-                    known => Some(known),
+                    // A remove rarely repeats its add's statistics (Spark's keeps `numRecords`
+                    // alone): its add says.
+                    dates if !added && !dates.names_days() => None,
+                    dates => Some(dates),
                 };
                 files.push(Touched {
                     path: decoded(path),

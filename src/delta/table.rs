@@ -399,6 +399,12 @@ impl FileDates {
         }
     }
 
+    /// Whether these say which days the file's rows have: a date partition, or statistics with
+    /// both a least and a greatest day.
+    pub(crate) fn names_days(self) -> bool {
+        matches!(self, FileDates::Partition(_) | FileDates::Statistics { min: Some(_), max: Some(_), .. })
+    }
+
     /// Whether the file may hold rows of the days `first..=last`.
     pub(crate) fn may_overlap(self, first: NaiveDate, last: NaiveDate) -> bool {
         match self {

@@ -216,3 +216,109 @@ query = "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) A
         false => assert!(judged[3].is_err(), "no change data feed: {:?}", judged[3]),
     }
 }
+
+/// Delta Spark as the other writer: between `bf plan` and `bf apply` it deletes an April order
+/// (a deletion vector) and updates another, in April's own file. The apply goes ahead (nothing of
+/// March was touched); a full rollback is refused, since it would undo Spark's commits too; the
+/// window-only rollback puts March back and keeps April as Spark left it — as Delta Spark reads it.
+#[tokio::test(flavor = "multi_thread")]
+async fn delta_spark_writing_april_meanwhile_keeps_its_rows_through_the_march_reload_and_its_rollback() {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    for folder in [".git", "landing", "plans", "warehouse"] {
+        std::fs::create_dir_all(repo.join(folder)).unwrap();
+    }
+    let table = repo.join("warehouse/orders");
+    let at = format!("delta.`{}`", table.display());
+    let all =
+        format!("SELECT order_id, currency, amount, CAST(order_date AS STRING) FROM {at} ORDER BY order_id");
+    let made = delta_spark(
+        &[
+            format!(
+                "CREATE TABLE {at} (order_id BIGINT, customer STRING, amount DOUBLE, currency STRING, \
+                 order_date DATE) USING delta TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
+            ),
+            format!(
+                "INSERT INTO {at} VALUES (1, 'C01', 10.0, 'USD', DATE'2026-02-27'), \
+                 (2, 'C02', 20.0, 'USD', DATE'2026-03-02'), (3, 'C03', 30.0, 'USD', DATE'2026-03-16')"
+            ),
+            format!(
+                "INSERT INTO {at} VALUES (4, 'C04', 40.0, 'USD', DATE'2026-04-01'), \
+                 (8, 'C08', 80.0, 'EUR', DATE'2026-04-02'), (9, 'C09', 90.0, 'EUR', DATE'2026-04-03')"
+            ),
+            all.clone(),
+        ],
+        dir.path(),
+    );
+    let before = rows(&made[3], "the table before");
+    std::fs::write(
+        repo.join("landing/orders.csv"),
+        "order_id,customer,amount,currency,order_date\n2,C02,20.0,EUR,2026-03-02\n3,C03,30.0,EUR,2026-03-16\n",
+    )
+    .unwrap();
+    std::fs::write(
+        repo.join("plans/march.toml"),
+        r#"reason = "Reload March: EUR orders were recorded in USD."
+
+[target]
+table = "../warehouse/orders"
+date_column = "order_date"
+key = ["order_id"]
+
+[window]
+start = 2026-03-01
+end = 2026-03-31
+
+[slicing]
+every = "month"
+
+[source]
+inputs.orders = { path = "../landing/orders.csv", format = "csv" }
+query = "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders"
+"#,
+    )
+    .unwrap();
+    let bf = |args: &[&str]| bf_in(&repo).args(args).output().unwrap();
+    let planned = bf(&["plan", "plans/march.toml", "-q"]);
+    assert!(planned.status.success(), "{}", String::from_utf8_lossy(&planned.stderr));
+
+    let meanwhile = delta_spark(
+        &[
+            format!("DELETE FROM {at} WHERE order_id = 4"),
+            format!("UPDATE {at} SET amount = 85.0 WHERE order_id = 8"),
+        ],
+        dir.path(),
+    );
+    rows(&meanwhile[0], "Spark's DELETE");
+    rows(&meanwhile[1], "Spark's UPDATE");
+    let applied = bf(&["apply", "--auto-approve", "-q"]);
+    assert!(applied.status.success(), "another writer's April: {}", String::from_utf8_lossy(&applied.stderr));
+    let full = bf(&["rollback", "--auto-approve"]);
+    assert!(!full.status.success(), "a full rollback would undo Spark's commits");
+    assert!(
+        String::from_utf8_lossy(&full.stderr).contains("--window-only"),
+        "{}",
+        String::from_utf8_lossy(&full.stderr)
+    );
+    let window = bf(&["rollback", "--window-only", "--auto-approve"]);
+    assert!(window.status.success(), "{}", String::from_utf8_lossy(&window.stderr));
+
+    let judged = delta_spark(&[all, format!("DESCRIBE HISTORY {at}")], dir.path());
+    let expected: Vec<Vec<String>> = before
+        .into_iter()
+        .filter(|row| row[0] != "4")
+        .map(|row| match row[0].as_str() {
+            "8" => vec![row[0].clone(), row[1].clone(), "85.0".to_owned(), row[3].clone()],
+            _ => row,
+        })
+        .collect();
+    assert_eq!(
+        rows(&judged[0], "the table after"),
+        expected,
+        "March as before the reload, April as Spark left it"
+    );
+    let operations: Vec<String> = rows(&judged[1], "history").into_iter().map(|h| h[4].clone()).collect();
+    for operation in ["DELETE", "UPDATE"] {
+        assert!(operations.iter().any(|o| o == operation), "Spark's {operation} in {operations:?}");
+    }
+}
