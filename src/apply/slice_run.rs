@@ -73,6 +73,15 @@ impl SliceRun<'_> {
         Ok(Ready::Write(table))
     }
 
+    /// Whether the slice is watched over more days than it rewrites: a plan of some of its window's
+    /// days (`[slicing] only`, a preview) watches the whole window, while deltalake's conflict check
+    /// knows only the slice's predicate — an append on another day of the window, landing between
+    /// bf's check and the commit, would pass it. Such a slice's commit is bf's to check again.
+    fn watches_beyond(&self, slice: &Slice) -> bool {
+        let watched = self.plan.watched(slice);
+        (watched.first, watched.last) != (slice.first, slice.last)
+    }
+
     /// Checks the slice is still the plan's, writes it in one commit, verifies it. Another writer's
     /// commit that does not touch the slice is rebased over by deltalake (bounded retries); one that
     /// does stops the apply before the slice is written.
@@ -81,7 +90,8 @@ impl SliceRun<'_> {
     /// 1.1 panics checking a concurrent commit (`kernel/transaction/state.rs` looks them up by
     /// logical name). There bf never lets it check: each commit is tried without retries, and a
     /// commit that lost the race is written again from the table as it is then, after bf's own check.
-    /// So too on a table whose commits bf completes itself (in-commit timestamps, `delta/commit.rs`).
+    /// So too on a table whose commits bf completes itself (in-commit timestamps, `delta/commit.rs`),
+    /// and for a slice watched over more days than its own ([`Self::watches_beyond`]).
     pub(super) async fn apply(
         &self,
         slice: &Slice,
@@ -92,7 +102,8 @@ impl SliceRun<'_> {
         let rehearsed = self.rehearsed(slice)?;
         let url = table.table_url().clone();
         let own_conflict_check = table::partition_values_by_physical_name(&table)
-            || crate::delta::commit::Own::of(&table).needed();
+            || crate::delta::commit::Own::of(&table).needed()
+            || self.watches_beyond(slice);
         let attempts = if own_conflict_check { RACE_ATTEMPTS } else { 1 };
         let mut table = table;
         let mut written = None;
