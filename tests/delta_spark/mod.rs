@@ -35,6 +35,44 @@ fn rows(answer: &Result<Vec<Vec<String>>, String>, what: &str) -> Vec<Vec<String
     answer.clone().unwrap_or_else(|error| panic!("{what}: {error}"))
 }
 
+/// A temp folder holding `repo/` (a git work tree: bf's root) with `landing/`, `plans/` and
+/// `warehouse/`; and where the orders table goes.
+fn checkout() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let repo = dir.path().join("repo");
+    for folder in [".git", "landing", "plans", "warehouse"] {
+        std::fs::create_dir_all(repo.join(folder)).unwrap();
+    }
+    let table = repo.join("warehouse/orders");
+    (dir, repo, table)
+}
+
+/// `plans/march.toml`: the March reload of `warehouse/orders` from `landing/orders.csv`, sliced
+/// `every`.
+fn write_march_plan(repo: &Path, every: &str) {
+    let plan = format!(
+        r#"reason = "Reload March: EUR orders were recorded in USD."
+
+[target]
+table = "../warehouse/orders"
+date_column = "order_date"
+key = ["order_id"]
+
+[window]
+start = 2026-03-01
+end = 2026-03-31
+
+[slicing]
+every = "{every}"
+
+[source]
+inputs.orders = {{ path = "../landing/orders.csv", format = "csv" }}
+query = "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders"
+"#
+    );
+    std::fs::write(repo.join("plans/march.toml"), plan).unwrap();
+}
+
 /// Two inserts, each one file holding days of February, March and April: every weekly slice of
 /// March rewrites both files, and carries the rows of the other days.
 const ROWS: [&str; 2] = [
@@ -66,12 +104,7 @@ async fn delta_spark_reads_the_change_data_feed_of_the_march_reload() {
 }
 
 async fn reload_judged_by_delta_spark(change_data_feed: bool) {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    for folder in [".git", "landing", "plans", "warehouse"] {
-        std::fs::create_dir_all(repo.join(folder)).unwrap();
-    }
-    let table = repo.join("warehouse/orders");
+    let (dir, repo, table) = checkout();
     let at = format!("delta.`{}`", table.display());
     let ids = format!(
         "SELECT order_id, _metadata.row_id, _metadata.row_commit_version FROM {at} \
@@ -100,28 +133,7 @@ async fn reload_judged_by_delta_spark(change_data_feed: bool) {
          6,C06,60.0,EUR,2026-03-09\n7,C07,70.0,EUR,2026-03-30\n",
     )
     .unwrap();
-    std::fs::write(
-        repo.join("plans/march.toml"),
-        r#"reason = "Reload March: EUR orders were recorded in USD."
-
-[target]
-table = "../warehouse/orders"
-date_column = "order_date"
-key = ["order_id"]
-
-[window]
-start = 2026-03-01
-end = 2026-03-31
-
-[slicing]
-every = "week"
-
-[source]
-inputs.orders = { path = "../landing/orders.csv", format = "csv" }
-query = "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders"
-"#,
-    )
-    .unwrap();
+    write_march_plan(&repo, "week");
     for args in [&["plan", "plans/march.toml", "-q"][..], &["apply", "--auto-approve", "-q"]] {
         let output = bf_in(&repo).args(args).output().unwrap();
         assert!(output.status.success(), "bf {args:?}: {}", String::from_utf8_lossy(&output.stderr));
@@ -223,12 +235,7 @@ query = "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) A
 /// window-only rollback puts March back and keeps April as Spark left it — as Delta Spark reads it.
 #[tokio::test(flavor = "multi_thread")]
 async fn delta_spark_writing_april_meanwhile_keeps_its_rows_through_the_march_reload_and_its_rollback() {
-    let dir = tempfile::tempdir().unwrap();
-    let repo = dir.path().join("repo");
-    for folder in [".git", "landing", "plans", "warehouse"] {
-        std::fs::create_dir_all(repo.join(folder)).unwrap();
-    }
-    let table = repo.join("warehouse/orders");
+    let (dir, repo, table) = checkout();
     let at = format!("delta.`{}`", table.display());
     let all =
         format!("SELECT order_id, currency, amount, CAST(order_date AS STRING) FROM {at} ORDER BY order_id");
@@ -256,28 +263,7 @@ async fn delta_spark_writing_april_meanwhile_keeps_its_rows_through_the_march_re
         "order_id,customer,amount,currency,order_date\n2,C02,20.0,EUR,2026-03-02\n3,C03,30.0,EUR,2026-03-16\n",
     )
     .unwrap();
-    std::fs::write(
-        repo.join("plans/march.toml"),
-        r#"reason = "Reload March: EUR orders were recorded in USD."
-
-[target]
-table = "../warehouse/orders"
-date_column = "order_date"
-key = ["order_id"]
-
-[window]
-start = 2026-03-01
-end = 2026-03-31
-
-[slicing]
-every = "month"
-
-[source]
-inputs.orders = { path = "../landing/orders.csv", format = "csv" }
-query = "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders"
-"#,
-    )
-    .unwrap();
+    write_march_plan(&repo, "month");
     let bf = |args: &[&str]| bf_in(&repo).args(args).output().unwrap();
     let planned = bf(&["plan", "plans/march.toml", "-q"]);
     assert!(planned.status.success(), "{}", String::from_utf8_lossy(&planned.stderr));
