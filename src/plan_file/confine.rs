@@ -29,33 +29,11 @@ use crate::plan_file::{Issue, PlanDocument};
 pub const ALLOWED_LOCATIONS: &str = "BF_ALLOWED_LOCATIONS";
 /// The operator's variable listing the endpoints a plan's `[storage] endpoint` may name.
 pub const ALLOWED_ENDPOINTS: &str = "BF_ALLOWED_ENDPOINTS";
-/// The operator's variable bounding how many slices a plan may ask for (`[guards] max_slices`).
-pub const MAX_SLICES: &str = "BF_MAX_SLICES";
-/// The most slices a plan may ask for unless the operator raises it: 27 years of daily slices.
-/// Each slice is work done before review (a lookup per `{date}` file at validation, a query and a
-/// commit at plan), so a plan cannot ask for 4,294,967,295 of them.
-pub const DEFAULT_MAX_SLICES: u32 = 10_000;
-/// The operator's variable bounding how many bytes of input a rehearsal may read, e.g. `"5 TiB"`.
-pub const MAX_READ_BYTES: &str = "BF_MAX_READ_BYTES";
-/// The most bytes of input one rehearsal reads unless the operator raises it: a day of reading on
-/// one machine. Counted from the sizes of the files each slice's inputs list (every file of a
-/// folder, every live file of a Delta input's version), before any of them is read, so a plan in
-/// an unreviewed pull request cannot keep a runner reading a lake for days.
-pub const DEFAULT_MAX_READ_BYTES: u64 = 1 << 40;
-/// The operator's variable bounding how many rows a rehearsal's queries may return, e.g. `"50000000"`.
-pub const MAX_WRITE_ROWS: &str = "BF_MAX_WRITE_ROWS";
-/// Unless the operator sets [`MAX_WRITE_ROWS`], a rehearsal writes at most this many rows, plus
-/// [`ROWS_PER_BYTE_READ`] for every byte its queries scan: a backfill writes about what it reads,
-/// and a query making far more rows than its inputs hold (an `unnest`, inputs joined to themselves)
-/// is making them out of nothing, on a runner, before review.
-pub const BASE_WRITE_ROWS: u64 = 1_000_000;
-/// No file format keeps a row in less than a tenth of a byte.
-pub const ROWS_PER_BYTE_READ: u64 = 10;
-
 /// How many entries of an input folder are looked at for links leading out of the root; a folder
 /// with more is refused rather than read half-checked.
 const MAX_FOLDER_ENTRIES: usize = 100_000;
 
+pub use crate::plan_file::bounds::*;
 use crate::plan_file::root::in_git;
 pub use crate::plan_file::root::{PolicyError, Root, holds_credentials, resolved};
 
@@ -67,12 +45,8 @@ pub struct Policy {
     /// `None`: any store location; `Some`: only under one of these prefixes.
     locations: Option<Vec<Url>>,
     endpoints: Vec<Url>,
-    /// The most slices a plan may ask for.
-    max_slices: Option<u32>,
-    /// The most bytes of input a rehearsal may read.
-    max_read_bytes: Option<u64>,
-    /// The most rows a rehearsal's queries may return.
-    max_write_rows: Option<u64>,
+    /// How much work a plan may ask for before review.
+    bounds: Bounds,
 }
 
 impl Policy {
@@ -88,57 +62,13 @@ impl Policy {
                 .map(|v| urls(ALLOWED_ENDPOINTS, &v))
                 .transpose()?
                 .unwrap_or_default(),
-            max_slices: list(MAX_SLICES)
-                .map(|v| {
-                    v.trim()
-                        .parse()
-                        .map_err(|_| PolicyError(format!("{MAX_SLICES}: `{v}` is not a number of slices")))
-                })
-                .transpose()?,
-            max_read_bytes: list(MAX_READ_BYTES)
-                .map(|v| {
-                    v.trim().parse::<bytesize::ByteSize>().map(|size| size.as_u64()).map_err(|_| {
-                        PolicyError(format!(
-                            "{MAX_READ_BYTES}: `{v}` is not a size (write one like \"5 TiB\")"
-                        ))
-                    })
-                })
-                .transpose()?,
-            max_write_rows: list(MAX_WRITE_ROWS)
-                .map(|v| {
-                    v.trim()
-                        .replace('_', "")
-                        .parse()
-                        .map_err(|_| PolicyError(format!("{MAX_WRITE_ROWS}: `{v}` is not a number of rows")))
-                })
-                .transpose()?,
+            bounds: Bounds::from_env()?,
         })
     }
 
-    /// The most rows a rehearsal whose queries scanned `read` bytes may write, and what makes it so:
-    /// the operator's, or [`BASE_WRITE_ROWS`] and [`ROWS_PER_BYTE_READ`] for each byte read.
-    pub fn max_write_rows(&self, read: u64) -> (u64, String) {
-        match self.max_write_rows {
-            Some(max) => (max, "the operator's bound".to_owned()),
-            None => (
-                BASE_WRITE_ROWS.saturating_add(read.saturating_mul(ROWS_PER_BYTE_READ)),
-                format!(
-                    "{} and {ROWS_PER_BYTE_READ} for every byte the queries scanned, {}",
-                    crate::words::count(BASE_WRITE_ROWS, "row"),
-                    crate::plan_file::Size(read)
-                ),
-            ),
-        }
-    }
-
-    /// The most bytes of input a rehearsal may read: the operator's, or [`DEFAULT_MAX_READ_BYTES`].
-    pub fn max_read_bytes(&self) -> u64 {
-        self.max_read_bytes.unwrap_or(DEFAULT_MAX_READ_BYTES)
-    }
-
-    /// The most slices a plan may ask for: the operator's, or [`DEFAULT_MAX_SLICES`].
-    pub fn max_slices(&self) -> u32 {
-        self.max_slices.unwrap_or(DEFAULT_MAX_SLICES)
+    /// How much work a plan may ask for before review: the operator's bounds, or their defaults.
+    pub fn bounds(&self) -> &Bounds {
+        &self.bounds
     }
 
     /// What the plan file at `plan_file`, and every plan downstream of it, may reach: the
@@ -156,14 +86,9 @@ pub struct Scope {
 }
 
 impl Scope {
-    /// The most bytes of input a rehearsal of the plan may read.
-    pub fn max_read_bytes(&self) -> u64 {
-        self.policy.max_read_bytes()
-    }
-
-    /// The most rows a rehearsal of the plan whose queries scanned `read` bytes may write, and why.
-    pub fn max_write_rows(&self, read: u64) -> (u64, String) {
-        self.policy.max_write_rows(read)
+    /// How much work the plan may ask for before review.
+    pub fn bounds(&self) -> &Bounds {
+        &self.policy.bounds
     }
 
     /// Refuses the location a catalog gave for `name` when the operator lists the locations plans
@@ -275,13 +200,13 @@ impl Scope {
                 });
             }
         }
-        if plan.guards.max_slices > policy.max_slices() {
+        if plan.guards.max_slices > policy.bounds().max_slices() {
             issues.push(Issue {
                 key: "guards.max_slices".into(),
                 message: format!(
                     "`max_slices = {}` is more than the operator allows ({})",
                     plan.guards.max_slices,
-                    policy.max_slices()
+                    policy.bounds().max_slices()
                 ),
                 help: Some(format!(
                     "each slice is a query and a commit; the operator raises the limit with {MAX_SLICES}"
@@ -327,7 +252,7 @@ impl Policy {
                  plan's input"
             ));
         }
-        match leaves_root(document, root, written, &path, usage, self.max_slices()) {
+        match leaves_root(document, root, written, &path, usage, self.bounds().max_slices()) {
             Leaves::No => written_problem(written, &path, root, usage),
             Leaves::Itself => Some(format!(
                 "`{written}` is outside the root {root_shown}: a plan reads and writes only inside it"

@@ -19,6 +19,7 @@
 //!
 //! Nothing here touches a table: a plan can be checked offline, in CI, on a laptop without credentials.
 
+pub mod bounds;
 pub mod chain;
 pub mod columns;
 pub mod confine;

@@ -5,6 +5,7 @@
 //! options here; slice bounds reach it as typed values, never as text.
 
 pub mod align;
+mod budget;
 mod files;
 pub mod found;
 pub mod pattern;

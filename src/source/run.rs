@@ -20,12 +20,9 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use deltalake::arrow::datatypes::{Date32Type, SchemaRef};
-use deltalake::datafusion::common::tree_node::TreeNodeRecursion;
 use deltalake::datafusion::execution::context::SQLOptions;
-use deltalake::datafusion::logical_expr::LogicalPlan;
 use deltalake::datafusion::prelude::{DataFrame, SessionContext};
 use deltalake::datafusion::scalar::ScalarValue as Scalar;
 use futures::TryStreamExt;
@@ -39,6 +36,7 @@ use crate::delta::store::{self, Found, Stores};
 use crate::plan_file::template::expand;
 use crate::plan_file::{Format, PlanDocument, Size};
 use crate::source::align::{align, integer_divisions, type_warnings};
+use crate::source::budget::{Budget, scanned_bytes};
 use crate::source::files::{PinnedDelta, Registration, folder_files};
 pub use crate::source::read::{DeltaInput, FolderListing, InputFile};
 pub use crate::source::routes::{SourceCounts, Survey};
@@ -120,15 +118,10 @@ pub struct Source<'a> {
     /// the slices it was found in (by number: their days and input files); and every slice whose
     /// query was planned. A warning of some slices only is about their input, and names them.
     type_changes: std::sync::Mutex<crate::source::align::TypeWarnings>,
-    /// What the plan may reach: every file a Delta input's log names must be in it, and the most
-    /// bytes of input the slices may read together.
+    /// What the plan may reach: every file a Delta input's log names must be in it.
     scope: Option<crate::plan_file::confine::Scope>,
-    /// The bytes of input the slices planned so far read, and those slices: a slice's query is
-    /// planned again to be written (and to lend rows to another), and counted once.
-    read: AtomicU64,
-    counted: std::sync::Mutex<std::collections::BTreeSet<usize>>,
-    /// The rows the slices' queries returned so far, as their surveys counted them.
-    returned: AtomicU64,
+    /// What the slices read and return, against the operator's bounds.
+    budget: Budget,
     /// Where the query runs when not in bf's process: the operator's cluster.
     cluster: Option<Cluster>,
 }
@@ -145,9 +138,7 @@ impl<'a> Source<'a> {
             redirects: Vec::new(),
             type_changes: Default::default(),
             scope: None,
-            read: AtomicU64::new(0),
-            counted: Default::default(),
-            returned: AtomicU64::new(0),
+            budget: Budget::default(),
             cluster: None,
         }
     }
@@ -162,6 +153,7 @@ impl<'a> Source<'a> {
     /// Also bounds the bytes of input the slices read together by the operator's limit.
     pub fn within(mut self, scope: &crate::plan_file::confine::Scope) -> Self {
         self.scope = Some(scope.clone());
+        self.budget = Budget::within(scope.bounds().clone());
         self
     }
 
@@ -269,7 +261,7 @@ impl<'a> Source<'a> {
         let days = crate::source::routes::rows_per_day(&planned.rows, column)
             .await
             .map_err(|e| query_error(&crate::source::found::with_place(e.to_string(), &planned.files)))?;
-        self.count_rows(slice, days.values().sum())?;
+        self.budget.count_rows(slice, days.values().sum())?;
         let mut reads: std::collections::BTreeSet<String> =
             planned.files.iter().map(|f| f.url.to_string()).collect();
         reads.extend(planned.delta.iter().map(|(uri, version)| format!("{uri}@{version}")));
@@ -398,7 +390,7 @@ impl<'a> Source<'a> {
             };
             registrations.push((name, location.to_string(), files));
         }
-        self.refuse_past_bound(slice, sizes.values().sum())?;
+        self.budget.refuse_past_bound(slice, sizes.values().sum())?;
         for (name, path, registration) in registrations {
             let registered = registration.register(name, &ctx, there.as_ref()).await;
             registered.map_err(|message| SourceError::Input {
@@ -425,7 +417,7 @@ impl<'a> Source<'a> {
             .map_err(|e| query_error(&e))?;
         // Each scan of an input reads it: a query naming one file 200 times (`UNION ALL`, a CTE
         // referenced again and again) reads it 200 times.
-        self.count_read(slice, scanned_bytes(query.logical_plan(), &sizes))?;
+        self.budget.count_read(slice, scanned_bytes(query.logical_plan(), &sizes))?;
         let read: Vec<String> = files.iter().map(|f| crate::delta::store::display_url(&f.url)).collect();
         let place = match read.is_empty() {
             true => format!("slice {} ({first})", slice.index),
@@ -481,54 +473,6 @@ impl<'a> Source<'a> {
         }
         let located = catalog::locate(self.document.dir(), written).await.map_err(|e| e.to_string())?;
         Ok((located.url, located.catalog))
-    }
-
-    /// Refuses the slice, before its inputs are registered (which reads their schemas), when its
-    /// `bytes` of input, read once, would already take the rehearsal past the operator's bound.
-    fn refuse_past_bound(&self, slice: &Slice, bytes: u64) -> Result<(), SourceError> {
-        let Some(max) = self.scope.as_ref().map(|scope| scope.max_read_bytes()) else { return Ok(()) };
-        if self.counted.lock().expect("not poisoned").contains(&slice.index) {
-            return Ok(());
-        }
-        let total = self.read.load(Ordering::SeqCst).saturating_add(bytes);
-        match total <= max {
-            true => Ok(()),
-            false => Err(SourceError::TooMuchInput {
-                slice: slice.index,
-                first: slice.first.to_string(),
-                total,
-                max,
-            }),
-        }
-    }
-
-    /// Adds the `bytes` a slice's query scans to what the rehearsal has read, refusing the slice,
-    /// before its query runs, when the total would pass the operator's bound. Counted once a slice
-    /// (its query is planned again to be written).
-    fn count_read(&self, slice: &Slice, bytes: u64) -> Result<(), SourceError> {
-        let Some(max) = self.scope.as_ref().map(|scope| scope.max_read_bytes()) else { return Ok(()) };
-        if !self.counted.lock().expect("not poisoned").insert(slice.index) {
-            return Ok(());
-        }
-        let before = self.read.fetch_add(bytes, Ordering::SeqCst);
-        let total = before.saturating_add(bytes);
-        if total <= max {
-            return Ok(());
-        }
-        Err(SourceError::TooMuchInput { slice: slice.index, first: slice.first.to_string(), total, max })
-    }
-
-    /// Adds the `rows` a slice's query returns to what the rehearsal will write, refusing the slice,
-    /// before anything is written, when the total passes the operator's bound (or, unset, a bound
-    /// that grows with the bytes the queries scanned: rows made out of nothing pass it).
-    fn count_rows(&self, slice: &Slice, rows: u64) -> Result<(), SourceError> {
-        let Some(scope) = &self.scope else { return Ok(()) };
-        let total = self.returned.fetch_add(rows, Ordering::SeqCst).saturating_add(rows);
-        let (max, why) = scope.max_write_rows(self.read.load(Ordering::SeqCst));
-        if total <= max {
-            return Ok(());
-        }
-        Err(SourceError::TooManyRows { slice: slice.index, first: slice.first.to_string(), total, max, why })
     }
 
     /// A Delta input at its pinned version, pinning it at its latest on first use, and the bytes
@@ -612,22 +556,6 @@ impl Planned {
 }
 
 /// The read-only options every query bf runs for a plan is planned with.
-/// The bytes a query's plan scans: each scan of an input (a table scan of its name, in the query
-/// or a subquery of it) counts the input's `sizes` once more.
-fn scanned_bytes(plan: &LogicalPlan, sizes: &BTreeMap<String, u64>) -> u64 {
-    let mut scanned = 0u64;
-    let _ = plan.apply_with_subqueries(|node| {
-        if let LogicalPlan::TableScan(scan) = node
-            && let Some(size) =
-                sizes.iter().find(|(name, _)| name.eq_ignore_ascii_case(scan.table_name.table()))
-        {
-            scanned = scanned.saturating_add(*size.1);
-        }
-        Ok(TreeNodeRecursion::Continue)
-    });
-    scanned
-}
-
 pub fn read_only_options() -> SQLOptions {
     SQLOptions::new().with_allow_ddl(false).with_allow_dml(false).with_allow_statements(false)
 }
