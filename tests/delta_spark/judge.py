@@ -4,28 +4,20 @@ Usage: judge.py STATEMENTS.json
 Runs each Spark SQL statement of the JSON list in order, in one local session with Delta Spark's
 jars (io.delta:delta-spark_2.13 from Maven Central, through Spark's own Ivy), the session time zone
 UTC, and prints one JSON list: for each statement {"rows": [[cell, ...], ...]} or {"error": "..."}.
-A cell is a string: NULL, numbers as Python prints them, dates in ISO form, anything else as str().
+A cell is a string, as the Spark corpus's `run_spark.cell` writes it.
 """
 
-import datetime
 import json
+import os
 import sys
 
 from pyspark.sql import SparkSession
 
+# One cell as the Spark corpus writes it: its `cell`, shared.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "spark"))
+from run_spark import cell  # noqa: E402
+
 DELTA_SPARK = "io.delta:delta-spark_2.13:4.0.1"
-
-
-def cell(value):
-    if value is None:
-        return "NULL"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, (datetime.date, datetime.datetime)):
-        return value.isoformat()
-    return str(value)
 
 
 def main():

@@ -120,4 +120,5 @@ def main():
     spark.stop()
 
 
-main()
+if __name__ == "__main__":
+    main()
