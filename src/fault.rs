@@ -19,7 +19,8 @@ use std::path::Path;
 pub const FAULT_ENV: &str = "BF_FAULT";
 
 /// Names a file: before writing slice N (`BF_PAUSE_SLICE=N`), bf creates it and waits while it exists
-/// (at most two minutes), the first time the process reaches that point only.
+/// (at most five minutes: a test may wait there for its turn at the tests' shared Spark session),
+/// the first time the process reaches that point only.
 pub const PAUSE_FILE_ENV: &str = "BF_PAUSE_FILE";
 pub const PAUSE_SLICE_ENV: &str = "BF_PAUSE_SLICE";
 /// Where the pause is: `before` (the default: before slice N's staleness check), `after-check`
@@ -118,7 +119,7 @@ fn pause_at(point: &str, index: Option<usize>) {
         return;
     }
     // Once per process: a slice written again after a lost race passes its point again, and a
-    // second pause, which no test releases, waited out its two minutes.
+    // second pause, which no test releases, waited out its bound.
     static PAUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
     if PAUSED.swap(true, std::sync::atomic::Ordering::SeqCst) {
         return;
@@ -127,7 +128,7 @@ fn pause_at(point: &str, index: Option<usize>) {
     if std::fs::write(file, b"paused").is_err() {
         return;
     }
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(300);
     while file.exists() && std::time::Instant::now() < deadline {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }

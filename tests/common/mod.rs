@@ -2,6 +2,7 @@
 
 pub mod duckdb;
 pub mod servers;
+pub mod spark;
 
 use std::path::{Path, PathBuf};
 

@@ -1,37 +1,18 @@
 //! Delta Spark, the reference implementation, as writer and judge: it makes a table the way
 //! Databricks does, bf backfills it, and Delta Spark reads what bf wrote — rows, the row ids and
 //! row commit versions of the rows bf only carried, the table's features, its history, and a
-//! column Spark adds afterwards. Spark runs from the pyspark the Spark corpus uses
-//! (`~/.cache/bf-spark-venv`), with Delta Spark's jars fetched from Maven Central by Spark's own
-//! Ivy into `~/.ivy2.5.2` on first use.
+//! column Spark adds afterwards. Spark runs in the session the tests share
+//! (`common/spark.rs`).
+
+mod writers;
 
 use std::path::Path;
 
-use serde_json::Value;
-
-use crate::common::{bf_in, python_venv};
-
-/// Runs `statements` in one Delta Spark session; each statement's rows (cells as strings) or error.
-fn delta_spark(statements: &[String], dir: &Path) -> Vec<Result<Vec<Vec<String>>, String>> {
-    let bin = python_venv("BF_SPARK_VENV", "bf-spark-venv", "import pyspark", &["pyspark==4.0.1"]);
-    let input = dir.join("statements.json");
-    std::fs::write(&input, serde_json::to_string(statements).unwrap()).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/delta_spark/judge.py");
-    let output = std::process::Command::new(bin.join("python")).arg(script).arg(&input).output().unwrap();
-    assert!(output.status.success(), "Delta Spark: {}", String::from_utf8_lossy(&output.stderr));
-    let stdout = String::from_utf8(output.stdout).unwrap();
-    let answers: Vec<Value> = serde_json::from_str(stdout.lines().last().unwrap_or("[]")).unwrap();
-    answers
-        .into_iter()
-        .map(|answer| match answer.get("rows") {
-            Some(rows) => Ok(serde_json::from_value(rows.clone()).unwrap()),
-            None => Err(answer["error"].as_str().unwrap_or("?").to_owned()),
-        })
-        .collect()
-}
+use crate::common::bf_in;
+use crate::common::spark::{SparkAnswer, spark_sql};
 
 /// The rows of a statement that must have run.
-fn rows(answer: &Result<Vec<Vec<String>>, String>, what: &str) -> Vec<Vec<String>> {
+fn rows(answer: &SparkAnswer, what: &str) -> Vec<Vec<String>> {
     answer.clone().unwrap_or_else(|error| panic!("{what}: {error}"))
 }
 
@@ -104,25 +85,22 @@ async fn delta_spark_reads_the_change_data_feed_of_the_march_reload() {
 }
 
 async fn reload_judged_by_delta_spark(change_data_feed: bool) {
-    let (dir, repo, table) = checkout();
+    let (_dir, repo, table) = checkout();
     let at = format!("delta.`{}`", table.display());
     let ids = format!(
         "SELECT order_id, _metadata.row_id, _metadata.row_commit_version FROM {at} \
          WHERE order_date NOT BETWEEN DATE'2026-03-01' AND DATE'2026-03-31' ORDER BY order_id"
     );
-    let made = delta_spark(
-        &[
-            format!(
-                "CREATE TABLE {at} (order_id BIGINT, customer STRING, amount DOUBLE, currency STRING, \
+    let made = spark_sql(&[
+        format!(
+            "CREATE TABLE {at} (order_id BIGINT, customer STRING, amount DOUBLE, currency STRING, \
                  order_date DATE) USING delta TBLPROPERTIES ('delta.enableRowTracking' = 'true', \
                  'delta.columnMapping.mode' = 'id', 'delta.enableChangeDataFeed' = '{change_data_feed}')"
-            ),
-            format!("INSERT INTO {at} VALUES {}", ROWS[0]),
-            format!("INSERT INTO {at} VALUES {}", ROWS[1]),
-            ids.clone(),
-        ],
-        dir.path(),
-    );
+        ),
+        format!("INSERT INTO {at} VALUES {}", ROWS[0]),
+        format!("INSERT INTO {at} VALUES {}", ROWS[1]),
+        ids.clone(),
+    ]);
     let before = rows(&made[3], "row ids before");
     assert_eq!(before.len(), 4, "{before:?}");
 
@@ -154,27 +132,24 @@ async fn reload_judged_by_delta_spark(change_data_feed: bool) {
     let slice_of = |day: &str| {
         slices.iter().find(|(_, first, last)| first.as_str() <= day && day <= last.as_str()).unwrap()
     };
-    let judged = delta_spark(
-        &[
-            format!("SELECT order_id, currency, CAST(order_date AS STRING) FROM {at} ORDER BY order_id"),
-            ids,
-            format!(
-                "SELECT order_id, CAST(order_date AS STRING), _metadata.row_commit_version FROM {at} \
+    let judged = spark_sql(&[
+        format!("SELECT order_id, currency, CAST(order_date AS STRING) FROM {at} ORDER BY order_id"),
+        ids,
+        format!(
+            "SELECT order_id, CAST(order_date AS STRING), _metadata.row_commit_version FROM {at} \
                  WHERE order_date BETWEEN DATE'2026-03-01' AND DATE'2026-03-31' ORDER BY order_id"
-            ),
-            format!(
-                "SELECT _commit_version, order_id, _change_type FROM table_changes_by_path('{}', {first_slice}, {last_slice}) \
+        ),
+        format!(
+            "SELECT _commit_version, order_id, _change_type FROM table_changes_by_path('{}', {first_slice}, {last_slice}) \
                  ORDER BY _commit_version, order_id, _change_type",
-                table.display()
-            ),
-            // Last: a read of the change data feed across a schema change is Spark's to refuse.
-            format!("ALTER TABLE {at} ADD COLUMNS (note STRING)"),
-            format!("SELECT count(*) FROM {at} WHERE note IS NOT NULL"),
-            format!("SHOW TBLPROPERTIES {at}"),
-            format!("DESCRIBE HISTORY {at}"),
-        ],
-        dir.path(),
-    );
+            table.display()
+        ),
+        // Last: a read of the change data feed across a schema change is Spark's to refuse.
+        format!("ALTER TABLE {at} ADD COLUMNS (note STRING)"),
+        format!("SELECT count(*) FROM {at} WHERE note IS NOT NULL"),
+        format!("SHOW TBLPROPERTIES {at}"),
+        format!("DESCRIBE HISTORY {at}"),
+    ]);
     let currencies: Vec<(String, String)> =
         rows(&judged[0], "rows").into_iter().map(|r| (r[0].clone(), r[1].clone())).collect();
     let expected: Vec<(String, String)> = [
@@ -235,28 +210,25 @@ async fn reload_judged_by_delta_spark(change_data_feed: bool) {
 /// window-only rollback puts March back and keeps April as Spark left it — as Delta Spark reads it.
 #[tokio::test(flavor = "multi_thread")]
 async fn delta_spark_writing_april_meanwhile_keeps_its_rows_through_the_march_reload_and_its_rollback() {
-    let (dir, repo, table) = checkout();
+    let (_dir, repo, table) = checkout();
     let at = format!("delta.`{}`", table.display());
     let all =
         format!("SELECT order_id, currency, amount, CAST(order_date AS STRING) FROM {at} ORDER BY order_id");
-    let made = delta_spark(
-        &[
-            format!(
-                "CREATE TABLE {at} (order_id BIGINT, customer STRING, amount DOUBLE, currency STRING, \
+    let made = spark_sql(&[
+        format!(
+            "CREATE TABLE {at} (order_id BIGINT, customer STRING, amount DOUBLE, currency STRING, \
                  order_date DATE) USING delta TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')"
-            ),
-            format!(
-                "INSERT INTO {at} VALUES (1, 'C01', 10.0, 'USD', DATE'2026-02-27'), \
+        ),
+        format!(
+            "INSERT INTO {at} VALUES (1, 'C01', 10.0, 'USD', DATE'2026-02-27'), \
                  (2, 'C02', 20.0, 'USD', DATE'2026-03-02'), (3, 'C03', 30.0, 'USD', DATE'2026-03-16')"
-            ),
-            format!(
-                "INSERT INTO {at} VALUES (4, 'C04', 40.0, 'USD', DATE'2026-04-01'), \
+        ),
+        format!(
+            "INSERT INTO {at} VALUES (4, 'C04', 40.0, 'USD', DATE'2026-04-01'), \
                  (8, 'C08', 80.0, 'EUR', DATE'2026-04-02'), (9, 'C09', 90.0, 'EUR', DATE'2026-04-03')"
-            ),
-            all.clone(),
-        ],
-        dir.path(),
-    );
+        ),
+        all.clone(),
+    ]);
     let before = rows(&made[3], "the table before");
     std::fs::write(
         repo.join("landing/orders.csv"),
@@ -268,13 +240,10 @@ async fn delta_spark_writing_april_meanwhile_keeps_its_rows_through_the_march_re
     let planned = bf(&["plan", "plans/march.toml", "-q"]);
     assert!(planned.status.success(), "{}", String::from_utf8_lossy(&planned.stderr));
 
-    let meanwhile = delta_spark(
-        &[
-            format!("DELETE FROM {at} WHERE order_id = 4"),
-            format!("UPDATE {at} SET amount = 85.0 WHERE order_id = 8"),
-        ],
-        dir.path(),
-    );
+    let meanwhile = spark_sql(&[
+        format!("DELETE FROM {at} WHERE order_id = 4"),
+        format!("UPDATE {at} SET amount = 85.0 WHERE order_id = 8"),
+    ]);
     rows(&meanwhile[0], "Spark's DELETE");
     rows(&meanwhile[1], "Spark's UPDATE");
     let applied = bf(&["apply", "--auto-approve", "-q"]);
@@ -289,7 +258,7 @@ async fn delta_spark_writing_april_meanwhile_keeps_its_rows_through_the_march_re
     let window = bf(&["rollback", "--window-only", "--auto-approve"]);
     assert!(window.status.success(), "{}", String::from_utf8_lossy(&window.stderr));
 
-    let judged = delta_spark(&[all, format!("DESCRIBE HISTORY {at}")], dir.path());
+    let judged = spark_sql(&[all, format!("DESCRIBE HISTORY {at}")]);
     let expected: Vec<Vec<String>> = before
         .into_iter()
         .filter(|row| row[0] != "4")

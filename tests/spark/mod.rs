@@ -1,5 +1,6 @@
 //! The Spark dialect judged by Spark itself: every query of the corpus (`corpus.toml`) run by
-//! pyspark 4.0 on this machine's Java (session time zone UTC, ANSI mode on) and by the session bf
+//! pyspark 4.0 on this machine's Java (session time zone UTC, ANSI mode on; the tests' shared
+//! session, `common/spark.rs`) and by the session bf
 //! runs a `dialect = "spark"` plan's SQL in, over the same input Spark wrote: Parquet, and CSV and
 //! JSON read with their columns said. bf gives Spark's rows, fails where Spark fails, or refuses
 //! the query at validation — never other rows.
@@ -13,8 +14,6 @@ use bf::deltalake::arrow::util::display::array_value_to_string;
 use bf::deltalake::datafusion::prelude::{ParquetReadOptions, SessionContext};
 use bf::plan_file::Dialect;
 use serde::Deserialize;
-
-use crate::common::python_venv;
 
 #[derive(Debug, Deserialize)]
 struct Corpus {
@@ -42,22 +41,10 @@ const FORMATS: [&str; 3] = ["parquet", "csv", "json"];
 /// Spark's answers to every case in every format (`csv/<case>`, `json/<case>`; Parquet's by the
 /// case alone), and the folder holding the inputs it wrote.
 fn spark_answers(cases: &[Case], dir: &Path) -> BTreeMap<String, Answer> {
-    let bin = python_venv("BF_SPARK_VENV", "bf-spark-venv", "import pyspark", &["pyspark==4.0.1"]);
-    let listed = dir.join("cases.json");
-    std::fs::write(&listed, serde_json::to_string(cases).unwrap()).unwrap();
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spark/run_spark.py");
     let started = std::time::Instant::now();
-    let output = std::process::Command::new(bin.join("python"))
-        .arg(&script)
-        .arg(&listed)
-        .arg(dir)
-        .arg(FORMATS.join(","))
-        .env_remove("SPARK_HOME")
-        .output()
-        .unwrap();
-    assert!(output.status.success(), "pyspark: {}", String::from_utf8_lossy(&output.stderr));
+    let answers = crate::common::spark::spark_corpus(&serde_json::to_value(cases).unwrap(), dir, &FORMATS);
     eprintln!("Spark answered {} cases in {:.1} s", cases.len(), started.elapsed().as_secs_f64());
-    let raw: BTreeMap<String, serde_json::Value> = serde_json::from_slice(&output.stdout).unwrap();
+    let raw: BTreeMap<String, serde_json::Value> = serde_json::from_value(answers).unwrap();
     raw.into_iter()
         .map(|(name, answer)| {
             let answer = match answer.get("rows") {

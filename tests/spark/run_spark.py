@@ -1,7 +1,8 @@
 """Spark's own answers to the Spark corpus (tests/spark/corpus.toml), from pyspark on this machine's
 Java, in one local session with the session time zone UTC and ANSI mode on (Spark 4's default).
 
-Usage: run_spark.py CASES.json OUT_DIR [FORMATS]
+Usage: run_spark.py CASES.json OUT_DIR [FORMATS] (the tests ask the shared session,
+tests/spark/session.py, for `corpus_answers`; this runs it alone, by hand)
 FORMATS: a comma-separated list of parquet (the default), csv and json. For each, writes the
 corpus's input tables under OUT_DIR/inputs/<format>/<name>/ (one file each, typed by Spark; CSV
 with a header, JSON lines, each read back with its columns said, their DDL in
@@ -74,49 +75,63 @@ def inputs(spark):
     return {"sessions": sessions}
 
 
+def corpus_answers(spark, cases, out, formats):
+    """Every case's answer in every format of `formats` (a list), its inputs written under `out`."""
+    answers = {}
+    # Parquet's timestamps as microseconds (not Spark's INT96), for this run only: the session may
+    # be shared with other work (tests/spark/session.py).
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+    try:
+        for fmt in formats:
+            for name, frame in inputs(spark).items():
+                write_input(spark, frame, f"{out}/inputs/{fmt}/{name}", fmt, name)
+            for case in cases:
+                key = case["name"] if fmt == "parquet" else f"{fmt}/{case['name']}"
+                try:
+                    rows = spark.sql(case["sql"]).collect()
+                    answers[key] = {"rows": [[cell(v) for v in row] for row in rows]}
+                except Exception as error:  # Spark's refusal or run-time error, by its first line
+                    answers[key] = {"error": str(error).splitlines()[0][:300]}
+    finally:
+        spark.conf.unset("spark.sql.parquet.outputTimestampType")
+    return answers
+
+
+def write_input(spark, frame, path, fmt, name):
+    """Writes one input table at `path` in `fmt` and makes it the temp view `name`, read back."""
+    writer = frame.coalesce(1).write.mode("overwrite")
+    if fmt == "parquet":
+        writer.parquet(path)
+        spark.read.parquet(path).createOrReplaceTempView(name)
+        return
+    # Read back with the columns said, as a plan's `schema` says them (Spark's
+    # `DataFrameReader.schema`): the same types on both sides, none inferred.
+    ddl = ", ".join(f"{f.name} {f.dataType.simpleString().upper()}" for f in frame.schema.fields)
+    reader = spark.read.schema(ddl)
+    if fmt == "csv":
+        writer.option("header", True).csv(path)
+        reader.option("header", True).csv(path).createOrReplaceTempView(name)
+    else:
+        writer.json(path)
+        reader.json(path).createOrReplaceTempView(name)
+    with open(f"{path}.schema", "w") as schema:
+        schema.write(ddl)
+
+
 def main():
     cases = json.load(open(sys.argv[1]))
-    out = sys.argv[2]
     spark = (
         SparkSession.builder.master("local[1]")
         .appName("bf-spark-corpus")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.sql.ansi.enabled", "true")
-        .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "1")
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    answers = {}
-    for fmt in (sys.argv[3] if len(sys.argv) > 3 else "parquet").split(","):
-        for name, frame in inputs(spark).items():
-            path = f"{out}/inputs/{fmt}/{name}"
-            writer = frame.coalesce(1).write.mode("overwrite")
-            if fmt == "parquet":
-                writer.parquet(path)
-                spark.read.parquet(path).createOrReplaceTempView(name)
-                continue
-            # Read back with the columns said, as a plan's `schema` says them (Spark's
-            # `DataFrameReader.schema`): the same types on both sides, none inferred.
-            ddl = ", ".join(f"{f.name} {f.dataType.simpleString().upper()}" for f in frame.schema.fields)
-            reader = spark.read.schema(ddl)
-            if fmt == "csv":
-                writer.option("header", True).csv(path)
-                reader.option("header", True).csv(path).createOrReplaceTempView(name)
-            else:
-                writer.json(path)
-                reader.json(path).createOrReplaceTempView(name)
-            with open(f"{out}/inputs/{fmt}/{name}.schema", "w") as schema:
-                schema.write(ddl)
-        for case in cases:
-            key = case["name"] if fmt == "parquet" else f"{fmt}/{case['name']}"
-            try:
-                rows = spark.sql(case["sql"]).collect()
-                answers[key] = {"rows": [[cell(v) for v in row] for row in rows]}
-            except Exception as error:  # Spark's refusal or run-time error, by its first line
-                answers[key] = {"error": str(error).splitlines()[0][:300]}
-    print(json.dumps(answers))
+    formats = (sys.argv[3] if len(sys.argv) > 3 else "parquet").split(",")
+    print(json.dumps(corpus_answers(spark, cases, sys.argv[2], formats)))
     spark.stop()
 
 
