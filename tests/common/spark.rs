@@ -32,16 +32,38 @@ static SESSION: Mutex<Option<Session>> = Mutex::new(None);
 /// Runs `statements` in order in the shared session: each one's rows, or its error (a failing
 /// statement does not stop the next).
 pub fn spark_sql(statements: &[String]) -> Vec<SparkAnswer> {
+    spark_sql_named(statements).into_iter().map(|answer| answer.map(|(_, rows)| rows)).collect()
+}
+
+/// [`spark_sql`] with each answer's column names.
+pub fn spark_sql_named(statements: &[String]) -> Vec<Result<(Vec<String>, Vec<Vec<String>>), String>> {
     let answers = ask(json!({ "sql": statements }));
     answers
         .as_array()
         .unwrap()
         .iter()
         .map(|answer| match answer.get("rows") {
-            Some(rows) => Ok(serde_json::from_value(rows.clone()).unwrap()),
+            Some(rows) => Ok((
+                serde_json::from_value(answer["columns"].clone()).unwrap(),
+                serde_json::from_value(rows.clone()).unwrap(),
+            )),
             None => Err(answer["error"].as_str().unwrap_or("?").to_owned()),
         })
         .collect()
+}
+
+/// Makes a Delta table with Delta Spark's `DeltaTableBuilder` (`create` in `tests/spark/session.py`).
+pub fn spark_create(spec: Value) {
+    let answer = ask(json!({ "create": spec }));
+    assert_eq!(answer, json!([]), "Delta Spark's DeltaTableBuilder");
+}
+
+/// `DESCRIBE DETAIL` of `table` (a Spark table name: `delta.\`/path\``) by Delta Spark, field by
+/// field.
+pub fn spark_detail(table: &str) -> std::collections::BTreeMap<String, String> {
+    let answer = spark_sql_named(&[format!("DESCRIBE DETAIL {table}")]).remove(0);
+    let (columns, rows) = answer.unwrap_or_else(|error| panic!("DESCRIBE DETAIL {table}: {error}"));
+    columns.into_iter().zip(rows[0].iter().cloned()).collect()
 }
 
 /// `run_spark.corpus_answers`: Spark's answer to each case in each format, its inputs written
@@ -72,7 +94,12 @@ fn ask(mut request: Value) -> Value {
 }
 
 fn start() -> Session {
-    let bin = super::python_venv("BF_SPARK_VENV", "bf-spark-venv", "import pyspark", &["pyspark==4.0.1"]);
+    let bin = super::python_venv(
+        "BF_SPARK_VENV",
+        "bf-spark-venv",
+        "import pyspark, delta.tables",
+        &["pyspark==4.0.1", "delta-spark==4.0.1"],
+    );
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/spark/session.py");
     let log = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("spark-session.log");
     let mut process = Command::new(bin.join("python"))

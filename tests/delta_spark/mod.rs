@@ -4,6 +4,7 @@
 //! column Spark adds afterwards. Spark runs in the session the tests share
 //! (`common/spark.rs`).
 
+mod features;
 mod writers;
 
 use std::path::Path;
@@ -31,6 +32,17 @@ fn checkout() -> (tempfile::TempDir, std::path::PathBuf, std::path::PathBuf) {
 /// `plans/march.toml`: the March reload of `warehouse/orders` from `landing/orders.csv`, sliced
 /// `every`.
 fn write_march_plan(repo: &Path, every: &str) {
+    write_march_plan_from(
+        repo,
+        every,
+        "inputs.orders = { path = \"../landing/orders.csv\", format = \"csv\" }\n\
+         query = \"SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders\"",
+    );
+}
+
+/// `plans/march.toml`: the March reload of `warehouse/orders`, sliced `every`, its `[source]`
+/// table `source`.
+fn write_march_plan_from(repo: &Path, every: &str, source: &str) {
     let plan = format!(
         r#"reason = "Reload March: EUR orders were recorded in USD."
 
@@ -47,8 +59,7 @@ end = 2026-03-31
 every = "{every}"
 
 [source]
-inputs.orders = {{ path = "../landing/orders.csv", format = "csv" }}
-query = "SELECT order_id, customer, amount, currency, CAST(order_date AS DATE) AS order_date FROM orders"
+{source}
 "#
     );
     std::fs::write(repo.join("plans/march.toml"), plan).unwrap();
