@@ -20,8 +20,11 @@ struct Shape {
     alter: &'static [&'static str],
     /// The columns the INSERTs name beyond the orders' five, and each row's values for them.
     extra: (&'static str, fn(u32) -> String),
-    /// The plan's query over `orders` (the corrections file).
+    /// The plan's query over `orders` (the corrections file), or over `fixed`.
     query: &'static str,
+    /// A query Spark writes the corrections from, as the Delta table `fixed` the plan reads (for a
+    /// column no file format holds).
+    fixed: Option<&'static str>,
     /// The writer features the table holds (`delta.feature.*` of its properties), before and after.
     features: &'static [&'static str],
     /// What Spark checks after bf's apply, after its own insert and after bf's rollback, each
@@ -48,81 +51,120 @@ fn none(_: u32) -> String {
     String::new()
 }
 
-/// The shapes, each the layout of tables Databricks makes (the features README's table lists).
-fn shapes() -> Vec<Shape> {
-    vec![
-        Shape {
-            name: "clustered, row-tracked, mapped by id, in-commit timestamps, change feed, identity, generated, CHECK",
-            table: json!({
-                "columns": columns(json!([
-                    {"name": "line_no", "type": "BIGINT", "always": "identity"},
-                    {"name": "amount_cents", "type": "BIGINT", "always": "CAST(amount * 100 AS BIGINT)"},
-                ])),
-                "cluster_by": ["order_date"],
-                "properties": {
-                    "delta.enableRowTracking": "true", "delta.enableDeletionVectors": "true",
-                    "delta.columnMapping.mode": "id", "delta.enableInCommitTimestamps": "true",
-                    "delta.enableChangeDataFeed": "true",
-                },
-            }),
-            alter: &["ALTER TABLE {t} ADD CONSTRAINT positive_amount CHECK (amount > 0)"],
-            extra: ("", none),
-            query: "SELECT {ORDERS} FROM orders",
-            features: &[
-                "clustering",
-                "domainMetadata",
-                "rowTracking",
-                "deletionVectors",
-                "columnMapping",
-                "inCommitTimestamp",
-                "changeDataFeed",
-                "identityColumns",
-                "generatedColumns",
-                "checkConstraints",
-            ],
-            invariants: &[
-                ("SELECT count(*) = count(DISTINCT line_no) FROM {t}", "true"),
-                ("SELECT count(*) = count(DISTINCT _metadata.row_id) FROM {t}", "true"),
-                ("SELECT count(*) FROM {t} WHERE amount_cents <> CAST(amount * 100 AS BIGINT)", "0"),
-            ],
-        },
-        Shape {
-            name: "partitioned by day, mapped by name, deletion vectors, change feed, timestamp_ntz, identity by default",
-            table: json!({
-                "columns": columns(json!([
-                    {"name": "updated_at", "type": "TIMESTAMP_NTZ"},
-                    {"name": "line_no", "type": "BIGINT", "by_default": "identity"},
-                ])),
-                "partitioned_by": ["order_date"],
-                "properties": {
-                    "delta.columnMapping.mode": "name", "delta.enableDeletionVectors": "true",
-                    "delta.enableChangeDataFeed": "true",
-                },
-            }),
-            alter: &["ALTER TABLE {t} ADD CONSTRAINT positive_amount CHECK (amount > 0)"],
-            extra: (", updated_at, line_no", |id| {
-                format!(", TIMESTAMP_NTZ'2026-04-30 12:00:00', {}", id * 10)
-            }),
-            query: "SELECT {ORDERS}, CAST('2026-12-01 10:00:00' AS TIMESTAMP) AS updated_at, order_id * 10 AS line_no \
-                    FROM orders",
-            features: &[
-                "columnMapping",
-                "deletionVectors",
-                "changeDataFeed",
-                "timestampNtz",
-                "identityColumns",
-                "checkConstraints",
-            ],
-            invariants: &[
-                ("SELECT count(*) = count(DISTINCT line_no) FROM {t}", "true"),
-                (
-                    "SELECT count(*) FROM {t} WHERE order_date BETWEEN DATE'2026-03-01' AND DATE'2026-03-31' \
-                     AND line_no <> order_id * 10",
-                    "0",
-                ),
-            ],
-        },
-    ]
+/// A clustered table as Databricks makes it: row tracking, deletion vectors, column mapping by id,
+/// in-commit timestamps, the change data feed, an identity column always generated, a generated
+/// column and a CHECK constraint.
+fn clustered() -> Shape {
+    Shape {
+        name: "clustered, row-tracked, mapped by id, in-commit timestamps, change feed, identity, generated, CHECK",
+        table: json!({
+            "columns": columns(json!([
+                {"name": "line_no", "type": "BIGINT", "always": "identity"},
+                {"name": "amount_cents", "type": "BIGINT", "always": "CAST(amount * 100 AS BIGINT)"},
+            ])),
+            "cluster_by": ["order_date"],
+            "properties": {
+                "delta.enableRowTracking": "true", "delta.enableDeletionVectors": "true",
+                "delta.columnMapping.mode": "id", "delta.enableInCommitTimestamps": "true",
+                "delta.enableChangeDataFeed": "true",
+            },
+        }),
+        alter: &["ALTER TABLE {t} ADD CONSTRAINT positive_amount CHECK (amount > 0)"],
+        extra: ("", none),
+        query: "SELECT {ORDERS} FROM orders",
+        fixed: None,
+        features: &[
+            "clustering",
+            "domainMetadata",
+            "rowTracking",
+            "deletionVectors",
+            "columnMapping",
+            "inCommitTimestamp",
+            "changeDataFeed",
+            "identityColumns",
+            "generatedColumns",
+            "checkConstraints",
+        ],
+        invariants: &[
+            ("SELECT count(*) = count(DISTINCT line_no) FROM {t}", "true"),
+            ("SELECT count(*) = count(DISTINCT _metadata.row_id) FROM {t}", "true"),
+            ("SELECT count(*) FROM {t} WHERE amount_cents <> CAST(amount * 100 AS BIGINT)", "0"),
+        ],
+    }
+}
+
+/// A table partitioned by day, mapped by name, with deletion vectors, the change data feed, a
+/// `timestamp_ntz` column, an identity column generated by default and a CHECK constraint.
+fn partitioned() -> Shape {
+    Shape {
+        name: "partitioned by day, mapped by name, deletion vectors, change feed, timestamp_ntz, identity by default",
+        table: json!({
+            "columns": columns(json!([
+                {"name": "updated_at", "type": "TIMESTAMP_NTZ"},
+                {"name": "line_no", "type": "BIGINT", "by_default": "identity"},
+            ])),
+            "partitioned_by": ["order_date"],
+            "properties": {
+                "delta.columnMapping.mode": "name", "delta.enableDeletionVectors": "true",
+                "delta.enableChangeDataFeed": "true",
+            },
+        }),
+        alter: &["ALTER TABLE {t} ADD CONSTRAINT positive_amount CHECK (amount > 0)"],
+        extra: (", updated_at, line_no", |id| format!(", TIMESTAMP_NTZ'2026-04-30 12:00:00', {}", id * 10)),
+        query: "SELECT {ORDERS}, CAST('2026-12-01 10:00:00' AS TIMESTAMP) AS updated_at, order_id * 10 AS line_no \
+                FROM orders",
+        fixed: None,
+        features: &[
+            "columnMapping",
+            "deletionVectors",
+            "changeDataFeed",
+            "timestampNtz",
+            "identityColumns",
+            "checkConstraints",
+        ],
+        invariants: &[
+            ("SELECT count(*) = count(DISTINCT line_no) FROM {t}", "true"),
+            (
+                "SELECT count(*) FROM {t} WHERE order_date BETWEEN DATE'2026-03-01' AND DATE'2026-03-31' \
+                 AND line_no <> order_id * 10",
+                "0",
+            ),
+        ],
+    }
+}
+
+/// A table checkpointed in v2 every other commit, protecting its checkpoints after a feature was
+/// dropped, with a variant column whose values bf carries and writes.
+fn checkpointed() -> Shape {
+    Shape {
+        name: "v2 checkpoints every other commit, checkpoint protection (a feature dropped), variant",
+        table: json!({
+            "columns": columns(json!([{"name": "payload", "type": "VARIANT"}])),
+            "properties": {
+                "delta.checkpointPolicy": "v2", "delta.checkpointInterval": "2",
+                "delta.enableDeletionVectors": "true",
+            },
+        }),
+        alter: &["ALTER TABLE {t} DROP FEATURE deletionVectors"],
+        extra: (", payload", |id| format!(", parse_json('{{\"n\": {id}, \"tags\": [\"a\", null]}}')")),
+        query: "SELECT * FROM fixed",
+        fixed: Some(
+            "SELECT order_id, customer, amount, currency, order_date, \
+             parse_json(concat('{\"n\": ', order_id, ', \"fixed\": true}')) AS payload FROM VALUES \
+             (2L, 'C02', 20.0D, 'EUR', DATE'2026-03-02'), (3L, 'C03', 30.0D, 'EUR', DATE'2026-03-16'), \
+             (6L, 'C06', 60.0D, 'EUR', DATE'2026-03-09'), (7L, 'C07', 70.0D, 'EUR', DATE'2026-03-30') \
+             AS s(order_id, customer, amount, currency, order_date)",
+        ),
+        features: &["v2Checkpoint", "checkpointProtection", "variantType"],
+        invariants: &[
+            ("SELECT count(*) FROM {t} WHERE variant_get(payload, '$.n', 'bigint') <> order_id", "0"),
+            (
+                "SELECT count(*) FROM {t} WHERE order_date NOT BETWEEN DATE'2026-03-01' AND DATE'2026-03-31' \
+                 AND order_id < 20 AND to_json(payload) <> concat('{\"n\":', order_id, ',\"tags\":[\"a\",null]}')",
+                "0",
+            ),
+        ],
+    }
 }
 
 /// The orders as Spark writes them: February and March in one INSERT (one file, or one per day
@@ -157,10 +199,18 @@ fn properties(at: &str) -> Vec<(String, String)> {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn delta_spark_judges_the_march_reload_and_its_rollback_on_every_feature_bf_writes() {
-    for shape in shapes() {
-        judge(&shape).await;
-    }
+async fn delta_spark_judges_the_march_reload_and_its_rollback_on_a_clustered_databricks_table() {
+    judge(&clustered()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delta_spark_judges_the_march_reload_and_its_rollback_on_a_table_partitioned_by_day() {
+    judge(&partitioned()).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn delta_spark_judges_the_march_reload_and_its_rollback_on_v2_checkpoints_and_variants() {
+    judge(&checkpointed()).await;
 }
 
 async fn judge(shape: &Shape) {
@@ -194,9 +244,18 @@ async fn judge(shape: &Shape) {
     )
     .unwrap();
     let query = shape.query.replace("{ORDERS}", ORDERS);
-    let source = format!(
-        "inputs.orders = {{ path = \"../landing/orders.csv\", format = \"csv\" }}\nquery = \"{query}\""
-    );
+    let input = match shape.fixed {
+        None => "orders = { path = \"../landing/orders.csv\", format = \"csv\" }",
+        Some(select) => {
+            let fixed = format!(
+                "CREATE TABLE delta.`{}` USING delta AS {select}",
+                repo.join("landing/fixed").display()
+            );
+            rows(&spark_sql(&[fixed])[0], &format!("{}: the corrections as a Delta table", shape.name));
+            "fixed = { path = \"../landing/fixed\", format = \"delta\" }"
+        }
+    };
+    let source = format!("inputs.{input}\nquery = \"{query}\"");
     write_march_plan_from(&repo, "week", &source);
     for args in [&["plan", "plans/march.toml", "-q"][..], &["apply", "--auto-approve", "-q"]] {
         let output = bf_in(&repo).args(args).output().unwrap();
@@ -231,15 +290,19 @@ async fn judge(shape: &Shape) {
         assert_eq!(detail.get(field), detail_before.get(field), "{}: DESCRIBE DETAIL's {field}", shape.name);
     }
     check_invariants(shape, &at, "after the apply");
+    if shape.features.contains(&"v2Checkpoint") {
+        assert_v2_checkpoint_after_bf(&table, shape);
+    }
 
     // Spark writes the table after bf: a row (its identity, row id and generated values its own),
     // and a row breaking the CHECK constraint, refused.
     let spark_row = insert(&at, shape, &[(20, "200.0", "2026-04-10")], "EUR");
-    let negative = insert(&at, shape, &[(21, "-5.0", "2026-04-11")], "EUR");
-    let written = spark_sql(&[spark_row, negative]);
-    rows(&written[0], &format!("{}: Spark's INSERT after bf", shape.name));
-    let refusal = written[1].clone().expect_err("a row breaking the CHECK constraint");
-    assert!(refusal.contains("positive_amount"), "{}: {refusal}", shape.name);
+    rows(&spark_sql(&[spark_row])[0], &format!("{}: Spark's INSERT after bf", shape.name));
+    if shape.features.contains(&"checkConstraints") {
+        let negative = insert(&at, shape, &[(21, "-5.0", "2026-04-11")], "EUR");
+        let refusal = spark_sql(&[negative]).remove(0).expect_err("a row breaking the CHECK constraint");
+        assert!(refusal.contains("positive_amount"), "{}: {refusal}", shape.name);
+    }
     check_invariants(shape, &at, "after Spark's insert");
 
     let rolled_back = bf_in(&repo).args(["rollback", "--window-only", "--auto-approve"]).output().unwrap();
@@ -262,6 +325,36 @@ async fn judge(shape: &Shape) {
             shape.name
         );
     }
+}
+
+/// The table's last checkpoint, read raw, is one bf's commits made (a slice's or the comment's),
+/// in the v2 form the table's policy asks: it holds a `checkpointMetadata` action (deltalake names
+/// it `NNN.checkpoint.parquet`, the classic name a v2 checkpoint may carry) — and Spark has just
+/// read the table through it.
+fn assert_v2_checkpoint_after_bf(table: &std::path::Path, shape: &Shape) {
+    use bf::deltalake::parquet::file::reader::{FileReader, SerializedFileReader};
+    let bf_versions: Vec<u64> = crate::common::commit_infos(table)
+        .into_iter()
+        .filter(|(_, info)| info.get("bf.slice").is_some())
+        .map(|(version, _)| version)
+        .collect();
+    let last: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(table.join("_delta_log/_last_checkpoint")).unwrap()).unwrap();
+    let version = last["version"].as_u64().unwrap();
+    assert!(
+        bf_versions.first().is_some_and(|first| version >= *first),
+        "{}: the last checkpoint, at {version}, made by bf's commits {bf_versions:?} or its comment",
+        shape.name
+    );
+    let file =
+        std::fs::File::open(table.join(format!("_delta_log/{version:020}.checkpoint.parquet"))).unwrap();
+    let schema = SerializedFileReader::new(file).unwrap().metadata().file_metadata().schema_descr_ptr();
+    let columns: Vec<&str> = schema.root_schema().get_fields().iter().map(|f| f.name()).collect();
+    assert!(
+        columns.contains(&"checkpointMetadata"),
+        "{}: a v2 checkpoint at {version}: {columns:?}",
+        shape.name
+    );
 }
 
 fn check_invariants(shape: &Shape, at: &str, when: &str) {
