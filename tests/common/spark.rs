@@ -17,6 +17,9 @@ const REQUEST_BOUND: Duration = Duration::from_secs(900);
 /// One statement's rows, each cell a string, or Spark's error.
 pub type SparkAnswer = Result<Vec<Vec<String>>, String>;
 
+/// One statement's column names and rows, or Spark's error.
+pub type NamedAnswer = Result<(Vec<String>, Vec<Vec<String>>), String>;
+
 struct Session {
     _process: Child,
     input: ChildStdin,
@@ -36,7 +39,7 @@ pub fn spark_sql(statements: &[String]) -> Vec<SparkAnswer> {
 }
 
 /// [`spark_sql`] with each answer's column names.
-pub fn spark_sql_named(statements: &[String]) -> Vec<Result<(Vec<String>, Vec<Vec<String>>), String>> {
+pub fn spark_sql_named(statements: &[String]) -> Vec<NamedAnswer> {
     let answers = ask(json!({ "sql": statements }));
     answers
         .as_array()
@@ -116,10 +119,10 @@ fn start() -> Session {
     let (sender, answers) = channel();
     std::thread::spawn(move || {
         for line in output.lines().map_while(Result::ok) {
-            if let Some(answer) = line.strip_prefix("BF-SPARK ") {
-                if sender.send(answer.to_owned()).is_err() {
-                    break;
-                }
+            if let Some(answer) = line.strip_prefix("BF-SPARK ")
+                && sender.send(answer.to_owned()).is_err()
+            {
+                break;
             }
         }
     });
