@@ -1,9 +1,10 @@
 //! The writer features of README's table ("Which tables bf writes"), each on a table Delta Spark
 //! makes, judged by Delta Spark: the March reload lands the rows the plan says; the table keeps
-//! every feature and property Spark gave it, its clustering and partitioning; Spark writes it
-//! afterwards as it did before (an identity value, a row id, a generated value, a CHECK
-//! constraint each still its own); and the window-only rollback puts March back under Spark's later
-//! row. The two features bf refuses are refused before anything is written.
+//! every feature and property Spark gave it, its clustering and partitioning, and the rows it only
+//! carried their row ids; Spark writes it afterwards as it did before (a new column reading NULL
+//! in bf's files; an identity value, a row id, a generated value, a CHECK constraint each still its
+//! own); and the window-only rollback puts March back under Spark's later column and row. The two
+//! features bf refuses are refused before anything is written.
 
 use super::{checkout, rows, write_march_plan_from};
 use crate::common::bf_in;
@@ -223,6 +224,15 @@ async fn judge(shape: &Shape) {
     let (_dir, repo, table) = checkout();
     let at = format!("delta.`{}`", table.display());
     let (properties_before, detail_before) = make_table(shape, &table, &at);
+    let tracked = shape.features.contains(&"rowTracking");
+    let ids_outside_march = || {
+        let sql = format!(
+            "SELECT order_id, _metadata.row_id, _metadata.row_commit_version FROM {at} \
+             WHERE order_date NOT BETWEEN DATE'2026-03-01' AND DATE'2026-03-31' AND order_id < 20 ORDER BY order_id"
+        );
+        rows(&spark_sql(&[sql])[0], "row ids outside March")
+    };
+    let ids_before = if tracked { ids_outside_march() } else { Vec::new() };
     write_plan(shape, &repo);
     for args in [&["plan", "plans/march.toml", "-q"][..], &["apply", "--auto-approve", "-q"]] {
         let output = bf_in(&repo).args(args).output().unwrap();
@@ -260,6 +270,9 @@ async fn judge(shape: &Shape) {
     if shape.features.contains(&"v2Checkpoint") {
         assert_v2_checkpoint_after_bf(&table, shape);
     }
+    if tracked {
+        assert_eq!(ids_outside_march(), ids_before, "{}: the rows bf carried keep their ids", shape.name);
+    }
     spark_writes_after_bf(shape, &at);
 
     let rolled_back = bf_in(&repo).args(["rollback", "--window-only", "--auto-approve"]).output().unwrap();
@@ -271,6 +284,9 @@ async fn judge(shape: &Shape) {
         shape.name
     );
     check_invariants(shape, &at, "after the rollback");
+    if tracked {
+        assert_eq!(ids_outside_march(), ids_before, "{}: rows outside March keep their ids", shape.name);
+    }
     // Last, since a window-only rollback is refused once another writer rewrote the backfill's
     // files: Spark clusters the table bf wrote by the columns it always had.
     if detail_before["clusteringColumns"] != "[]" {
@@ -335,9 +351,16 @@ fn write_plan(shape: &Shape, repo: &std::path::Path) {
     write_march_plan_from(repo, shape.every, &format!("inputs.{input}\nquery = \"{query}\""));
 }
 
-/// Spark writes the table after bf: a row (its identity, row id and generated values its own),
-/// and a row breaking the CHECK constraint, refused.
+/// Spark writes the table after bf: a column, which reads NULL in every row (no field id or
+/// physical name of bf's files taken for it), a row (its identity, row id and generated values its
+/// own), and a row breaking the CHECK constraint, refused.
 fn spark_writes_after_bf(shape: &Shape, at: &str) {
+    let added = spark_sql(&[
+        format!("ALTER TABLE {at} ADD COLUMNS (note STRING)"),
+        format!("SELECT count(*) FROM {at} WHERE note IS NOT NULL"),
+    ]);
+    rows(&added[0], &format!("{}: Spark's ADD COLUMNS after bf", shape.name));
+    assert_eq!(rows(&added[1], "the new column"), [vec!["0".to_owned()]], "{}: the new column", shape.name);
     let spark_row = insert(at, shape, &[(20, "200.0", "2026-04-10")], "EUR");
     rows(&spark_sql(&[spark_row])[0], &format!("{}: Spark's INSERT after bf", shape.name));
     if shape.features.contains(&"checkConstraints") {
