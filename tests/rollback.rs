@@ -749,22 +749,11 @@ async fn a_commit_landing_between_a_rollbacks_check_and_its_restore_stops_it() {
     bf_in(root).args(["apply", "--auto-approve", "-q"]).assert().success();
     let applied = snapshot(&table);
 
-    let pause = root.join("paused-before-restore");
-    let child = crate::common::bf_process()
-        .current_dir(root)
-        .env_remove("BF_STATE_DIR")
-        .args(["rollback", "--auto-approve"])
-        .env(bf::fault::PAUSE_FILE_ENV, &pause)
-        .env(bf::fault::PAUSE_POINT_ENV, "before-restore")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::common::wait_for("the rollback to pause before its RESTORE", || pause.exists());
-    assert_eq!(snapshot(&table), applied, "nothing restored yet");
-    append_orders(&table, &[(3, "C03", 30.0, "EUR", "2026-04-20")]).await;
-    std::fs::remove_file(&pause).unwrap();
-    let out = child.wait_with_output().unwrap();
+    let out = crate::common::rollback_paused_before_restore(root, async {
+        assert_eq!(snapshot(&table), applied, "nothing restored yet");
+        append_orders(&table, &[(3, "C03", 30.0, "EUR", "2026-04-20")]).await;
+    })
+    .await;
     let said = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{said}");
     assert!(said.contains("another writer committed to") && said.contains("nothing was written"), "{said}");

@@ -38,16 +38,7 @@ impl Budget {
         if self.counted.lock().expect("not poisoned").contains(&slice.index) {
             return Ok(());
         }
-        let total = self.read.load(Ordering::SeqCst).saturating_add(bytes);
-        match total <= max {
-            true => Ok(()),
-            false => Err(SourceError::TooMuchInput {
-                slice: slice.index,
-                first: slice.first.to_string(),
-                total,
-                max,
-            }),
-        }
+        within_read_bound(slice, self.read.load(Ordering::SeqCst).saturating_add(bytes), max)
     }
 
     /// Adds the `bytes` a slice's query scans to what the rehearsal has read, refusing the slice,
@@ -57,16 +48,7 @@ impl Budget {
         if !self.counted.lock().expect("not poisoned").insert(slice.index) {
             return Ok(());
         }
-        let total = self.read.fetch_add(bytes, Ordering::SeqCst).saturating_add(bytes);
-        match total <= max {
-            true => Ok(()),
-            false => Err(SourceError::TooMuchInput {
-                slice: slice.index,
-                first: slice.first.to_string(),
-                total,
-                max,
-            }),
-        }
+        within_read_bound(slice, self.read.fetch_add(bytes, Ordering::SeqCst).saturating_add(bytes), max)
     }
 
     /// Adds the `rows` a slice's query returns to what the rehearsal will write, refusing the slice,
@@ -103,4 +85,14 @@ pub(crate) fn scanned_bytes(plan: &LogicalPlan, sizes: &BTreeMap<String, u64>) -
         Ok(TreeNodeRecursion::Continue)
     });
     scanned
+}
+
+/// The slice's refusal when the rehearsal's `total` bytes of input pass `max`.
+fn within_read_bound(slice: &Slice, total: u64, max: u64) -> Result<(), SourceError> {
+    match total <= max {
+        true => Ok(()),
+        false => {
+            Err(SourceError::TooMuchInput { slice: slice.index, first: slice.first.to_string(), total, max })
+        }
+    }
 }

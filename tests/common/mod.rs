@@ -565,6 +565,29 @@ pub async fn apply_paused<F: std::future::Future<Output = ()>>(
     child.wait_with_output().unwrap()
 }
 
+/// Runs `bf rollback --auto-approve` in `dir`, paused after its check and before its RESTORE,
+/// runs `meanwhile` there, lets it go on; returns what it printed.
+pub async fn rollback_paused_before_restore<F: std::future::Future<Output = ()>>(
+    dir: &Path,
+    meanwhile: F,
+) -> std::process::Output {
+    let pause = dir.join("paused-before-restore");
+    let child = crate::common::bf_process()
+        .current_dir(dir)
+        .env_remove("BF_STATE_DIR")
+        .args(["rollback", "--auto-approve"])
+        .env(bf::fault::PAUSE_FILE_ENV, &pause)
+        .env(bf::fault::PAUSE_POINT_ENV, "before-restore")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for("the rollback to pause before its RESTORE", || pause.exists());
+    meanwhile.await;
+    std::fs::remove_file(&pause).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// `~/.cache/<name>`, or the folder the environment variable `variable` names.
 pub fn cache_dir(variable: &str, name: &str) -> PathBuf {
     std::env::var_os(variable).map(PathBuf::from).unwrap_or_else(|| {

@@ -219,25 +219,15 @@ async fn delta_spark_compacting_or_altering_mid_apply_stops_bf_and_merging_mid_r
         );
     }
 
-    let pause = repo.join("paused-before-restore");
-    let rollback = crate::common::bf_process()
-        .current_dir(&repo)
-        .args(["rollback", "--auto-approve"])
-        .env(bf::fault::PAUSE_FILE_ENV, &pause)
-        .env(bf::fault::PAUSE_POINT_ENV, "before-restore")
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    crate::common::wait_for("the rollback to pause before its RESTORE", || pause.exists());
-    let merged = spark_sql(&[format!(
-        "MERGE INTO {at} t USING (SELECT 11L AS order_id, 'C11' AS customer, 110.0D AS amount, 'EUR' AS currency, \
-         DATE'2026-04-20' AS order_date, CAST(NULL AS STRING) AS note) s ON t.order_id = s.order_id \
-         WHEN NOT MATCHED THEN INSERT *"
-    )]);
-    rows(&merged[0], "Spark's MERGE during the rollback");
-    std::fs::remove_file(&pause).unwrap();
-    let stopped = rollback.wait_with_output().unwrap();
+    let stopped = crate::common::rollback_paused_before_restore(&repo, async {
+        let merged = spark_sql(&[format!(
+            "MERGE INTO {at} t USING (SELECT 11L AS order_id, 'C11' AS customer, 110.0D AS amount, 'EUR' AS currency, \
+             DATE'2026-04-20' AS order_date, CAST(NULL AS STRING) AS note) s ON t.order_id = s.order_id \
+             WHEN NOT MATCHED THEN INSERT *"
+        )]);
+        rows(&merged[0], "Spark's MERGE during the rollback");
+    })
+    .await;
     let said = String::from_utf8_lossy(&stopped.stderr);
     assert_eq!(stopped.status.code(), Some(1), "{said}");
     assert!(said.contains("another writer committed to") && said.contains("nothing was written"), "{said}");
