@@ -15,7 +15,7 @@ use crate::delta::store;
 use crate::delta::table;
 use crate::plan_file::{Metric, WriteMode};
 use crate::rehearse::checks::{self, CheckResult};
-use crate::rehearse::diff::{Comparison, Measures, Side};
+use crate::rehearse::diff::{Comparison, Measures, Side, Trend};
 use crate::rehearse::error::{RehearsalError, query_error};
 use crate::rehearse::plan::{BeforeAfter, BlastRadius, OutsideWindow, SliceReport};
 use crate::source::run::{SliceSource, SourceCounts};
@@ -53,8 +53,16 @@ pub(crate) async fn emptied_days(
     Ok(emptied)
 }
 
+/// The window compared as a whole.
+pub(crate) struct WindowCompared {
+    pub(crate) total: BeforeAfter,
+    pub(crate) outside_window: OutsideWindow,
+    pub(crate) breakdown: Vec<crate::rehearse::diff::BreakdownRow>,
+    pub(crate) trend: Trend,
+}
+
 /// Step 4, over the window: its totals before and after, everything outside it (which must not
-/// have moved), and the `[diff] by` breakdown.
+/// have moved), the `[diff] by` breakdown, and the trend the charts draw.
 pub(crate) async fn compare_window(
     spec: &crate::plan_file::PlanFile,
     stores: &store::Stores,
@@ -63,7 +71,7 @@ pub(crate) async fn compare_window(
     schema: deltalake::arrow::datatypes::SchemaRef,
     reports: &[SliceReport],
     rewritten: &[Window],
-) -> Result<(BeforeAfter, OutsideWindow, Vec<crate::rehearse::diff::BreakdownRow>), RehearsalError> {
+) -> Result<WindowCompared, RehearsalError> {
     let comparison =
         Comparison::new(stores, target, rehearsal, schema, spec.source.dialect).await.map_err(|e| {
             RehearsalError::Query {
@@ -107,7 +115,9 @@ pub(crate) async fn compare_window(
             .map_err(query_error("the [diff] by breakdown"))?
             .ok_or_else(|| too_many_groups(&spec.diff.by))?,
     };
-    Ok((total, outside_window, breakdown))
+    let trend =
+        comparison.trend(column, &spec.window(), metrics).await.map_err(query_error("the window's trend"))?;
+    Ok(WindowCompared { total, outside_window, breakdown, trend })
 }
 
 /// One rehearsed slice to compare with the target: its measures, row changes, checks and reconcile.

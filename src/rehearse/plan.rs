@@ -25,8 +25,8 @@ use crate::window::Window;
 /// The version of the saved plan's layout: 3 added downstream plans, which a bf reading format 2
 /// would silently leave unapplied; 5 records which table each version it relies on is of, and
 /// each slice's publication and blast radius; 6 the deleted keys a plan with a key brings back; 7
-/// the days outside the window the queries return rows for.
-pub const PLAN_FORMAT: u32 = 7;
+/// the days outside the window the queries return rows for; 8 the trend the charts draw.
+pub const PLAN_FORMAT: u32 = 8;
 
 /// The first format recording each slice's publication and blast radius.
 pub const PUBLICATION_FORMAT: u32 = 5;
@@ -83,6 +83,10 @@ pub struct Plan {
     /// The `[diff] by` columns, and the window's change broken down by them, largest first.
     pub breakdown_by: Vec<String>,
     pub breakdown: Vec<BreakdownRow>,
+    /// Rows and metrics before and after, period by period over the window and a few periods
+    /// either side: what the charts draw. Absent from plans saved before format 8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trend: Option<crate::rehearse::diff::Trend>,
     pub checks: Vec<CheckResult>,
     pub guards: Vec<GuardResult>,
     /// What the whole backfill rewrites in the table: its slices' together.

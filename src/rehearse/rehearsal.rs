@@ -22,7 +22,7 @@ use crate::plan_file::PlanDocument;
 use crate::plan_file::chain::Chain;
 use crate::rehearse::checks::CheckResult;
 use crate::rehearse::clone::ShallowClone;
-use crate::rehearse::compare::{Compared, compare_window};
+use crate::rehearse::compare::{Compared, WindowCompared, compare_window};
 use crate::rehearse::deleted_keys::Search;
 use crate::rehearse::guards;
 use crate::rehearse::plan::{
@@ -179,7 +179,7 @@ async fn rehearse(
     let Gathered { reports, check_results, merge_notes, sources } = gather(compared, &mut timings);
 
     let window = spec.window();
-    let (total, outside_window, breakdown) =
+    let WindowCompared { total, outside_window, breakdown, trend } =
         compare_window(spec, &stores, &target.table, &rehearsal, schema, &reports, &rewritten).await?;
     let row_changes = crate::rehearse::diff::RowCounts::sum(reports.iter().map(|r| r.changes.as_ref()));
     let deleted_keys = match &spec.target.key {
@@ -246,6 +246,7 @@ async fn rehearse(
         outside_window,
         breakdown_by: spec.diff.by.clone(),
         breakdown,
+        trend: Some(trend),
         checks: check_results,
         guards: Vec::new(),
         blast_radius,

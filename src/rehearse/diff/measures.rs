@@ -173,7 +173,7 @@ impl Comparison {
 
     /// The select list measuring `metrics` over `view`, with the rounding error of each metric
     /// that sums floating-point values: its magnitude Σ|x| is computed in the same pass.
-    async fn measuring(&self, view: &str, metrics: &[Metric]) -> DfResult<Measuring> {
+    pub(super) async fn measuring(&self, view: &str, metrics: &[Metric]) -> DfResult<Measuring> {
         // Metric SQL was checked to be one expression without subqueries (`bf validate`).
         let values = metrics.iter().map(|m| format!("({})", m.sql)).collect::<Vec<_>>();
         let types: Vec<DataType> = if values.is_empty() {
@@ -213,8 +213,8 @@ impl Comparison {
 }
 
 /// A query's select list that measures rows, and where in it each metric's error is bounded.
-struct Measuring {
-    select: Vec<String>,
+pub(super) struct Measuring {
+    pub(super) select: Vec<String>,
     /// (metric, ε, the column of its magnitude) for averages.
     bounded: Vec<(String, f64, usize)>,
     /// (metric, its column) for exact sums.
@@ -223,7 +223,7 @@ struct Measuring {
 
 impl Measuring {
     /// The measures in `row` of `batch`, whose select list starts at column `from`.
-    fn read(&self, batch: &RecordBatch, row: usize, from: usize, metrics: &[Metric]) -> Measures {
+    pub(super) fn read(&self, batch: &RecordBatch, row: usize, from: usize, metrics: &[Metric]) -> Measures {
         let value = |column: usize| scalar(batch, from + column, row).and_then(|v| as_f64(&v));
         let rows = value(0).map_or(0, |n| n as u64);
         let values = metrics.iter().enumerate().map(|(i, m)| (m.name.clone(), value(i + 1))).collect();

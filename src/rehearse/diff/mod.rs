@@ -11,6 +11,8 @@
 //!   counts as removed rather than hiding behind its twin. A slice held in memory whose keys do not
 //!   repeat is paired in one pass over its rows instead of by queries (`pairing`); a bigger one
 //!   likewise, split by key into parts on disk and paired a few parts at a time (`parts`).
+//! - [`Comparison::trend`]: rows and metrics period by period over the window and its neighbours,
+//!   what the charts draw.
 //! - [`Comparison::breakdown`]: each metric's change split by columns (`[diff] by`): with a key, by
 //!   the values a row had before and after ("currency = USD → EUR").
 
@@ -21,12 +23,14 @@ mod pairing;
 mod parts;
 mod session;
 mod shapes;
+mod trend;
 
 pub use breakdown::{BreakdownRow, MAX_GROUPS};
 pub use changes::{KeyReport, RowChanges, RowCounts, SampleRow, key_report};
 pub use measures::Measures;
 pub use session::{Comparison, Side, ident};
 pub use shapes::{ColumnChange, Shape};
+pub use trend::{MAX_POINTS, Period, Trend, TrendPoint, periods};
 
 #[cfg(test)]
 mod tests {
