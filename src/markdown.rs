@@ -19,6 +19,26 @@
 /// (U+2060 WORD JOINER) keeps `@octocat` from being a name it can ping.
 pub const JOINER: char = '\u{2060}';
 
+/// `text` inside a double-quoted string of a Mermaid diagram (a chart's title, an axis label),
+/// on one line, shown as written: the quote, `#` (which starts Mermaid's entity codes), the
+/// backtick (which would end the code fence GitHub reads the diagram from) and the characters of
+/// markup written as Mermaid's entity codes (`#quot;`, `#35;`), control characters as spaces.
+pub fn mermaid(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in one_line(text).trim().chars() {
+        match c {
+            '#' => out.push_str("#35;"),
+            '"' => out.push_str("#quot;"),
+            '`' => out.push_str("#96;"),
+            '<' => out.push_str("#lt;"),
+            '>' => out.push_str("#gt;"),
+            '&' => out.push_str("#amp;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// `text` as markdown on one line, shown as written: safe in a paragraph, a list item and a table
 /// cell. Line breaks and control characters become spaces and the ends are trimmed (markdown
 /// would drop those spaces anyway).
@@ -134,5 +154,17 @@ mod tests {
         assert_eq!(text("orders_silver and fx__rates"), "orders_silver and fx__rates");
         assert_eq!(text("_hidden_ or __bold__ or snake_"), "\\_hidden\\_ or \\_\\_bold\\_\\_ or snake\\_");
         assert_eq!(text("a_*b*_c"), "a\\_\\*b\\*\\_c");
+    }
+
+    #[test]
+    fn a_mermaid_string_holds_no_quote_entity_tag_or_fence_of_its_own() {
+        assert_eq!(mermaid("revenue"), "revenue");
+        // A quote would end the string, `#word;` is read as an entity, `<` drops text after it in
+        // Mermaid's sanitizer, a backtick run could end GitHub's fence, a line break the line.
+        assert_eq!(
+            mermaid("say \"hi\" #1; <script>x</script> a&b ```\nnext"),
+            "say #quot;hi#quot; #35;1; #lt;script#gt;x#lt;/script#gt; a#amp;b #96;#96;#96; next"
+        );
+        assert_eq!(mermaid("#quot;"), "#35;quot;", "an entity code as written stays text");
     }
 }

@@ -55,6 +55,20 @@ pub async fn run(command: Command, root: Option<&Path>) -> anyhow::Result<ExitCo
     }
 }
 
+/// Writes an HTML report the operator asked for (`--html FILE`): whole or not at all, never
+/// through a link or into a `.git`, never over a file that can be run (the write gate's rules,
+/// the file's own folder the place allowed). Readable by its owner only: it may hold rows.
+pub fn write_report(path: &Path, page: &str) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let folder = match path.parent() {
+        Some(parent) if !parent.as_os_str().is_empty() => parent.to_owned(),
+        _ => PathBuf::from("."),
+    };
+    bf::write_gate::WriteGate::within([&folder])
+        .write_file(path, page.as_bytes(), bf::write_gate::Readers::Owner)
+        .with_context(|| format!("writing the report to {}", path.display()))
+}
+
 /// Asks on the terminal, like Terraform: only "yes" goes ahead. Without a terminal to ask on, it
 /// refuses rather than hang or guess.
 pub fn confirm(question: &str, verb: &str) -> anyhow::Result<bool> {

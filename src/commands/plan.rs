@@ -10,7 +10,7 @@ use bf::rehearse::policy::Policies;
 use bf::rehearse::rehearsal::{self, Progress};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::render::plan::{Detail, Format, render_with};
+use crate::render::plan::{Detail, Format, charts_wanted, render_with};
 
 /// Rehearse a plan on a shallow clone of the table and show what it would change.
 ///
@@ -40,6 +40,15 @@ pub struct Args {
     /// How much of the plan to show (text and markdown).
     #[arg(long, value_enum, default_value_t = Detail::Auto)]
     detail: Detail,
+    /// No charts: the trend is drawn under the summary on a terminal (never into a pipe) and as
+    /// Mermaid charts in `--format markdown`.
+    #[arg(long)]
+    no_chart: bool,
+    /// Also write the plan as one self-contained HTML page to FILE: the header, a chart per
+    /// metric over the window and its neighbours, the slices, the changes, checks, guards and
+    /// the outside-the-window proof. It loads nothing and runs no script.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// Exit 2 (instead of 0) when the plan would change data.
     #[arg(long)]
     detailed_exitcode: bool,
@@ -100,8 +109,11 @@ pub async fn run(args: Args, policy: &bf::plan_file::confine::Policy) -> anyhow:
     let planned = rehearse_and_save(&args.plan, policy, policies, how, &args.state, &progress).await;
     progress.clear();
     let Some((plan, saved)) = planned? else { return Ok(ExitCode::FAILURE) };
+    if let Some(path) = &args.html {
+        super::write_report(path, &crate::render::plan::html(&plan))?;
+    }
     let format = if args.json { Format::Json } else { args.format };
-    let mut text = render_with(&plan, format, args.detail);
+    let mut text = render_with(&plan, format, args.detail, charts_wanted(format, args.no_chart));
     if format == Format::Text {
         text.push_str(&format!("{}\n", saved_line(&plan, &saved, &args.state)));
     }

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use bf::rehearse::plan::Plan;
 
-use crate::render::plan::{Detail, Format, render_with};
+use crate::render::plan::{Detail, Format, charts_wanted, render_with};
 
 /// Show a saved plan (the last `bf plan`, or a file saved with `--out`).
 #[derive(Debug, clap::Args)]
@@ -24,6 +24,15 @@ pub struct Args {
     /// How much of the plan to show (text and markdown).
     #[arg(long, value_enum, default_value_t = Detail::Auto)]
     detail: Detail,
+    /// No charts: the trend is drawn under the summary on a terminal (never into a pipe) and as
+    /// Mermaid charts in `--format markdown`.
+    #[arg(long)]
+    no_chart: bool,
+    /// Also write the plan as one self-contained HTML page to FILE: the header, a chart per
+    /// metric over the window and its neighbours, the slices, the changes, checks, guards and
+    /// the outside-the-window proof. It loads nothing and runs no script.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> anyhow::Result<ExitCode> {
@@ -33,6 +42,10 @@ pub fn run(args: Args) -> anyhow::Result<ExitCode> {
         plan.keep_counts_only();
     }
     let format = if args.json { Format::Json } else { args.format };
-    crate::render::print(&render_with(&plan, format, args.detail))?;
+    if let Some(path) = &args.html {
+        super::write_report(path, &crate::render::plan::html(&plan))?;
+    }
+    let chart = charts_wanted(format, args.no_chart);
+    crate::render::print(&render_with(&plan, format, args.detail, chart))?;
     Ok(ExitCode::SUCCESS)
 }

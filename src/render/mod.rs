@@ -7,11 +7,14 @@ pub mod apply;
 pub mod freeze;
 pub mod gaps;
 pub mod history;
+pub mod page;
 pub mod plan;
 pub mod policy;
 pub mod rollback;
 pub mod slices;
 pub mod status;
+pub mod svg;
+pub mod trend;
 
 /// A report as the one JSON document `--json` prints on stdout. serde_json escapes the C0 controls;
 /// the C1 controls and the characters that reorder text are escaped here as well (`\u202e`), so the

@@ -29,13 +29,13 @@ const CUT_NOTE: usize = 400;
 /// guards, outside the window — never cut — then the slices, the breakdown and the changed rows,
 /// cut where GitHub's comment limit would be reached, saying so.
 /// One plan's comment, at most `limit` characters.
-pub(super) fn markdown(plan: &Plan, detail: Detail, limit: usize) -> String {
-    markdown_at(plan, detail, limit, 3)
+pub(super) fn markdown(plan: &Plan, detail: Detail, chart: bool, limit: usize) -> String {
+    markdown_at(plan, detail, chart, limit, 3)
 }
 
 /// [`markdown`] with its title at heading `level` (a table of a chain's comment sits one below the
 /// chain's table headings, so that levels go in order).
-fn markdown_at(plan: &Plan, detail: Detail, limit: usize, level: usize) -> String {
+fn markdown_at(plan: &Plan, detail: Detail, chart: bool, limit: usize, level: usize) -> String {
     let shown = Shown::of(plan, detail);
     let mut head = String::new();
     heading(&mut head, plan, level);
@@ -44,7 +44,11 @@ fn markdown_at(plan: &Plan, detail: Detail, limit: usize, level: usize) -> Strin
     outside_window(&mut head, plan);
     warnings(&mut head, plan);
 
-    let mut sections = vec![slices_table(plan, &shown)];
+    let mut sections = Vec::new();
+    if chart {
+        sections.extend(super::mermaid::charts(plan));
+    }
+    sections.push(slices_table(plan, &shown));
     sections.extend(breakdown(plan));
     sections.extend(shown.samples.iter().filter_map(|slice| changed_rows(slice)));
     within_limit(head, &sections, limit)
@@ -52,7 +56,7 @@ fn markdown_at(plan: &Plan, detail: Detail, limit: usize, level: usize) -> Strin
 
 /// A chain as one pull-request comment: the chain's status first, then each table's plan, all
 /// under GitHub's limit.
-pub(super) fn chain_markdown(root: &Plan, detail: Detail) -> String {
+pub(super) fn chain_markdown(root: &Plan, detail: Detail, chart: bool) -> String {
     let plans = root.chain();
     let status = if root.appliable() { "✅" } else { "❌" };
     let mut out = format!("## {status} Backfill of {} tables\n\n", plans.len());
@@ -75,7 +79,7 @@ pub(super) fn chain_markdown(root: &Plan, detail: Detail) -> String {
     let budget = (COMMENT_LIMIT - out.len() - 1_000) / plans.len();
     for (i, plan) in plans.iter().enumerate() {
         let _ = writeln!(out, "\n---\n\n### {}. {}\n", i + 1, md::code(&table_name(&plan.target.uri)));
-        out.push_str(&markdown_at(plan, detail, budget, 4));
+        out.push_str(&markdown_at(plan, detail, chart, budget, 4));
     }
     out + MARKER
 }

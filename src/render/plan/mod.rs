@@ -2,7 +2,10 @@
 //! comment (`--format markdown`). JSON is the plan value itself. The two readable forms differ in
 //! layout only: the cells, the summary and the breakdown they show are made here, once.
 
+mod chart;
+mod html;
 mod markdown;
+mod mermaid;
 mod shown;
 mod text;
 
@@ -45,20 +48,35 @@ pub enum Detail {
     All,
 }
 
+/// A plan without charts: what a log, a pipe or a notice holds.
 pub fn render(plan: &Plan, format: Format) -> String {
-    render_with(plan, format, Detail::Auto)
+    render_with(plan, format, Detail::Auto, false)
 }
 
-pub fn render_with(plan: &Plan, format: Format, detail: Detail) -> String {
+/// A plan in `format`, with its charts (`chart`): the trend drawn under the summary in a
+/// terminal, as Mermaid charts in a pull-request comment.
+pub fn render_with(plan: &Plan, format: Format, detail: Detail, chart: bool) -> String {
     match format {
-        Format::Text if plan.downstream.is_empty() => text(plan, detail),
-        Format::Text => chain_text(plan, detail),
+        Format::Text if plan.downstream.is_empty() => text(plan, detail, chart),
+        Format::Text => chain_text(plan, detail, chart),
         Format::Json => super::json(plan),
         Format::Markdown if plan.downstream.is_empty() => {
-            markdown::markdown(plan, detail, COMMENT_LIMIT) + MARKER
+            markdown::markdown(plan, detail, chart, COMMENT_LIMIT) + MARKER
         }
-        Format::Markdown => chain_markdown(plan, detail),
+        Format::Markdown => chain_markdown(plan, detail, chart),
     }
+}
+
+/// A plan (and its chain) as one self-contained HTML page: `--html FILE`.
+pub fn html(plan: &Plan) -> String {
+    html::html(plan)
+}
+
+/// Whether a plan printed as `format` draws its charts: not with `--no-chart`, and in text only
+/// on a terminal (a pipe or a log gets the numbers alone).
+pub fn charts_wanted(format: Format, no_chart: bool) -> bool {
+    use std::io::IsTerminal;
+    !no_chart && (format != Format::Text || std::io::stdout().is_terminal())
 }
 
 /// `Plan: 1 slice to replace; rows 412 → 409 (−0.7%); revenue 18,204.10 → 16,880.55 (−7.3%)`.
@@ -129,6 +147,39 @@ pub(super) fn preview_line(plan: &Plan) -> Option<String> {
         preview.of,
         chosen.join(", ")
     ))
+}
+
+/// The rows outside the window, which a backfill must not touch: unchanged (and how that was
+/// known), or changed; and the metrics compared within their rounding error.
+pub(super) fn outside_said(plan: &Plan) -> (String, Vec<String>) {
+    let outside = &plan.outside_window;
+    let label = outside_label(plan);
+    let mut outside_line = format!("{} rows", number(outside.before.rows as f64));
+    for (name, value) in &outside.before.metrics {
+        let _ = write!(outside_line, ", {name} {}", crate::render::value(*value));
+    }
+    let compared_files = outside.shared_files + outside.replaced_files + outside.written_files > 0;
+    let line = if outside.unchanged && compared_files {
+        let held = if outside.before.rows == 0 {
+            "hold no row outside it".to_owned()
+        } else {
+            format!("hold the same {outside_line} outside it")
+        };
+        format!(
+            "{label}: unchanged ✓ ({} shared untouched; the {} the slices replaced and the {} they wrote {held})",
+            count(outside.shared_files as usize, "file"),
+            count(outside.replaced_files as usize, "file"),
+            outside.written_files,
+        )
+    } else if outside.unchanged {
+        format!("{label}: {outside_line}: unchanged ✓")
+    } else {
+        format!(
+            "{label}: CHANGED ✗ rows {}",
+            change(Some(outside.before.rows as f64), Some(outside.after.rows as f64))
+        )
+    };
+    (line, outside.within_error.clone())
 }
 
 /// What the rows a backfill must not touch are called: those outside the window, or, in a preview,

@@ -10,14 +10,17 @@ use super::{
     Columns, Detail, breakdown_metrics, checks_by_name, display, measured_cells, notice, rewrites,
     sample_diff, summary, table_name, unfreeze,
 };
-use crate::render::{change, count, number, table};
+use crate::render::{count, number, table};
 
 /// One plan, section by section.
-pub(super) fn text(plan: &Plan, detail: Detail) -> String {
+pub(super) fn text(plan: &Plan, detail: Detail, chart: bool) -> String {
     let shown = Shown::of(plan, detail);
     let mut out = String::new();
     header(&mut out, plan);
     verdict(&mut out, plan);
+    if chart {
+        out.push_str(&super::chart::chart(plan).unwrap_or_default());
+    }
     checks_and_guards(&mut out, plan);
     slices_table(&mut out, plan, &shown);
     outside_window(&mut out, plan);
@@ -30,8 +33,8 @@ pub(super) fn text(plan: &Plan, detail: Detail) -> String {
 
 /// A chain: each table's plan, upstream first, under a line naming the table it is built from; the
 /// chain's summary last, where a terminal leaves the eye.
-pub(super) fn chain_text(root: &Plan, detail: Detail) -> String {
-    let mut out = text(root, detail);
+pub(super) fn chain_text(root: &Plan, detail: Detail, chart: bool) -> String {
+    let mut out = text(root, detail, chart);
     for (plan, upstream) in downstream_of(root) {
         let _ = writeln!(
             out,
@@ -39,7 +42,7 @@ pub(super) fn chain_text(root: &Plan, detail: Detail) -> String {
             table_name(&upstream.target.uri),
             table_name(&plan.target.uri)
         );
-        out.push_str(&text(plan, detail));
+        out.push_str(&text(plan, detail, chart));
     }
     let _ = writeln!(out, "\n{}", chain_summary(root));
     if !root.appliable() {
@@ -215,39 +218,11 @@ fn slices_table(w: &mut String, plan: &Plan, shown: &Shown) {
     }
 }
 
-/// The rows outside the window, which a backfill must not touch: unchanged (and how that was
-/// known), or changed.
+/// The rows outside the window, which a backfill must not touch.
 fn outside_window(w: &mut String, plan: &Plan) {
-    let outside = &plan.outside_window;
-    let label = super::outside_label(plan);
-    let mut outside_line = format!("{} rows", number(outside.before.rows as f64));
-    for (name, value) in &outside.before.metrics {
-        let _ = write!(outside_line, ", {name} {}", crate::render::value(*value));
-    }
-    let compared_files = outside.shared_files + outside.replaced_files + outside.written_files > 0;
-    if outside.unchanged && compared_files {
-        let held = if outside.before.rows == 0 {
-            "hold no row outside it".to_owned()
-        } else {
-            format!("hold the same {outside_line} outside it")
-        };
-        let _ = writeln!(
-            w,
-            "{label}: unchanged ✓ ({} shared untouched; the {} the slices replaced and the {} they wrote {held})",
-            count(outside.shared_files as usize, "file"),
-            count(outside.replaced_files as usize, "file"),
-            outside.written_files,
-        );
-    } else if outside.unchanged {
-        let _ = writeln!(w, "{label}: {outside_line}: unchanged ✓");
-    } else {
-        let _ = writeln!(
-            w,
-            "{label}: CHANGED ✗ rows {}",
-            change(Some(outside.before.rows as f64), Some(outside.after.rows as f64))
-        );
-    }
-    for note in &outside.within_error {
+    let (line, notes) = super::outside_said(plan);
+    let _ = writeln!(w, "{line}");
+    for note in notes {
         let _ = writeln!(w, "  compared within rounding: {note}");
     }
 }

@@ -1,0 +1,99 @@
+//! The trend under a plan's summary in a terminal: per metric (rows first), a line of block
+//! characters before and one after, the window between two marks and a few periods either side of
+//! it, fitted to 100 columns. A reviewer sees which days moved before reading a number.
+
+use std::fmt::Write;
+
+use bf::rehearse::diff::Trend;
+use bf::rehearse::plan::Plan;
+
+use crate::render::trend::{Series, inside, per, series};
+
+/// The widest line the chart draws.
+pub(crate) const WIDTH: usize = 100;
+/// The widest a metric's name is shown; a longer one is cut, marked `…`.
+const NAME: usize = 16;
+/// Eight heights of a bar, lowest first; a period without rows or value is left blank.
+const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+/// Drawn before the window's first period and after its last.
+const EDGE: char = '┊';
+
+/// The chart, or `None` for a plan saved without a trend (before format 8).
+pub(super) fn chart(plan: &Plan) -> Option<String> {
+    let trend = plan.trend.as_ref().filter(|t| !t.points.is_empty())?;
+    let (first, last) = (trend.points.first()?, trend.points.last()?);
+    let mut out = format!(
+        "\n{}, {}..{}, the window between {EDGE} {EDGE} (bars from ▁ lowest to █ highest):\n",
+        capitalized(per(trend.period)),
+        first.first,
+        last.last
+    );
+    let all = series(trend);
+    // Each line's words after its bars: the range on the first, what moved on the second.
+    let said: Vec<(String, String)> = all.iter().map(|s| (range(s), s.moved_said(trend))).collect();
+    let widest = said.iter().flat_map(|(a, b)| [a, b]).map(|s| s.chars().count()).max().unwrap_or(0);
+    // "  <name>  before <bars>  <words>": the name gets what the bars and words leave.
+    let fixed = 2 + 2 + "before ".len() + trend.points.len() + 2 + 2 + widest;
+    let longest = all.iter().map(|s| s.name.chars().count()).max().unwrap_or(0);
+    let name_width = longest.min(NAME).min(WIDTH.saturating_sub(fixed).max(4));
+    for (s, (range, moved)) in all.iter().zip(&said) {
+        let name = cut(&s.name, name_width);
+        let _ = writeln!(out, "  {name:<name_width$}  before {}  {range}", bars(trend, s, &s.before));
+        let _ = writeln!(out, "  {:<name_width$}  after  {}  {moved}", "", bars(trend, s, &s.after));
+    }
+    Some(out)
+}
+
+/// One side of a series as bars, on the scale both sides share, the window between [`EDGE`]s.
+fn bars(trend: &Trend, series: &Series, values: &[Option<f64>]) -> String {
+    let (low, high) = series.range().unwrap_or((0.0, 0.0));
+    let window = inside(trend);
+    let mut line = String::new();
+    for (i, value) in values.iter().enumerate() {
+        if window.is_some_and(|(first, _)| first == i) {
+            line.push(EDGE);
+        }
+        line.push(match value {
+            // Nothing, or no rows at all: blank, whatever the scale.
+            None => ' ',
+            Some(v) if *v == 0.0 && low == 0.0 => ' ',
+            Some(v) => height(*v, low, high),
+        });
+        if window.is_some_and(|(_, last)| last == i) {
+            line.push(EDGE);
+        }
+    }
+    line
+}
+
+/// The block for `value` on a scale from `low` (the lowest block) to `high` (the highest); the
+/// middle one where every value is the same.
+fn height(value: f64, low: f64, high: f64) -> char {
+    if high <= low {
+        return BLOCKS[BLOCKS.len() / 2];
+    }
+    let share = (value - low) / (high - low);
+    let level = (share * (BLOCKS.len() - 1) as f64).round() as usize;
+    BLOCKS[level.min(BLOCKS.len() - 1)]
+}
+
+/// `13 – 14`: the scale a metric's bars are drawn on.
+fn range(series: &Series) -> String {
+    match series.range() {
+        Some((low, high)) if low == high => format!("{} throughout", crate::render::number(low)),
+        Some((low, high)) => format!("{} – {}", crate::render::number(low), crate::render::number(high)),
+        None => "no values".to_owned(),
+    }
+}
+
+fn cut(name: &str, width: usize) -> String {
+    match name.chars().count() > width {
+        true => name.chars().take(width.saturating_sub(1)).chain(['…']).collect(),
+        false => name.to_owned(),
+    }
+}
+
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}
