@@ -30,6 +30,7 @@ mod live;
 mod memory;
 mod merge;
 mod partitions;
+mod pictures;
 mod plan;
 mod plan_files;
 mod policy;

@@ -1,5 +1,6 @@
 //! What every test area needs: the bf binary, the repository's folders, temp plans, table reads.
 
+pub mod browser;
 pub mod duckdb;
 pub mod servers;
 pub mod spark;
