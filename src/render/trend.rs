@@ -25,7 +25,7 @@ impl Series {
     pub fn moved_said(&self, trend: &Trend) -> String {
         let unit = match trend.period {
             Period::Day => "day",
-            Period::Week => "7-day period",
+            Period::Week => "week",
             Period::Month => "month",
             Period::Year => "year",
         };
@@ -96,11 +96,12 @@ pub fn label(point: &TrendPoint, period: Period) -> String {
     }
 }
 
-/// `per day`, `per week` (seven days from the window's first), …: what one point is.
+/// `per day`, `per week` (seven days counted from the window's first, the last clipped to it), …:
+/// what one point is.
 pub fn per(period: Period) -> &'static str {
     match period {
         Period::Day => "per day",
-        Period::Week => "per 7 days",
+        Period::Week => "per week",
         Period::Month => "per month",
         Period::Year => "per year",
     }

@@ -67,3 +67,36 @@ fn written_series(markdown: &str) -> Vec<(Vec<f64>, Vec<f64>)> {
         })
         .collect()
 }
+
+/// A quarter's backfill (July to September into `orders_daily`, whose rows start in September):
+/// drawn per week counted from its first day, a month either side, on a terminal of 100 columns
+/// and in charts Mermaid parses.
+#[test]
+fn a_quarter_is_drawn_by_weeks_on_a_terminal_and_in_the_comment() {
+    let dir = crate::common::demo_workspace();
+    let root = dir.path();
+    let plan = crate::common::september_plan(root, "quarter.toml", 30, |text| {
+        let text = text
+            .replace("start = 2026-09-01", "start = 2026-07-01")
+            .replace("every = \"day\"\nrun_offset = \"1 day\"", "every = \"month\"")
+            .replace("orders/{date}.csv", "orders/*.csv");
+        text + "\n[guards]\nallow_empty_slices = true\n"
+    });
+    let shown = super::terminal::on_a_terminal(root, &format!("plan {plan} -q"));
+    let lines = super::terminal::chart_lines(&shown);
+    assert!(lines[0].starts_with("Per week, 2026-06-03..2026-10-28"), "{shown}");
+    assert!(lines.iter().all(|l| l.chars().count() <= 100), "{lines:#?}");
+    let rows = lines.iter().find(|l| l.contains("after")).unwrap();
+    assert!(rows.ends_with("6 of 14 weeks moved"), "September's rows, in weeks 10 to 14 of the 14: {rows}");
+
+    let comment = bf_in(root).args(["show", "--format", "markdown"]).output().unwrap();
+    let file = root.join("comment.md");
+    std::fs::write(&file, &comment.stdout).unwrap();
+    let blocks = mermaid_blocks(&file);
+    assert_eq!(blocks.len(), 2, "rows and revenue");
+    for block in &blocks {
+        assert_eq!(block["ok"], true, "{}", block["error"]);
+        assert_eq!(block["bars"], 22, "4 weeks, the window's 14, 4 weeks");
+        assert_eq!(block["xLabels"][4], "07-01");
+    }
+}

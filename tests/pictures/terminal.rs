@@ -7,7 +7,7 @@ use super::{march_planned, trend_values};
 use crate::common::{bf_in, clean, duckdb_rows};
 
 /// What `bf ARGS` prints on a terminal 100 columns wide (a pseudo-terminal: `script`).
-fn on_a_terminal(dir: &Path, args: &str) -> String {
+pub(super) fn on_a_terminal(dir: &Path, args: &str) -> String {
     let bf = assert_cmd::cargo::cargo_bin("bf");
     let line = format!("stty cols 100 rows 80; exec {} {args}", bf.display());
     let mut script = clean(std::process::Command::new("script"));
@@ -17,8 +17,8 @@ fn on_a_terminal(dir: &Path, args: &str) -> String {
 }
 
 /// The chart's lines: from its heading to the line before `Checks`.
-fn chart_lines(shown: &str) -> Vec<&str> {
-    shown.lines().skip_while(|l| !l.starts_with("Per day")).take_while(|l| !l.starts_with("Checks")).collect()
+pub(super) fn chart_lines(shown: &str) -> Vec<&str> {
+    shown.lines().skip_while(|l| !l.starts_with("Per ")).take_while(|l| !l.starts_with("Checks")).collect()
 }
 
 const BLOCKS: &str = "▁▂▃▄▅▆▇█";

@@ -11,7 +11,7 @@ use crate::render::trend::{Series, inside, per, series};
 
 /// The widest line the chart draws.
 pub(crate) const WIDTH: usize = 100;
-/// The widest a metric's name is shown; a longer one is cut, marked `…`.
+/// The widest a metric's name is shown beside its bars; a longer one gets a line of its own.
 const NAME: usize = 16;
 /// Eight heights of a bar, lowest first; a period without rows or value is left blank.
 const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
@@ -20,7 +20,10 @@ const EDGE: char = '┊';
 
 /// The chart, or `None` for a plan saved without a trend (before format 8).
 pub(super) fn chart(plan: &Plan) -> Option<String> {
-    let trend = plan.trend.as_ref().filter(|t| !t.points.is_empty())?;
+    lines(plan.trend.as_ref().filter(|t| !t.points.is_empty())?)
+}
+
+fn lines(trend: &Trend) -> Option<String> {
     let (first, last) = (trend.points.first()?, trend.points.last()?);
     let mut out = format!(
         "\n{}, {}..{}, the window between {EDGE} {EDGE} (bars from ▁ lowest to █ highest):\n",
@@ -32,12 +35,20 @@ pub(super) fn chart(plan: &Plan) -> Option<String> {
     // Each line's words after its bars: the range on the first, what moved on the second.
     let said: Vec<(String, String)> = all.iter().map(|s| (range(s), s.moved_said(trend))).collect();
     let widest = said.iter().flat_map(|(a, b)| [a, b]).map(|s| s.chars().count()).max().unwrap_or(0);
-    // "  <name>  before <bars>  <words>": the name gets what the bars and words leave.
+    // "  <name>  before <bars>  <words>": the names get what the bars and words leave; where a
+    // name would not fit, each name has a line of its own above its bars.
     let fixed = 2 + 2 + "before ".len() + trend.points.len() + 2 + 2 + widest;
     let longest = all.iter().map(|s| s.name.chars().count()).max().unwrap_or(0);
-    let name_width = longest.min(NAME).min(WIDTH.saturating_sub(fixed).max(4));
+    let beside = longest <= NAME.min(WIDTH.saturating_sub(fixed));
+    let name_width = if beside { longest } else { 2 };
     for (s, (range, moved)) in all.iter().zip(&said) {
-        let name = cut(&s.name, name_width);
+        let name = match beside {
+            true => s.name.clone(),
+            false => {
+                let _ = writeln!(out, "  {}", cut(&s.name, WIDTH - 2));
+                String::new()
+            }
+        };
         let _ = writeln!(out, "  {name:<name_width$}  before {}  {range}", bars(trend, s, &s.before));
         let _ = writeln!(out, "  {:<name_width$}  after  {}  {moved}", "", bars(trend, s, &s.after));
     }
@@ -96,4 +107,47 @@ fn cut(name: &str, width: usize) -> String {
 fn capitalized(text: &str) -> String {
     let mut chars = text.chars();
     chars.next().map(|c| c.to_uppercase().chain(chars).collect()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use bf::rehearse::diff::{MAX_POINTS, Measures, Period, TrendPoint};
+
+    use super::*;
+
+    /// The widest trend, a metric named at length, negative values and a period without rows.
+    #[test]
+    fn the_widest_trend_with_long_names_fits_a_hundred_columns() {
+        let name = "revenue_in_euros_after_refunds_and_fx";
+        let day =
+            |i: usize| chrono::NaiveDate::from_ymd_opt(2020, 1, 1).unwrap() + chrono::Days::new(i as u64);
+        let measures = |i: usize, shift: f64| Measures {
+            rows: if i == 3 { 0 } else { 1_000_000 + i as u64 },
+            metrics: BTreeMap::from([(name.to_owned(), (i != 3).then_some(i as f64 - 30.0 + shift))]),
+            ..Measures::default()
+        };
+        let points = (0..MAX_POINTS)
+            .map(|i| TrendPoint {
+                first: day(i),
+                last: day(i),
+                inside: (4..MAX_POINTS - 4).contains(&i),
+                before: measures(i, 0.0),
+                after: measures(i, if i == 20 { 5.0 } else { 0.0 }),
+            })
+            .collect();
+        let drawn = lines(&Trend { period: Period::Day, points }).unwrap();
+        for line in drawn.lines() {
+            assert!(line.chars().count() <= WIDTH, "{} columns: {line}", line.chars().count());
+        }
+        assert!(drawn.contains(&format!("\n  {name}\n")), "a long name on its own line:\n{drawn}");
+        assert!(drawn.contains("1 of 54 days moved"), "{drawn}");
+        let mut lines = drawn.lines().skip_while(|l| !l.contains(name));
+        let before = lines.nth(1).unwrap();
+        let bars: String = before.split("before ").nth(1).unwrap().chars().take(MAX_POINTS + 2).collect();
+        assert!(bars.starts_with("▁▁▁ ┊") && bars.ends_with("█"), "the empty day blank: {bars}");
+        let heights: Vec<usize> = bars.chars().filter_map(|c| BLOCKS.iter().position(|b| *b == c)).collect();
+        assert!(heights.windows(2).all(|w| w[0] <= w[1]), "rising values, rising bars: {bars}");
+    }
 }
