@@ -44,6 +44,10 @@ pub struct Args {
     /// Print JSON.
     #[arg(long)]
     json: bool,
+    /// Also write the gaps as one self-contained HTML page to FILE: a calendar of rows per day,
+    /// the missing, thin and unfinished days marked. It loads nothing and runs no script.
+    #[arg(long, value_name = "FILE")]
+    html: Option<PathBuf>,
     /// Write a plan for the days found to FILE (never over an existing file), from `--like`.
     #[arg(long, value_name = "FILE", requires = "like")]
     write_plan: Option<PathBuf>,
@@ -81,19 +85,22 @@ pub async fn run(args: Args, policy: &Policy) -> anyhow::Result<ExitCode> {
         },
         _ => None,
     };
+    let rerun = match args.what.ends_with(".toml") {
+        true => format!("bf gaps {}", args.what),
+        false => format!(
+            "bf gaps {} --date-column {} --from {} --to {}",
+            args.what, looked.date_column, looked.range.start, looked.range.end
+        ),
+    };
+    if let Some(path) = &args.html {
+        super::write_report(path, &render::gaps::html(&gaps, &rerun))?;
+    }
     if args.json {
         let mut report = serde_json::to_value(&gaps)?;
         report["days"] = serde_json::to_value(gaps.days())?;
         report["written_plan"] = serde_json::to_value(written.as_ref().map(|p| p.display().to_string()))?;
         crate::render::print(&render::json(&report))?;
     } else {
-        let rerun = match args.what.ends_with(".toml") {
-            true => format!("bf gaps {}", args.what),
-            false => format!(
-                "bf gaps {} --date-column {} --from {} --to {}",
-                args.what, looked.date_column, looked.range.start, looked.range.end
-            ),
-        };
         let mut text = render::gaps::text(&gaps, &rerun);
         if let Some(out) = &written {
             text.push_str(&format!(

@@ -51,6 +51,8 @@ pub struct Gaps {
     /// bf backfills of the table over days of the range whose apply never finished, and that were
     /// not rolled back.
     pub unfinished: Vec<Unfinished>,
+    /// Rows on each day of the range that holds any (what the calendar of `bf gaps --html` draws).
+    pub rows: std::collections::BTreeMap<NaiveDate, u64>,
     /// How the rows were counted: data files whose date column was read (the rest from the log),
     /// or `None` when deltalake's reader counted them (deletion vectors, a clone's files).
     pub files_read: Option<usize>,
@@ -165,6 +167,12 @@ pub async fn find(
         missing,
         thin,
         unfinished,
+        rows: counted
+            .rows
+            .range(range.start..=range.end)
+            .filter(|(_, n)| **n > 0)
+            .map(|(d, n)| (*d, *n))
+            .collect(),
         files_read: counted.files_read,
     })
 }

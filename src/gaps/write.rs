@@ -182,6 +182,7 @@ mod tests {
             missing,
             thin: vec![Thin { day: d("2025-12-24"), rows: 1, usual: 30, compared_with: 8 }],
             unfinished: Vec::new(),
+            rows: std::collections::BTreeMap::new(),
             files_read: Some(0),
         }
     }

@@ -4,8 +4,10 @@
 use std::fmt::Write;
 
 use bf::gaps::Gaps;
+use maud::html;
 
 use crate::render::count;
+use crate::render::svg::Mark;
 
 pub fn text(gaps: &Gaps, rerun: &str) -> String {
     let mut out = String::new();
@@ -93,4 +95,52 @@ pub fn text(gaps: &Gaps, rerun: &str) -> String {
         );
     }
     out
+}
+
+/// The gaps as one self-contained HTML page (`bf gaps --html FILE`): the calendar of rows per
+/// day with what was found marked, then the same lists as the terminal's.
+pub fn html(gaps: &Gaps, rerun: &str) -> String {
+    let days: Vec<crate::render::svg::calendar::Day> = gaps
+        .range
+        .start
+        .iter_days()
+        .take_while(|d| *d <= gaps.range.end)
+        .map(|day| (day, gaps.rows.get(&day).copied().unwrap_or(0), mark(gaps, day)))
+        .collect();
+    let title = format!("bf gaps · {} · {}", gaps.table, gaps.range);
+    let legend = [Mark::Rows, Mark::Missing, Mark::Thin, Mark::Unfinished, Mark::Closed];
+    crate::render::page::page(
+        &title,
+        html! {
+            h1 { "Gaps in " (gaps.table) " on " code { (gaps.date_column) } ", " (gaps.range) }
+            p.legend {
+                "Rows per day, a column per week, Monday on top; darker is more rows. Hover a day for its numbers."
+                @for mark in legend {
+                    span style=(format!("background:{}", css(mark))) {} (mark.word())
+                }
+            }
+            (crate::render::svg::calendar(&days))
+            pre { (text(gaps, rerun)) }
+        },
+    )
+}
+
+/// What `bf gaps` found on `day`: missing and thin first, then inside an unfinished backfill.
+fn mark(gaps: &Gaps, day: chrono::NaiveDate) -> Mark {
+    if gaps.missing.contains(&day) {
+        Mark::Missing
+    } else if gaps.thin.iter().any(|t| t.day == day) {
+        Mark::Thin
+    } else if gaps.unfinished.iter().any(|u| u.window.contains(day)) {
+        Mark::Unfinished
+    } else if !gaps.rows.contains_key(&day) {
+        Mark::Closed
+    } else {
+        Mark::Rows
+    }
+}
+
+fn css(mark: Mark) -> String {
+    let plotters::style::RGBColor(r, g, b) = mark.colour();
+    format!("#{r:02x}{g:02x}{b:02x}")
 }

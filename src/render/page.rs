@@ -21,9 +21,9 @@ td.n, th.n { text-align: right; font-variant-numeric: tabular-nums; }
 .plot { position: relative; width: 100%; } .plot svg { width: 100%; height: auto; display: block; }
 .plot svg.overlay { position: absolute; left: 0; top: 0; }
 rect.window { fill: #4c78a8; fill-opacity: 0.09; }
-rect.hit { fill: transparent; } rect.hit:hover { fill: #000; fill-opacity: 0.07; }
+rect.hit, rect.day { fill: transparent; } rect.hit:hover, rect.day:hover { fill: #000; fill-opacity: 0.12; }
 .legend span { display: inline-block; width: 12px; height: 12px; vertical-align: -1px; margin: 0 4px 0 12px; }
-pre { background: #f6f8fa; padding: 8px; overflow-x: auto; }
+pre { background: #f6f8fa; padding: 8px; white-space: pre-wrap; overflow-wrap: anywhere; }
 details summary { cursor: pointer; color: #445; }
 ";
 

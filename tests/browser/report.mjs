@@ -126,6 +126,7 @@ try {
         before: r.getAttribute('data-before'),
         after: r.getAttribute('data-after'),
         title: r.querySelector('title')?.textContent ?? null,
+        cover: getComputedStyle(r).fill,
         ...box(r),
       }));
       const w = sec.querySelector('rect.window');
@@ -154,12 +155,32 @@ try {
       };
     });
 
+    // A calendar's days (bf gaps --html): each hover area's facts, and the colour the picture
+    // under it is drawn in there (the first element beneath that is not an overlay's).
+    const days = [...document.querySelectorAll('rect.day')].map((r) => {
+      r.scrollIntoView({ block: 'center', inline: 'center' }); // elementsFromPoint sees the viewport only
+      const b = r.getBoundingClientRect();
+      const under = document
+        .elementsFromPoint(b.x + b.width / 2, b.y + b.height / 2)
+        .find((el) => el.tagName.toLowerCase() === 'rect' && !el.closest('svg.overlay'));
+      return {
+        day: r.getAttribute('data-day'),
+        rows: r.getAttribute('data-rows'),
+        mark: r.getAttribute('data-mark'),
+        title: r.querySelector('title')?.textContent ?? null,
+        fill: under ? under.getAttribute('fill') : null,
+        cover: getComputedStyle(r).fill, // the hover area itself: must let the picture show
+
+      };
+    });
+
     const csp = document.querySelector('meta[http-equiv="Content-Security-Policy" i]');
     return {
       csp: csp ? csp.getAttribute('content') : null,
       title: document.title,
       text: document.body ? document.body.innerText : '',
       charts,
+      days,
       tables: document.querySelectorAll('table').length,
     };
   });

@@ -3,6 +3,7 @@
 //! width, Mermaid's own parser and renderer, Chromium — against the numbers `bf plan --json`
 //! saves and DuckDB reads from the tables.
 
+mod calendar;
 mod comment;
 mod report;
 mod terminal;

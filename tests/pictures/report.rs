@@ -46,6 +46,7 @@ fn the_march_reload_report_draws_the_saved_numbers_and_loads_nothing() {
         assert!(number(&chart["marks"]) >= values.len() as f64, "{name}: the chart draws its bars");
         for (hit, (before, after)) in hits.iter().zip(&values) {
             assert_eq!((held(&hit["before"]), held(&hit["after"])), (*before, *after), "{name}: {hit}");
+            assert_eq!(hit["cover"], "rgba(0, 0, 0, 0)", "the hover area lets the chart show: {hit}");
             let day = hit["first"].as_str().unwrap();
             assert!(hit["title"].as_str().unwrap().starts_with(day), "hover names the day: {hit}");
         }

@@ -1,19 +1,14 @@
-//! A series of the trend as an SVG chart for the HTML report: before as bars, after as a line with
-//! a point per period, drawn by plotters' SVG backend. Plotters cannot name what it draws, so a
-//! second SVG of the same size lies over it (written by maud, which escapes): the window as a
-//! shaded band and one transparent rectangle per period, carrying the period's days and numbers
-//! (`data-*`, read by tests and scripts) and a `<title>` the browser shows on hover.
+//! A series of a plan's trend: before as bars, after as a line with a point per period; over it,
+//! the window as a shaded band and a hover area per period with its days and numbers.
 
 use maud::{Markup, PreEscaped, html};
 use plotters::prelude::*;
 
 use bf::rehearse::diff::Trend;
 
-use super::trend::{Series, label};
+use super::{HEIGHT, WIDTH};
+use crate::render::trend::{Series, label};
 
-/// The chart's size in CSS pixels; the page scales it to its column.
-const WIDTH: u32 = 960;
-const HEIGHT: u32 = 260;
 const BEFORE: RGBColor = RGBColor(0xb8, 0xc4, 0xd6);
 const AFTER: RGBColor = RGBColor(0xd9, 0x5f, 0x02);
 
@@ -21,7 +16,7 @@ const AFTER: RGBColor = RGBColor(0xd9, 0x5f, 0x02);
 pub fn chart(trend: &Trend, series: &Series) -> Markup {
     let mut svg = String::new();
     let places = draw(trend, series, &mut svg).unwrap_or_default();
-    let window = super::trend::inside(trend);
+    let window = crate::render::trend::inside(trend);
     html! {
         div.plot {
             (PreEscaped(svg))
@@ -74,7 +69,7 @@ fn draw(trend: &Trend, series: &Series, svg: &mut String) -> Result<Places, Box<
             false => String::new(),
         }
     };
-    let numbers = |y: &f64| super::number(*y);
+    let numbers = |y: &f64| crate::render::number(*y);
     chart
         .configure_mesh()
         .disable_x_mesh()
@@ -131,5 +126,5 @@ fn tooltip(trend: &Trend, series: &Series, i: usize) -> String {
     let point = &trend.points[i];
     let days = bf::words::days(point.first, point.last);
     let place = if point.inside { "" } else { " (outside the window)" };
-    format!("{days}{place} · {} {}", series.name, super::change(series.before[i], series.after[i]))
+    format!("{days}{place} · {} {}", series.name, crate::render::change(series.before[i], series.after[i]))
 }
