@@ -15,7 +15,7 @@ use crate::delta::store;
 use crate::delta::table;
 use crate::plan_file::{Metric, WriteMode};
 use crate::rehearse::checks::{self, CheckResult};
-use crate::rehearse::diff::{Comparison, Measures, Side, Trend};
+use crate::rehearse::diff::{Comparison, Day, Measured, Measures, Side, Trend};
 use crate::rehearse::error::{RehearsalError, query_error};
 use crate::rehearse::plan::{BeforeAfter, BlastRadius, OutsideWindow, SliceReport};
 use crate::source::run::{SliceSource, SourceCounts};
@@ -70,8 +70,10 @@ pub(crate) async fn compare_window(
     rehearsal: &DeltaTable,
     schema: deltalake::arrow::datatypes::SchemaRef,
     reports: &[SliceReport],
-    rewritten: &[Window],
+    measured: &Measured,
 ) -> Result<WindowCompared, RehearsalError> {
+    // The days the slices rewrote: the window, or the slices a preview rehearsed.
+    let rewritten = measured.covered.as_slice();
     let comparison =
         Comparison::new(stores, target, rehearsal, schema, spec.source.dialect).await.map_err(|e| {
             RehearsalError::Query {
@@ -115,8 +117,10 @@ pub(crate) async fn compare_window(
             .map_err(query_error("the [diff] by breakdown"))?
             .ok_or_else(|| too_many_groups(&spec.diff.by))?,
     };
-    let trend =
-        comparison.trend(column, &spec.window(), metrics).await.map_err(query_error("the window's trend"))?;
+    let trend = comparison
+        .trend(column, &spec.window(), metrics, measured)
+        .await
+        .map_err(query_error("the window's trend"))?;
     Ok(WindowCompared { total, outside_window, breakdown, trend })
 }
 
@@ -142,6 +146,8 @@ pub(crate) struct Compared {
     pub(crate) checks: Vec<CheckResult>,
     pub(crate) merge_note: Option<String>,
     pub(crate) rows: SliceSource,
+    /// The slice's rows and metrics day by day, for the trend.
+    pub(crate) days: Vec<Day>,
     pub(crate) compare_ms: u64,
     pub(crate) checks_ms: u64,
 }
@@ -163,6 +169,7 @@ impl SliceComparison {
         let predicate = slice_predicate(column, &slice);
         comparison.focus(predicate, in_memory).await.map_err(query_error(&what))?;
         let (before, after) = comparison.measure_slice(metrics).await.map_err(query_error(&what))?;
+        let days = comparison.measure_days(column, metrics).await.map_err(query_error(&what))?;
         let changes = match &spec.target.key {
             Some(key) => Some(
                 comparison
@@ -224,7 +231,7 @@ impl SliceComparison {
             changes,
             publication: Some(publication),
         };
-        Ok(Compared { report, checks, merge_note, rows, compare_ms, checks_ms })
+        Ok(Compared { report, checks, merge_note, rows, days, compare_ms, checks_ms })
     }
 }
 

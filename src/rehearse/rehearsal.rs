@@ -176,11 +176,12 @@ async fn rehearse(
         run.write_slices(&slices, &routes, rehearsal, &written, &mut timings, &mut watch).await?;
     watch.lap();
     progress.step("comparing before and after");
-    let Gathered { reports, check_results, merge_notes, sources } = gather(compared, &mut timings);
+    let Gathered { reports, check_results, merge_notes, sources, days } = gather(compared, &mut timings);
+    let measured = crate::rehearse::diff::Measured { days, covered: rewritten.clone() };
 
     let window = spec.window();
     let WindowCompared { total, outside_window, breakdown, trend } =
-        compare_window(spec, &stores, &target.table, &rehearsal, schema, &reports, &rewritten).await?;
+        compare_window(spec, &stores, &target.table, &rehearsal, schema, &reports, &measured).await?;
     let row_changes = crate::rehearse::diff::RowCounts::sum(reports.iter().map(|r| r.changes.as_ref()));
     let deleted_keys = match &spec.target.key {
         Some(key) => {
@@ -391,6 +392,8 @@ struct Gathered {
     check_results: Vec<CheckResult>,
     merge_notes: Vec<String>,
     sources: Vec<(SliceSource, SourceCounts)>,
+    /// What the slices measured day by day, for the trend.
+    days: std::collections::BTreeMap<chrono::NaiveDate, crate::rehearse::diff::Day>,
 }
 
 fn gather(compared: Vec<Compared>, timings: &mut PlanTimings) -> Gathered {
@@ -399,8 +402,10 @@ fn gather(compared: Vec<Compared>, timings: &mut PlanTimings) -> Gathered {
         check_results: Vec::new(),
         merge_notes: Vec::new(),
         sources: Vec::with_capacity(compared.len()),
+        days: std::collections::BTreeMap::new(),
     };
     for done in compared {
+        gathered.days.extend(done.days.into_iter().map(|d| (d.day, d)));
         timings.compare += done.compare_ms;
         timings.checks += done.checks_ms;
         gathered.check_results.extend(done.checks);

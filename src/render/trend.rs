@@ -4,6 +4,9 @@
 
 use bf::rehearse::diff::{Measures, Period, Trend, TrendPoint};
 
+/// The row count's series' name, as every table of a plan names it.
+const ROWS: &str = "rows";
+
 /// One metric (or the row count) over the trend's periods, before and after.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
@@ -21,7 +24,9 @@ impl Series {
         trend.points.iter().zip(&self.moved).filter(|(p, moved)| p.inside && **moved).count()
     }
 
-    /// `3 of 31 days moved`, `unchanged`; a period outside the window that moved is called out.
+    /// `moved in 31 of 31 days`, `same every day`; for the row count `counts moved in 3 of 31
+    /// days` and `same count every day` — never "unchanged": a day's count can stay while its rows
+    /// are rewritten, which the summary counts. A period outside the window that moved is called out.
     pub fn moved_said(&self, trend: &Trend) -> String {
         let unit = match trend.period {
             Period::Day => "day",
@@ -32,9 +37,12 @@ impl Series {
         let periods = trend.points.iter().filter(|p| p.inside).count();
         let moved = self.moved_inside(trend);
         let outside = self.moved.iter().filter(|m| **m).count() - moved;
-        let mut said = match moved {
-            0 => "unchanged".to_owned(),
-            n => format!("{n} of {} moved", crate::render::count(periods, unit)),
+        let counts = self.name == ROWS;
+        let mut said = match (moved, counts) {
+            (0, true) => format!("same count every {unit}"),
+            (0, false) => format!("same every {unit}"),
+            (n, true) => format!("counts moved in {n} of {}", crate::render::count(periods, unit)),
+            (n, false) => format!("moved in {n} of {}", crate::render::count(periods, unit)),
         };
         if outside > 0 {
             said.push_str(&format!("; {} outside the window ✗", crate::render::count(outside, unit)));
@@ -55,7 +63,7 @@ impl Series {
 /// The row count, then each metric in the plan's order of names.
 pub fn series(trend: &Trend) -> Vec<Series> {
     let rows = |m: &Measures| Some(m.rows as f64);
-    let mut all = vec![one("rows", trend, rows, |_, _| 0.0)];
+    let mut all = vec![one(ROWS, trend, rows, |_, _| 0.0)];
     let names: Vec<&String> =
         trend.points.first().map(|p| p.before.metrics.keys().collect()).unwrap_or_default();
     for name in names {

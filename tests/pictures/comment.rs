@@ -44,7 +44,11 @@ fn the_march_reload_comment_draws_a_chart_per_metric_that_mermaid_parses() {
         assert_eq!(line, &after, "{name}: the line is the days after");
     }
     let rows = &blocks[0];
-    assert!(rows["title"].as_str().unwrap().ends_with("3 of 31 days moved"), "{}", rows["title"]);
+    assert!(rows["title"].as_str().unwrap().ends_with("counts moved in 3 of 31 days"), "{}", rows["title"]);
+    // The table built from it holds a row a day, each rewritten: its count is the same every day,
+    // never "unchanged".
+    let daily = &blocks[2];
+    assert!(daily["title"].as_str().unwrap().ends_with("same count every day"), "{}", daily["title"]);
 
     let plain = bf_in(dir.path()).args(["show", "--format", "markdown", "--no-chart"]).output().unwrap();
     assert!(!String::from_utf8_lossy(&plain.stdout).contains("```mermaid"), "--no-chart leaves them out");
@@ -87,7 +91,7 @@ fn a_quarter_is_drawn_by_weeks_on_a_terminal_and_in_the_comment() {
     assert!(lines[0].starts_with("Per week, 2026-06-03..2026-10-28"), "{shown}");
     assert!(lines.iter().all(|l| l.chars().count() <= 100), "{lines:#?}");
     let rows = lines.iter().find(|l| l.contains("after")).unwrap();
-    assert!(rows.ends_with("6 of 14 weeks moved"), "September's rows, in weeks 10 to 14 of the 14: {rows}");
+    assert!(rows.ends_with("counts moved in 6 of 14 weeks"), "September's rows, in weeks 10 to 14: {rows}");
 
     let comment = bf_in(root).args(["show", "--format", "markdown"]).output().unwrap();
     let file = root.join("comment.md");

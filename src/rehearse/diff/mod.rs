@@ -30,7 +30,7 @@ pub use changes::{KeyReport, RowChanges, RowCounts, SampleRow, key_report};
 pub use measures::Measures;
 pub use session::{Comparison, Side, ident};
 pub use shapes::{ColumnChange, Shape};
-pub use trend::{MAX_POINTS, Period, Trend, TrendPoint, periods};
+pub use trend::{Day, MAX_POINTS, Measured, Period, Trend, TrendPoint, periods};
 
 #[cfg(test)]
 mod tests {

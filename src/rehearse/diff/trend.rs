@@ -5,8 +5,10 @@
 //! eye compares the window with.
 
 use chrono::{Days, Months, NaiveDate};
+use deltalake::arrow::datatypes::{DataType, Date32Type};
+use deltalake::datafusion::common::{Column, ScalarValue};
 use deltalake::datafusion::error::Result as DfResult;
-use deltalake::datafusion::logical_expr::{Expr, lit, when};
+use deltalake::datafusion::logical_expr::{Expr, cast, lit, when};
 use serde::{Deserialize, Serialize};
 
 use super::measures::Measures;
@@ -135,50 +137,116 @@ pub fn periods(window: &Window, period: Period) -> Vec<(Window, bool)> {
     periods
 }
 
+/// A day's rows and metrics before and after, as a slice's comparison measured them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Day {
+    pub day: NaiveDate,
+    pub before: Measures,
+    pub after: Measures,
+}
+
+/// What the slices' comparisons measured day by day, and the days they cover (the window, or the
+/// slices a preview rehearsed): a covered day they name no measures for holds no rows on either
+/// side.
+#[derive(Debug, Clone, Default)]
+pub struct Measured {
+    pub days: std::collections::BTreeMap<NaiveDate, Day>,
+    pub covered: Vec<Window>,
+}
+
+impl Measured {
+    fn covers(&self, range: &Window) -> bool {
+        self.covered.iter().any(|c| c.contains(range.start) && c.contains(range.end))
+    }
+
+    /// A period's measures from its days, when every day is covered and the period is one day
+    /// or every metric is a sum (an average of days is not the period's average): `None` else.
+    fn period(&self, range: &Window, metrics: &[Metric], empty: &Measures) -> Option<(Measures, Measures)> {
+        if !self.covers(range) {
+            return None;
+        }
+        let days: Vec<&Day> = self.days.range(range.start..=range.end).map(|(_, d)| d).collect();
+        if range.start == range.end {
+            return Some(
+                days.first().map_or((empty.clone(), empty.clone()), |d| (d.before.clone(), d.after.clone())),
+            );
+        }
+        let side = |pick: fn(&Day) -> &Measures| days.iter().map(|d| pick(d)).collect::<Vec<_>>();
+        match days.is_empty() {
+            true => Some((empty.clone(), empty.clone())),
+            false => Some((
+                Measures::sum_of(&side(|d| &d.before), metrics)?,
+                Measures::sum_of(&side(|d| &d.after), metrics)?,
+            )),
+        }
+    }
+}
+
 impl Comparison {
-    /// Rows and `metrics` of each period of `window`'s trend, on both sides: one grouped query
-    /// per side, its rows read once.
-    pub async fn trend(&self, column: &str, window: &Window, metrics: &[Metric]) -> DfResult<Trend> {
+    /// Rows and `metrics` of the focused slice ([`Comparison::focus`]) per day, both sides: the
+    /// trend's days inside the window, from rows the slice's comparison already holds.
+    pub async fn measure_days(&self, column: &str, metrics: &[Metric]) -> DfResult<Vec<Day>> {
+        let day = cast(Expr::Column(Column::new_unqualified(column)), DataType::Date32);
+        let mut days: std::collections::BTreeMap<NaiveDate, Day> = std::collections::BTreeMap::new();
+        for side in [Side::Before, Side::After] {
+            let rows = self.ctx.table(side.slice_view()).await?.with_column(PERIOD, day.clone())?;
+            for (row_day, measured) in self.grouped(rows, metrics).await? {
+                let Some(ScalarValue::Date32(Some(n))) = row_day else { continue };
+                let Some(date) = Date32Type::to_naive_date_opt(n) else { continue };
+                let entry = days.entry(date).or_insert_with(|| Day {
+                    day: date,
+                    before: empty(metrics),
+                    after: empty(metrics),
+                });
+                match side {
+                    Side::Before => entry.before = measured,
+                    Side::After => entry.after = measured,
+                }
+            }
+        }
+        Ok(days.into_values().collect())
+    }
+
+    /// Rows and `metrics` of each period of `window`'s trend, on both sides: from the days the
+    /// slices' comparisons measured where they tell (`measured`), and for the rest — the
+    /// neighbours outside the window, the days a preview did not rehearse, a longer period whose
+    /// metrics do not add up from its days — by one grouped query per side over those periods'
+    /// rows alone.
+    pub async fn trend(
+        &self,
+        column: &str,
+        window: &Window,
+        metrics: &[Metric],
+        measured: &Measured,
+    ) -> DfResult<Trend> {
         let period = Period::of(window);
         let periods = periods(window, period);
-        let empty = Measures {
-            metrics: metrics.iter().map(|m| (m.name.clone(), None)).collect(),
-            ..Measures::default()
-        };
-        let mut points: Vec<TrendPoint> = periods
-            .iter()
-            .map(|(range, inside)| TrendPoint {
-                first: range.start,
-                last: range.end,
-                inside: *inside,
-                before: empty.clone(),
-                after: empty.clone(),
-            })
-            .collect();
-        let (Some((first, _)), Some((last, _))) = (periods.first(), periods.last()) else {
+        let empty = empty(metrics);
+        let mut points = Vec::with_capacity(periods.len());
+        let mut unknown = Vec::new();
+        for (i, (range, inside)) in periods.iter().enumerate() {
+            let known = measured.period(range, metrics, &empty);
+            if known.is_none() {
+                unknown.push((i, *range));
+            }
+            let (before, after) = known.unwrap_or_else(|| (empty.clone(), empty.clone()));
+            points.push(TrendPoint { first: range.start, last: range.end, inside: *inside, before, after });
+        }
+        if unknown.is_empty() {
             return Ok(Trend { period, points });
-        };
-        let whole = Window { start: first.start, end: last.end };
+        }
         // Each row's period by typed DATE bounds, never dates pasted into SQL text.
-        let which = period_of(column, &periods)?;
+        let read = unknown.iter().map(|(_, range)| window_predicate(column, range)).reduce(Expr::or);
+        let which = period_of(column, &unknown)?;
         for side in [Side::Before, Side::After] {
             let table = if side == Side::Before { BEFORE } else { AFTER };
-            let rows = self
-                .ctx
-                .table(table)
-                .await?
-                .filter(window_predicate(column, &whole))?
-                .with_column(PERIOD, which.clone())?;
-            self.ctx.deregister_table(VIEW)?;
-            self.ctx.register_table(VIEW, rows.into_view())?;
-            let measuring = self.measuring(VIEW, metrics).await?;
-            let sql =
-                format!("SELECT {PERIOD}, {} FROM {VIEW} GROUP BY {PERIOD}", measuring.select.join(", "));
-            let batch = self.one_batch(&sql).await?;
-            for row in 0..batch.num_rows() {
-                let Some(index) = scalar(&batch, 0, row).and_then(|v| as_f64(&v)) else { continue };
-                let Some(point) = points.get_mut(index as usize) else { continue };
-                let measured = measuring.read(&batch, row, 1, metrics);
+            let rows = self.ctx.table(table).await?;
+            let rows = rows.filter(read.clone().unwrap_or(lit(false)))?.with_column(PERIOD, which.clone())?;
+            for (index, measured) in self.grouped(rows, metrics).await? {
+                let Some(point) = index.and_then(|v| as_f64(&v)).and_then(|i| points.get_mut(i as usize))
+                else {
+                    continue;
+                };
                 match side {
                     Side::Before => point.before = measured,
                     Side::After => point.after = measured,
@@ -187,16 +255,38 @@ impl Comparison {
         }
         Ok(Trend { period, points })
     }
+
+    /// `rows` grouped by their [`PERIOD`] column and measured: each group's value of it, and its
+    /// measures.
+    async fn grouped(
+        &self,
+        rows: deltalake::datafusion::prelude::DataFrame,
+        metrics: &[Metric],
+    ) -> DfResult<Vec<(Option<ScalarValue>, Measures)>> {
+        self.ctx.deregister_table(VIEW)?;
+        self.ctx.register_table(VIEW, rows.into_view())?;
+        let measuring = self.measuring(VIEW, metrics).await?;
+        let sql = format!("SELECT {PERIOD}, {} FROM {VIEW} GROUP BY {PERIOD}", measuring.select.join(", "));
+        let batch = self.one_batch(&sql).await?;
+        Ok((0..batch.num_rows())
+            .map(|row| (scalar(&batch, 0, row), measuring.read(&batch, row, 1, metrics)))
+            .collect())
+    }
 }
 
-/// The view a trend's rows are grouped in, and the column naming each row's period.
+/// The measures of no rows: a count of 0, every metric `None`.
+fn empty(metrics: &[Metric]) -> Measures {
+    Measures { metrics: metrics.iter().map(|m| (m.name.clone(), None)).collect(), ..Measures::default() }
+}
+
+/// The view a trend's rows are grouped in, and the column naming each row's period (or day).
 const VIEW: &str = "__bf_trend";
 const PERIOD: &str = "__bf_period";
 
-/// `CASE WHEN <period 0> THEN 0 WHEN <period 1> THEN 1 … END`: the index of the period a row's
-/// date falls in.
-fn period_of(column: &str, periods: &[(Window, bool)]) -> DfResult<Expr> {
-    let mut branches = periods.iter().enumerate().map(|(i, (range, _))| (window_predicate(column, range), i));
+/// `CASE WHEN <period 3> THEN 3 WHEN <period 9> THEN 9 … END`: the index of the period a row's
+/// date falls in, among `periods` (indexed).
+fn period_of(column: &str, periods: &[(usize, Window)]) -> DfResult<Expr> {
+    let mut branches = periods.iter().map(|(i, range)| (window_predicate(column, range), *i));
     let mut case = match branches.next() {
         Some((predicate, index)) => when(predicate, lit(index as i64)),
         None => return Ok(lit(-1_i64)),

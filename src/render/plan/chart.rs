@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use bf::rehearse::diff::Trend;
+use bf::rehearse::diff::{MAX_POINTS, Trend};
 use bf::rehearse::plan::Plan;
 
 use crate::render::trend::{Series, inside, per, series};
@@ -20,7 +20,8 @@ const EDGE: char = '┊';
 
 /// The chart, or `None` for a plan saved without a trend (before format 8).
 pub(super) fn chart(plan: &Plan) -> Option<String> {
-    lines(plan.trend.as_ref().filter(|t| !t.points.is_empty())?)
+    // A window of more than sixty years has more periods than a line has columns.
+    lines(plan.trend.as_ref().filter(|t| !t.points.is_empty() && t.points.len() <= MAX_POINTS)?)
 }
 
 fn lines(trend: &Trend) -> Option<String> {
@@ -35,22 +36,21 @@ fn lines(trend: &Trend) -> Option<String> {
     // Each line's words after its bars: the range on the first, what moved on the second.
     let said: Vec<(String, String)> = all.iter().map(|s| (range(s), s.moved_said(trend))).collect();
     let widest = said.iter().flat_map(|(a, b)| [a, b]).map(|s| s.chars().count()).max().unwrap_or(0);
-    // "  <name>  before <bars>  <words>": the names get what the bars and words leave; where a
-    // name would not fit, each name has a line of its own above its bars.
+    // "  <name>  before <bars>  <words>" where it fits in the line; else the name and the words
+    // have a line of their own above the bars.
     let fixed = 2 + 2 + "before ".len() + trend.points.len() + 2 + 2 + widest;
     let longest = all.iter().map(|s| s.name.chars().count()).max().unwrap_or(0);
     let beside = longest <= NAME.min(WIDTH.saturating_sub(fixed));
-    let name_width = if beside { longest } else { 2 };
     for (s, (range, moved)) in all.iter().zip(&said) {
-        let name = match beside {
-            true => s.name.clone(),
-            false => {
-                let _ = writeln!(out, "  {}", cut(&s.name, WIDTH - 2));
-                String::new()
-            }
-        };
-        let _ = writeln!(out, "  {name:<name_width$}  before {}  {range}", bars(trend, s, &s.before));
-        let _ = writeln!(out, "  {:<name_width$}  after  {}  {moved}", "", bars(trend, s, &s.after));
+        let (before, after) = (bars(trend, s, &s.before), bars(trend, s, &s.after));
+        if beside {
+            let _ = writeln!(out, "  {:<longest$}  before {before}  {range}", s.name);
+            let _ = writeln!(out, "  {:<longest$}  after  {after}  {moved}", "");
+        } else {
+            let _ = writeln!(out, "  {}", cut(&format!("{}: {range}; {moved}", s.name), WIDTH - 2));
+            let _ = writeln!(out, "    before {before}");
+            let _ = writeln!(out, "    after  {after}");
+        }
     }
     Some(out)
 }
@@ -113,7 +113,7 @@ fn capitalized(text: &str) -> String {
 mod tests {
     use std::collections::BTreeMap;
 
-    use bf::rehearse::diff::{MAX_POINTS, Measures, Period, TrendPoint};
+    use bf::rehearse::diff::{Measures, Period, TrendPoint};
 
     use super::*;
 
@@ -141,8 +141,8 @@ mod tests {
         for line in drawn.lines() {
             assert!(line.chars().count() <= WIDTH, "{} columns: {line}", line.chars().count());
         }
-        assert!(drawn.contains(&format!("\n  {name}\n")), "a long name on its own line:\n{drawn}");
-        assert!(drawn.contains("1 of 54 days moved"), "{drawn}");
+        assert!(drawn.contains(&format!("\n  {name}: −30 – 31; moved in 1 of 54 days\n")), "{drawn}");
+        assert!(drawn.contains("same count every day"), "never 'unchanged': {drawn}");
         let mut lines = drawn.lines().skip_while(|l| !l.contains(name));
         let before = lines.nth(1).unwrap();
         let bars: String = before.split("before ").nth(1).unwrap().chars().take(MAX_POINTS + 2).collect();
