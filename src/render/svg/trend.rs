@@ -12,24 +12,28 @@ use crate::render::trend::{Series, label};
 const BEFORE: RGBColor = RGBColor(0xb8, 0xc4, 0xd6);
 const AFTER: RGBColor = RGBColor(0xd9, 0x5f, 0x02);
 
-/// One metric's chart: plotters' drawing and the overlay naming its periods.
+/// One metric's chart: plotters' drawing and the overlay naming its periods (or, should plotters
+/// fail, what it said: the report's tables still hold the numbers).
 pub fn chart(trend: &Trend, series: &Series) -> Markup {
     let mut svg = String::new();
-    let places = draw(trend, series, &mut svg).unwrap_or_default();
+    let places = match draw(trend, series, &mut svg) {
+        Ok(places) => places,
+        Err(error) => return html! { p.bad { "The chart could not be drawn: " (error.to_string()) } },
+    };
     let window = crate::render::trend::inside(trend);
+    let (top, bottom) = (places.top, places.bottom);
     html! {
         div.plot {
             (PreEscaped(svg))
             svg.overlay width=(WIDTH) height=(HEIGHT) viewBox=(format!("0 0 {WIDTH} {HEIGHT}")) role="img" {
-                @if let (Some((first, last)), Some(top), Some(bottom)) = (window, places.top, places.bottom) {
+                @if let Some((first, last)) = window {
                     @let (x, right) = (places.x[first].0, places.x[last].1);
                     rect.window x=(x) y=(top) width=(right - x) height=(bottom - top)
                         data-first=(trend.points[first].first) data-last=(trend.points[last].last) {}
                 }
                 @for (i, point) in trend.points.iter().enumerate() {
                     @let (x, right) = places.x[i];
-                    rect.hit x=(x) y=(places.top.unwrap_or(0)) width=(right - x)
-                        height=(places.bottom.unwrap_or(HEIGHT as i32) - places.top.unwrap_or(0))
+                    rect.hit x=(x) y=(top) width=(right - x) height=(bottom - top)
                         data-first=(point.first) data-last=(point.last) data-inside=(point.inside)
                         data-before=(value(series.before[i])) data-after=(value(series.after[i])) {
                         title { (tooltip(trend, series, i)) }
@@ -42,11 +46,10 @@ pub fn chart(trend: &Trend, series: &Series) -> Markup {
 
 /// Where plotters put each period (its left and right edge) and the plotting area's top and
 /// bottom, in the SVG's pixels.
-#[derive(Default)]
 struct Places {
     x: Vec<(i32, i32)>,
-    top: Option<i32>,
-    bottom: Option<i32>,
+    top: i32,
+    bottom: i32,
 }
 
 fn draw(trend: &Trend, series: &Series, svg: &mut String) -> Result<Places, Box<dyn std::error::Error>> {
@@ -97,7 +100,7 @@ fn draw(trend: &Trend, series: &Series, svg: &mut String) -> Result<Places, Box<
     drop(chart);
     root.present()?;
     drop(root);
-    Ok(Places { x, top: Some(top), bottom: Some(bottom) })
+    Ok(Places { x, top, bottom })
 }
 
 /// The after side's values as runs of (period, value) without a gap.
