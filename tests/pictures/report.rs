@@ -143,3 +143,30 @@ fn hostile_text_in_the_reason_and_the_data_is_text_and_samples_none_keeps_values
     assert!(!text.contains("C14"), "no value read from the data:\n{text}");
     assert_eq!(page["charts"].as_array().unwrap().len(), 5, "the charts' counts and metrics stay");
 }
+
+/// A plan saved before the trend (format 7) is still shown: its report says why it has no chart
+/// and draws none, the comment has no Mermaid block, and nothing fails.
+#[test]
+fn a_plan_saved_before_the_trend_is_shown_without_charts_saying_why() {
+    let (dir, _) = march_planned(&[]);
+    let saved = dir.path().join(".bf/plan.json");
+    let mut plan: Value = serde_json::from_str(&std::fs::read_to_string(&saved).unwrap()).unwrap();
+    let unset = |plan: &mut Value| {
+        plan.as_object_mut().unwrap().remove("trend");
+        plan["format"] = 7.into();
+    };
+    unset(&mut plan);
+    for below in plan["downstream"].as_array_mut().unwrap() {
+        unset(below);
+    }
+    std::fs::write(&saved, serde_json::to_string(&plan).unwrap()).unwrap();
+
+    let shown =
+        bf_in(dir.path()).args(["show", "--html", "old.html", "--format", "markdown"]).output().unwrap();
+    assert!(shown.status.success(), "{}", String::from_utf8_lossy(&shown.stderr));
+    assert!(!String::from_utf8_lossy(&shown.stdout).contains("```mermaid"));
+    let page = open_report(&dir.path().join("old.html"), &artifact("old-plan-report.png"));
+    assert_eq!(page["console"], serde_json::json!([]));
+    assert_eq!(page["charts"], serde_json::json!([]), "no chart drawn of numbers it does not hold");
+    assert!(page["text"].as_str().unwrap().contains("saved by an older bf, without the numbers per day"));
+}
