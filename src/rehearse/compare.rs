@@ -23,34 +23,19 @@ use crate::window::Window;
 
 /// The days inside slices of several days that the backfill leaves without rows where the table
 /// holds some: a corrections file missing one day of a month empties that day, and a slice's rows
-/// alone would not say so.
-pub(crate) async fn emptied_days(
-    date_column: &str,
-    before: &DeltaTable,
-    after: &DeltaTable,
+/// alone would not say so. Read from the days each slice's comparison measured (`measured`), so
+/// no day is counted twice.
+pub(crate) fn emptied_days(
+    measured: &Measured,
     slices: &[crate::window::Slice],
-) -> Result<Vec<crate::rehearse::plan::EmptiedDay>, RehearsalError> {
-    let counted = |e: DeltaTableError| RehearsalError::Query {
-        what: "counting the rows of each day of the slices".into(),
-        message: e.to_string(),
-    };
-    let mut emptied = Vec::new();
-    for slice in slices.iter().filter(|s| s.first < s.last) {
-        let held = crate::delta::days::rows_per_day(before, date_column, slice.first, slice.last).await;
-        let held = held.map_err(counted)?;
-        if held.rows.is_empty() {
-            continue;
-        }
-        let left = crate::delta::days::rows_per_day(after, date_column, slice.first, slice.last).await;
-        let left = left.map_err(counted)?;
-        emptied.extend(
-            held.rows
-                .iter()
-                .filter(|(day, rows)| **rows > 0 && !left.rows.contains_key(day))
-                .map(|(day, rows)| crate::rehearse::plan::EmptiedDay { day: *day, before: *rows }),
-        );
-    }
-    Ok(emptied)
+) -> Vec<crate::rehearse::plan::EmptiedDay> {
+    slices
+        .iter()
+        .filter(|s| s.first < s.last)
+        .flat_map(|s| measured.days.range(s.first..=s.last).map(|(_, day)| day))
+        .filter(|day| day.before.rows > 0 && day.after.rows == 0)
+        .map(|day| crate::rehearse::plan::EmptiedDay { day: day.day, before: day.before.rows })
+        .collect()
 }
 
 /// The window compared as a whole.

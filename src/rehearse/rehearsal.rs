@@ -199,9 +199,7 @@ async fn rehearse(
     };
     timings.compare += watch.lap();
     let blast_radius = BlastRadius::sum(reports.iter().filter_map(|r| r.blast_radius.as_ref()));
-    let emptied_days =
-        crate::rehearse::compare::emptied_days(&spec.target.date_column, &target.table, &rehearsal, &slices)
-            .await?;
+    let emptied_days = crate::rehearse::compare::emptied_days(&measured, &slices);
     let mut warnings = warnings(&stores, &target, spec, merge_notes)?;
     warnings.extend(deleted_keys.iter().flat_map(|d| &d.unchecked).map(|u| format!("deleted keys: {u}")));
     warnings.extend(source.type_warnings());
