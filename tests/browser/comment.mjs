@@ -9,19 +9,14 @@
 //      BF_CHROMIUM         browser binary (default: /usr/bin/chromium)
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { die as stop, launch, load, modules } from './chromium.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const modules = path.resolve(process.env.BF_BROWSER_MODULES || path.join(here, 'node_modules'));
+const die = (msg) => stop('comment.mjs', msg);
 const [mdArg, pngArg] = process.argv.slice(2);
-if (!mdArg || !pngArg) {
-  process.stderr.write('usage: node comment.mjs <markdown-file> <screenshot.png>\n');
-  process.exit(2);
-}
-setTimeout(() => { process.stderr.write('comment.mjs: timed out\n'); process.exit(2); }, 150_000).unref();
+if (!mdArg || !pngArg) die('usage: node comment.mjs <markdown-file> <screenshot.png>');
+setTimeout(() => die('timed out'), 150_000).unref();
 
-const { marked } = await import(pathToFileURL(path.join(modules, 'marked', 'lib', 'marked.esm.js')).href);
-const { chromium } = await import(pathToFileURL(path.join(modules, 'playwright-core', 'index.mjs')).href);
+const { marked } = await load('comment.mjs', path.join('marked', 'lib', 'marked.esm.js'));
 
 // Mermaid blocks become the elements mermaid.run() draws; everything else is marked's HTML.
 const renderer = new marked.Renderer();
@@ -36,11 +31,7 @@ table { border-collapse: collapse; } td, th { border: 1px solid #d0d7de; padding
 code { background: #eff1f3; padding: 1px 4px; border-radius: 4px; } pre.mermaid { background: none; }
 </style>${body}`;
 
-const browser = await chromium.launch({
-  executablePath: process.env.BF_CHROMIUM || '/usr/bin/chromium',
-  args: ['--no-sandbox'],
-  timeout: 60_000,
-});
+const browser = await launch('comment.mjs');
 try {
   const tab = await browser.newPage({ viewport: { width: 940, height: 900 } });
   await tab.setContent(page, { waitUntil: 'load' });

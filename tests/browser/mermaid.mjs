@@ -14,16 +14,10 @@
 //      BF_CHROMIUM         browser binary (default: /usr/bin/chromium)
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { die as stop, launch, modules } from './chromium.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const modules = path.resolve(process.env.BF_BROWSER_MODULES || path.join(here, 'node_modules'));
 const bundle = path.join(modules, 'mermaid', 'dist', 'mermaid.min.js');
-
-function die(msg) {
-  process.stderr.write(`mermaid.mjs: ${msg}\n`);
-  process.exit(2);
-}
+const die = (msg) => stop('mermaid.mjs', msg);
 
 const [mdArg] = process.argv.slice(2);
 if (!mdArg) die('usage: node mermaid.mjs <markdown-file>');
@@ -78,23 +72,7 @@ const blocks = mermaidBlocks(markdown);
 // Last resort against a hung browser: Playwright kills the child on exit.
 setTimeout(() => die('timed out'), 60_000 + 30_000 * (blocks.length + 1)).unref();
 
-let chromium;
-try {
-  ({ chromium } = await import(pathToFileURL(path.join(modules, 'playwright-core', 'index.mjs')).href));
-} catch (e) {
-  die(`cannot load playwright-core from ${modules} (run npm ci there): ${e.message}`);
-}
-
-let browser;
-try {
-  browser = await chromium.launch({
-    executablePath: process.env.BF_CHROMIUM || '/usr/bin/chromium',
-    args: ['--no-sandbox'], // root in a container: the setuid sandbox cannot start
-    timeout: 60_000,
-  });
-} catch (e) {
-  die(`cannot launch chromium: ${e.message}`);
-}
+const browser = await launch('mermaid.mjs');
 
 const withTimeout = (p, ms, what) => Promise.race([
   p,

@@ -12,15 +12,11 @@
 //      BF_CHROMIUM         browser binary (default: /usr/bin/chromium)
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const modules = path.resolve(process.env.BF_BROWSER_MODULES || path.join(here, 'node_modules'));
+import { die as stop, launch } from './chromium.mjs';
 
-function die(msg) {
-  process.stderr.write(`report.mjs: ${msg}\n`);
-  process.exit(2);
-}
+const die = (msg) => stop('report.mjs', msg);
 
 const [htmlArg, pngArg] = process.argv.slice(2);
 if (!htmlArg || !pngArg) die('usage: node report.mjs <html-file> <screenshot.png>');
@@ -30,25 +26,7 @@ if (!existsSync(htmlFile)) die(`no such file: ${htmlFile}`);
 // Last resort against a hung browser: Playwright kills the child on exit.
 setTimeout(() => die('timed out after 150 s'), 150_000).unref();
 
-let chromium;
-try {
-  // Load from an explicit folder, not via bare-specifier resolution, so the
-  // tests can share one cached install (npm ci --prefix <cache>).
-  ({ chromium } = await import(pathToFileURL(path.join(modules, 'playwright-core', 'index.mjs')).href));
-} catch (e) {
-  die(`cannot load playwright-core from ${modules} (run npm ci there): ${e.message}`);
-}
-
-let browser;
-try {
-  browser = await chromium.launch({
-    executablePath: process.env.BF_CHROMIUM || '/usr/bin/chromium',
-    args: ['--no-sandbox'], // root in a container: the setuid sandbox cannot start
-    timeout: 60_000,
-  });
-} catch (e) {
-  die(`cannot launch chromium: ${e.message}`);
-}
+const browser = await launch('report.mjs');
 
 let code = 0;
 try {
