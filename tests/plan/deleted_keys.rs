@@ -151,6 +151,12 @@ fn a_reload_that_brings_back_keys_a_delete_removed_is_refused_unless_the_plan_al
             .unwrap();
         assert_eq!(guard["passed"], true, "{what}");
         assert!(guard["detail"].as_str().unwrap().starts_with(&finding), "{what}: {guard}");
+        // A reviewer who reads only the headline learns the keys come back.
+        let back = format!("2 added (2 of them keys a {operation} removed)");
+        let shown = bf_in(dir.path()).args(["show", "--detail", "summary"]).output().unwrap();
+        let shown = String::from_utf8_lossy(&shown.stdout);
+        let summary = shown.lines().find(|l| l.starts_with("Plan: ")).unwrap_or_default();
+        assert!(summary.contains(&back), "{what}: {shown}");
 
         // An export made after the deletion brings nothing back: no guard at all.
         let after = EXPORT.lines().filter(|l| !l.contains("C42")).collect::<Vec<_>>().join("\n")

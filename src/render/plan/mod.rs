@@ -120,13 +120,28 @@ fn rows_headline(plan: &Plan) -> String {
     if changes.none() {
         return format!("{counted}, none of them changed");
     }
+    let added = format!("added{}", keys_back(plan));
     let said: Vec<String> =
-        [(changes.changed, "changed"), (changes.added, "added"), (changes.removed, "removed")]
+        [(changes.changed, "changed"), (changes.added, added.as_str()), (changes.removed, "removed")]
             .into_iter()
             .filter(|(n, _)| *n > 0)
             .map(|(n, what)| format!("{} {what}", number(n as f64)))
             .collect();
     format!("{counted}: {}", said.join(", "))
+}
+
+/// ` (2 of them keys a DELETE removed)`: added rows that bring back keys a DELETE or MERGE in the
+/// table's history removed — a reviewer who reads only the headline learns they come back.
+fn keys_back(plan: &Plan) -> String {
+    let found = plan.deleted_keys.iter().flat_map(|d| &d.found);
+    let rows: u64 = found.clone().map(|f| f.rows).sum();
+    if rows == 0 {
+        return String::new();
+    }
+    let mut operations: Vec<&str> = found.map(|f| f.operation.as_str()).collect();
+    operations.sort_unstable();
+    operations.dedup();
+    format!(" ({} of them keys a {} removed)", number(rows as f64), operations.join(" or "))
 }
 
 /// What a preview (`bf plan --sample N`) rehearsed, and that `bf apply` will not take it:
