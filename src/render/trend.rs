@@ -28,12 +28,7 @@ impl Series {
     /// days` and `same count every day` — never "unchanged": a day's count can stay while its rows
     /// are rewritten, which the summary counts. A period outside the window that moved is called out.
     pub fn moved_said(&self, trend: &Trend) -> String {
-        let unit = match trend.period {
-            Period::Day => "day",
-            Period::Week => "week",
-            Period::Month => "month",
-            Period::Year => "year",
-        };
+        let unit = unit(trend.period);
         let periods = trend.points.iter().filter(|p| p.inside).count();
         let moved = self.moved_inside(trend);
         let outside = self.moved.iter().filter(|m| **m).count() - moved;
@@ -104,15 +99,20 @@ pub fn label(point: &TrendPoint, period: Period) -> String {
     }
 }
 
-/// `per day`, `per week` (seven days counted from the window's first, the last clipped to it), …:
-/// what one point is.
-pub fn per(period: Period) -> &'static str {
+/// What one point of a trend is: `day`, `week` (seven days counted from the window's first, the
+/// last clipped to it), `month`, `year`.
+pub fn unit(period: Period) -> &'static str {
     match period {
-        Period::Day => "per day",
-        Period::Week => "per week",
-        Period::Month => "per month",
-        Period::Year => "per year",
+        Period::Day => "day",
+        Period::Week => "week",
+        Period::Month => "month",
+        Period::Year => "year",
     }
+}
+
+/// `per day`, `per week`, …: how a chart's heading names its points.
+pub fn per(period: Period) -> String {
+    format!("per {}", unit(period))
 }
 
 /// The window's first and last period, by index.

@@ -28,7 +28,7 @@ fn lines(trend: &Trend) -> Option<String> {
     let (first, last) = (trend.points.first()?, trend.points.last()?);
     let mut out = format!(
         "\n{}, {}..{}, the window between {EDGE} {EDGE} (bars from ▁ lowest to █ highest):\n",
-        capitalized(per(trend.period)),
+        capitalized(&per(trend.period)),
         first.first,
         last.last
     );
