@@ -68,15 +68,35 @@ fn the_histories_of_closed_holes_replay_clean() {
     }
 }
 
-/// Twenty random histories (four seeds of five), every step checked against the model: no
-/// violation but the open holes' (each shrunk history a new one leaves is in the temp folder the
-/// failure names).
+/// Twenty random histories (four seeds of five, in two processes as `scripts/simulate` runs them),
+/// every step checked against the model: no violation but the open holes' (each shrunk history a
+/// new one leaves is in the temp folder the failure names).
 #[test]
 fn a_fixed_set_of_seeds_breaks_no_rule_but_the_open_holes() {
     let found = tempfile::tempdir().unwrap();
+    let summary = found.path().join("summary.json");
     let known = OPEN.join(",");
-    let args = ["--seeds", "0..4", "--examples", "5", "--known", &known, "--shrink-seconds", "60"];
+    let args = [
+        "--seeds",
+        "0..4",
+        "--examples",
+        "5",
+        "--jobs",
+        "2",
+        "--known",
+        &known,
+        "--shrink-seconds",
+        "60",
+        "--summary",
+        summary.to_str().unwrap(),
+    ];
     let (code, said) = simulate(&args, found.path());
     assert_eq!(code, Some(0), "a history broke a rule (shrunk to {}):\n{said}", found.path().display());
-    assert!(said.contains("histories"), "the run says what it ran:\n{said}");
+    // Both workers' parts are in the summary: every seed, each seed's five histories, their steps.
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&summary).unwrap()).unwrap();
+    assert_eq!(summary["seeds"], serde_json::json!([[0, 4]]), "{summary}");
+    assert!(summary["histories_run"].as_u64().unwrap() >= 20, "{summary}");
+    assert!(summary["steps_run"].as_u64().unwrap() >= 20, "{summary}");
+    assert_eq!(summary["violations"], serde_json::json!([]), "{summary}");
 }

@@ -23,7 +23,11 @@ import collections
 import hashlib
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 import traceback
 
@@ -162,6 +166,9 @@ def main() -> int:
     p.add_argument("--known", default="", help="violation kinds to note and move past (comma-separated)")
     p.add_argument("--found", default=os.path.join(HERE, "found"), help="where shrunk histories are saved")
     p.add_argument("--summary", help="write the run's summary (JSON) here")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="run the seeds in this many processes at once (one per core)")
+    p.add_argument("--share", default="0/1", help=argparse.SUPPRESS)  # a --jobs worker's part: I/N
     p.add_argument("--budget", type=float, default=0, help="start no new seed after this many seconds")
     p.add_argument("--no-shrink", action="store_true", help="report a failing history unshrunk")
     p.add_argument("--shrink-seconds", type=float, default=300,
@@ -184,9 +191,21 @@ def main() -> int:
     history.KNOWN.update(args.known)
     if args.replay is not None:
         return max([replay(path, args) for path in args.replay] or [0])
+    if args.jobs > 1:
+        return report(in_parallel(args), args.summary)
+    worker, workers = (int(n) for n in args.share.split("/"))
+    seeds = [s for s in parse_range(args.seeds) if s % workers == worker]
+    summary = run_seeds(seeds, args)
+    if workers > 1:  # a --jobs worker: the parent prints the whole run's summary
+        write(summary, args.summary)
+        return verdict(summary)
+    return report(summary, args.summary)
+
+
+def run_seeds(seeds: list[int], args) -> dict:
+    """Runs each seed's histories in turn (no new seed once the budget is spent): the summary."""
     started = time.monotonic()
     found = []
-    seeds = parse_range(args.seeds)
     ran = []
     for s in seeds:
         if args.budget and time.monotonic() - started > args.budget:
@@ -199,13 +218,12 @@ def main() -> int:
               f"{STATS['histories']} histories, {STATS['steps']} steps so far)", flush=True)
         if result:
             found.append(result)
-    seconds = time.monotonic() - started
-    summary = {
+    return {
         "bf": os.environ["BF_BIN"],
-        "seeds": [ran[0], ran[-1] + 1] if ran else [],
+        "seeds": spans(ran),
         "examples_per_seed": args.examples,
         "max_steps": args.steps,
-        "seconds": round(seconds),
+        "seconds": round(time.monotonic() - started),
         "histories_run": STATS["histories"],
         "steps_run": STATS["steps"],
         "bf_runs": STATS["bf runs"],
@@ -214,22 +232,112 @@ def main() -> int:
         "known_noted": {k[7:]: n for k, n in STATS.items() if k.startswith("known: ")},
         "violations": found,
     }
+
+
+def spans(seeds: list[int]) -> list[list[int]]:
+    """The seeds run as half-open ranges: [[0, 40]] for 0..40, more where a budget cut a worker short."""
+    out: list[list[int]] = []
+    for s in sorted(seeds):
+        if out and out[-1][1] == s:
+            out[-1][1] = s + 1
+        else:
+            out.append([s, s + 1])
+    return out
+
+
+def in_parallel(args) -> dict:
+    """`--jobs N`: N processes of this script, worker i running the seeds s with s % N == i (so a
+    seed's histories are the same however many jobs run them), their lines passed on prefixed with
+    the worker, their summaries added up."""
+    folder = tempfile.mkdtemp(prefix="bf-sim-jobs-")
+    started = time.monotonic()
+    workers = []
+    for i in range(args.jobs):
+        summary = os.path.join(folder, f"summary-{i}.json")
+        command = [sys.executable, "-u", os.path.abspath(__file__), "--bf", os.environ["BF_BIN"],
+                   "--seeds", args.seeds, "--share", f"{i}/{args.jobs}", "--examples", str(args.examples),
+                   "--steps", str(args.steps), "--known", ",".join(args.known), "--found", args.found,
+                   "--budget", str(args.budget), "--shrink-seconds", str(args.shrink_seconds),
+                   "--summary", summary]
+        command += ["--no-shrink"] * args.no_shrink + ["-v"] * args.verbose
+        child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        relay = threading.Thread(target=prefix_lines, args=(child.stdout, f"[{i + 1}/{args.jobs}] "))
+        relay.start()
+        workers.append((child, relay, summary))
+    parts = []
+    for i, (child, relay, summary) in enumerate(workers):
+        child.wait()
+        relay.join()
+        if not os.path.exists(summary):
+            parts.append({"violations": [{"seed": None, "kind": "harness-error",
+                                          "detail": f"worker {i + 1} exited {child.returncode} without a summary"}]})
+            continue
+        with open(summary) as f:
+            parts.append(json.load(f))
+    shutil.rmtree(folder, ignore_errors=True)
+    return merged(parts, time.monotonic() - started, args)
+
+
+def prefix_lines(stream, prefix: str) -> None:
+    for line in stream:
+        sys.stdout.write(prefix + line)
+        sys.stdout.flush()
+
+
+def merged(parts: list[dict], seconds: float, args) -> dict:
+    """The workers' summaries as one: counts added, seeds joined, the wall time of the whole run."""
+    def added(key: str) -> dict:
+        total = collections.Counter()
+        for part in parts:
+            total.update(part.get(key, {}))
+        return dict(total.most_common()) if key == "shapes" else dict(sorted(total.items()))
+
+    return {
+        "bf": os.environ["BF_BIN"],
+        "jobs": args.jobs,
+        "seeds": spans([s for part in parts for a, b in part.get("seeds", []) for s in range(a, b)]),
+        "examples_per_seed": args.examples,
+        "max_steps": args.steps,
+        "seconds": round(seconds),
+        "histories_run": sum(part.get("histories_run", 0) for part in parts),
+        "steps_run": sum(part.get("steps_run", 0) for part in parts),
+        "bf_runs": sum(part.get("bf_runs", 0) for part in parts),
+        "shapes": added("shapes"),
+        "bf_outcomes": added("bf_outcomes"),
+        "known_noted": added("known_noted"),
+        "violations": [v for part in parts for v in part.get("violations", [])],
+    }
+
+
+def report(summary: dict, path: str | None) -> int:
+    """Prints the summary (and writes it to `path`); the exit status."""
+    found = summary["violations"]
+    seeds = sum(b - a for a, b in summary["seeds"])
     print("\n== summary ==")
-    print(f"{len(ran)} seeds, {STATS['histories']} histories (shrinking's reruns included), {STATS['steps']} steps, "
-          f"{STATS['bf runs']} bf runs in {seconds:.0f} s")
-    print("shapes: " + ", ".join(f"{k} ×{n}" for k, n in SHAPES.most_common()))
-    print("bf outcomes: " + ", ".join(f"{k} ×{n}" for k, n in sorted(OUTCOMES.items())))
+    print(f"{seeds} seeds, {summary['histories_run']} histories (shrinking's reruns included), "
+          f"{summary['steps_run']} steps, {summary['bf_runs']} bf runs in {summary['seconds']} s")
+    print("shapes: " + ", ".join(f"{k} ×{n}" for k, n in summary["shapes"].items()))
+    print("bf outcomes: " + ", ".join(f"{k} ×{n}" for k, n in summary["bf_outcomes"].items()))
     kinds = collections.Counter(v["kind"] for v in found)
     print(f"violations: {sum(kinds.values())}" + "".join(f"\n  {k}: {n}" for k, n in kinds.items()))
     for v in found:
         if v.get("file"):
             print(f"  seed {v['seed']}: [{v['kind']}] {v['file']} ({v['steps']} steps)")
-    if args.summary:
-        with open(args.summary, "w") as f:
-            json.dump(summary, f, indent=1)
-            f.write("\n")
-    return 1 if any(v["kind"] != "harness-error" for v in found) else (2 if found else 0)
+    if path:
+        write(summary, path)
+    return verdict(summary)
 
+
+def write(summary: dict, path: str) -> None:
+    with open(path, "w") as f:
+        json.dump(summary, f, indent=1)
+        f.write("\n")
+
+
+def verdict(summary: dict) -> int:
+    """The exit status: 1 for a violation, 2 for only the harness's own errors, 0 for none."""
+    found = summary["violations"]
+    return 1 if any(v["kind"] != "harness-error" for v in found) else (2 if found else 0)
 
 if __name__ == "__main__":
     sys.exit(main())
