@@ -578,6 +578,7 @@ class Sim:
             self.warnings.append(f"version {v}: RESTORE of version {target}, before this history's first")
             return
         entries, extra = snap
+        self.learn_identity(entries, target)
         if bid is not None:
             lost = self.lost_by_restore(entries, None, f"bf:{bid}")
             added = [c for c in self.model.extra if c not in extra]
@@ -588,6 +589,18 @@ class Sim:
                                + (f"\n  columns added since: {added}" if added else ""))
         self.model.entries = {k: e for k, e in entries.items()}
         self.model.extra = list(extra)
+
+    def learn_identity(self, entries: dict, version: int) -> None:
+        """The identity values of rows a rollback brings back as `version` held them, where the
+        model never saw them (written and undone within one step, before any check): they come
+        back with those values, not new ones beyond the mark."""
+        unseen = [k for k, e in entries.items() if e.row is not None and "seq" not in e.row]
+        if not self.shape.identity or not unseen:
+            return
+        held = {r["order_id"]: r.get("seq") for r in tables.read_rows(self.table, at=version)}
+        for k in unseen:
+            if k in held:
+                entries[k].row["seq"] = held[k]
 
     def absorb_rollback_slice(self, v: int, info: dict, ctx: dict) -> None:
         bid = info["bf.rollback_of"]
@@ -600,6 +613,7 @@ class Sim:
             self.warnings.append(f"version {v}: a window rollback to version {pre}, before this history's first")
             return
         entries, _ = snap
+        self.learn_identity(entries, pre)
         if not ctx.get("force"):
             lost = self.lost_by_restore(entries, (first, last), f"bf:{bid}")
             if lost:

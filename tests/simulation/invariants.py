@@ -479,8 +479,10 @@ def judge_apply(sim, plan, r, before: int) -> None:
                 sim.violation("apply-exit-0-unfinished",
                               f"bf apply exited 0, but backfill {bid} holds slices {sorted(b.slices)} of "
                               f"{sorted(want)}{'' if comment else ' and no comment'}\n{r.summary()}")
-        if wrote and "no longer possible" in said and not sim.others_during:
-            # (a VACUUM inside the apply's pause may take what the rollback needs: that is not bf's)
+        # The rule is for every rollback: an apply may say the full rollback is gone while the
+        # window-only one still reads every file of the window's days ("`bf rollback --window-only`
+        # only"). A VACUUM inside the apply's pause may take what the rollback needs: not bf's.
+        if wrote and "rollback: no longer possible" in said and not sim.others_during:
             sim.violation("apply-started-without-undo",
                           "bf apply wrote a backfill and says its rollback is no longer possible (README: \"A "
                           f"backfill is never started that no rollback could undo\")\n{r.summary()}")
