@@ -19,10 +19,23 @@ use crate::window::Slice;
 
 impl RollbackPlan {
     /// Put back the window's rows slice by slice, keeping other writers' work outside it.
+    ///
+    /// Decided on the log as it is now, not as it was shown, as [`restore`](Self::restore) is:
+    /// another writer's commit inside the window while this rollback waited for its answer is
+    /// weighed like one before it. On a table rolled back file by file, the earlier reading's list
+    /// of other writers missed it, undid bf's files under its rows and left the window not the
+    /// pre-version's, found only by the verification after the commits.
     pub async fn window_only(&self, force: bool) -> Result<RollbackReport, RollbackError> {
+        let now = super::prepare(&self.stores, &self.url, self.backfill_id()).await?;
+        now.window_only_as_read(force).await
+    }
+
+    /// [`window_only`](Self::window_only), on this reading of the log.
+    async fn window_only_as_read(&self, force: bool) -> Result<RollbackReport, RollbackError> {
+        self.check_as_read(true, force).await?;
         // From the version checked: each slice's replaceWhere then fails on a commit landing in its
         // days since (deltalake's conflict check reads its predicate), never writes over it.
-        let mut table = self.check(true, force).await?;
+        let mut table = self.as_read.clone();
         let pre_version = self.backfill.backfill.pre_version;
         let rows_before = self.window_rows(&table).await?;
         if crate::delta::commit::Own::of(&table).needed() {
@@ -85,9 +98,10 @@ impl RollbackPlan {
     /// Other writers' commits since the backfill that added or removed, as a change of data, a file
     /// that may hold window rows: by its partition value or statistics, and a remove that names
     /// neither by its add's — in a commit since the pre-version, or among the pre-version's files
-    /// (`delta::footprint`, the apply's rule too). A DELETE of April on a table not partitioned by
-    /// the day is no write inside March; a remove whose add cannot be found may hold any day (an
-    /// overwrite without a predicate removes every file).
+    /// (`delta::footprint`, the apply's rule too) — and changed a row of the window, or are a later
+    /// backfill's slices over its days. A DELETE of April on a table not partitioned by the day is
+    /// no write inside March; a remove whose add cannot be found may hold any day (an overwrite
+    /// without a predicate removes every file).
     pub(super) async fn others_in_window(&self, table: &DeltaTable) -> Result<Vec<Entry>, RollbackError> {
         use std::collections::HashMap;
 
@@ -133,11 +147,20 @@ impl RollbackPlan {
             .collect();
         let mut touched = Vec::new();
         for entry in may_touch {
-            if self.changes_window_rows(entry.version).await {
+            if self.later_backfill_here(entry) || self.changes_window_rows(entry.version).await {
                 touched.push(entry.clone());
             }
         }
         Ok(touched)
+    }
+
+    /// Whether `entry` is a slice of a later bf backfill, still in place, over some of the
+    /// window's days. Such a slice is a reviewed change whether or not it changed a row (a
+    /// `--rerun all` writes the same rows again): putting the window back under it would leave it
+    /// recorded as applied over rows it no longer holds, and its own rollback would then bring
+    /// this backfill's rows back. It is rolled back first, as a full rollback's advice says.
+    fn later_backfill_here(&self, entry: &Entry) -> bool {
+        entry.slice().is_some_and(|slice| slice.first <= self.window.end && self.window.start <= slice.last)
     }
 
     /// Whether the commit at `version` changed a row of the window. Its files' days only say it

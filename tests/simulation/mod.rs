@@ -6,8 +6,11 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The histories the simulation found whose holes are closed: each must replay clean.
-const CLOSED: [&str; 13] = [
+/// The histories the simulation found whose holes are closed, each of which must replay clean;
+/// `apply-started-without-undo-332b3d1f` and `identity-value-changed-700c9dd0` were false alarms of
+/// the harness's own (an invariant less precise than the README's rule; a model that had not seen
+/// the identity values a rollback brought back), kept so that the harness stays precise.
+const CLOSED: [&str; 17] = [
     "hand-hole1-two-rollbacks.json",
     "hand-hole10-delete-outside.json",
     "apply-exit-0-unfinished-5940083c.json",
@@ -21,6 +24,10 @@ const CLOSED: [&str; 13] = [
     "rollback-horizon-false-window-intact-554133dc.json",
     "row-id-not-kept-28763af0.json",
     "stale-slice-committed-645c13a2.json",
+    "apply-started-without-undo-332b3d1f.json",
+    "rollback-not-pre-version-89435ba7.json",
+    "rollback-discarded-others-work-cd1b29c4.json",
+    "identity-value-changed-700c9dd0.json",
 ];
 
 /// The kinds of violation of holes still open (docs/RELIABILITY.md, "The simulation"): noted and
