@@ -31,13 +31,15 @@ use crate::fault::fault;
 impl RollbackPlan {
     /// [`window_only`](Self::window_only) on a table whose commits bf completes itself: each slice
     /// commit undone file by file (`rollback/inverse.rs`), the last slice first, exactly once by its
-    /// own transaction.
+    /// own transaction. Another writer's rows in the window refuse it even when `forced`: unforced,
+    /// the window-only check already refused them on this same reading.
     pub(super) async fn window_only_file_by_file(
         &self,
         mut table: DeltaTable,
         rows_before: u64,
+        forced: bool,
     ) -> Result<RollbackReport, RollbackError> {
-        let in_window = self.others_in_window(&table).await?;
+        let in_window = if forced { self.others_in_window(&table).await? } else { Vec::new() };
         if !in_window.is_empty() {
             return Err(RollbackError::Delta(format!(
                 "other writers wrote inside the window after backfill {}; on this table bf rolls the window \

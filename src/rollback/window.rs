@@ -39,7 +39,7 @@ impl RollbackPlan {
         let pre_version = self.backfill.backfill.pre_version;
         let rows_before = self.window_rows(&table).await?;
         if crate::delta::commit::Own::of(&table).needed() {
-            return self.window_only_file_by_file(table, rows_before).await;
+            return self.window_only_file_by_file(table, rows_before, force).await;
         }
         let date_column = self.backfill.backfill.date_column.clone();
         let writer = SliceWriter::replace(&date_column);
